@@ -1,0 +1,181 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The sentinel errors. An *Error wraps one of them (or an OS error), so
+// callers test with errors.Is.
+var (
+	// ErrBusy means the lock is held by someone else and the caller asked not
+	// to wait.
+	ErrBusy = errors.New("lock is busy")
+	// ErrTimeout means the wait ended because its deadline passed.
+	ErrTimeout = errors.New("timed out waiting for lock")
+	// ErrLost means a lock that was held is no longer this holder's: it was
+	// removed or replaced by someone else, or its lease expired.
+	ErrLost = errors.New("lock was lost")
+	// ErrInvalidName means a lock name is not one lowercase, path-free
+	// component of bounded length.
+	ErrInvalidName = errors.New("invalid lock name")
+	// ErrUnsupported means the filesystem (or platform) refuses this kind of
+	// lock.
+	ErrUnsupported = errors.New("locking not supported here")
+	// ErrNotRegular means the lock path exists but is not a regular file (a
+	// symlink, directory, FIFO or device), so hold will not use it.
+	ErrNotRegular = errors.New("lock path is not a regular file")
+	// ErrReleased means the operation needs a held lock and this one has
+	// already been released.
+	ErrReleased = errors.New("lock already released")
+)
+
+// Liveness says whether a lock holder's process still runs.
+type Liveness int
+
+// The values of Liveness.
+const (
+	// LivenessUnknown: hold could not tell (another host, no record, no
+	// permission to ask).
+	LivenessUnknown Liveness = iota
+	// Alive: the holder process runs.
+	Alive
+	// Dead: the holder process is gone (or its pid now belongs to another
+	// process).
+	Dead
+)
+
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Dead:
+		return "dead"
+	}
+	return "unknown"
+}
+
+// Holder describes who holds a lock, as far as it could be found out.
+type Holder struct {
+	// Owner is the holder's owner record; nil when there is none or it
+	// could not be read.
+	Owner *Owner
+	// PIDs are the processes the kernel reports as holding the lock (Linux
+	// /proc/locks for kernel locks); empty where it cannot be asked.
+	PIDs []int
+	// Alive says whether the holder process runs.
+	Alive Liveness
+	// Commands gives, for each pid in PIDs, its command line where known.
+	Commands map[int]string
+}
+
+// String describes the holder in one phrase for an error message, e.g.
+// "pid 4242 (hold run -- make) on host a1 for 12.4s, alive".
+func (h *Holder) String() string {
+	if h == nil {
+		return "an unknown holder"
+	}
+	var b strings.Builder
+	o := h.Owner
+	pid := 0
+	if o != nil {
+		pid = o.PID
+	}
+	// Prefer a pid the kernel vouches for when the record names another
+	// (an inherited descriptor, or a holder that is not hold at all).
+	if len(h.PIDs) > 0 && !containsInt(h.PIDs, pid) {
+		fmt.Fprintf(&b, "pid %s", joinInts(h.PIDs))
+		if c := h.Commands[h.PIDs[0]]; c != "" {
+			fmt.Fprintf(&b, " (%s)", c)
+		}
+		if o != nil && o.PID != 0 {
+			fmt.Fprintf(&b, ", recorded owner pid %d", o.PID)
+		}
+		return b.String()
+	}
+	if o == nil || o.PID == 0 {
+		b.WriteString("an unknown holder (no owner record)")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "pid %d", o.PID)
+	if len(o.Command) > 0 {
+		fmt.Fprintf(&b, " (%s)", shorten(strings.Join(o.Command, " "), 60))
+	} else if c := h.Commands[o.PID]; c != "" {
+		fmt.Fprintf(&b, " (%s)", shorten(c, 60))
+	}
+	if o.Host != "" {
+		fmt.Fprintf(&b, " on host %s", o.Host)
+	}
+	if !o.StartedAt.IsZero() {
+		fmt.Fprintf(&b, " for %s", o.Held(time.Now()).Round(100*time.Millisecond))
+	}
+	if h.Alive != LivenessUnknown {
+		fmt.Fprintf(&b, ", %s", h.Alive)
+	}
+	return b.String()
+}
+
+// Error records a failed lock operation: what was tried, on which lock path,
+// why it failed and, where known, who holds the lock. It plays the part
+// os.PathError plays for files.
+type Error struct {
+	// Op is the operation: "acquire", "release", "update", "append", ...
+	Op string
+	// Path is the lock path (or the target, for update and append errors
+	// that concern the file itself).
+	Path string
+	// Err is the cause: one of the sentinels or an OS error.
+	Err error
+	// Holder is who holds the lock, when the error is about contention.
+	Holder *Holder
+	// Hint says what to do about it, when hold knows.
+	Hint string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	b.WriteByte(' ')
+	b.WriteString(e.Path)
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.Holder != nil {
+		b.WriteString(": held by ")
+		b.WriteString(e.Holder.String())
+	}
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

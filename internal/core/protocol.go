@@ -1,0 +1,119 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Request describes one acquisition, as the public package hands it to a
+// protocol.
+type Request struct {
+	// Path is the lock path (for etcd, the key).
+	Path string
+	// Shared asks for a shared (reader) hold instead of an exclusive one.
+	Shared bool
+	// Owner is the record to publish once the lock is held. The caller fills
+	// in who it is (PID, Host, ID, ProcStart, Command, Fields); the protocol
+	// sets StartedAt, Fence, Shared and Protocol.
+	Owner Owner
+	// Logger receives debug events when the caller asked for them; nil
+	// means silence.
+	Logger *slog.Logger
+}
+
+// Protocol is one way of implementing locks: kernel locks, the portable
+// directory protocol, etcd. Implementations must be safe for concurrent use.
+type Protocol interface {
+	// Name is the protocol's short name: "flock", "dir", "etcd".
+	Name() string
+	// Acquire blocks until the lock is held or ctx ends. When ctx ends it
+	// returns promptly an *Error wrapping WaitError(ctx.Err()), and it must
+	// never leave the lock held by an abandoned wait.
+	Acquire(ctx context.Context, req *Request) (Handle, error)
+	// TryAcquire never waits: it returns an *Error wrapping ErrBusy, with
+	// the holder, when someone else holds the lock.
+	TryAcquire(req *Request) (Handle, error)
+	// Inspect reports the lock's state without taking it.
+	Inspect(path string) (*Status, error)
+}
+
+// Breaker is implemented by protocols whose locks can outlive their holder
+// and so may need removing by hand (the portable directory protocol).
+type Breaker interface {
+	// Break removes the lock at path if its holder is provably gone, or
+	// always when force is set. It returns the state it found.
+	Break(path string, force bool) (*Status, error)
+}
+
+// Handle is one held lock.
+type Handle interface {
+	// Fence is the fencing token of this acquisition.
+	Fence() uint64
+	// Owner is the record this holder published.
+	Owner() *Owner
+	// Lost is closed when the lock is found to be no longer this holder's.
+	// Kernel locks cannot be lost while their descriptor is open, so theirs
+	// is never closed.
+	Lost() <-chan struct{}
+	// Check returns nil while the lock is held, an error wrapping ErrLost
+	// when it was lost and one wrapping ErrReleased after Release.
+	Check() error
+	// Release gives the lock up. It is idempotent: a second call returns
+	// nil, or ErrLost again if the lock had been lost.
+	Release() error
+}
+
+// State is what Inspect found.
+type State int
+
+// The values of State.
+const (
+	// Free: nobody holds the lock.
+	Free State = iota
+	// HeldExclusive: one holder has it exclusively.
+	HeldExclusive
+	// HeldShared: one or more holders share it.
+	HeldShared
+	// Stale: the lock exists on disk but its holder is gone (portable
+	// protocol only; kernel locks never go stale).
+	Stale
+)
+
+func (s State) String() string {
+	switch s {
+	case HeldExclusive:
+		return "held exclusive"
+	case HeldShared:
+		return "held shared"
+	case Stale:
+		return "stale"
+	}
+	return "free"
+}
+
+// Status is the observed state of one lock.
+type Status struct {
+	// Path is the lock path.
+	Path string
+	// Protocol names the protocol of the lock found there.
+	Protocol string
+	// State is free, held or stale.
+	State State
+	// Holder is who holds it (nil when free). For a free lock with a
+	// leftover record, Holder.Owner still shows the last holder.
+	Holder *Holder
+	// Fence is the last fencing token handed out on this lock path.
+	Fence uint64
+}
+
+// WaitError turns the error of a context that ended a wait into the cause an
+// *Error carries: ErrTimeout (which also matches context.DeadlineExceeded)
+// when the deadline passed, the context's own error otherwise.
+func WaitError(ctxErr error) error {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", ErrTimeout, context.DeadlineExceeded)
+	}
+	return ctxErr
+}

@@ -1,0 +1,161 @@
+// Package flock is hold's default protocol: a kernel lock on the lock file,
+// flock(2) on unix and LockFileEx on Windows.
+//
+// The kernel does the hard parts: it wakes a blocked waiter the moment the
+// lock is released, and it releases the lock of a process that dies, so no
+// staleness rule is needed. What this package adds is the owner record and
+// the fencing token, kept in the lock file itself, and a wait that a context
+// can end.
+//
+// Every acquisition opens its own descriptor: flock(2) locks belong to the
+// open file description, so two descriptors in one process exclude each
+// other just as two processes do. The lock file is never deleted: removing it
+// on release would let a waiter that opened the old file lock an inode that
+// no longer has a name while a newcomer locks a fresh one.
+package flock
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Protocol implements core.Protocol with kernel locks. The zero value is
+// ready to use.
+type Protocol struct{}
+
+// Name returns "flock".
+func (Protocol) Name() string { return "flock" }
+
+// TryAcquire takes the lock if it is free, without waiting.
+func (p Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+	return p.acquire(context.Background(), req, false)
+}
+
+// Acquire waits until the lock is held or ctx ends.
+func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+	}
+	return p.acquire(ctx, req, true)
+}
+
+func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	f, writable, err := openLockFile(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	err = lockFile(f, req.Shared, false)
+	if err != nil && isBusy(err) {
+		if !wait {
+			h := holderOf(f, false)
+			f.Close()
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy, Holder: h}
+		}
+		if req.Logger != nil {
+			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
+		}
+		err = waitLock(ctx, f, req.Shared)
+		if err != nil && ctx.Err() != nil {
+			// waitLock has handed f to a goroutine that closes it.
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()), Holder: holderAt(req.Path)}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, lockError(req.Path, err)
+	}
+	h := &handle{f: f, path: req.Path, owner: req.Owner}
+	h.owner.StartedAt = time.Now()
+	h.owner.Shared = req.Shared
+	h.owner.Protocol = "flock"
+	if err := h.publish(writable); err != nil {
+		h.Release()
+		return nil, err
+	}
+	if req.Logger != nil {
+		req.Logger.Debug("hold: acquired", "path", req.Path, "fence", h.owner.Fence, "shared", req.Shared)
+	}
+	return h, nil
+}
+
+// waitLock blocks in the kernel until the lock is granted or ctx ends. A
+// blocked flock(2) cannot be interrupted from Go (signals restart it and
+// closing the descriptor does not wake it), so the blocking call runs on its
+// own goroutine. If ctx ends first the wait is abandoned: that goroutine
+// keeps waiting and, the moment it is granted the lock, unlocks and closes
+// the descriptor, so an abandoned wait never leaves the lock held. The cost
+// is one parked OS thread per abandoned waiter until the holder lets go.
+func waitLock(ctx context.Context, f *os.File, shared bool) error {
+	if ctx.Done() == nil {
+		return lockFile(f, shared, true)
+	}
+	done := make(chan error, 1)
+	go func() { done <- lockFile(f, shared, true) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		go func() {
+			if err := <-done; err == nil {
+				unlockFile(f)
+			}
+			f.Close()
+		}()
+		return ctx.Err()
+	}
+}
+
+// handle is one held kernel lock.
+type handle struct {
+	f     *os.File
+	path  string
+	owner core.Owner
+
+	mu       sync.Mutex
+	released bool
+}
+
+// never is the Lost channel of every kernel lock: while the descriptor is
+// open the kernel keeps the lock, so it cannot be lost.
+var never = make(chan struct{})
+
+func (h *handle) Fence() uint64         { return h.owner.Fence }
+func (h *handle) Owner() *core.Owner    { o := h.owner; return &o }
+func (h *handle) Lost() <-chan struct{} { return never }
+
+// File returns the open lock file, so that `hold run` can pass the
+// descriptor (and with it the lock) to the command it runs.
+func (h *handle) File() *os.File { return h.f }
+
+func (h *handle) Check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+	}
+	return nil
+}
+
+// Release unlocks before closing: if the descriptor was inherited by a
+// child that still runs, closing alone would leave the lock with the child.
+func (h *handle) Release() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return nil
+	}
+	h.released = true
+	uerr := unlockFile(h.f)
+	cerr := h.f.Close()
+	if uerr != nil {
+		return &core.Error{Op: "release", Path: h.path, Err: uerr}
+	}
+	if cerr != nil {
+		return &core.Error{Op: "release", Path: h.path, Err: cerr}
+	}
+	return nil
+}

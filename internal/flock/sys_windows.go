@@ -1,0 +1,122 @@
+package flock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// On Windows, LockFileEx locks are mandatory: locked bytes cannot be read
+// through other handles. Locking the owner record would hide it from the
+// very waiters that want to know who holds the lock, so the lock covers one
+// byte far past any record instead.
+const (
+	lockOffsetLow  = 0
+	lockOffsetHigh = 0x7fffffff
+)
+
+func openLockFile(path string) (*os.File, bool, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, false, &core.Error{Op: "open", Path: path, Err: err}
+	}
+	const share = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
+	// FILE_FLAG_OPEN_REPARSE_POINT opens a symlink itself rather than its
+	// target, the Windows counterpart of O_NOFOLLOW; the type check below
+	// then refuses it.
+	const flags = windows.FILE_ATTRIBUTE_NORMAL | windows.FILE_FLAG_OPEN_REPARSE_POINT
+	writable := true
+	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, windows.OPEN_ALWAYS, flags, 0)
+	if err == windows.ERROR_ACCESS_DENIED {
+		if rh, rerr := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, flags, 0); rerr == nil {
+			h, err, writable = rh, nil, false
+		}
+	}
+	if err != nil {
+		return nil, false, openError(path, err)
+	}
+	f := os.NewFile(uintptr(h), path)
+	if err := checkRegular(f, path); err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return f, writable, nil
+}
+
+func openForInspect(path string) (*os.File, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, err
+	}
+	const share = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
+	h, err := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
+	if err != nil {
+		if err == windows.ERROR_FILE_NOT_FOUND {
+			return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+		}
+		return nil, openError(path, err)
+	}
+	f := os.NewFile(uintptr(h), path)
+	if err := checkRegular(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func checkRegular(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return &core.Error{Op: "open", Path: path, Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
+			Hint: "remove it or choose another lock path"}
+	}
+	return nil
+}
+
+func openError(path string, err error) error {
+	e := &core.Error{Op: "open", Path: path, Err: err}
+	switch err {
+	case windows.ERROR_PATH_NOT_FOUND:
+		e.Hint = "the directory that should hold the lock file does not exist; create it first"
+	case windows.ERROR_ACCESS_DENIED:
+		e.Hint = "no permission to open the lock file there (or it is a directory); choose another lock path"
+	}
+	return e
+}
+
+func lockFile(f *os.File, shared, block bool) error {
+	var flags uint32
+	if !shared {
+		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
+	}
+	if !block {
+		flags |= windows.LOCKFILE_FAIL_IMMEDIATELY
+	}
+	ol := &windows.Overlapped{Offset: lockOffsetLow, OffsetHigh: lockOffsetHigh}
+	return windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, ol)
+}
+
+func unlockFile(f *os.File) error {
+	ol := &windows.Overlapped{Offset: lockOffsetLow, OffsetHigh: lockOffsetHigh}
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
+}
+
+func isBusy(err error) bool {
+	return errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING)
+}
+
+func lockError(path string, err error) error {
+	e := &core.Error{Op: "lock", Path: path, Err: err}
+	if errors.Is(err, windows.ERROR_NOT_SUPPORTED) || errors.Is(err, windows.ERROR_INVALID_FUNCTION) {
+		e.Err = fmt.Errorf("%w: %w", core.ErrUnsupported, err)
+		e.Hint = "this filesystem refuses byte-range locks; use a local volume or the portable protocol (--protocol dir)"
+	}
+	return e
+}

@@ -1,0 +1,70 @@
+// Package proc answers questions about processes that lock holders need:
+// who am I (pid, host, command line, start time), is that holder still
+// alive, and, on Linux, which processes the kernel says hold a lock.
+//
+// It is the one place that decides whether a recorded owner is alive; the
+// protocols build their staleness rules on Judge.
+package proc
+
+import (
+	"os"
+	"sync"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// self is computed once: a process has exactly one identity.
+var self = sync.OnceValue(func() core.Owner {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	start, _ := StartTime(pid)
+	return core.Owner{
+		PID:       pid,
+		Host:      host,
+		ProcStart: start,
+		Command:   append([]string(nil), os.Args...),
+	}
+})
+
+// Self returns a record describing this process (PID, Host, ProcStart,
+// Command), without ID, time or fence. The Command slice is a fresh copy.
+func Self() core.Owner {
+	o := self()
+	o.Command = append([]string(nil), o.Command...)
+	return o
+}
+
+// Hostname is this machine's host name as Self records it.
+func Hostname() string { return self().Host }
+
+// Judge says whether the holder named by a record is alive. A record from
+// another host cannot be judged from here (LivenessUnknown). On this host a
+// pid that does not exist is dead, and so is a pid whose start time differs
+// from the recorded one: the pid was reused by an unrelated process.
+func Judge(o *core.Owner) core.Liveness {
+	if o == nil || o.PID <= 0 {
+		return core.LivenessUnknown
+	}
+	if o.Host != "" && o.Host != Hostname() {
+		return core.LivenessUnknown
+	}
+	return Alive(o.PID, o.ProcStart)
+}
+
+// Alive says whether process pid runs on this host and, when procStart is
+// not zero and the OS reports start times, whether it is still the same
+// process.
+func Alive(pid int, procStart uint64) core.Liveness {
+	switch exists(pid) {
+	case core.Dead:
+		return core.Dead
+	case core.LivenessUnknown:
+		return core.LivenessUnknown
+	}
+	if procStart != 0 {
+		if now, ok := StartTime(pid); ok && now != procStart {
+			return core.Dead
+		}
+	}
+	return core.Alive
+}

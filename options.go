@@ -1,0 +1,67 @@
+package hold
+
+import (
+	"log/slog"
+
+	"github.com/hold-dev/hold/internal/flock"
+)
+
+// An Option changes how a lock is taken.
+type Option func(*config)
+
+type config struct {
+	shared   bool
+	lockFile string
+	name     string
+	fields   map[string]string
+	protocol Protocol
+	logger   *slog.Logger
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	if c.protocol == nil {
+		c.protocol = flock.Protocol{}
+	}
+	return c
+}
+
+// Shared asks for a shared (reader) lock: any number of shared holders may
+// hold it together, and none while an exclusive holder does. A shared hold
+// does not advance the fencing token; its Token is the last exclusive one.
+func Shared() Option { return func(c *config) { c.shared = true } }
+
+// LockFile uses exactly path as the lock path, instead of "<target>.lock".
+func LockFile(path string) Option { return func(c *config) { c.lockFile = path; c.name = "" } }
+
+// Named puts the lock in this user's private lock directory under name, for
+// locks that guard something other than one file ("deploy", "nightly-db").
+// A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
+// and '-', starting with a letter or digit; anything else fails with
+// ErrInvalidName before the disk is touched. See NamedDir for where the
+// directory is.
+func Named(name string) Option { return func(c *config) { c.name = name; c.lockFile = "" } }
+
+// Field adds an extra field to the owner record, shown by `hold status`.
+// The record is readable by anyone who can read the lock file: keep secrets
+// out of it.
+func Field(key, value string) Option {
+	return func(c *config) {
+		if c.fields == nil {
+			c.fields = make(map[string]string)
+		}
+		c.fields[key] = value
+	}
+}
+
+// WithProtocol uses p instead of the kernel lock.
+func WithProtocol(p Protocol) Option { return func(c *config) { c.protocol = p } }
+
+// Logger sends debug events (waiting, acquired, released) to l. Without it
+// hold logs nothing.
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
