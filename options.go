@@ -16,6 +16,8 @@ type config struct {
 	fields   map[string]string
 	protocol Protocol
 	logger   *slog.Logger
+	// mustExist: Update and Append fail on a missing file (MustExist).
+	mustExist bool
 }
 
 func newConfig(opts []Option) *config {

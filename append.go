@@ -1,0 +1,66 @@
+package hold
+
+import (
+	"context"
+	"io/fs"
+
+	"github.com/hold-dev/hold/internal/atomicfile"
+)
+
+// Append adds data to the end of the file at path under its lock: one
+// write with O_APPEND followed by an fsync, so concurrent appenders never
+// interleave and a record that Append reported written is on disk.
+//
+// It takes the exclusive lock "<path>.lock", the same lock Update and
+// `hold run path` take (LockFile and Named choose another; Shared is
+// ignored). A missing file is created (mode 0666 less umask) unless
+// MustExist is given. If the write comes up short or fails, or the fsync
+// fails, the file is truncated back to its size before the write, so no
+// torn record remains; the error names the cause. When path is a symbolic
+// link, the file it points to grows. ctx bounds the wait for the lock.
+//
+// Writers that append to the file without taking the lock are not
+// excluded, and a failed Append's truncation would also remove what such a
+// writer added in the meantime.
+//
+// Errors are *Error with Op "append".
+func Append(ctx context.Context, path string, data []byte, opts ...Option) error {
+	return appendTo(ctx, atomicfile.OS{}, path, data, opts)
+}
+
+// appendTo is Append with the file system as a parameter, for tests.
+func appendTo(ctx context.Context, fsys atomicfile.FS, path string, data []byte, opts []Option) (err error) {
+	const op = "append"
+	c := newConfig(opts)
+	if _, err := atomicfile.Resolve(fsys, path); err != nil {
+		return fileError(op, path, err)
+	}
+	l, err := Acquire(ctx, path, append(opts[:len(opts):len(opts)], exclusive)...)
+	if err != nil {
+		return relabel(op, err)
+	}
+	defer func() {
+		if rerr := l.Release(); err == nil && rerr != nil {
+			err = relabel(op, rerr)
+		}
+	}()
+	t, err := atomicfile.Resolve(fsys, path)
+	if err != nil {
+		return fileError(op, path, err)
+	}
+	if t.Info == nil && c.mustExist {
+		return fileError(op, path, &fs.PathError{Op: "open", Path: t.Path, Err: fs.ErrNotExist})
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	// A lock that was lost (possible with lease-based protocols) must not
+	// write: someone else may be writing now.
+	if err := l.Check(); err != nil {
+		return relabel(op, err)
+	}
+	if err := atomicfile.Append(fsys, t, data); err != nil {
+		return fileError(op, path, err)
+	}
+	return nil
+}

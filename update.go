@@ -1,0 +1,130 @@
+package hold
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/hold-dev/hold/internal/atomicfile"
+)
+
+// Update changes the file at path under its lock, so that concurrent
+// updates by any number of processes never lose one another's change and
+// no reader ever sees a torn or empty file.
+//
+// It takes the exclusive lock "<path>.lock" (the same lock `hold run path`
+// and `hold append path` take; LockFile and Named choose another, Shared is
+// ignored), reads the file, and calls fn with its content. A missing file
+// reads as empty, unless MustExist is given. If fn returns an error,
+// nothing is written and Update returns that error unchanged. If fn
+// returns the bytes it was given, nothing is written. Otherwise the new
+// content replaces the file atomically: it is written to a temp file in
+// the same directory, synced, given the original's permission bits (and
+// owner, when running as root), and renamed over the file, and the
+// directory is synced. Just before the rename Update confirms the lock is
+// still held, so a holder that lost its lock publishes nothing. The lock is
+// released in every case, a panic in fn included.
+//
+// When path is a symbolic link, the file it points to is updated and the
+// link stays a link. (The lock is still "<path>.lock": use one path for the
+// file in every writer, or LockFile.) A directory, a device, or a file whose
+// permission bits let nobody write it is refused before anything is locked.
+//
+// ctx bounds only the wait for the lock. After a successful update, temp
+// files that earlier updaters of this file left behind when they were
+// killed are removed (see the README's "Guarded updates").
+//
+// Errors about the lock or the file are *Error with Op "update"; lock
+// errors keep their cause (ErrBusy, ErrTimeout, ErrLost) for errors.Is.
+func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error), opts ...Option) error {
+	return update(ctx, atomicfile.OS{}, path, fn, opts)
+}
+
+// MustExist makes Update and Append fail, with an error matching
+// fs.ErrNotExist, when the file does not exist, instead of reading it as
+// empty (Update) or creating it (Append).
+func MustExist() Option { return func(c *config) { c.mustExist = true } }
+
+// exclusive is appended to the caller's options: a shared lock would let
+// two writers read the same old content.
+func exclusive(c *config) { c.shared = false }
+
+// update is Update with the file system as a parameter, so tests can make
+// any step fail (a full disk, a read-only directory).
+func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []byte) ([]byte, error), opts []Option) (err error) {
+	const op = "update"
+	c := newConfig(opts)
+	// Refuse a directory or device before creating a lock file beside it.
+	if _, err := atomicfile.Resolve(fsys, path); err != nil {
+		return fileError(op, path, err)
+	}
+	l, err := Acquire(ctx, path, append(opts[:len(opts):len(opts)], exclusive)...)
+	if err != nil {
+		return relabel(op, err)
+	}
+	defer func() {
+		if rerr := l.Release(); err == nil && rerr != nil {
+			err = relabel(op, rerr)
+		}
+	}()
+	// Resolve again under the lock: the file may have been created or
+	// replaced while we waited.
+	t, err := atomicfile.Resolve(fsys, path)
+	if err != nil {
+		return fileError(op, path, err)
+	}
+	old, err := fsys.ReadFile(t.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !c.mustExist:
+		old, t.Info = nil, nil
+	case err != nil:
+		return fileError(op, path, err)
+	}
+	data, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(old, data) {
+		return nil
+	}
+	if err := atomicfile.Replace(fsys, t, data, l.Check); err != nil {
+		return fileError(op, path, err)
+	}
+	if n := atomicfile.CleanStale(fsys, t.Path); n > 0 && c.logger != nil {
+		c.logger.Debug("hold: removed abandoned temp files", "path", t.Path, "count", n)
+	}
+	return nil
+}
+
+// relabel gives a lock error from Acquire or Release the operation's name,
+// keeping its cause, path and holder.
+func relabel(op string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return &Error{Op: op, Err: err}
+	}
+	c := *e
+	c.Op = op
+	return &c
+}
+
+// fileError wraps an error about the target file itself. An error that is
+// already an *Error (a lost lock found by Check) is only relabelled.
+func fileError(op, path string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return relabel(op, err)
+	}
+	fe := &Error{Op: op, Path: path, Err: err}
+	switch {
+	case errors.Is(err, atomicfile.ErrReadOnly):
+		fe.Hint = "give it a write permission bit (chmod u+w) to allow changes"
+	case errors.Is(err, syscall.ENOSPC):
+		fe.Hint = "the disk is full; the file was left unchanged"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		fe.Hint = "the file and its directory must be writable; the file was left unchanged"
+	}
+	return fe
+}
