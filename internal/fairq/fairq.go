@@ -1,0 +1,154 @@
+// Package fairq serves the waiters of one lock in arrival order.
+//
+// The kernel's own locks are not fair: a process that releases a lock and
+// asks for it again at once usually gets it back before the waiters the
+// kernel has just woken are scheduled, so under load some waiters barge
+// while others starve. fairq puts a FIFO queue in front of a lock protocol
+// (normally the kernel lock of internal/flock) and keeps two jobs apart:
+//
+//   - safety: only the holder of the main lock, the wrapped protocol's own
+//     lock, enters. A fair waiter takes it exactly as a plain waiter does,
+//     so fair and plain waiters on one lock path exclude each other.
+//   - order: the queue decides which fair waiter may ask for the main lock
+//     next. At most one fair waiter at a time waits on the main lock.
+//
+// Because safety never depends on the queue, a crash or a bug in the queue
+// can at worst let a waiter reach the main lock early, where it simply
+// blocks: never two holders. Only fair waiters are ordered; a plain waiter
+// still competes with the fair waiter at the head of the queue the way
+// kernel lock waiters always do.
+//
+// # The queue
+//
+// The queue is a directory beside the lock, "<lock path>.q", holding a
+// counter file and one ticket file per fair waiter, named by its ticket
+// number in 20 decimal digits. The design is etcd's mutex brought to local
+// files: each waiter waits on its predecessor, never polling.
+//
+//  1. Join: under a kernel lock on the counter file, read the last ticket
+//     number, write the next one, create that ticket file (O_EXCL) and lock
+//     it exclusively, and only then unlock the counter. A successor can
+//     therefore never find a ticket that exists but is not yet locked by a
+//     live waiter.
+//  2. Wait: find the predecessor, the highest live ticket below one's own,
+//     and block on a shared kernel lock on its file. The predecessor holds
+//     the exclusive lock for as long as it is queued, so the wait ends the
+//     moment it leaves: it got the main lock, gave up (its context ended),
+//     or died (the kernel frees a dead process's locks).
+//  3. Head: a waiter that found no live ticket below its own is at the
+//     head. It writes a mark into its ticket ("every ticket below mine is
+//     gone"), then takes the main lock through the wrapped protocol.
+//  4. Leave: as soon as it holds the main lock (or gives up), the waiter
+//     removes its ticket file, then unlocks it. Its successor wakes, sees
+//     the mark and is at the head; without the mark (the predecessor gave
+//     up or died before reaching the head) it looks for the next live
+//     ticket further down and waits on that.
+//
+// Ticket numbers only grow and a ticket's name is never used twice, so a
+// waiter may remove any ticket below its own that it finds unlocked: such
+// a ticket belongs to a waiter that has gone (dead tickets are cleaned by
+// whoever finds them). The queue directory and the counter stay on disk,
+// like the lock file itself: removing them would let a newcomer start a
+// second queue beside one still in use.
+//
+// A crash at any step leaves no waiter stuck: the counter lock and every
+// ticket lock are kernel locks, which the kernel frees when their holder
+// dies; a ticket created but not yet locked is found unlocked and removed;
+// a gap in the numbers (a crash between writing the counter and creating
+// the ticket) is skipped by the search for the predecessor.
+//
+// Fair mode needs kernel locks on the queue directory's filesystem. It is
+// implemented on unix (flock(2)); elsewhere Acquire fails with
+// core.ErrUnsupported.
+package fairq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// QueueSuffix is appended to a lock path to name its queue directory.
+const QueueSuffix = ".q"
+
+// counterName is the file in the queue directory that holds the last ticket
+// number handed out.
+const counterName = "counter"
+
+// ticketDigits is the width of a ticket file name: a ticket number in
+// decimal, zero-padded so that names sort in ticket order.
+const ticketDigits = 20
+
+// headMark is the byte a waiter writes at the start of its ticket file once
+// it is at the head of the queue: its successor then knows that no earlier
+// ticket can still be waiting.
+const headMark = 'H'
+
+// Protocol implements core.Protocol by putting a FIFO queue in front of
+// Inner, which keeps providing the lock itself. The zero value is not
+// usable: use New.
+type Protocol struct {
+	inner core.Protocol
+}
+
+// New returns a protocol that serves fair waiters of inner's locks in
+// arrival order.
+func New(inner core.Protocol) Protocol { return Protocol{inner: inner} }
+
+// Inner returns the wrapped protocol.
+func (p Protocol) Inner() core.Protocol { return p.inner }
+
+// Name returns the wrapped protocol's name: the lock on disk is that
+// protocol's lock, and fairness is only a way of waiting for it.
+func (p Protocol) Name() string { return p.inner.Name() }
+
+// Inspect reports the main lock's state; the queue does not change who holds
+// the lock.
+func (p Protocol) Inspect(path string) (*core.Status, error) { return p.inner.Inspect(path) }
+
+// Acquire joins the queue, waits for every fair waiter that arrived earlier,
+// then takes the main lock. When ctx ends it leaves the queue at once (its
+// successor moves on) and returns an *Error wrapping WaitError(ctx.Err()).
+func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+	}
+	return p.acquire(ctx, req, true)
+}
+
+// TryAcquire takes the lock only if no fair waiter is queued and the main
+// lock is free; it never waits.
+func (p Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+	return p.acquire(context.Background(), req, false)
+}
+
+// ticketName is the file name of ticket n.
+func ticketName(n uint64) string { return fmt.Sprintf("%0*d", ticketDigits, n) }
+
+// parseTicket returns the number of a ticket file name, and false for any
+// other name (the counter, or a stranger's file).
+func parseTicket(name string) (uint64, bool) {
+	if len(name) != ticketDigits {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// busyError is what TryAcquire returns when fair waiters are queued ahead.
+func busyError(p Protocol, path string) error {
+	e := &core.Error{Op: "acquire", Path: path, Err: core.ErrBusy,
+		Hint: "fair waiters are queued for this lock"}
+	if st, err := p.inner.Inspect(path); err == nil {
+		e.Holder = st.Holder
+	}
+	return e
+}

@@ -1,0 +1,382 @@
+//go:build unix
+
+package fairq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/flock"
+)
+
+// TestFIFOOrder queues waiter processes one by one behind a held lock,
+// each started only once the previous one has its ticket, and checks that
+// they get the lock in that order. Each waiter then queues again the moment
+// it releases, twice: a plain kernel lock would usually hand the lock
+// straight back to it (barging), while in fair mode every acquisition must
+// follow ticket order, whatever order the waiters rejoined in.
+func TestFIFOOrder(t *testing.T) {
+	const waiters, rounds, loops = 22, 3, 3
+	for round := 0; round < rounds; round++ {
+		path := lockPath(t)
+		out := filepath.Join(filepath.Dir(path), "order")
+		main := holdMain(t, path)
+		var cmds []*exec.Cmd
+		for i := 0; i < waiters; i++ {
+			cmd := worker(t, "waiter", lockEnv+"="+path, idEnv+"="+strconv.Itoa(i), outEnv+"="+out,
+				loopsEnv+"="+strconv.Itoa(loops))
+			cmds = append(cmds, cmd)
+			waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(tickets(t, path)) == i+1 })
+		}
+		if err := main.Release(); err != nil {
+			t.Fatal(err)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("round %d: waiter %d: %v", round, i, err)
+			}
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != waiters*loops {
+			t.Fatalf("round %d: %d acquisitions recorded, want %d", round, len(lines), waiters*loops)
+		}
+		var ids []string
+		var last uint64
+		for i, line := range lines {
+			id, ticketStr, _ := strings.Cut(line, " ")
+			ticket, err := strconv.ParseUint(ticketStr, 10, 64)
+			if err != nil {
+				t.Fatalf("round %d: bad record %q", round, line)
+			}
+			if ticket <= last {
+				t.Fatalf("round %d: acquisition %d had ticket %d after ticket %d: not in queue order\n%s", round, i, ticket, last, b)
+			}
+			last = ticket
+			if i < waiters {
+				ids = append(ids, id)
+			}
+		}
+		var want []string
+		for i := 0; i < waiters; i++ {
+			want = append(want, strconv.Itoa(i))
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("round %d: waiters queued one by one got the lock in order %v, want %v", round, ids, want)
+		}
+		if left := tickets(t, path); len(left) != 0 {
+			t.Fatalf("round %d: tickets left behind: %v", round, left)
+		}
+	}
+}
+
+// TestKilledWaiterDoesNotStall kills waiters in the middle of the queue and
+// at its head (blocked on the main lock) and checks that the others still
+// get the lock, in order, and that the dead tickets are cleaned up.
+func TestKilledWaiterDoesNotStall(t *testing.T) {
+	path := lockPath(t)
+	out := filepath.Join(filepath.Dir(path), "order")
+	main := holdMain(t, path)
+	const n = 7
+	victims := map[int]bool{0: true, 3: true, 4: true} // 0 is the head
+	var cmds []*exec.Cmd
+	for i := 0; i < n; i++ {
+		cmd := worker(t, "waiter", lockEnv+"="+path, idEnv+"="+strconv.Itoa(i), outEnv+"="+out)
+		cmds = append(cmds, cmd)
+		waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(tickets(t, path)) == i+1 })
+	}
+	for i := range victims {
+		if err := cmds[i].Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i].Wait()
+	}
+	if err := main.Release(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, cmd := range cmds {
+		if victims[i] {
+			continue
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+		want = append(want, strconv.Itoa(i))
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		id, _, _ := strings.Cut(line, " ")
+		got = append(got, id)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("survivors got the lock in order %v, want %v", got, want)
+	}
+	if left := tickets(t, path); len(left) != 0 {
+		t.Fatalf("dead tickets left behind: %v", left)
+	}
+}
+
+// TestCancelledWaiterLeavesNoTicket cancels a waiter between two others
+// and checks that it returns promptly, leaves no ticket, and that its
+// successor still gets the lock after its predecessor.
+func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
+	for _, deadline := range []bool{false, true} {
+		path := lockPath(t)
+		main := holdMain(t, path)
+		p := New(flock.Protocol{})
+		got := make(chan string, 3)
+		start := func(name string, ctx context.Context) chan error {
+			errc := make(chan error, 1)
+			go func() {
+				h, err := p.Acquire(ctx, request(path))
+				if err == nil {
+					got <- name
+					err = h.Release()
+				}
+				errc <- err
+			}()
+			return errc
+		}
+		first := start("first", context.Background())
+		waitFor(t, "first is queued", func() bool { return len(tickets(t, path)) == 1 })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var end func() = cancel
+		if deadline {
+			d := &endable{Context: context.Background(), done: make(chan struct{})}
+			ctx, end = d, d.expire
+		}
+		middle := start("middle", ctx)
+		waitFor(t, "middle is queued", func() bool { return len(tickets(t, path)) == 2 })
+		middleTicket := tickets(t, path)[1]
+		last := start("last", context.Background())
+		waitFor(t, "last is queued", func() bool { return len(tickets(t, path)) == 3 })
+
+		end()
+		select {
+		case err := <-middle:
+			want := context.Canceled
+			if deadline {
+				want = core.ErrTimeout
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("cancelled waiter returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("cancelled waiter did not return")
+		}
+		if slices.Contains(tickets(t, path), middleTicket) {
+			t.Fatalf("cancelled waiter left its ticket %d behind", middleTicket)
+		}
+		if err := main.Release(); err != nil {
+			t.Fatal(err)
+		}
+		for _, errc := range []chan error{first, last} {
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a, b := <-got, <-got; a != "first" || b != "last" {
+			t.Fatalf("order %s, %s; want first, last", a, b)
+		}
+		if left := tickets(t, path); len(left) != 0 {
+			t.Fatalf("tickets left behind: %v", left)
+		}
+	}
+}
+
+// TestTimeoutAtHead: a waiter at the head of the queue waits on the main
+// lock itself; its deadline must still end the wait and free the queue.
+func TestTimeoutAtHead(t *testing.T) {
+	path := lockPath(t)
+	main := holdMain(t, path)
+	defer main.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := New(flock.Protocol{}).Acquire(ctx, request(path))
+	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if left := tickets(t, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
+}
+
+// TestFairAndPlainExclude runs fair and plain waiter processes looping on
+// one lock; a marker created with O_EXCL inside the critical section and a
+// read-modify-write counter catch any two holders at once.
+func TestFairAndPlainExclude(t *testing.T) {
+	path := lockPath(t)
+	dir := filepath.Dir(path)
+	marker, counter := filepath.Join(dir, "inside"), filepath.Join(dir, "counter")
+	if err := os.WriteFile(counter, []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const perKind, loops = 3, 150
+	var cmds []*exec.Cmd
+	for i := 0; i < 2*perKind; i++ {
+		fair := "0"
+		if i%2 == 0 {
+			fair = "1"
+		}
+		cmds = append(cmds, worker(t, "loop", lockEnv+"="+path, markerEnv+"="+marker,
+			counterEnv+"="+counter, fairEnv+"="+fair, loopsEnv+"="+strconv.Itoa(loops)))
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	b, err := os.ReadFile(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), strconv.Itoa(2*perKind*loops); got != want {
+		t.Fatalf("counter is %s, want %s: updates were lost", got, want)
+	}
+	if left := tickets(t, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
+}
+
+// TestTryAcquire: TryAcquire succeeds on a free lock with an empty queue
+// and reports busy, without queueing, when a fair waiter is ahead.
+func TestTryAcquire(t *testing.T) {
+	path := lockPath(t)
+	p := New(flock.Protocol{})
+	h, err := p.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("second TryAcquire: got %v, want ErrBusy", err)
+	}
+	// A fair waiter queues behind the holder; TryAcquire must not jump it
+	// even once the main lock is free.
+	queued := make(chan error, 1)
+	go func() {
+		h2, err := p.Acquire(context.Background(), request(path))
+		if err == nil {
+			time.Sleep(50 * time.Millisecond)
+			err = h2.Release()
+		}
+		queued <- err
+	}()
+	waitFor(t, "waiter is queued", func() bool { return len(tickets(t, path)) == 1 })
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("TryAcquire with a waiter queued: got %v, want ErrBusy", err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+	if left := tickets(t, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
+}
+
+// TestAbandonedTicketsAreSkipped simulates crashes: a ticket file created
+// but never locked (a crash between creating and locking it), a gap in the
+// numbers (a crash between writing the counter and creating the ticket),
+// and a damaged counter. A waiter must go straight past all of them and
+// clean up.
+func TestAbandonedTicketsAreSkipped(t *testing.T) {
+	path := lockPath(t)
+	q := path + QueueSuffix
+	if err := os.Mkdir(q, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []uint64{3, 7} {
+		if err := os.WriteFile(filepath.Join(q, ticketName(n)), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(q, counterName), []byte("garbage"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := New(flock.Protocol{}).Acquire(ctx, request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if left := tickets(t, path); len(left) != 0 {
+		t.Fatalf("abandoned tickets not cleaned: %v", left)
+	}
+	b, err := os.ReadFile(filepath.Join(q, counterName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := parseTicket(strings.TrimSpace(string(b))); !ok || n != 8 {
+		t.Fatalf("counter is %q, want ticket 8 (above every ticket found)", b)
+	}
+}
+
+// TestQueueSymlinkRefused: a symlink planted at the queue's path is not
+// followed.
+func TestQueueSymlinkRefused(t *testing.T) {
+	path := lockPath(t)
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, path+QueueSuffix); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(flock.Protocol{}).TryAcquire(request(path))
+	if !errors.Is(err, core.ErrNotRegular) {
+		t.Fatalf("got %v, want ErrNotRegular", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatalf("files created through the symlink: %v", entries)
+	}
+}
+
+// endable is a context whose deadline passes when the test says so, so a
+// waiter can be queued first and time out after.
+type endable struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *endable) Done() <-chan struct{} { return c.done }
+func (c *endable) expire()               { close(c.done) }
+func (c *endable) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func TestTicketNames(t *testing.T) {
+	for _, n := range []uint64{0, 1, 42, 1<<64 - 1} {
+		if got, ok := parseTicket(ticketName(n)); !ok || got != n {
+			t.Errorf("parseTicket(ticketName(%d)) = %d, %v", n, got, ok)
+		}
+	}
+	for _, name := range []string{"counter", "", "0000000000000000000x", "000000000000000000001"} {
+		if _, ok := parseTicket(name); ok {
+			t.Errorf("parseTicket(%q) accepted", name)
+		}
+	}
+}

@@ -1,0 +1,322 @@
+//go:build unix
+
+package fairq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// The queue works on raw descriptors and *at system calls relative to the
+// queue directory: one acquisition makes about fifteen system calls on the
+// queue, and resolving the directory's path once keeps a directory renamed
+// or replaced meanwhile from splitting one waiter's view of the queue.
+
+func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	q, err := openQueue(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer q.close()
+	me, err := q.join()
+	if err != nil {
+		return nil, err
+	}
+	// Leaving the queue is deferred past the main lock's acquisition: the
+	// successor must not start for the main lock before this waiter holds
+	// it, or the two would race for it as plain waiters do.
+	defer q.leave(me)
+	if req.Logger != nil {
+		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me.n)
+	}
+
+	below := me.n
+	for {
+		pred, err := q.livePredecessor(below)
+		if err != nil {
+			return nil, err
+		}
+		if pred == nil {
+			break
+		}
+		if !wait {
+			unix.Close(pred.fd)
+			return nil, busyError(p, req.Path)
+		}
+		if req.Logger != nil {
+			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me.n, "predecessor", pred.n)
+		}
+		if err := waitShared(ctx, pred.fd); err != nil {
+			if ctx.Err() != nil {
+				// waitShared has handed pred.fd to a goroutine that closes it.
+				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
+					Hint: "gave up while queued behind earlier fair waiters"}
+			}
+			unix.Close(pred.fd)
+			return nil, q.error("wait in queue", err)
+		}
+		marked := hasHeadMark(pred.fd)
+		// The predecessor removes its ticket before unlocking it; one that
+		// died may not have, and its name is never used again, so removing
+		// it here is safe and keeps the queue clean.
+		unix.Unlinkat(q.dfd, ticketName(pred.n), 0)
+		unix.Close(pred.fd)
+		if marked {
+			break
+		}
+		// The predecessor gave up or died before reaching the head: the
+		// waiters it was behind may still be queued. Every ticket between
+		// it and this one was already gone when it was chosen.
+		below = pred.n
+	}
+
+	if _, err := unix.Pwrite(me.fd, []byte{headMark}, 0); err != nil {
+		return nil, q.error("mark queue head", err)
+	}
+	if wait {
+		return p.inner.Acquire(ctx, req)
+	}
+	return p.inner.TryAcquire(req)
+}
+
+// queue is an open queue directory.
+type queue struct {
+	dir string // for error messages
+	dfd int
+}
+
+// ticket is an open ticket file: this waiter's own (locked exclusively) or
+// a predecessor's.
+type ticket struct {
+	n  uint64
+	fd int
+}
+
+// openQueue opens the queue directory of the lock at lockPath, creating it
+// if needed. O_NOFOLLOW: a symlink planted at the queue's path must not
+// make us create files in a directory of its maker's choosing.
+func openQueue(lockPath string) (*queue, error) {
+	dir := lockPath + QueueSuffix
+	q := &queue{dir: dir}
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(dir, flags, 0)
+	if err == unix.ENOENT {
+		if err = unix.Mkdir(dir, 0o777); err == nil || err == unix.EEXIST {
+			fd, err = unix.Open(dir, flags, 0)
+		}
+	}
+	if err != nil {
+		return nil, q.error("open queue", err)
+	}
+	q.dfd = fd
+	return q, nil
+}
+
+func (q *queue) close() { unix.Close(q.dfd) }
+
+// join takes the next ticket. The ticket file is created and locked while
+// the counter is still locked, so no later waiter can see it unlocked
+// unless its owner is gone.
+func (q *queue) join() (*ticket, error) {
+	cfd, err := unix.Openat(q.dfd, counterName, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o666)
+	if err != nil {
+		return nil, q.error("open queue counter", err)
+	}
+	// Closing the only descriptor releases the counter lock.
+	defer unix.Close(cfd)
+	if err := flockRetry(cfd, unix.LOCK_EX); err != nil {
+		return nil, q.error("lock queue counter", err)
+	}
+	var buf [ticketDigits + 1]byte
+	n, err := unix.Pread(cfd, buf[:], 0)
+	if err != nil {
+		return nil, q.error("read queue counter", err)
+	}
+	last, ok := parseTicket(string(buf[:min(n, ticketDigits)]))
+	if !ok {
+		// A new queue, or a counter someone damaged: start above every
+		// ticket on disk, so that numbers still only grow.
+		if last, err = q.maxTicket(); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		t := last + 1
+		if _, err := unix.Pwrite(cfd, []byte(ticketName(t)+"\n"), 0); err != nil {
+			return nil, q.error("write queue counter", err)
+		}
+		fd, err := unix.Openat(q.dfd, ticketName(t), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o666)
+		if err == unix.EEXIST {
+			// Left over from a counter that went back: never reuse a name.
+			last = t
+			continue
+		}
+		if err != nil {
+			return nil, q.error("create ticket", err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Unlinkat(q.dfd, ticketName(t), 0)
+			unix.Close(fd)
+			return nil, q.error("lock ticket", err)
+		}
+		return &ticket{n: t, fd: fd}, nil
+	}
+}
+
+// leave removes this waiter's ticket, then unlocks it by closing it: the
+// successor wakes and finds the name already gone.
+func (q *queue) leave(t *ticket) {
+	unix.Unlinkat(q.dfd, ticketName(t.n), 0)
+	unix.Close(t.fd)
+}
+
+// livePredecessor returns the highest ticket below `below` whose waiter is
+// still queued, open, or nil when there is none (the caller is at the
+// head). Tickets it finds abandoned are removed. The ticket just below is
+// tried first: in a busy queue it is nearly always the one, and this saves
+// reading the directory.
+func (q *queue) livePredecessor(below uint64) (*ticket, error) {
+	if below <= 1 {
+		return nil, nil
+	}
+	if t, err := q.probe(below - 1); t != nil || err != nil {
+		return t, err
+	}
+	names, err := q.names()
+	if err != nil {
+		return nil, err
+	}
+	var nums []uint64
+	for _, name := range names {
+		if n, ok := parseTicket(name); ok && n < below-1 {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	for i := len(nums) - 1; i >= 0; i-- {
+		if t, err := q.probe(nums[i]); t != nil || err != nil {
+			return t, err
+		}
+	}
+	return nil, nil
+}
+
+// probe opens ticket n and returns it if its waiter still holds it. A
+// ticket nobody holds belongs to a waiter that has gone (tickets below the
+// caller's were locked before the caller got its number), so probe removes
+// it and returns nil, as it does for a ticket that does not exist. The
+// probe is a shared lock, so it does not disturb other waiters blocked on
+// the same ticket.
+func (q *queue) probe(n uint64) (*ticket, error) {
+	name := ticketName(n)
+	fd, err := unix.Openat(q.dfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err == unix.ENOENT {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, q.error("open ticket", err)
+	}
+	err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	switch {
+	case err == nil:
+		unix.Unlinkat(q.dfd, name, 0)
+		unix.Close(fd)
+		return nil, nil
+	case err == unix.EWOULDBLOCK || err == unix.EAGAIN || err == unix.EINTR:
+		return &ticket{n: n, fd: fd}, nil
+	}
+	unix.Close(fd)
+	return nil, q.error("probe ticket", err)
+}
+
+// names lists the queue directory.
+func (q *queue) names() ([]string, error) {
+	fd, err := unix.Openat(q.dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, q.error("read queue", err)
+	}
+	d := os.NewFile(uintptr(fd), q.dir)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, q.error("read queue", err)
+	}
+	return names, nil
+}
+
+// maxTicket is the highest ticket number on disk, 0 if none.
+func (q *queue) maxTicket() (uint64, error) {
+	names, err := q.names()
+	if err != nil {
+		return 0, err
+	}
+	var top uint64
+	for _, name := range names {
+		if n, ok := parseTicket(name); ok && n > top {
+			top = n
+		}
+	}
+	return top, nil
+}
+
+// hasHeadMark tells whether a ticket's waiter reached the head of the queue.
+func hasHeadMark(fd int) bool {
+	var b [1]byte
+	n, err := unix.Pread(fd, b[:], 0)
+	return err == nil && n == 1 && b[0] == headMark
+}
+
+// waitShared blocks until a shared lock on fd is granted or ctx ends. A
+// blocked flock(2) cannot be interrupted from Go, so when ctx can end the
+// call runs on its own goroutine; if ctx ends first, that goroutine keeps
+// fd and closes it once the lock is granted. Holding a shared lock on a
+// predecessor's ticket never delays anyone: nobody else asks for it
+// exclusively.
+func waitShared(ctx context.Context, fd int) error {
+	if ctx.Done() == nil {
+		return flockRetry(fd, unix.LOCK_SH)
+	}
+	done := make(chan error, 1)
+	go func() { done <- flockRetry(fd, unix.LOCK_SH) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		go func() {
+			<-done
+			unix.Close(fd)
+		}()
+		return ctx.Err()
+	}
+}
+
+// flockRetry is a blocking flock(2) that a signal does not end.
+func flockRetry(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// error wraps a failed step on the queue.
+func (q *queue) error(op string, err error) error {
+	e := &core.Error{Op: op, Path: q.dir, Err: err}
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		e.Err = core.ErrNotRegular
+		e.Hint = "the fair queue must be a directory (not a symbolic link); remove what is there"
+	case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		e.Err = errors.Join(core.ErrUnsupported, err)
+		e.Hint = "this filesystem refuses kernel locks, which fair mode needs for its queue"
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		e.Hint = "every fair waiter must be able to create files in the queue directory"
+	}
+	return e
+}
