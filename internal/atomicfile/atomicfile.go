@@ -110,8 +110,16 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrReadOnly is the cause when the target's permission bits allow nobody
 // to write it. A replace by rename would succeed anyway (it needs only the
 // directory's permission), and so would any write by root, but a file made
-// read-only was made so on purpose.
-var ErrReadOnly = errors.New("file is read-only (no write permission bit set)")
+// read-only was made so on purpose. It matches fs.ErrPermission too.
+var ErrReadOnly error = readOnlyError{}
+
+type readOnlyError struct{}
+
+func (readOnlyError) Error() string { return "file is read-only (no write permission bit set)" }
+
+// Is makes errors.Is(err, fs.ErrPermission) hold, so callers that check
+// for permission problems need not know about read-only files.
+func (readOnlyError) Is(target error) bool { return target == fs.ErrPermission }
 
 // maxLinks bounds symlink chains, as the kernel's ELOOP does.
 const maxLinks = 40

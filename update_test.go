@@ -1,0 +1,535 @@
+package hold
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+// faultFS is the real file system with chosen steps failing, to simulate a
+// full disk, a failing device or a read-only file system.
+type faultFS struct {
+	atomicfile.OS
+	createErr error // OpenFile with O_CREATE fails
+	writeErr  error // Write writes half, then fails
+	syncErr   error // File.Sync fails
+	renameErr error // Rename fails
+}
+
+func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File, error) {
+	if f.createErr != nil && flag&os.O_CREATE != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: f.createErr}
+	}
+	file, err := f.OS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f}, nil
+}
+
+func (f *faultFS) Rename(oldpath, newpath string) error {
+	if f.renameErr != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: f.renameErr}
+	}
+	return f.OS.Rename(oldpath, newpath)
+}
+
+type faultFile struct {
+	atomicfile.File
+	fs *faultFS
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	if f.fs.writeErr != nil {
+		n, _ := f.File.Write(p[:len(p)/2])
+		return n, &fs.PathError{Op: "write", Path: f.Name(), Err: f.fs.writeErr}
+	}
+	return f.File.Write(p)
+}
+
+func (f *faultFile) Sync() error {
+	if f.fs.syncErr != nil {
+		return &fs.PathError{Op: "sync", Path: f.Name(), Err: f.fs.syncErr}
+	}
+	return f.File.Sync()
+}
+
+func writeFile(t testing.TB, path, content string, perm fs.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil { // not subject to umask
+		t.Fatal(err)
+	}
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func setTo(s string) func([]byte) ([]byte, error) {
+	return func([]byte) ([]byte, error) { return []byte(s), nil }
+}
+
+// checkHoldError checks that err is an *Error of op and matches want.
+func checkHoldError(t *testing.T, err error, op string, want error) {
+	t.Helper()
+	var he *Error
+	if !errors.As(err, &he) {
+		t.Fatalf("error %v (%T) is not a *hold.Error", err, err)
+	}
+	if he.Op != op {
+		t.Errorf("Op = %q, want %q (error: %v)", he.Op, op, err)
+	}
+	if want != nil && !errors.Is(err, want) {
+		t.Errorf("error %v does not match %v", err, want)
+	}
+}
+
+// checkNotLocked checks that the lock on path is free again.
+func checkNotLocked(t *testing.T, path string) {
+	t.Helper()
+	l, err := TryAcquire(path)
+	if err != nil {
+		t.Fatalf("lock still held after the operation: %v", err)
+	}
+	l.Release()
+}
+
+func TestUpdateReplacesContent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.json")
+	writeFile(t, path, `{"n":1}`, 0o640)
+	var got []byte
+	err := Update(context.Background(), path, func(old []byte) ([]byte, error) {
+		got = old
+		return []byte(`{"n":2}`), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"n":1}` {
+		t.Errorf("fn got %q", got)
+	}
+	if s := readFile(t, path); s != `{"n":2}` {
+		t.Errorf("content %q", s)
+	}
+	fi, _ := os.Stat(path)
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o640 {
+		t.Errorf("permission %v, want the original 0640", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(path + ".lock"); err != nil {
+		t.Errorf("lock file <path>.lock: %v", err)
+	}
+	if tmp := tempFiles(t, path); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+	checkNotLocked(t, path)
+}
+
+func TestUpdateKeepsSpecialBits(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no setgid bit on Windows")
+	}
+	path := filepath.Join(t.TempDir(), "script")
+	writeFile(t, path, "a", 0o755)
+	if err := os.Chmod(path, 0o755|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(context.Background(), path, setTo("b")); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode()&(fs.ModePerm|fs.ModeSetgid) != 0o755|fs.ModeSetgid {
+		t.Errorf("mode %v, want the original setgid 0755", fi.Mode())
+	}
+}
+
+func TestUpdateFnErrorWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "original", 0o644)
+	before, _ := os.Stat(path)
+	boom := errors.New("boom")
+	err := Update(context.Background(), path, func([]byte) ([]byte, error) { return []byte("x"), boom })
+	if err != boom {
+		t.Fatalf("Update returned %v, want fn's error unchanged", err)
+	}
+	after, _ := os.Stat(path)
+	if s := readFile(t, path); s != "original" || !os.SameFile(before, after) {
+		t.Errorf("file changed: %q, same inode %v", s, os.SameFile(before, after))
+	}
+	if tmp := tempFiles(t, path); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+	checkNotLocked(t, path)
+}
+
+func TestUpdateUnchangedWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "same", 0o644)
+	before, _ := os.Stat(path)
+	if err := Update(context.Background(), path, func(old []byte) ([]byte, error) { return append([]byte(nil), old...), nil }); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(path)
+	if !os.SameFile(before, after) {
+		t.Error("unchanged content was rewritten (new inode)")
+	}
+}
+
+func TestUpdatePanicReleasesLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "original", 0o644)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("panic did not propagate")
+			}
+		}()
+		Update(context.Background(), path, func([]byte) ([]byte, error) { panic("in fn") })
+	}()
+	checkNotLocked(t, path)
+	if s := readFile(t, path); s != "original" {
+		t.Errorf("content %q", s)
+	}
+}
+
+func TestUpdateMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new")
+	var got []byte = []byte("sentinel")
+	if err := Update(context.Background(), path, func(old []byte) ([]byte, error) {
+		got = old
+		return []byte("created\n"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("a missing file read as %q, want empty", got)
+	}
+	if s := readFile(t, path); s != "created\n" {
+		t.Errorf("content %q", s)
+	}
+
+	// Nothing to write for a missing file: it is not created.
+	empty := filepath.Join(dir, "empty")
+	if err := Update(context.Background(), empty, setTo("")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an update to empty content created the file: %v", err)
+	}
+
+	// MustExist turns a missing file into an error and calls no fn.
+	strict := filepath.Join(dir, "strict")
+	err := Update(context.Background(), strict, func([]byte) ([]byte, error) {
+		t.Error("fn called for a missing file under MustExist")
+		return []byte("x"), nil
+	}, MustExist())
+	checkHoldError(t, err, "update", fs.ErrNotExist)
+	if _, err := os.Stat(strict); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("file created under MustExist: %v", err)
+	}
+}
+
+func TestUpdateThroughSymlink(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "real.json")
+	os.Mkdir(filepath.Dir(real), 0o755)
+	writeFile(t, real, "v1", 0o600)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink("data/real.json", link); err != nil { // relative, resolved against the link's directory
+		t.Fatal(err)
+	}
+	if err := Update(context.Background(), link, setTo("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the link is no longer a link: %v %v", fi.Mode(), err)
+	}
+	if s := readFile(t, real); s != "v2" {
+		t.Errorf("target content %q, want v2", s)
+	}
+	if fi, _ := os.Stat(real); fi.Mode().Perm() != 0o600 {
+		t.Errorf("target permission %v, want 0600", fi.Mode().Perm())
+	}
+	if tmp := tempFiles(t, real); len(tmp) > 0 {
+		t.Errorf("temp files left beside the target: %v", tmp)
+	}
+
+	// A dangling link names the file to create.
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink("data/created", dangling)
+	if err := Update(context.Background(), dangling, setTo("born")); err != nil {
+		t.Fatal(err)
+	}
+	if s := readFile(t, filepath.Join(dir, "data", "created")); s != "born" {
+		t.Errorf("created target %q", s)
+	}
+
+	// A loop is an error, not a hang.
+	loop := filepath.Join(dir, "loop")
+	os.Symlink("loop", loop)
+	if err := Update(context.Background(), loop, setTo("x")); err == nil {
+		t.Error("a symlink loop was accepted")
+	}
+}
+
+func TestUpdateRefusesDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	os.Mkdir(dir, 0o755)
+	err := Update(context.Background(), dir, func([]byte) ([]byte, error) {
+		t.Error("fn called for a directory")
+		return nil, nil
+	})
+	checkHoldError(t, err, "update", syscall.EISDIR)
+	if _, err := os.Stat(dir + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was created beside a directory target: %v", err)
+	}
+}
+
+func TestUpdateRefusesReadOnlyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro")
+	writeFile(t, path, "keep", 0o444)
+	err := Update(context.Background(), path, setTo("changed"))
+	checkHoldError(t, err, "update", atomicfile.ErrReadOnly)
+	if !strings.Contains(err.Error(), "chmod") {
+		t.Errorf("error gives no hint: %v", err)
+	}
+	if s := readFile(t, path); s != "keep" {
+		t.Errorf("read-only file changed to %q", s)
+	}
+}
+
+func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
+	cases := []struct {
+		name string
+		fs   *faultFS
+		want error
+	}{
+		{"disk full on write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
+		{"fsync fails", &faultFS{syncErr: syscall.EIO}, syscall.EIO},
+		{"read-only file system", &faultFS{createErr: syscall.EROFS}, syscall.EROFS},
+		{"rename fails", &faultFS{renameErr: syscall.EXDEV}, syscall.EXDEV},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f")
+			writeFile(t, path, "original", 0o644)
+			err := update(context.Background(), c.fs, path, setTo(strings.Repeat("new ", 10000)), nil)
+			checkHoldError(t, err, "update", c.want)
+			if s := readFile(t, path); s != "original" {
+				t.Errorf("original changed to %d bytes", len(s))
+			}
+			if tmp := tempFiles(t, path); len(tmp) > 0 {
+				t.Errorf("temp files left: %v", tmp)
+			}
+			checkNotLocked(t, path)
+		})
+	}
+}
+
+// lostProtocol is the kernel lock, except that its locks report being
+// lost, as a lease-based lock would after a long pause.
+type lostProtocol struct{ flock.Protocol }
+
+type lostHandle struct{ core.Handle }
+
+func (lostHandle) Check() error { return &Error{Op: "check", Err: ErrLost} }
+
+func (p lostProtocol) Acquire(ctx context.Context, req *Request) (Handle, error) {
+	h, err := p.Protocol.Acquire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return lostHandle{h}, nil
+}
+
+func TestUpdateLostLockPublishesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "original", 0o644)
+	err := Update(context.Background(), path, setTo("unprotected"), WithProtocol(lostProtocol{}))
+	checkHoldError(t, err, "update", ErrLost)
+	if s := readFile(t, path); s != "original" {
+		t.Errorf("a lost lock published %q", s)
+	}
+	if tmp := tempFiles(t, path); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+}
+
+func TestUpdateWaitsForHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	l, err := Acquire(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = Update(ctx, path, setTo("x"))
+	checkHoldError(t, err, "update", ErrTimeout)
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("file written without the lock: %v", err)
+	}
+}
+
+// TestUpdateConcurrentProcesses: 16 processes each increment a JSON
+// counter 50 times; an update lost to a race would show as a smaller total.
+func TestUpdateConcurrentProcesses(t *testing.T) {
+	const procs, each = 16, 50
+	path := filepath.Join(t.TempDir(), "counter.json")
+	var cmds []*exec.Cmd
+	var outs []*syncBuffer
+	for range procs {
+		cmd, out := startGuardedWorker(t, "guarded-increment", "GUARDED_FILE="+path, fmt.Sprint("GUARDED_N=", each))
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("worker %d: %v: %s", i, err, outs[i])
+		}
+	}
+	var c counter
+	if err := json.Unmarshal([]byte(readFile(t, path)), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.N != procs*each {
+		t.Errorf("counter = %d, want %d: updates were lost", c.N, procs*each)
+	}
+	if tmp := tempFiles(t, path); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+}
+
+// TestUpdateKilledAtRandomMoments SIGKILLs an updater of a large file at
+// random moments. The file must always be exactly the old or the new
+// content, and the next successful update must remove the temp files the
+// killed ones left.
+func TestUpdateKilledAtRandomMoments(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL semantics")
+	}
+	const size = 8 << 20
+	const trials = 50
+	path := filepath.Join(t.TempDir(), "big")
+	a, b := flipContents(size)
+	os.WriteFile(path, a, 0o644)
+	env := []string{"GUARDED_FILE=" + path, fmt.Sprint("GUARDED_SIZE=", size)}
+
+	// How long one whole update takes here, to spread the kills over it.
+	start := time.Now()
+	cmd, out := startGuardedWorker(t, "guarded-flip", env...)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	full := time.Since(start)
+	if !bytes.Equal([]byte(readFile(t, path)), b) {
+		t.Fatal("uninterrupted update did not publish")
+	}
+
+	var sawOld, sawNew, leftTemps int
+	for range trials {
+		before := []byte(readFile(t, path))
+		cmd, _ := startGuardedWorker(t, "guarded-flip", env...)
+		time.Sleep(time.Duration(rand.Int64N(int64(full) * 3 / 2)))
+		cmd.Process.Kill()
+		cmd.Wait()
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case bytes.Equal(got, before):
+			sawOld++
+		case bytes.Equal(got, a), bytes.Equal(got, b):
+			sawNew++
+		default:
+			t.Fatalf("after a kill the file is neither old nor new content: %d bytes", len(got))
+		}
+		leftTemps += len(tempFiles(t, path))
+	}
+	t.Logf("one update took %v; after %d kills: %d old, %d new; temp files seen after kills: %d (summed over trials)",
+		full, trials, sawOld, sawNew, leftTemps)
+
+	cur := []byte(readFile(t, path))
+	if err := Update(context.Background(), path, func(old []byte) ([]byte, error) { return append(old, 'x'), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != string(cur)+"x" {
+		t.Fatal("final update wrong")
+	}
+	if tmp := tempFiles(t, path); len(tmp) > 0 {
+		t.Errorf("temp files left after a successful update: %v", tmp)
+	}
+}
+
+// TestUpdateRemovesTempOfKilledUpdater kills an updater exactly between
+// writing its temp file and renaming it, and checks that the next
+// successful update removes that temp file but no file of anyone else.
+func TestUpdateRemovesTempOfKilledUpdater(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL semantics")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	writeFile(t, path, "original", 0o644)
+	cmd, out := startGuardedWorker(t, "guarded-stall-before-rename", "GUARDED_FILE="+path)
+	waitOutput(t, out, "stalled at rename", 30*time.Second)
+	tmp := tempFiles(t, path)
+	if len(tmp) != 1 {
+		t.Fatalf("want the stalled updater's one temp file, found %v", tmp)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	// Look-alikes that are not abandoned temps of ours must survive:
+	// a user's file, and a temp of a live process (this one).
+	self := filepath.Base(tmp[0])
+	i := strings.Index(self, ".hold-")
+	mine := filepath.Join(dir, self[:i]+".hold-"+strings.SplitN(self[i+6:], "-", 2)[0]+fmt.Sprintf("-%d-%d-0123456789ab.tmp", os.Getpid(), proc.Self().ProcStart))
+	user := filepath.Join(dir, ".f.hold-notes.tmp")
+	for _, p := range []string{mine, user} {
+		writeFile(t, p, "keep", 0o644)
+	}
+
+	if s := readFile(t, path); s != "original" {
+		t.Fatalf("killed updater published %q", s)
+	}
+	if err := Update(context.Background(), path, setTo("next")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed updater's temp file survived: %v", err)
+	}
+	for _, p := range []string{mine, user} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
+	}
+}
