@@ -18,6 +18,8 @@ type config struct {
 	logger   *slog.Logger
 	// mustExist: Update and Append fail on a missing file (MustExist).
 	mustExist bool
+	// fair: wait in the FIFO queue in front of the protocol (Fair).
+	fair bool
 }
 
 func newConfig(opts []Option) *config {
@@ -29,6 +31,9 @@ func newConfig(opts []Option) *config {
 	}
 	if c.protocol == nil {
 		c.protocol = flock.Protocol{}
+	}
+	if c.fair {
+		c.protocol = fairProtocol(c.protocol)
 	}
 	return c
 }

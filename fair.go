@@ -1,0 +1,42 @@
+package hold
+
+import "github.com/hold-dev/hold/internal/fairq"
+
+// Fair makes this waiter wait in line: fair waiters on one lock path get the
+// lock in the order they asked for it, first come, first served.
+//
+// Kernel locks are not fair. A process that releases a lock and asks again
+// at once usually wins it back before the waiters the kernel just woke get
+// to run, so when several processes loop on one lock, some wait far longer
+// than others. Under Fair, waiters queue in a directory beside the lock
+// ("<lock path>.q"): each holds a kernel lock on its own ticket file and
+// sleeps on its predecessor's, so it wakes exactly when the waiter ahead of
+// it is done, has given up, or has died; nothing polls.
+//
+// The lock itself is unchanged: the head of the queue takes the same lock a
+// plain Acquire takes, so fair and plain waiters exclude each other, and
+// flock(1) and the other tools that share the lock still see it. Only fair
+// waiters are ordered, though: a plain waiter (or another tool) competes
+// with the head of the queue as kernel-lock waiters always do. Every
+// process that loops on a lock should use Fair to get bounded waits.
+//
+// A waiter that dies anywhere in the queue stalls nobody (the kernel frees
+// its ticket lock, and whoever finds its ticket removes it); one whose
+// context ends leaves the queue at once and its successor moves on.
+// TryAcquire under Fair fails with ErrBusy while fair waiters are queued,
+// even if the lock itself is momentarily free.
+//
+// Fair mode is implemented on unix systems; elsewhere Acquire fails with
+// ErrUnsupported. It applies to local protocols (the kernel lock and the
+// portable directory lock) and needs kernel locks on the filesystem of the
+// queue directory; etcd locks are served in order already, so Fair leaves
+// them as they are. The queue directory, like the lock file, stays on disk.
+func Fair() Option { return func(c *config) { c.fair = true } }
+
+// fairProtocol puts the FIFO queue in front of p.
+func fairProtocol(p Protocol) Protocol {
+	if p.Name() == "etcd" {
+		return p
+	}
+	return fairq.New(p)
+}

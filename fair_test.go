@@ -1,0 +1,88 @@
+//go:build unix
+
+package hold_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/flock"
+)
+
+// TestFairComposes checks that Fair works with the other options in any
+// order: the queue goes beside the lock path they choose, and a fair
+// waiter queues there behind a plain holder, then gets the lock.
+func TestFairComposes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func(lockFile string) []hold.Option
+	}{
+		{"fair first", func(lf string) []hold.Option {
+			return []hold.Option{hold.Fair(), hold.LockFile(lf), hold.WithProtocol(flock.Protocol{})}
+		}},
+		{"fair last", func(lf string) []hold.Option {
+			return []hold.Option{hold.WithProtocol(flock.Protocol{}), hold.LockFile(lf), hold.Field("job", "x"), hold.Fair()}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lf := filepath.Join(dir, "custom.lock")
+			plain, err := hold.TryAcquire("", hold.LockFile(lf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *hold.Lock, 1)
+			errc := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				l, err := hold.Acquire(ctx, "", tc.opts(lf)...)
+				if err != nil {
+					errc <- err
+					return
+				}
+				got <- l
+			}()
+			// The fair waiter shows up in the queue beside the lock file.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				entries, _ := os.ReadDir(lf + ".q")
+				if len(entries) >= 2 { // the counter and one ticket
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("fair waiter never queued beside the lock file")
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			select {
+			case l := <-got:
+				t.Fatalf("fair waiter got the lock while a plain holder had it (%s)", l.Path())
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+			if err := plain.Release(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case l := <-got:
+				if l.Path() != lf || l.Protocol() != "flock" || l.File() == nil {
+					t.Errorf("fair lock: path %q protocol %q file %v", l.Path(), l.Protocol(), l.File())
+				}
+				if l.Owner().Fields["job"] != "x" && tc.name == "fair last" {
+					t.Errorf("owner fields lost: %v", l.Owner().Fields)
+				}
+				l.Release()
+			case err := <-errc:
+				t.Fatal(err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("fair waiter did not get the released lock")
+			}
+		})
+	}
+}
