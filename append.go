@@ -2,7 +2,6 @@ package hold
 
 import (
 	"context"
-	"io/fs"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 )
@@ -44,22 +43,8 @@ func appendTo(ctx context.Context, fsys atomicfile.FS, path string, data []byte,
 			err = relabel(op, rerr)
 		}
 	}()
-	t, err := atomicfile.Resolve(fsys, path)
-	if err != nil {
-		return fileError(op, path, err)
-	}
-	if t.Info == nil && c.mustExist {
-		return fileError(op, path, &fs.PathError{Op: "open", Path: t.Path, Err: fs.ErrNotExist})
-	}
-	if len(data) == 0 {
-		return nil
-	}
-	// A lock that was lost (possible with lease-based protocols) must not
-	// write: someone else may be writing now.
-	if err := l.Check(); err != nil {
-		return relabel(op, err)
-	}
-	if err := atomicfile.Append(fsys, t, data); err != nil {
+	// Resolved again under the lock: the file may have changed meanwhile.
+	if err := atomicfile.AppendTo(fsys, path, c.mustExist, data, l.Check); err != nil {
 		return fileError(op, path, err)
 	}
 	return nil

@@ -1,11 +1,8 @@
 package hold
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"syscall"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 )
@@ -69,31 +66,20 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 			err = relabel(op, rerr)
 		}
 	}()
-	// Resolve again under the lock: the file may have been created or
-	// replaced while we waited.
-	t, err := atomicfile.Resolve(fsys, path)
+	// The file may have been created or replaced while we waited, so
+	// atomicfile.Update resolves it again under the lock. fn's own error is
+	// returned unwrapped.
+	var fnErr error
+	err = atomicfile.Update(fsys, path, c.mustExist, func(old []byte) ([]byte, error) {
+		data, err := fn(old)
+		fnErr = err
+		return data, err
+	}, l.Check)
+	if fnErr != nil {
+		return fnErr
+	}
 	if err != nil {
 		return fileError(op, path, err)
-	}
-	old, err := fsys.ReadFile(t.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && !c.mustExist:
-		old, t.Info = nil, nil
-	case err != nil:
-		return fileError(op, path, err)
-	}
-	data, err := fn(old)
-	if err != nil {
-		return err
-	}
-	if bytes.Equal(old, data) {
-		return nil
-	}
-	if err := atomicfile.Replace(fsys, t, data, l.Check); err != nil {
-		return fileError(op, path, err)
-	}
-	if n := atomicfile.CleanStale(fsys, t.Path); n > 0 && c.logger != nil {
-		c.logger.Debug("hold: removed abandoned temp files", "path", t.Path, "count", n)
 	}
 	return nil
 }
@@ -117,14 +103,5 @@ func fileError(op, path string, err error) error {
 	if errors.As(err, &e) {
 		return relabel(op, err)
 	}
-	fe := &Error{Op: op, Path: path, Err: err}
-	switch {
-	case errors.Is(err, atomicfile.ErrReadOnly):
-		fe.Hint = "give it a write permission bit (chmod u+w) to allow changes"
-	case errors.Is(err, syscall.ENOSPC):
-		fe.Hint = "the disk is full; the file was left unchanged"
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		fe.Hint = "the file and its directory must be writable; the file was left unchanged"
-	}
-	return fe
+	return &Error{Op: op, Path: path, Err: err, Hint: atomicfile.Hint(err)}
 }

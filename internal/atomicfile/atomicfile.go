@@ -18,6 +18,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -263,6 +264,74 @@ func Append(fsys FS, t *Target, data []byte) error {
 		return fsys.SyncDir(filepath.Dir(t.Path))
 	}
 	return nil
+}
+
+// Update is the read-modify-write of a file whose lock the caller holds.
+// It resolves path (see Resolve), reads the file (a missing one reads as
+// empty unless mustExist), and calls fn. An error from fn is returned as
+// it is and nothing is written; so is nothing when fn returns the bytes it
+// got. Otherwise Replace publishes the new content, with check as its
+// beforeRename, and CleanStale then removes temp files that killed
+// writers left.
+func Update(fsys FS, path string, mustExist bool, fn func(old []byte) ([]byte, error), check func() error) error {
+	t, err := Resolve(fsys, path)
+	if err != nil {
+		return err
+	}
+	old, err := fsys.ReadFile(t.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !mustExist:
+		old, t.Info = nil, nil
+	case err != nil:
+		return err
+	}
+	data, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(old, data) {
+		return nil
+	}
+	if err := Replace(fsys, t, data, check); err != nil {
+		return err
+	}
+	CleanStale(fsys, t.Path)
+	return nil
+}
+
+// AppendTo is the append to a file whose lock the caller holds: it
+// resolves path, refuses a missing file if mustExist, calls check (a lock
+// that was lost must not write), and appends data with Append.
+func AppendTo(fsys FS, path string, mustExist bool, data []byte, check func() error) error {
+	t, err := Resolve(fsys, path)
+	if err != nil {
+		return err
+	}
+	if t.Info == nil && mustExist {
+		return &fs.PathError{Op: "open", Path: t.Path, Err: fs.ErrNotExist}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return Append(fsys, t, data)
+}
+
+// Hint says what to do about an error of this package, or "".
+func Hint(err error) string {
+	switch {
+	case errors.Is(err, ErrReadOnly):
+		return "give it a write permission bit (chmod u+w) to allow changes"
+	case errors.Is(err, syscall.ENOSPC):
+		return "the disk is full; the file was left unchanged"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return "the file and its directory must be writable; the file was left unchanged"
+	}
+	return ""
 }
 
 // Temp files are named ".<base>.hold-<host>-<pid>-<start>-<random>.tmp":
