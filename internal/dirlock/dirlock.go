@@ -1,0 +1,487 @@
+// Package dirlock is hold's portable protocol: the directory lock of
+// career-ops' dir-lock and npm's proper-lockfile, with their hard-won rules
+// kept and their races closed, for filesystems where kernel locks are
+// missing or only local (some NFS, FUSE and SMB mounts) and for sharing a
+// lock with Node tools.
+//
+// On disk: "mkdir <lock path>" is the atomic step. Inside, owner.json,
+// created exclusively, records pid, token and started_at (career-ops'
+// names) plus host, the process start time and the command. While held,
+// the holder refreshes the directory's mtime every Heartbeat, which is what
+// proper-lockfile's waiters read; a lock without owner.json (what
+// proper-lockfile makes) is judged by that mtime.
+//
+// Staleness (judge): an owner alive on this host is never stale, however
+// old; a dead one (pid gone, or reused: checked with the start time) is
+// stale at once; anything that cannot be checked (no record, a corrupt
+// one, another host, a leftover of this very process) is stale when its
+// heartbeat is older than Stale, never younger than Grace. An owner record
+// that exists but cannot be read pins the lock live: unreadable is not
+// missing. A plain file at the lock path is a leftover, judged by age.
+//
+// Reclaim is serialized behind a guard directory "<lock path>.recover"
+// (itself cleared once older than Grace) and deletes a lock only if what
+// it moves aside is the very directory, with the very owner token, that it
+// judged (removeIfSame). After winning, the holder reads its stamp back.
+// Release removes the lock only when token and identity prove it is still
+// its own, and never registers exit-time removal. A heartbeat that finds
+// the lock removed or replaced reports it lost.
+//
+// There is one acquire loop (Protocol.acquire); Acquire and TryAcquire
+// differ only in what they do with a busy pass.
+package dirlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// GuardSuffix names the reclaim guard: "<lock path>.recover", as in
+// career-ops' dir-lock, so the two serialize their reclaims together.
+const GuardSuffix = ".recover"
+
+// Fault points: the steps at which tests kill the process (see
+// Protocol.fault). Named here so tests and code agree.
+const (
+	faultAfterMkdir      = "acquire.mkdir"    // lock directory made, no stamp yet
+	faultAfterStamp      = "acquire.stamp"    // stamped, not yet read back
+	faultAfterReadBack   = "acquire.readback" // confirmed, handle not yet returned
+	faultInGuard         = "reclaim.guard"    // guard taken, nothing judged yet
+	faultJudged          = "reclaim.judged"   // lock judged stale, not yet moved
+	faultReclaimMoved    = "reclaim.moved"    // stale lock moved to its tomb, tomb not yet deleted
+	faultGuardJudged     = "guard.judged"     // an old guard judged, not yet evicted
+	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
+	faultReleaseMoved    = "release.moved"    // lock moved to its tomb, tomb not yet deleted
+)
+
+// Protocol implements core.Protocol and core.Breaker with lock directories.
+// Create it with New and reuse it: it remembers the tokens of the handles it
+// has given out, which is how it tells a lock this process holds from a
+// leftover of this process that nobody holds. It is safe for concurrent use.
+type Protocol struct {
+	cfg Config
+
+	mu     sync.Mutex
+	active map[string]struct{}
+
+	// fault, when set (by tests only), is called at each fault point.
+	fault func(point string)
+}
+
+// New returns the protocol with cfg's knobs, unset ones taken from the
+// HOLD_DIR_* environment variables or the defaults (see Config.Resolve).
+func New(cfg Config) *Protocol {
+	return &Protocol{cfg: cfg.Resolve(nil), active: make(map[string]struct{})}
+}
+
+// Config returns the resolved knobs in force.
+func (p *Protocol) Config() Config { return p.cfg }
+
+// Name returns "dir".
+func (p *Protocol) Name() string { return "dir" }
+
+func (p *Protocol) hit(point string) {
+	if p.fault != nil {
+		p.fault(point)
+	}
+}
+
+func (p *Protocol) isActive(token string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.active[token]
+	return ok
+}
+
+func (p *Protocol) setActive(token string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.active[token] = struct{}{}
+	} else {
+		delete(p.active, token)
+	}
+}
+
+// Acquire waits until the lock is held, ctx ends, or the Patience/Ceiling
+// rule gives up (see Config). Every error is an *core.Error naming the
+// holder; a wait that ends matches core.ErrTimeout (or context.Canceled).
+func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+	}
+	return p.acquire(ctx, req, true)
+}
+
+// TryAcquire takes the lock if it can be had now. It is the same pass
+// Acquire makes, so a stale lock is reclaimed in line; only a live holder
+// (or a reclaim in progress) answers ErrBusy.
+func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+	return p.acquire(context.Background(), req, false)
+}
+
+// outcome is what one pass of the protocol ended in.
+type outcome int
+
+const (
+	// passHeld: the lock is ours, stamped and confirmed.
+	passHeld outcome = iota
+	// passAgain: something moved under us (a stale lock was reclaimed, the
+	// lock vanished, or a lock we made was taken before we confirmed it):
+	// try again at once.
+	passAgain
+	// passBusy: someone else holds it, or a reclaim is in progress.
+	passBusy
+	// passFailed: an error waiting cannot cure.
+	passFailed
+)
+
+// maxImmediate bounds passes in a row that end in passAgain before the
+// loop sleeps anyway (and before TryAcquire answers busy): each such pass
+// is progress, but a loop must never spin on a path that keeps changing.
+const maxImmediate = 3
+
+// attempt is the state of one acquisition across its passes.
+type attempt struct {
+	p       *Protocol
+	path    string
+	guard   string
+	owner   core.Owner
+	logger  func(msg string, args ...any)
+	lastErr error     // last mkdir error treated as contention, if not EEXIST
+	seen    judgement // the last judgement of a busy lock
+	// reclaimed is set once this acquisition removed a stale lock.
+	reclaimed bool
+}
+
+// acquire is the protocol's one acquire loop.
+func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	if req.Shared {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+			Hint: "the portable protocol has exclusive locks only"}
+	}
+	start := time.Now()
+	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner}
+	if a.owner.ID == "" {
+		a.owner.ID = randomHex(16)
+	}
+	a.owner.Protocol = "dir"
+	a.owner.Shared = false
+	a.owner.Fence = 0
+	a.logger = func(string, ...any) {}
+	if req.Logger != nil {
+		a.logger = func(msg string, args ...any) { req.Logger.Debug(msg, append([]any{"path", req.Path}, args...)...) }
+	}
+
+	var w *waiter
+	defer func() { w.close() }()
+	pol := newPolicy(req.Path, p.cfg, start)
+	immediate := 0
+	for {
+		// The ceiling first, on every pass, on its own.
+		if wait && pol.ceilingReached() {
+			return nil, a.timeout(fmt.Sprintf("waited %s, the ceiling, while the lock kept changing hands", p.cfg.Ceiling))
+		}
+		out, h, err := a.pass()
+		switch out {
+		case passHeld:
+			a.logger("hold: acquired", "reclaimed", a.reclaimed, "waited", time.Since(start))
+			return h, nil
+		case passFailed:
+			return nil, err
+		case passAgain:
+			immediate++
+			if immediate <= maxImmediate {
+				continue
+			}
+		}
+		immediate = 0
+		if !wait {
+			return nil, a.busy()
+		}
+		if w == nil {
+			// Watch before looking again: a release between our failed
+			// mkdir and the watch would otherwise be missed.
+			a.logger("hold: waiting for lock", "holder", a.seen.why)
+			pol.noteWaiting()
+			w = newWaiter(req.Path, p.cfg.MaxPoll)
+			continue
+		}
+		if pol.wedged() {
+			return nil, a.timeout(fmt.Sprintf("the lock stayed with one holder for %s (patience)", p.cfg.Patience))
+		}
+		if err := w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
+			return nil, a.waitEnded(err)
+		}
+	}
+}
+
+// pass is one acquisition attempt: mkdir; on contention, a guarded reclaim
+// of a stale lock; on success, the stamp and its read-back. It never
+// sleeps, except to ride out an unreadable read-back.
+func (a *attempt) pass() (outcome, core.Handle, error) {
+	err := os.Mkdir(a.path, 0o777)
+	if err != nil {
+		if !isMkdirContention(err) {
+			return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err}
+		}
+		if !errors.Is(err, os.ErrExist) {
+			a.lastErr = err
+		}
+		return a.contended()
+	}
+	a.p.hit(faultAfterMkdir)
+	d, err := openDir(a.path)
+	if err != nil {
+		// Our new directory is gone already: someone (mis)judged it
+		// reclaimable. A lost race, not a failure.
+		if errors.Is(err, os.ErrNotExist) {
+			return passAgain, nil, nil
+		}
+		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err}
+	}
+	owner := a.owner
+	owner.StartedAt = time.Now()
+	if err := d.createOwner(owner.Encode()); err != nil {
+		d.close()
+		// ENOENT: our directory was removed before the stamp. EEXIST: the
+		// directory holds someone else's stamp, so it is not ours. Both are
+		// lost races; deleting anything here could free a newer holder's
+		// lock.
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) {
+			return passAgain, nil, nil
+		}
+		// A directory we made and cannot stamp would block everyone until
+		// it ages out: remove it, if it is still ours, and report why.
+		removeIfSame(a.path, d.identity(), "", nil)
+		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err}
+	}
+	a.p.hit(faultAfterStamp)
+	if !a.confirm(d, owner.ID) {
+		d.close()
+		return passAgain, nil, nil
+	}
+	a.p.hit(faultAfterReadBack)
+	return passHeld, a.p.newHandle(a.path, owner, d), nil
+}
+
+// Read-back retries: an unreadable (not missing) stamp on Windows is
+// usually a sharing violation that passes within milliseconds.
+const (
+	readBackRetries = 5
+	readBackPause   = 10 * time.Millisecond
+)
+
+// confirm reads our stamp back before handing out the lock. The exclusive
+// write already refuses another holder's directory, and the identity check
+// in reclaim keeps us from deleting what we did not judge, but nothing
+// keeps another process from deleting ours just after our stamp landed;
+// that failure raises no error anywhere, so it is looked for here: the
+// path must still be our directory, carrying our token.
+func (a *attempt) confirm(d *dirRef, token string) bool {
+	for try := 0; ; try++ {
+		res := check(a.path, d, token)
+		switch {
+		case res == ours:
+			return true
+		case res == notOurs:
+			return false
+		case try == readBackRetries:
+			// Never readable: the directory's identity decides (a
+			// replacement is a different directory), and only when it was
+			// seen to match.
+			return res == inconclusive
+		}
+		time.Sleep(readBackPause)
+	}
+}
+
+// ownership is what a check of a held lock found.
+type ownership int
+
+const (
+	ours ownership = iota
+	notOurs
+	// inconclusive: the path is our directory but its record could not be
+	// read.
+	inconclusive
+	// unknown: the path could not be examined at all.
+	unknown
+)
+
+// check tells whether the lock path is still our directory d with our
+// token.
+func check(path string, d *dirRef, token string) ownership {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return notOurs
+		}
+		return unknown
+	}
+	if !os.SameFile(fi, d.identity()) {
+		return notOurs
+	}
+	o, err := readOwner(path)
+	if err != nil {
+		return inconclusive
+	}
+	if o == nil || o.ID != token {
+		return notOurs
+	}
+	return ours
+}
+
+// contended handles a mkdir that found the path taken: judge it, and if
+// its holder is gone, reclaim it under the guard.
+func (a *attempt) contended() (outcome, core.Handle, error) {
+	// A first judgement without the guard: a live holder, the common case
+	// under contention, is answered without touching the guard at all.
+	a.seen = a.p.judge(a.path)
+	switch a.seen.verdict {
+	case vanished:
+		return passAgain, nil, nil
+	case live:
+		return passBusy, nil, nil
+	}
+	guardFI, err := a.takeGuard()
+	if err != nil {
+		return passFailed, nil, err
+	}
+	if guardFI == nil {
+		return passBusy, nil, nil
+	}
+	defer a.dropGuard(guardFI)
+	a.p.hit(faultInGuard)
+	// Judge again under the guard: this is the judgement that licenses the
+	// delete, and its Lstat is the identity the delete must find.
+	j := a.p.judge(a.path)
+	a.seen = j
+	switch j.verdict {
+	case vanished:
+		return passAgain, nil, nil
+	case live:
+		return passBusy, nil, nil
+	}
+	a.p.hit(faultJudged)
+	res, err := removeIfSame(a.path, j.fi, j.token(), func() { a.p.hit(faultReclaimMoved) })
+	switch res {
+	case removed:
+		a.reclaimed = true
+		a.logger("hold: reclaimed stale lock", "why", j.why)
+		return passAgain, nil, nil
+	case changed:
+		return passAgain, nil, nil
+	}
+	if err != nil && !isRemoveContention(err) {
+		return passFailed, nil, &core.Error{Op: "reclaim", Path: a.path, Err: err}
+	}
+	if err != nil {
+		a.lastErr = err
+	}
+	return passBusy, nil, nil
+}
+
+// takeGuard makes the reclaim guard. It returns the guard's identity when
+// taken, nil when someone else has it (after clearing it if it is older
+// than Grace: a reclaimer that crashed inside the guard must not disable
+// recovery for good).
+func (a *attempt) takeGuard() (os.FileInfo, error) {
+	for try := 0; try < 2; try++ {
+		err := os.Mkdir(a.guard, 0o777)
+		if err == nil {
+			fi, err := os.Lstat(a.guard)
+			if err != nil {
+				return nil, nil
+			}
+			return fi, nil
+		}
+		if !isMkdirContention(err) {
+			return nil, &core.Error{Op: "reclaim", Path: a.guard, Err: err}
+		}
+		if !errors.Is(err, os.ErrExist) {
+			// Mid-flight on Windows: we cannot even judge it reliably.
+			a.lastErr = err
+			return nil, nil
+		}
+		fi, err := os.Lstat(a.guard)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, nil
+		}
+		// The guard normally lives for microseconds and never carries an
+		// owner record, so age alone judges it, with the Grace floor: a
+		// guard made a moment ago is never evicted. Evicting a guard is
+		// itself removeIfSame: the guard we judged, or nothing.
+		if time.Since(fi.ModTime()) <= a.p.cfg.Grace {
+			return nil, nil
+		}
+		a.p.hit(faultGuardJudged)
+		if res, _ := removeIfSame(a.guard, fi, "", nil); res != removed {
+			return nil, nil
+		}
+		a.logger("hold: cleared an abandoned reclaim guard")
+	}
+	return nil, nil
+}
+
+// dropGuard removes our guard, if it is still ours (a guard we held past
+// Grace may have been evicted and retaken by another reclaimer).
+func (a *attempt) dropGuard(fi os.FileInfo) {
+	removeIfSame(a.guard, fi, "", nil)
+}
+
+// holder describes the last judged holder for an error.
+func (a *attempt) holder() *core.Holder {
+	return &core.Holder{Owner: a.seen.owner, Alive: a.seen.alive}
+}
+
+// hint explains what the owner record could not: why there is no owner,
+// and the last mkdir error if it was not plain "exists".
+func (a *attempt) hint() string {
+	var s string
+	j := a.seen
+	switch {
+	case j.unreadable != nil:
+		s = "owner record exists but cannot be read: " + j.unreadable.Error()
+	case j.lookErr != nil:
+		s = j.why
+	case j.fi != nil && j.owner == nil:
+		s = fmt.Sprintf("%s, age %s (stale after %s)", j.why, j.age.Round(time.Millisecond), max(a.p.cfg.Stale, a.p.cfg.Grace))
+	}
+	if a.lastErr != nil {
+		if s != "" {
+			s += "; "
+		}
+		s += "last error: " + a.lastErr.Error()
+	}
+	return s
+}
+
+func (a *attempt) busy() error {
+	return &core.Error{Op: "acquire", Path: a.path, Err: core.ErrBusy, Holder: a.holder(), Hint: a.hint()}
+}
+
+// timeout builds the error of a wait that the Patience or Ceiling rule
+// ended, saying which bound expired. It matches ErrTimeout and, like every
+// expired wait in hold, context.DeadlineExceeded.
+func (a *attempt) timeout(bound string) error {
+	a.seen = a.p.judge(a.path)
+	return &core.Error{Op: "acquire", Path: a.path,
+		Err:    fmt.Errorf("%w: %s (%w)", core.ErrTimeout, bound, context.DeadlineExceeded),
+		Holder: a.holder(), Hint: a.hint()}
+}
+
+// waitEnded builds the error of a wait the caller's context ended.
+func (a *attempt) waitEnded(ctxErr error) error {
+	a.seen = a.p.judge(a.path)
+	return &core.Error{Op: "acquire", Path: a.path, Err: core.WaitError(ctxErr), Holder: a.holder(), Hint: a.hint()}
+}

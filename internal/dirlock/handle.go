@@ -1,0 +1,174 @@
+package dirlock
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// handle is one held lock directory. Its heartbeat goroutine refreshes the
+// directory's mtime and checks, on every beat, that the path is still our
+// directory with our token; when it is not, the lock is lost: the Lost
+// channel closes and Check and Release report ErrLost. A compromise is
+// reported, never swallowed.
+type handle struct {
+	p     *Protocol
+	path  string
+	owner core.Owner
+	dir   *dirRef
+
+	lost     chan struct{}
+	stop     chan struct{}
+	beatDone chan struct{}
+
+	mu       sync.Mutex
+	released bool
+	lostWhy  string // non-empty once lost
+}
+
+func (p *Protocol) newHandle(path string, owner core.Owner, d *dirRef) *handle {
+	h := &handle{
+		p: p, path: path, owner: owner, dir: d,
+		lost: make(chan struct{}), stop: make(chan struct{}), beatDone: make(chan struct{}),
+	}
+	p.setActive(owner.ID, true)
+	go h.heartbeat(p.cfg.Heartbeat, p.cfg.Stale)
+	return h
+}
+
+// Fence returns 0: a lock directory is deleted on release, so there is
+// nowhere for a counter to outlive its holders, and a clock is not a
+// fencing token. Use the kernel or etcd protocol when the resource needs
+// one.
+func (h *handle) Fence() uint64 { return 0 }
+
+func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+
+func (h *handle) Lost() <-chan struct{} { return h.lost }
+
+// heartbeat runs until Release. A beat that finds the lock gone or
+// replaced marks it lost and stops. A beat that cannot refresh the mtime
+// (or cannot even look) keeps trying, and marks the lock lost only once
+// nothing succeeded for a whole Stale: from then on a reader judging by age
+// may legitimately take it, so it can no longer be called ours.
+func (h *handle) heartbeat(every, stale time.Duration) {
+	defer close(h.beatDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		switch check(h.path, h.dir, h.owner.ID) {
+		case notOurs:
+			h.markLost("the lock directory was removed or replaced")
+			return
+		case ours, inconclusive:
+			if err := h.dir.touch(now); err == nil {
+				lastOK = now
+				continue
+			}
+		}
+		if now.Sub(lastOK) > stale {
+			h.markLost("the heartbeat could not refresh the lock for " + now.Sub(lastOK).Round(time.Millisecond).String())
+			return
+		}
+	}
+}
+
+func (h *handle) markLost(why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lostWhy != "" {
+		return
+	}
+	h.lostWhy = why
+	close(h.lost)
+}
+
+func (h *handle) lostError(op string) error {
+	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost, Hint: h.lostWhy}
+}
+
+// Check looks at the lock now, not only at what the last heartbeat saw, so
+// a caller about to publish (Update) never relies on a beat that has not
+// run yet.
+func (h *handle) Check() error {
+	h.mu.Lock()
+	released, why := h.released, h.lostWhy
+	h.mu.Unlock()
+	if why != "" {
+		return h.lostError("check")
+	}
+	if released {
+		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+	}
+	if check(h.path, h.dir, h.owner.ID) == notOurs {
+		h.markLost("the lock directory was removed or replaced")
+		return h.lostError("check")
+	}
+	return nil
+}
+
+// Release removes the lock only if it is still ours by identity and token;
+// a lock that was reclaimed and recreated by someone else is left to them
+// and reported as ErrLost. Idempotent: later calls return nil, or ErrLost
+// again if the lock had been lost.
+func (h *handle) Release() error {
+	h.mu.Lock()
+	if h.released {
+		why := h.lostWhy
+		h.mu.Unlock()
+		if why != "" {
+			return h.lostError("release")
+		}
+		return nil
+	}
+	h.released = true
+	h.mu.Unlock()
+
+	close(h.stop)
+	<-h.beatDone
+	defer h.dir.close()
+	defer h.p.setActive(h.owner.ID, false)
+
+	h.mu.Lock()
+	why := h.lostWhy
+	h.mu.Unlock()
+	if why != "" {
+		return h.lostError("release")
+	}
+	if check(h.path, h.dir, h.owner.ID) == notOurs {
+		h.markLost("the lock directory was removed or replaced")
+		return h.lostError("release")
+	}
+	h.p.hit(faultReleaseVerified)
+	res, err := removeIfSame(h.path, h.dir.identity(), h.owner.ID, func() { h.p.hit(faultReleaseMoved) })
+	switch res {
+	case removed:
+		if err != nil {
+			// The lock is free; only the tomb's cleanup failed.
+			return &core.Error{Op: "release", Path: h.path, Err: err, Hint: "the lock was released; a leftover could not be removed"}
+		}
+		return nil
+	case changed:
+		h.markLost("the lock directory was removed or replaced")
+		return h.lostError("release")
+	}
+	if isRemoveContention(err) {
+		// Windows: another process is inside the directory. Ownership was
+		// verified, so the caller's work stands; the directory ages out
+		// (our pid with no handle is judged by age).
+		return nil
+	}
+	if err == nil {
+		err = errors.New("lock directory could not be removed")
+	}
+	return &core.Error{Op: "release", Path: h.path, Err: err}
+}

@@ -1,0 +1,69 @@
+package dirlock
+
+import (
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Inspect reports the state of the lock at path without taking it: free
+// (nothing there), held, or stale (there, but its holder is gone by the
+// same rules a reclaim applies), with the owner record and the holder's
+// liveness.
+func (p *Protocol) Inspect(path string) (*core.Status, error) {
+	st, _ := p.inspect(path)
+	return st, nil
+}
+
+func (p *Protocol) inspect(path string) (*core.Status, judgement) {
+	st := &core.Status{Path: path, Protocol: "dir"}
+	j := p.judge(path)
+	switch j.verdict {
+	case vanished:
+		return st, j
+	case stale:
+		st.State = core.Stale
+	default:
+		st.State = core.HeldExclusive
+	}
+	st.Holder = &core.Holder{Owner: j.owner, Alive: j.alive}
+	return st, j
+}
+
+// Describe explains in a few words what decided the state of the lock at
+// path ("owner process is gone", "no owner record, heartbeat 3.2s old"),
+// for `hold status`.
+func (p *Protocol) Describe(path string) string {
+	_, j := p.inspect(path)
+	return j.why
+}
+
+// Break removes the lock at path when its holder is provably gone, by the
+// same rules and under the same guard as a reclaim, and refuses a live one
+// with an error matching core.ErrBusy that names the holder. With force it
+// removes the lock whatever its state (still only the object it looked
+// at). It returns the state it found.
+func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
+	st, j := p.inspect(path)
+	if j.verdict == vanished {
+		return st, nil
+	}
+	if force {
+		if _, err := removeIfSame(path, j.fi, j.token(), nil); err != nil {
+			return st, &core.Error{Op: "break", Path: path, Err: err, Holder: st.Holder}
+		}
+		return st, nil
+	}
+	if j.verdict != stale {
+		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
+			Hint: j.why + "; --force removes it anyway"}
+	}
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}}
+	out, _, err := a.contended()
+	switch {
+	case err != nil:
+		return st, err
+	case out == passBusy:
+		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: a.holder(),
+			Hint: "another process is reclaiming it, or it is no longer stale: " + a.seen.why}
+	}
+	return st, nil
+}

@@ -1,0 +1,209 @@
+package dirlock
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+// OwnerFile is the owner record's name inside a lock directory, the name
+// career-ops' dir-lock uses.
+const OwnerFile = "owner.json"
+
+// verdict is what judging a lock path concluded. It is three answers, not a
+// boolean, because only one of them licenses a delete.
+type verdict int
+
+const (
+	// live: someone holds it, or we could not establish otherwise. Wait.
+	live verdict = iota
+	// stale: something is there and its holder is gone. Removing it (under
+	// the guard, by identity) is the recovery.
+	stale
+	// vanished: nothing was there when we looked. Not blocked, but never a
+	// licence to delete: by the time we act the path may hold a lock
+	// created legitimately in between.
+	vanished
+)
+
+// judgement is one look at a lock path: what was there and what it means.
+type judgement struct {
+	verdict verdict
+	// fi is the Lstat of the path the owner record was read under; the
+	// identity a reclaim must find unchanged before it deletes anything.
+	fi os.FileInfo
+	// owner is the decoded record; nil when there is none, it is corrupt
+	// or it could not be read.
+	owner *core.Owner
+	// unreadable: the record exists but could not be read (permissions,
+	// Windows sharing violations, a planted symlink). Not the same as
+	// missing: it pins the lock live.
+	unreadable error
+	// lookErr: the path itself could not be examined (not ENOENT).
+	lookErr error
+	// alive is proc.Judge's answer for the owner.
+	alive core.Liveness
+	// age is how long ago the path's mtime (the heartbeat) was refreshed.
+	age time.Duration
+	// why says in a few words what decided the verdict, for errors and
+	// debug logs.
+	why string
+}
+
+// token is the owner token the judgement saw, "" when there was none. A
+// reclaim compares it after moving the lock away, because a filesystem may
+// give a directory recreated at once the inode number of the old one.
+func (j *judgement) token() string {
+	if j.owner == nil {
+		return ""
+	}
+	return j.owner.ID
+}
+
+// judge looks at path and decides whether its holder is gone. It is the
+// one staleness rule of the protocol, used by acquisition, reclaim, Inspect
+// and Break; liveness itself comes from proc.Judge.
+func (p *Protocol) judge(path string) judgement {
+	now := time.Now()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return judgement{verdict: vanished, why: "lock vanished"}
+		}
+		// Could not look (Windows EPERM while the directory is mid-flight):
+		// answering "stale" here would hand a live lock to a delete.
+		return judgement{verdict: live, lookErr: err, why: "could not examine the lock: " + err.Error()}
+	}
+	j := judgement{fi: fi, age: now.Sub(fi.ModTime())}
+	if !fi.IsDir() {
+		// A plain file (or symlink) at the lock path is never a live lock of
+		// this protocol: it is a leftover, typically of a tool that locked
+		// with an O_EXCL file of the same name. Reading it as "could not
+		// look" would pin it live for ever; the age rule reclaims it.
+		j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path"
+		return p.byAge(j)
+	}
+	j.owner, j.unreadable = readOwner(path)
+	if j.unreadable != nil {
+		j.verdict = live
+		j.why = "owner record exists but cannot be read: " + j.unreadable.Error()
+		return j
+	}
+	if j.owner == nil || j.owner.PID <= 0 {
+		j.why = "no owner record"
+		return p.byAge(j)
+	}
+	j.alive = proc.Judge(j.owner)
+	switch j.alive {
+	case core.Dead:
+		j.verdict = stale
+		j.why = "owner process is gone"
+		return j
+	case core.Alive:
+		if isSelf(j.owner) && !p.isActive(j.owner.ID) {
+			// Our own pid proves nothing about a lock no handle of ours
+			// owns (a release that failed, a stamp never confirmed, another
+			// copy of this package in the process). The heartbeat of a
+			// live handle keeps its directory young, so the age rule frees
+			// only what nobody refreshes.
+			j.why = "a lock of this process that no handle of this protocol holds"
+			return p.byAge(j)
+		}
+		j.verdict = live
+		j.why = "owner process is alive"
+		return j
+	}
+	j.why = "owner cannot be checked from here (other host or unknown process)"
+	return p.byAge(j)
+}
+
+// byAge applies the age rule: stale when the heartbeat is older than Stale,
+// and never younger than Grace.
+func (p *Protocol) byAge(j judgement) judgement {
+	limit := max(p.cfg.Stale, p.cfg.Grace)
+	if j.age > limit {
+		j.verdict = stale
+		j.why += ", heartbeat older than " + limit.String()
+	} else {
+		j.verdict = live
+		j.why += ", heartbeat " + j.age.Round(time.Millisecond).String() + " old"
+	}
+	return j
+}
+
+// readOwner reads the owner record of the lock directory dir. It tells
+// apart absence, which is a fact (ENOENT: a lock between mkdir and stamp,
+// or a proper-lockfile lock; ENOTDIR: no directory for a record to be in),
+// from failure to look, which is not: on Windows a live holder's record is
+// momentarily unreadable while waiters churn, and collapsing that into "no
+// record" lets the age rule condemn a live lock. A corrupt record is
+// readable but meaningless: it is returned as nil, for the age rule.
+func readOwner(dir string) (*core.Owner, error) {
+	f, err := openNoFollow(filepath.Join(dir, OwnerFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, core.MaxRecordSize+1))
+	if err != nil {
+		return nil, err
+	}
+	o, _ := core.Decode(b)
+	return o, nil
+}
+
+// isSelf reports whether a record names this process.
+func isSelf(o *core.Owner) bool {
+	if o.PID != os.Getpid() || (o.Host != "" && o.Host != proc.Hostname()) {
+		return false
+	}
+	self := proc.Self()
+	return o.ProcStart == 0 || self.ProcStart == 0 || o.ProcStart == self.ProcStart
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsRegular():
+		return "file"
+	}
+	return "non-directory"
+}
+
+// fingerprint identifies "which holder has the lock now", to tell a lock
+// that is changing hands (progress: re-arm the patience window) from one
+// that is wedged. The zero value means free or unobservable, which is no
+// evidence either way.
+type fingerprint struct {
+	fi    os.FileInfo
+	token string
+}
+
+func (f fingerprint) same(g fingerprint) bool {
+	return f.fi != nil && g.fi != nil && f.token == g.token && os.SameFile(f.fi, g.fi)
+}
+
+func takeFingerprint(path string) fingerprint {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fingerprint{}
+	}
+	var token string
+	if fi.IsDir() {
+		if o, err := readOwner(path); err == nil && o != nil {
+			token = o.ID
+		}
+	}
+	return fingerprint{fi: fi, token: token}
+}

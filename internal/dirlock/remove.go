@@ -1,0 +1,91 @@
+package dirlock
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// removal is what removeIfSame did.
+type removal int
+
+const (
+	// removed: the judged object is gone from the path.
+	removed removal = iota
+	// changed: the path no longer held the judged object (it vanished, or
+	// was replaced); nothing of anyone else's was deleted.
+	changed
+	// contended: the filesystem refused the move in a way that means
+	// another process is touching the path (Windows); try again later.
+	contended
+)
+
+// removeIfSame deletes what is at path only if it is still the object that
+// was judged: the same (device, inode) as judged, carrying the same owner
+// token. It is the one delete of the protocol, used by reclaim, release,
+// guard eviction and Break.
+//
+// It first moves the object aside with one rename to a unique tomb name in
+// the same directory, then checks the identity of what it moved, not of
+// what it looked at earlier: a lock created at the path between the
+// judgement and the rename is caught by the check and put back. A
+// stat-compare-then-delete would leave a window between compare and
+// delete; here the compared object is the deleted one. Releasing by rename
+// also frees the lock path in one step, so a crash while cleaning up the
+// tomb never wedges the lock (it leaves the tomb behind as litter).
+//
+// moved, when set, is called between the rename and the cleanup (a fault
+// point for tests).
+func removeIfSame(path string, judged os.FileInfo, token string, moved func()) (removal, error) {
+	tomb := path + ".rm-" + randomHex(6)
+	if err := os.Rename(path, tomb); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return changed, nil
+		}
+		// Contention (Windows) or a real failure: either way nothing was
+		// removed, and the caller reports the error it cannot retry away.
+		return contended, err
+	}
+	if moved != nil {
+		moved()
+	}
+	fi, err := os.Lstat(tomb)
+	same := err == nil && os.SameFile(fi, judged)
+	if same && fi.IsDir() {
+		o, rerr := readOwner(tomb)
+		if rerr != nil {
+			// Cannot read the record of what we moved: only the identity
+			// speaks, and it matched.
+			same = true
+		} else {
+			var got string
+			if o != nil {
+				got = o.ID
+			}
+			same = got == token
+		}
+	}
+	if !same {
+		// Not what we judged: someone's fresh lock. Put it back where it
+		// was, unless the path has been taken again meanwhile; then its
+		// holder's heartbeat finds the lock gone and reports it lost.
+		if err := renameNoReplace(tomb, path); err != nil {
+			os.RemoveAll(tomb)
+		}
+		return changed, nil
+	}
+	if err := os.RemoveAll(tomb); err != nil && !isRemoveContention(err) {
+		// The lock path is free already; the tomb is litter, not a lock.
+		return removed, err
+	}
+	return removed, nil
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

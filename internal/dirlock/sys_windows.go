@@ -1,0 +1,88 @@
+package dirlock
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/windows"
+)
+
+// openNoFollow opens a file for reading. Windows has no O_NOFOLLOW; the
+// owner record is opened by path.
+func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
+
+// dirRef is a lock directory this process created. On Windows no handle
+// is kept open: an open directory handle makes every other process's
+// rename or removal of the directory fail, which would turn a reclaim of
+// our stale lock into endless contention. Identity is the file ID taken
+// right after mkdir.
+type dirRef struct {
+	path string
+	fi   os.FileInfo
+}
+
+func openDir(path string) (*dirRef, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: windows.ERROR_DIRECTORY}
+	}
+	return &dirRef{path: path, fi: fi}, nil
+}
+
+func (d *dirRef) identity() os.FileInfo { return d.fi }
+
+func (d *dirRef) createOwner(b []byte) error {
+	f, err := os.OpenFile(filepath.Join(d.path, OwnerFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+func (d *dirRef) touch(t time.Time) error { return os.Chtimes(d.path, t, t) }
+
+func (d *dirRef) close() {}
+
+// isMkdirContention: Windows answers a mkdir of a directory that another
+// process is creating or removing at that instant with ERROR_ACCESS_DENIED
+// (EPERM/EACCES to Node), not only "already exists". That is the
+// contention this protocol exists to handle; treating it as fatal killed
+// writers in the seed and lost their items. A real permission problem
+// still surfaces, as a timeout that names the last error.
+func isMkdirContention(err error) bool {
+	return errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, windows.ERROR_SHARING_VIOLATION)
+}
+
+// isRemoveContention: renaming or removing a directory another process is
+// inside of (mid-mkdir, an indexer, a virus scanner) fails with access
+// denied, a sharing violation or "not empty" while it passes.
+func isRemoveContention(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, windows.ERROR_SHARING_VIOLATION) ||
+		errors.Is(err, windows.ERROR_DIR_NOT_EMPTY) || errors.Is(err, windows.ERROR_ACCESS_DENIED)
+}
+
+func renameNoReplace(from, to string) error {
+	// MoveFileEx without MOVEFILE_REPLACE_EXISTING refuses an existing
+	// target.
+	f, err := windows.UTF16PtrFromString(from)
+	if err != nil {
+		return err
+	}
+	t, err := windows.UTF16PtrFromString(to)
+	if err != nil {
+		return err
+	}
+	return windows.MoveFileEx(f, t, 0)
+}

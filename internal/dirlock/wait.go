@@ -1,0 +1,176 @@
+package dirlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// minPoll is where the backoff starts: the first retry after a busy
+// attempt comes soon, later ones back off towards MaxPoll.
+const minPoll = time.Millisecond
+
+// waiter sleeps between attempts of one acquisition. It wakes early when
+// the lock's parent directory reports the lock path removed or renamed
+// (inotify on Linux, ReadDirectoryChangesW on Windows), and otherwise after
+// a jittered exponential backoff capped at MaxPoll, the fallback where no
+// events arrive (network filesystems). Jitter, because a fixed retry wakes
+// every waiter at the same instant to re-race, and with N waiters serving
+// all of them then takes about N·H(N) rounds: the seed measured a fixed
+// retry losing an item in 12 of 20 runs against 2 of 20 jittered.
+type waiter struct {
+	base    string
+	watcher *fsnotify.Watcher
+	next    time.Duration
+	maxPoll time.Duration
+}
+
+// eventsWork says where directory events are used. kqueue (macOS, BSD)
+// watches a directory by opening every file in it, far too costly for a
+// lock's parent directory; there the backoff alone serves.
+const eventsWork = runtime.GOOS == "linux" || runtime.GOOS == "windows"
+
+func newWaiter(path string, maxPoll time.Duration) *waiter {
+	w := &waiter{base: filepath.Base(path), next: minPoll, maxPoll: maxPoll}
+	if eventsWork {
+		if fw, err := fsnotify.NewWatcher(); err == nil {
+			if err := fw.Add(filepath.Dir(path)); err == nil {
+				w.watcher = fw
+			} else {
+				fw.Close()
+			}
+		}
+	}
+	return w
+}
+
+func (w *waiter) close() {
+	if w != nil && w.watcher != nil {
+		w.watcher.Close()
+	}
+}
+
+// backoff returns the next jittered sleep, never past until (the nearest
+// deadline the loop can end on: sleeping past it would observe the
+// caller's bound only whenever the sleep happened to end). A zero until
+// means no deadline.
+func (w *waiter) backoff(until time.Time) time.Duration {
+	d := time.Duration(float64(w.next) * (0.5 + rand.Float64()))
+	w.next = min(2*w.next, w.maxPoll)
+	if !until.IsZero() {
+		d = min(d, time.Until(until))
+	}
+	return max(d, 0)
+}
+
+// sleep waits up to d, or until the lock path is removed or renamed, or
+// ctx ends (returning its error).
+func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w.watcher != nil {
+		events, errs = w.watcher.Events, w.watcher.Errors
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if ev.Has(fsnotify.Remove|fsnotify.Rename) && filepath.Base(ev.Name) == w.base {
+				return nil
+			}
+		case _, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// An overflowed event queue may have dropped the one we wait
+			// for: look now.
+			return nil
+		}
+	}
+}
+
+// policy is the seed's timeout rule. The caller's context is the hard
+// bound. On top of it, Patience gives up on a holder that keeps the lock
+// for a whole window, but re-arms the window whenever the lock changed
+// hands, so a waiter on a briskly handed-round lock is not killed for bad
+// luck; and because re-arming alone never terminates, Ceiling bounds the
+// whole wait.
+type policy struct {
+	path      string
+	patience  time.Duration
+	ceiling   time.Time // zero: none
+	window    time.Time // end of the current patience window; zero: none
+	last      fingerprint
+	sampled   bool
+	startedAt time.Time
+}
+
+func newPolicy(path string, cfg Config, start time.Time) *policy {
+	p := &policy{path: path, patience: cfg.Patience, startedAt: start}
+	if cfg.Ceiling > 0 {
+		p.ceiling = start.Add(cfg.Ceiling)
+	}
+	if cfg.Patience > 0 {
+		p.window = start.Add(cfg.Patience)
+	}
+	return p
+}
+
+// noteWaiting samples the lock the caller starts waiting on, at the first
+// busy attempt, so the first window is measured against it (not against
+// nothing, which would always look like progress).
+func (p *policy) noteWaiting() {
+	if !p.sampled {
+		p.sampled = true
+		p.last = takeFingerprint(p.path)
+	}
+}
+
+// ceilingReached is checked first on every pass, on its own: a bound that
+// holds only when another bound happens to fire is not a bound.
+func (p *policy) ceilingReached() bool {
+	return !p.ceiling.IsZero() && time.Now().After(p.ceiling)
+}
+
+// wedged reports whether the patience window expired with the lock in the
+// same hands all along. A window in which the fingerprint moved re-arms.
+// A lock that was free or unobservable at the instant of looking is no
+// evidence of a wedged holder.
+func (p *policy) wedged() bool {
+	if p.window.IsZero() || !time.Now().After(p.window) {
+		return false
+	}
+	fp := takeFingerprint(p.path)
+	if fp.fi != nil && fp.same(p.last) {
+		return true
+	}
+	p.last = fp
+	p.window = time.Now().Add(p.patience)
+	return false
+}
+
+// nextDeadline is the nearest moment the loop must look again: the
+// ceiling or the end of the patience window.
+func (p *policy) nextDeadline() time.Time {
+	switch {
+	case p.ceiling.IsZero():
+		return p.window
+	case p.window.IsZero() || p.ceiling.Before(p.window):
+		return p.ceiling
+	}
+	return p.window
+}
