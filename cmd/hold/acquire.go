@@ -90,6 +90,13 @@ func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
 			}
 			msg := s.waitingMessage(time.Since(start))
 			if terminal {
+				// One line, cut to the terminal's width: a wrapped line
+				// could not be rewritten in place.
+				if w := terminalWidth(stderr); w > 1 {
+					if r := []rune(msg); len(r) >= w {
+						msg = string(r[:w-2]) + "…"
+					}
+				}
 				fmt.Fprint(stderr, "\r\033[K"+msg)
 			} else {
 				fmt.Fprintln(stderr, msg)

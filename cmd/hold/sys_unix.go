@@ -39,5 +39,14 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
+// terminalWidth returns the width of the terminal f in columns, 0 if unknown.
+func terminalWidth(f *os.File) int {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // isFilesystemFullOS: on unix the portable errno checks suffice.
 func isFilesystemFullOS(error) bool { return false }

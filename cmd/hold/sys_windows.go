@@ -29,6 +29,15 @@ func isTerminal(f *os.File) bool {
 	return windows.GetConsoleMode(windows.Handle(f.Fd()), &mode) == nil
 }
 
+// terminalWidth returns the width of the console f in columns, 0 if unknown.
+func terminalWidth(f *os.File) int {
+	var info windows.ConsoleScreenBufferInfo
+	if windows.GetConsoleScreenBufferInfo(windows.Handle(f.Fd()), &info) != nil {
+		return 0
+	}
+	return int(info.Window.Right-info.Window.Left) + 1
+}
+
 // isFilesystemFullOS recognises Windows' own codes for a full or
 // write-protected disk.
 func isFilesystemFullOS(err error) bool {
