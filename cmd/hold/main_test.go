@@ -138,10 +138,12 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// gatedCommand is a shell command that announces it runs (creates
-// "ready"), waits until the test creates "go", then appends "done" to
+// gatedCommand is a shell command that announces it runs (writes its pid
+// to "ready"), waits until the test creates "go", then appends "done" to
 // "out". Tests use it instead of sleeps so that nothing depends on timing.
-const gatedCommand = `echo $$ > ready.tmp && mv ready.tmp ready; while [ ! -e go ]; do sleep 0.02; done; echo done >> out`
+// It also stops when "ready" disappears (the test's directory was removed)
+// and after a minute, so a failed test leaves nothing running.
+const gatedCommand = `echo $$ > ready.tmp && mv ready.tmp ready; i=0; while [ ! -e go ] && [ -e ready ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; echo done >> out`
 
 // holdCommand starts `hold run ARGS... T -c gatedCommand` in dir and waits
 // until the command runs. It returns the hold process and the command's pid.
@@ -460,7 +462,7 @@ func TestKilledHoldWithCloseFreesLock(t *testing.T) {
 func TestDaemonDoesNotKeepLockAfterNormalExit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := runHold(t, dir, "run", "T", "-c", `(while [ ! -e go ]; do sleep 0.02; done) >/dev/null 2>&1 & echo $! > daemon`)
+	r := runHold(t, dir, "run", "T", "-c", `touch alive; (i=0; while [ ! -e go ] && [ -e alive ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done) >/dev/null 2>&1 & echo $! > daemon`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -479,7 +481,7 @@ func TestSignalsReachCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cmd, _ := startHold(t, dir, "run", "T", "-c",
-		`trap 'echo trapped > out; exit 3' TERM; touch ready; while :; do sleep 0.02; done`)
+		`trap 'echo trapped > out; exit 3' TERM; touch ready; while [ -e ready ]; do sleep 0.02; done`)
 	waitFor(t, filepath.Join(dir, "ready"))
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code := waitExit(t, cmd); code != 3 {
@@ -491,7 +493,7 @@ func TestSignalsReachCommand(t *testing.T) {
 
 	// Without a trap the command dies of the signal: 128+15.
 	dir = t.TempDir()
-	cmd, _ = startHold(t, dir, "run", "T", "-c", `touch ready; exec sleep 60`)
+	cmd, _ = startHold(t, dir, "run", "T", "-c", `touch ready; exec sleep 30`)
 	waitFor(t, filepath.Join(dir, "ready"))
 	time.Sleep(50 * time.Millisecond) // let exec replace the shell
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -503,7 +505,7 @@ func TestSignalsReachCommand(t *testing.T) {
 	// kills it.
 	dir = t.TempDir()
 	cmd, _ = startHold(t, dir, "run", "T", "-c",
-		`trap 'echo int >> out' INT; touch ready; while :; do sleep 0.02; done`)
+		`trap 'echo int >> out' INT; touch ready; while [ -e ready ]; do sleep 0.02; done`)
 	waitFor(t, filepath.Join(dir, "ready"))
 	cmd.Process.Signal(syscall.SIGINT)
 	waitFor(t, filepath.Join(dir, "out"))
