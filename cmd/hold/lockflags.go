@@ -206,7 +206,7 @@ func (f *lockFlags) addTo(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting (who holds the lock) and acquiring on stderr")
 	fs.StringVar(&f.lockFile, "lock-file", "", "use exactly the lock file `PATH` instead of TARGET.lock")
 	fs.StringVar(&f.name, "name", "", "use the named lock `NAME` in your private lock directory (TARGET may then be omitted)")
-	fs.StringVar(&f.protocol, "protocol", defProto, "lock protocol `NAME`: "+strings.Join(protocolNames(), ", ")+" (default from "+protocolEnv+")")
+	fs.StringVar(&f.protocol, "protocol", defProto, "lock protocol `NAME`: "+strings.Join(protocolNames(), ", ")+"; "+protocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
 	for _, add := range extraFlags {
 		f.extra = append(f.extra, add(fs))
@@ -218,6 +218,9 @@ func (f *lockFlags) addTo(fs *pflag.FlagSet) {
 type lockSpec struct {
 	// target is what the user named (may be empty with --name).
 	target string
+	// label names the lock to people and to HOLD_TARGET: the target, or
+	// the --name or --lock-file given instead.
+	label string
 	// proto is the protocol taking the lock.
 	proto hold.Protocol
 	// opts are the options for hold.Acquire, TryAcquire and Inspect.
@@ -248,7 +251,10 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 	if target == "" && f.lockFile == "" && f.name == "" {
 		return nil, usagef("no TARGET given (or --lock-file PATH, or --name NAME)")
 	}
-	s := &lockSpec{target: target, verbose: f.verbose, conflictExit: f.conflictExit}
+	s := &lockSpec{target: target, label: target, verbose: f.verbose, conflictExit: f.conflictExit}
+	if s.label == "" {
+		s.label = f.name + f.lockFile // at most one of them is set
+	}
 	switch {
 	case f.nonblock || f.wait == 0:
 		s.nonblock = true
@@ -404,7 +410,10 @@ func printCommandHelp(w io.Writer, fs *pflag.FlagSet) {
 			fmt.Fprintf(w, "\n%s\n", c.summary)
 		}
 	}
-	fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsagesWrapped(100))
+	// pflag marks boolean flags "[=true|false]"; flock(1) users know them
+	// as plain switches. Blank it out, keeping the columns aligned.
+	flags := strings.ReplaceAll(fs.FlagUsagesWrapped(100), "[=true|false]", "             ")
+	fmt.Fprintf(w, "\nFlags:\n%s", flags)
 	if c != nil && c.help != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
 	}

@@ -159,12 +159,8 @@ func shellCommand(s string) []string {
 func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <-chan os.Signal) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	label := spec.target
-	if label == "" {
-		label = l.Target()
-	}
 	cmd.Env = append(os.Environ(),
-		"HOLD_TARGET="+label,
+		"HOLD_TARGET="+spec.label,
 		"HOLD_LOCK_FILE="+l.Path(),
 		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
 	)
