@@ -75,7 +75,8 @@ type worker struct {
 func startWorker(t testing.TB, role string, env ...string) *worker {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), envRole+"="+role), env...)
+	// GORACE: a race-enabled binary otherwise sleeps a second at exit.
+	cmd.Env = append(append(os.Environ(), envRole+"="+role, "GORACE=atexit_sleep_ms=0"), env...)
 	return startCmd(t, cmd)
 }
 

@@ -46,7 +46,7 @@ func stamp(t *testing.T, path string, o core.Owner) {
 func deadPID(t *testing.T) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRole+"=none")
+	cmd.Env = append(os.Environ(), envRole+"=none", "GORACE=atexit_sleep_ms=0")
 	cmd.Run()
 	return cmd.Process.Pid
 }
