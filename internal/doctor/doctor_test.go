@@ -418,7 +418,7 @@ func TestRenameWithAGap(t *testing.T) {
 	// machine is.
 	rename := func(o, n string) error {
 		os.Remove(n)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 		return os.Rename(o, n)
 	}
 	rep := mustRun(t, Config{Protocol: "dir", Rename: rename})
