@@ -82,13 +82,51 @@ func BenchmarkRawOpenFlockClose(b *testing.B) {
 	}
 }
 
-func BenchmarkTryAcquireBusy(b *testing.B) {
-	target := filepath.Join(b.TempDir(), "t")
-	l, err := hold.Acquire(context.Background(), target)
-	if err != nil {
-		b.Fatal(err)
+// BenchmarkTryAcquireBusy measures the refusal a caller sees: open, a
+// failed flock, and reading who holds the lock (the owner record, and
+// whether that process is alive). The holder is another process, as it
+// would be in use.
+// BenchmarkRawOpenFlockRecordClose is the floor for any kernel lock that
+// keeps a record in its lock file: what RawOpenFlockClose does plus the
+// fstat, pread and pwrite hold needs (type check, last token, new record).
+func BenchmarkRawOpenFlockRecordClose(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "t.lock")
+	rec := make([]byte, 200)
+	for i := range rec {
+		rec[i] = 'x'
 	}
-	defer l.Release()
+	var buf [2048]byte
+	var st unix.Stat_t
+	b.ReportAllocs()
+	for b.Loop() {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o666)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fstat(fd, &st); err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := unix.Pread(fd, buf[:], 0); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := unix.Pwrite(fd, rec, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_UN); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func BenchmarkTryAcquireBusy(b *testing.B) {
+	dir := b.TempDir()
+	target := filepath.Join(dir, "t")
+	w := startCoreWorker(b, "core-hold", "CORE_TARGET="+target, "CORE_RELEASE="+filepath.Join(dir, "release"))
+	w.report(b, hangBound)
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := hold.TryAcquire(target)

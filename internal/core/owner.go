@@ -7,7 +7,11 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxRecordSize bounds how much of an owner record a reader will look at.
@@ -62,14 +66,121 @@ func (o *Owner) Held(now time.Time) time.Duration {
 }
 
 // Encode returns the record as one line of JSON ending in a newline.
-func (o *Owner) Encode() []byte {
-	b, err := json.Marshal(o)
-	if err != nil {
-		// Owner holds only strings, integers, a bool, a time and a string map:
-		// json.Marshal cannot fail on it.
-		panic("hold: encoding owner record: " + err.Error())
+func (o *Owner) Encode() []byte { return o.AppendEncode(nil) }
+
+// AppendEncode appends the record, as Encode returns it, to b. It writes
+// the same JSON encoding/json would for Owner (the fuzz tests hold it to
+// that), by hand, because a lock's every acquisition writes a record and
+// reflection made that a tenth of its cost. The fence comes first, so that
+// DecodeFence can usually read it without parsing the rest.
+func (o *Owner) AppendEncode(b []byte) []byte {
+	b = append(b, `{"fence":`...)
+	b = strconv.AppendUint(b, o.Fence, 10)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(o.PID), 10)
+	if o.Host != "" {
+		b = append(b, `,"host":`...)
+		b = appendString(b, o.Host)
 	}
-	return append(b, '\n')
+	if o.ID != "" {
+		b = append(b, `,"token":`...)
+		b = appendString(b, o.ID)
+	}
+	b = append(b, `,"started_at":"`...)
+	b = o.StartedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if o.ProcStart != 0 {
+		b = append(b, `,"proc_start":`...)
+		b = strconv.AppendUint(b, o.ProcStart, 10)
+	}
+	if len(o.Command) > 0 {
+		b = append(b, `,"command":[`...)
+		for i, a := range o.Command {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, a)
+		}
+		b = append(b, ']')
+	}
+	if o.Shared {
+		b = append(b, `,"shared":true`...)
+	}
+	if o.Protocol != "" {
+		b = append(b, `,"protocol":`...)
+		b = appendString(b, o.Protocol)
+	}
+	if len(o.Fields) > 0 {
+		b = append(b, `,"fields":{`...)
+		keys := make([]string, 0, len(o.Fields))
+		for k := range o.Fields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, o.Fields[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as a JSON string the way encoding/json does:
+// invalid UTF-8 becomes U+FFFD, control characters and U+2028/U+2029 are
+// escaped. (encoding/json also escapes <, > and &; that is for HTML, and
+// either form decodes the same.)
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // Decode parses a record. It tolerates what real lock files contain: padding
@@ -89,4 +200,63 @@ func Decode(b []byte) (o *Owner, ok bool) {
 		return nil, false
 	}
 	return &rec, true
+}
+
+// DecodeFence returns the fencing token of a record: what Decode would
+// find in its fence field, and ok=false when Decode would fail. Reading
+// the previous token is part of every exclusive acquisition, so for a
+// record laid out as AppendEncode writes it (fence first) it checks the
+// JSON is well-formed and reads the number without decoding the rest. Any
+// record where that shortcut could disagree with Decode (another key that
+// may fold to "fence", an escape that may spell one) takes the full path.
+func DecodeFence(b []byte) (fence uint64, ok bool) {
+	if len(b) > MaxRecordSize {
+		return 0, false
+	}
+	t := bytes.TrimSpace(bytes.TrimRight(b, "\x00"))
+	const prefix = `{"fence":`
+	if rest, found := bytes.CutPrefix(t, []byte(prefix)); found {
+		var v uint64
+		i := 0
+		for ; i < len(rest) && '0' <= rest[i] && rest[i] <= '9'; i++ {
+			d := uint64(rest[i] - '0')
+			if v > (math.MaxUint64-d)/10 {
+				i = -1 // overflow: leave it to Decode
+				break
+			}
+			v = v*10 + d
+		}
+		if i > 0 && i < len(rest) && (rest[i] == ',' || rest[i] == '}') &&
+			!mayNameFence(rest[i:]) && json.Valid(t) {
+			return v, true
+		}
+	}
+	// Decode gets a copy: encoding/json keeps no reference to its input,
+	// but the compiler cannot know that, and handing it b would move every
+	// caller's stack buffer to the heap, this rare path or not.
+	o, ok := Decode(bytes.Clone(b))
+	if !ok {
+		return 0, false
+	}
+	return o.Fence, true
+}
+
+// mayNameFence reports whether b could hold another key that
+// encoding/json would match to the fence field: one containing "ence" in
+// any case, or written with a \u escape.
+func mayNameFence(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			if b[i+1] == 'u' {
+				return true
+			}
+			i++
+		case 'e', 'E':
+			if i+3 < len(b) && b[i+1]|0x20 == 'n' && b[i+2]|0x20 == 'c' && b[i+3]|0x20 == 'e' {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -48,24 +48,24 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	if err != nil {
 		return nil, err
 	}
-	err = lockFile(f, req.Shared, false)
+	err = f.lock(req.Shared, false)
 	if err != nil && isBusy(err) {
 		if !wait {
 			h := holderOf(f, false)
-			f.Close()
+			f.close()
 			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy, Holder: h}
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
 		}
-		err = waitLock(ctx, f, req.Shared)
-		if err != nil && ctx.Err() != nil {
-			// waitLock has handed f to a goroutine that closes it.
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()), Holder: holderAt(req.Path)}
+		var abandoned bool
+		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
+			// f now belongs to the abandoned wait, which closes it.
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err), Holder: holderAt(req.Path)}
 		}
 	}
 	if err != nil {
-		f.Close()
+		f.close()
 		return nil, lockError(req.Path, err)
 	}
 	h := &handle{f: f, path: req.Path, owner: req.Owner}
@@ -85,33 +85,37 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 // waitLock blocks in the kernel until the lock is granted or ctx ends. A
 // blocked flock(2) cannot be interrupted from Go (signals restart it and
 // closing the descriptor does not wake it), so the blocking call runs on its
-// own goroutine. If ctx ends first the wait is abandoned: that goroutine
-// keeps waiting and, the moment it is granted the lock, unlocks and closes
-// the descriptor, so an abandoned wait never leaves the lock held. The cost
-// is one parked OS thread per abandoned waiter until the holder lets go.
-func waitLock(ctx context.Context, f *os.File, shared bool) error {
+// own goroutine. If ctx ends first the wait is abandoned (abandoned is true
+// and err is ctx's error): that goroutine keeps waiting and, the moment it
+// is granted the lock, unlocks and closes the descriptor, so an abandoned
+// wait never leaves the lock held. The cost is one parked OS thread per
+// abandoned waiter until the holder lets go, and a waiter that is handed
+// the lock in the instant its context ends gives it straight back.
+//
+// Otherwise the caller keeps f, locked when err is nil.
+func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, err error) {
 	if ctx.Done() == nil {
-		return lockFile(f, shared, true)
+		return false, f.lock(shared, true)
 	}
 	done := make(chan error, 1)
-	go func() { done <- lockFile(f, shared, true) }()
+	go func() { done <- f.lock(shared, true) }()
 	select {
 	case err := <-done:
-		return err
+		return false, err
 	case <-ctx.Done():
 		go func() {
 			if err := <-done; err == nil {
-				unlockFile(f)
+				f.unlock()
 			}
-			f.Close()
+			f.close()
 		}()
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 }
 
 // handle is one held kernel lock.
 type handle struct {
-	f     *os.File
+	f     *lockFile
 	path  string
 	owner core.Owner
 
@@ -123,13 +127,27 @@ type handle struct {
 // open the kernel keeps the lock, so it cannot be lost.
 var never = make(chan struct{})
 
-func (h *handle) Fence() uint64         { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner    { o := h.owner; return &o }
+func (h *handle) Fence() uint64 { return h.owner.Fence }
+
+// Owner returns a copy of the published record; the caller may change it.
+func (h *handle) Owner() *core.Owner {
+	o := h.owner
+	o.Command = append([]string(nil), o.Command...)
+	if o.Fields != nil {
+		o.Fields = make(map[string]string, len(h.owner.Fields))
+		for k, v := range h.owner.Fields {
+			o.Fields[k] = v
+		}
+	}
+	return &o
+}
+
 func (h *handle) Lost() <-chan struct{} { return never }
 
 // File returns the open lock file, so that `hold run` can pass the
-// descriptor (and with it the lock) to the command it runs.
-func (h *handle) File() *os.File { return h.f }
+// descriptor (and with it the lock) to the command it runs. After Release
+// it is closed.
+func (h *handle) File() *os.File { return h.f.file() }
 
 func (h *handle) Check() error {
 	h.mu.Lock()
@@ -149,8 +167,8 @@ func (h *handle) Release() error {
 		return nil
 	}
 	h.released = true
-	uerr := unlockFile(h.f)
-	cerr := h.f.Close()
+	uerr := h.f.unlock()
+	cerr := h.f.close()
 	if uerr != nil {
 		return &core.Error{Op: "release", Path: h.path, Err: uerr}
 	}

@@ -1,9 +1,8 @@
 package flock
 
 import (
-	"io"
+	"math"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
@@ -11,42 +10,70 @@ import (
 )
 
 // The lock file holds one owner record: a line of JSON, padded with spaces
-// when a shorter record replaces a longer one. Replacing it costs one
-// pwrite at offset 0 and no ftruncate (measured here, a truncate-and-write
-// of the record doubled the cost of an acquisition). The fencing token is
-// the record's "fence" field: each exclusive holder reads the previous
-// value and writes the next.
+// when a slightly shorter record replaces a longer one. Replacing it costs
+// one pwrite at offset 0 and, normally, no ftruncate (measured here, a
+// truncate-and-write of the record doubled the cost of an acquisition).
+// The fencing token is the record's "fence" field: each exclusive holder
+// reads the previous value and writes the next.
 
 // readSize is how much of the lock file a reader looks at first; a record
 // is normally a few hundred bytes.
-const readSize = 4096
+const readSize = 2048
 
-// readRecord reads the record in f. It returns the raw size of the file
-// content it saw and the decoded record (nil when missing or corrupt).
-func readRecord(f *os.File) (size int64, rec *core.Owner) {
-	buf := make([]byte, readSize)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && err != io.EOF {
-		return 0, nil
+// padSlack is how much longer than the new record an old one may be and
+// still be overwritten by padding rather than cut off with ftruncate.
+const padSlack = 256
+
+// readRecord reads the record in f. It returns the size of the file
+// content it saw and the raw record, which aliases buf when it fits
+// there. A file larger than core.MaxRecordSize is not read at all (a nil
+// record with its size): it is corrupt by definition.
+func readRecord(f *lockFile, buf []byte) (size int64, raw []byte, err error) {
+	n, err := f.readAt(buf, 0)
+	if err != nil {
+		return 0, nil, err
 	}
-	if n == readSize {
-		// A large record, or a file that is not ours: look further, but
-		// never past MaxRecordSize.
-		fi, err := f.Stat()
-		if err != nil || fi.Size() > core.MaxRecordSize {
-			if err == nil {
-				return fi.Size(), nil
-			}
-			return int64(n), nil
-		}
-		buf = make([]byte, fi.Size())
-		n, err = f.ReadAt(buf, 0)
-		if err != nil && err != io.EOF {
-			return int64(n), nil
-		}
+	if n < len(buf) {
+		return int64(n), buf[:n], nil
 	}
-	rec, _ = core.Decode(buf[:n])
-	return int64(n), rec
+	// A large record, or a file that is not ours: look further, but
+	// never past MaxRecordSize.
+	size, err = f.size()
+	if err != nil {
+		return 0, nil, err
+	}
+	if size > core.MaxRecordSize {
+		return size, nil, nil
+	}
+	big := make([]byte, size+1)
+	n, err = f.readAt(big, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n > core.MaxRecordSize {
+		// It grew meanwhile (a writer not holding the lock).
+		return int64(n), nil, nil
+	}
+	return int64(n), big[:n], nil
+}
+
+// lastFence returns the fencing token to continue from, given what the
+// lock file holds. For a file hold wrote it is the recorded token. An
+// empty file has none (0). A file whose record is unreadable, or that has
+// a record without a token (another tool's), may have had any token
+// before: then the clock in microseconds stands in. No lock is taken a
+// million times a second, so a count that started at 1, or at an earlier
+// reading of the clock, is always below it — provided the wall clock is
+// not set back. That keeps tokens strictly increasing even across a lock
+// file that someone overwrote or that a crash left half-written.
+func lastFence(size int64, raw []byte) uint64 {
+	if size == 0 {
+		return 0
+	}
+	if fence, ok := core.DecodeFence(raw); ok && fence != 0 {
+		return fence
+	}
+	return uint64(time.Now().UnixMicro())
 }
 
 // publish stamps the owner record and, for an exclusive hold, the next
@@ -54,36 +81,47 @@ func readRecord(f *os.File) (size int64, rec *core.Owner) {
 // the lock still works: the record is left out and the fence is zero,
 // meaning "no token".
 func (h *handle) publish(writable bool) error {
-	size, prev := readRecord(h.f)
-	var last uint64
-	switch {
-	case prev != nil:
-		last = prev.Fence
-	case size > 0:
-		// The file holds something we cannot read, so the last token is
-		// unknown. The clock in microseconds is above any count a lock
-		// could reach by incrementing, so tokens still only go up.
-		last = uint64(time.Now().UnixMicro())
-	}
-	if h.owner.Shared || !writable {
-		if h.owner.Shared {
-			h.owner.Fence = last
-		}
+	if h.owner.Shared && !writable {
+		// Nothing to write, and a reader's token is only informative:
+		// spare the read too.
 		return nil
 	}
+	var buf [readSize]byte
+	size, raw, err := readRecord(h.f, buf[:])
+	if err != nil {
+		return &core.Error{Op: "read owner record", Path: h.path, Err: err}
+	}
+	last := lastFence(size, raw)
+	if h.owner.Shared {
+		h.owner.Fence = last
+		return nil
+	}
+	if !writable {
+		return nil
+	}
+	if last == math.MaxUint64 {
+		// Only a forged record gets here; wrapping to 0 would break the
+		// order worse than repeating the largest token does.
+		last--
+	}
 	h.owner.Fence = last + 1
-	b := h.owner.Encode()
-	if int64(len(b)) < size && size <= core.MaxRecordSize {
+	b := h.owner.AppendEncode(buf[:0])
+	pad := size - int64(len(b))
+	if pad > 0 && pad <= padSlack {
 		// Overwrite all of the old record: pad before the final newline.
-		b = append(b[:len(b)-1], strings.Repeat(" ", int(size)-len(b))...)
+		b = b[:len(b)-1]
+		for range pad {
+			b = append(b, ' ')
+		}
 		b = append(b, '\n')
 	}
-	if _, err := h.f.WriteAt(b, 0); err != nil {
+	if err := h.f.writeAt(b, 0); err != nil {
 		return &core.Error{Op: "write owner record", Path: h.path, Err: err}
 	}
 	if size > int64(len(b)) {
-		// Only after a huge or foreign file: cut it down to our record.
-		if err := h.f.Truncate(int64(len(b))); err != nil {
+		// After a much longer record, a foreign or a huge file: cut it
+		// down to ours.
+		if err := h.f.truncate(int64(len(b))); err != nil {
 			return &core.Error{Op: "write owner record", Path: h.path, Err: err}
 		}
 	}
@@ -93,16 +131,21 @@ func (h *handle) publish(writable bool) error {
 // holderOf describes who holds the lock that f could not take: the record
 // in the file, whether the recorded process is alive and, on Linux, which
 // pids the kernel says hold it. Reading /proc/locks was measured here at
-// ~5 ms after an idle spell, too slow for the error of a wait that has just
-// timed out, so unless thorough is set it is read only when the record does
-// not explain the lock (no record, or a recorded holder that is not alive).
-func holderOf(f *os.File, thorough bool) *core.Holder {
-	_, rec := readRecord(f)
+// 5-15 ms after an idle spell (80 µs when warm), too slow for the error of
+// a wait that has just timed out, so unless thorough is set it is read only
+// when the record does not explain the lock (no record, or a recorded
+// holder that is not alive).
+func holderOf(f *lockFile, thorough bool) *core.Holder {
+	var buf [readSize]byte
+	var rec *core.Owner
+	if _, raw, err := readRecord(f, buf[:]); err == nil && raw != nil {
+		rec, _ = core.Decode(raw)
+	}
 	h := &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
 	if !thorough && h.Alive == core.Alive {
 		return h
 	}
-	if pids := proc.LockHolders(f.Fd()); len(pids) > 0 {
+	if pids := proc.LockHolders(f.procFd()); len(pids) > 0 {
 		h.PIDs = pids
 		h.Commands = make(map[int]string, len(pids))
 		for _, pid := range pids {
@@ -121,7 +164,7 @@ func holderAt(path string) *core.Holder {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer f.close()
 	return holderOf(f, false)
 }
 
@@ -138,7 +181,7 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 		}
 		return nil, err
 	}
-	defer f.Close()
+	defer f.close()
 	h := holderOf(f, true)
 	if h.Owner != nil {
 		st.Fence = h.Owner.Fence
@@ -160,15 +203,16 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 
 // probe tells free, shared or exclusive with non-blocking locks, taking
 // the least disruptive one first: a shared probe does not disturb shared
-// holders, and it fails only under an exclusive holder.
-func probe(f *os.File) core.State {
-	if err := lockFile(f, true, false); err != nil {
+// holders, and it fails only under an exclusive holder. (For the instant a
+// probe holds the lock, a TryAcquire elsewhere may find it busy.)
+func probe(f *lockFile) core.State {
+	if err := f.lock(true, false); err != nil {
 		return core.HeldExclusive
 	}
-	unlockFile(f)
-	if err := lockFile(f, false, false); err != nil {
+	f.unlock()
+	if err := f.lock(false, false); err != nil {
 		return core.HeldShared
 	}
-	unlockFile(f)
+	f.unlock()
 	return core.Free
 }

@@ -3,6 +3,7 @@ package flock
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -19,7 +20,40 @@ const (
 	lockOffsetHigh = 0x7fffffff
 )
 
-func openLockFile(path string) (*os.File, bool, error) {
+// lockFile is an open lock file. On Windows it is simply an *os.File.
+type lockFile struct{ f *os.File }
+
+func (f *lockFile) file() *os.File { return f.f }
+func (f *lockFile) close() error   { return f.f.Close() }
+
+func (f *lockFile) readAt(b []byte, off int64) (int, error) {
+	n, err := f.f.ReadAt(b, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *lockFile) writeAt(b []byte, off int64) error {
+	_, err := f.f.WriteAt(b, off)
+	return err
+}
+
+func (f *lockFile) truncate(size int64) error { return f.f.Truncate(size) }
+
+func (f *lockFile) size() (int64, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// procFd is the handle for proc.LockHolders (which has nothing to say on
+// Windows).
+func (f *lockFile) procFd() uintptr { return f.f.Fd() }
+
+func openLockFile(path string) (*lockFile, bool, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, false, &core.Error{Op: "open", Path: path, Err: err}
@@ -44,10 +78,10 @@ func openLockFile(path string) (*os.File, bool, error) {
 		f.Close()
 		return nil, false, err
 	}
-	return f, writable, nil
+	return &lockFile{f}, writable, nil
 }
 
-func openForInspect(path string) (*os.File, error) {
+func openForInspect(path string) (*lockFile, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, err
@@ -65,7 +99,7 @@ func openForInspect(path string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	return f, nil
+	return &lockFile{f}, nil
 }
 
 func checkRegular(f *os.File, path string) error {
@@ -91,7 +125,7 @@ func openError(path string, err error) error {
 	return e
 }
 
-func lockFile(f *os.File, shared, block bool) error {
+func (f *lockFile) lock(shared, block bool) error {
 	var flags uint32
 	if !shared {
 		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
@@ -100,12 +134,12 @@ func lockFile(f *os.File, shared, block bool) error {
 		flags |= windows.LOCKFILE_FAIL_IMMEDIATELY
 	}
 	ol := &windows.Overlapped{Offset: lockOffsetLow, OffsetHigh: lockOffsetHigh}
-	return windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, ol)
+	return windows.LockFileEx(windows.Handle(f.f.Fd()), flags, 0, 1, 0, ol)
 }
 
-func unlockFile(f *os.File) error {
+func (f *lockFile) unlock() error {
 	ol := &windows.Overlapped{Offset: lockOffsetLow, OffsetHigh: lockOffsetHigh}
-	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
+	return windows.UnlockFileEx(windows.Handle(f.f.Fd()), 0, 1, 0, ol)
 }
 
 func isBusy(err error) bool {

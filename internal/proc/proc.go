@@ -45,8 +45,17 @@ func Judge(o *core.Owner) core.Liveness {
 	if o == nil || o.PID <= 0 {
 		return core.LivenessUnknown
 	}
-	if o.Host != "" && o.Host != Hostname() {
+	me := self()
+	if o.Host != "" && o.Host != me.Host {
 		return core.LivenessUnknown
+	}
+	if o.PID == me.PID {
+		// This very process, unless the pid was reused: then the one
+		// recorded is gone. No need to ask the system.
+		if o.ProcStart == 0 || me.ProcStart == 0 || o.ProcStart == me.ProcStart {
+			return core.Alive
+		}
+		return core.Dead
 	}
 	return Alive(o.PID, o.ProcStart)
 }

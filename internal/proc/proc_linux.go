@@ -13,28 +13,61 @@ import (
 
 // StartTime returns the start time of process pid in clock ticks after boot
 // (field 22 of /proc/PID/stat), which together with the pid identifies a
-// process for as long as the machine runs.
+// process for as long as the machine runs. It reads into a buffer on the
+// stack: naming a lock's holder asks it on every busy TryAcquire.
 func StartTime(pid int) (uint64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	var path [32]byte
+	p := append(append(path[:0], "/proc/"...), strconv.Itoa(pid)...)
+	p = append(p, "/stat"...)
+	fd, err := unix.Open(string(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, false
 	}
-	// The command name (field 2) is in parentheses and may itself contain
-	// spaces and parentheses: the fields that follow start after the last ')'.
+	defer unix.Close(fd)
+	// The line is a few hundred bytes; the command name in it is at most
+	// 64 (TASK_COMM_LEN 16 today), so 1 KiB holds field 22 comfortably.
+	var buf [1024]byte
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m == 0 {
+			break
+		}
+		n += m
+	}
+	return parseStartTime(buf[:n])
+}
+
+// parseStartTime finds field 22 in the text of /proc/PID/stat. The command
+// name (field 2) is in parentheses and may itself contain spaces and
+// parentheses: the fields that follow start after the last ')'.
+func parseStartTime(b []byte) (uint64, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so field 22 is f[19].
-	if len(f) < 20 {
-		return 0, false
+	b = b[i+1:]
+	// Field 3 (state) is the first after ')', so field 22 is the 20th.
+	for field := 1; ; field++ {
+		for len(b) > 0 && b[0] == ' ' {
+			b = b[1:]
+		}
+		end := bytes.IndexByte(b, ' ')
+		if end < 0 {
+			end = len(b)
+		}
+		if end == 0 {
+			return 0, false
+		}
+		if field == 20 {
+			v, err := strconv.ParseUint(string(bytes.TrimSpace(b[:end])), 10, 64)
+			return v, err == nil
+		}
+		b = b[end:]
 	}
-	v, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return v, true
 }
 
 // Cmdline returns the command line of process pid, arguments joined by

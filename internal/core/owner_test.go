@@ -1,0 +1,299 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func sampleOwner() *Owner {
+	return &Owner{
+		PID:       4242,
+		Host:      "a1",
+		ID:        "0123456789abcdef0123456789abcdef",
+		StartedAt: time.Date(2026, 11, 29, 15, 0, 0, 123456789, time.UTC),
+		ProcStart: 987654,
+		Command:   []string{"hold", "run", "data/pipeline.md", "--", "make", "say \"hi\"\n"},
+		Fence:     17,
+		Protocol:  "flock",
+		Fields:    map[string]string{"job": "nightly", "b": "ü\x01\u2028"},
+	}
+}
+
+// seedRecords are the seed corpus of the fuzz tests, which plain `go test`
+// runs too: real records and the damage real lock files show.
+func seedRecords() [][]byte {
+	good := sampleOwner().Encode()
+	var padded bytes.Buffer
+	padded.Write(good[:len(good)-1])
+	padded.WriteString(strings.Repeat(" ", 300) + "\n")
+	return [][]byte{
+		good,
+		padded.Bytes(),
+		good[:len(good)/2],
+		append(bytes.Clone(good), make([]byte, 100)...),
+		make([]byte, 64),
+		[]byte(""),
+		[]byte("   \n"),
+		[]byte("{}"),
+		[]byte(`{"pid":1}`),
+		[]byte(`{"pid":"one"}`),
+		[]byte(`{"fence":18446744073709551615}`),
+		[]byte(`{"fence":18446744073709551616}`),
+		[]byte(`{"fence":1,"fence":2}`),
+		[]byte(`{"fence":1,"FENCE":3}`),
+		[]byte(`{"fence":1,"f\u0065nce":4}`),
+		[]byte(`{"fence":-1}`),
+		[]byte(`{"fence":1.5}`),
+		[]byte(`{"fence":01}`),
+		[]byte(`{"fence":5,"command":["licence"]}`),
+		[]byte(`[1,2,3]`),
+		[]byte(`{"started_at":"yesterday"}`),
+		[]byte("\xff\xfe{\"pid\":1}"),
+		bytes.Repeat([]byte("{"), MaxRecordSize+1),
+		append([]byte(`{"command":["`), append(bytes.Repeat([]byte("x"), MaxRecordSize), `"]}`...)...),
+	}
+}
+
+// FuzzDecode: Decode and DecodeFence never panic on any input, agree with
+// each other, and a record Decode accepts encodes to a fixed point.
+func FuzzDecode(f *testing.F) {
+	for _, s := range seedRecords() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, ok := Decode(b)
+		fence, fok := DecodeFence(b)
+		if ok != (o != nil) {
+			t.Fatalf("Decode = %v, %v", o, ok)
+		}
+		if len(b) > MaxRecordSize && (ok || fok) {
+			t.Fatalf("a record of %d bytes was accepted", len(b))
+		}
+		if ok {
+			if !fok || fence != o.Fence {
+				t.Fatalf("DecodeFence = %d, %v; Decode found fence %d", fence, fok, o.Fence)
+			}
+			if o.StartedAt.Year() < 0 || o.StartedAt.Year() > 9999 {
+				return // not a time any encoder can write back
+			}
+			e1 := o.Encode()
+			if len(e1) > MaxRecordSize {
+				return // the fields added by encoding pushed it over the bound
+			}
+			o2, ok2 := Decode(e1)
+			if !ok2 {
+				t.Fatalf("re-encoded record does not decode: %q", e1)
+			}
+			if e2 := o2.Encode(); !bytes.Equal(e1, e2) {
+				t.Fatalf("encoding is not a fixed point:\n%q\n%q", e1, e2)
+			}
+		} else if fok && !json.Valid(bytes.TrimSpace(bytes.TrimRight(b, "\x00"))) {
+			t.Fatalf("DecodeFence accepted invalid JSON %q", b)
+		}
+	})
+}
+
+// FuzzEncode: the hand-written encoder says what encoding/json would say.
+func FuzzEncode(f *testing.F) {
+	f.Add(4242, "a1", "id", int64(1700000000123456789), uint64(5), "hold run -- make", uint64(17), false, "flock", "job", "nightly")
+	f.Add(0, "", "", int64(0), uint64(0), "", uint64(0), true, "", "", "")
+	f.Add(-1, "\xff", "\"\\", int64(-5), uint64(1<<63), "\x00\x1f\u2028\u2029\x7f<&>", uint64(1<<64-1), true, "dir", "\xc3", "\U0001F600")
+	f.Fuzz(func(t *testing.T, pid int, host, id string, nanos int64, procStart uint64, cmd string, fence uint64, shared bool, proto, key, val string) {
+		o := &Owner{PID: pid, Host: host, ID: id, StartedAt: time.Unix(0, nanos).UTC(), ProcStart: procStart,
+			Fence: fence, Shared: shared, Protocol: proto}
+		if cmd != "" {
+			o.Command = strings.Fields(cmd)
+			o.Command = append(o.Command, cmd)
+		}
+		if key != "" || val != "" {
+			o.Fields = map[string]string{key: val, "z" + key: val + "z"}
+		}
+		ours := o.Encode()
+		if !bytes.HasSuffix(ours, []byte("}\n")) || bytes.Count(ours, []byte("\n")) != 1 {
+			t.Fatalf("not one line: %q", ours)
+		}
+		std, err := json.Marshal(o)
+		if err != nil {
+			t.Skip("encoding/json refuses it too:", err)
+		}
+		var a, b Owner
+		if err := json.Unmarshal(ours, &a); err != nil {
+			t.Fatalf("our encoding %q: %v", ours, err)
+		}
+		if err := json.Unmarshal(std, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("records differ:\nours %q\njson %q", ours, std)
+		}
+		if got, ok := DecodeFence(ours); !ok || got != fence {
+			t.Fatalf("DecodeFence(%q) = %d, %v; want %d", ours, got, ok, fence)
+		}
+	})
+}
+
+func TestEncodeMatchesEncodingJSON(t *testing.T) {
+	o := sampleOwner()
+	var a, b Owner
+	if err := json.Unmarshal(o.Encode(), &a); err != nil {
+		t.Fatal(err)
+	}
+	std, _ := json.Marshal(o)
+	if err := json.Unmarshal(std, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || !a.StartedAt.Equal(o.StartedAt) {
+		t.Fatalf("\n%+v\n%+v", a, b)
+	}
+	// career-ops' dir-lock reads pid, token and started_at by these names.
+	var m map[string]any
+	json.Unmarshal(o.Encode(), &m)
+	for _, k := range []string{"pid", "token", "started_at", "fence", "host", "command"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("record lacks %q: %s", k, o.Encode())
+		}
+	}
+	if !utf8.Valid(o.Encode()) {
+		t.Error("record is not UTF-8")
+	}
+}
+
+func TestDecodeTolerates(t *testing.T) {
+	for _, s := range seedRecords() {
+		o, ok := Decode(s) // must not panic
+		t.Logf("%.40q -> ok=%v", s, ok)
+		_ = o
+	}
+	good := sampleOwner().Encode()
+	if o, ok := Decode(append(bytes.Clone(good[:len(good)-1]), "      \n\x00\x00"...)); !ok || o.Fence != 17 {
+		t.Fatalf("a padded record does not decode: %v %v", o, ok)
+	}
+	if _, ok := Decode(good[:len(good)-5]); ok {
+		t.Fatal("a record cut short decoded")
+	}
+	if _, ok := Decode(append(bytes.Repeat([]byte(" "), MaxRecordSize), good...)); ok {
+		t.Fatal("an oversized record decoded")
+	}
+	if f, ok := DecodeFence([]byte(`{"fence":1,"FENCE":3}`)); !ok || f != 3 {
+		t.Fatalf("DecodeFence must agree with encoding/json on a folded duplicate key: %d %v", f, ok)
+	}
+}
+
+func TestHeld(t *testing.T) {
+	var o *Owner
+	if o.Held(time.Now()) != 0 {
+		t.Fatal("nil owner held for a while")
+	}
+	now := time.Now()
+	o = &Owner{StartedAt: now.Add(-3 * time.Second)}
+	if d := o.Held(now); d != 3*time.Second {
+		t.Fatalf("Held = %v", d)
+	}
+	if d := (&Owner{StartedAt: now.Add(time.Hour)}).Held(now); d != 0 {
+		t.Fatalf("a start in the future gives %v", d)
+	}
+}
+
+func TestErrorMatchesAndNamesHolder(t *testing.T) {
+	h := &Holder{Owner: sampleOwner(), Alive: Alive}
+	h.Owner.StartedAt = time.Now().Add(-12 * time.Second)
+	var err error = &Error{Op: "acquire", Path: "data/pipeline.md.lock", Err: ErrBusy, Holder: h, Hint: "try later"}
+	wrapped := fmt.Errorf("deploy: %w", err)
+	if !errors.Is(wrapped, ErrBusy) || errors.Is(wrapped, ErrTimeout) {
+		t.Fatal("errors.Is")
+	}
+	var e *Error
+	if !errors.As(wrapped, &e) || e.Holder.Owner.PID != 4242 {
+		t.Fatal("errors.As")
+	}
+	msg := err.Error()
+	for _, want := range []string{"acquire data/pipeline.md.lock", "lock is busy", "pid 4242", "(hold run data/pipeline.md", "on host a1", "for 12", "alive", "(try later)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+
+	// A holder the kernel reports that the record does not name.
+	h = &Holder{Owner: &Owner{PID: 1}, PIDs: []int{77, 78}, Commands: map[int]string{77: "flock x sleep 9"}}
+	if s := h.String(); !strings.Contains(s, "pid 77, 78 (flock x sleep 9)") || !strings.Contains(s, "recorded owner pid 1") {
+		t.Errorf("holder from /proc/locks: %q", s)
+	}
+	if s := (*Holder)(nil).String(); s != "an unknown holder" {
+		t.Errorf("nil holder: %q", s)
+	}
+	if s := (&Holder{}).String(); !strings.Contains(s, "no owner record") {
+		t.Errorf("empty holder: %q", s)
+	}
+	e = &Error{Op: "open", Path: "p", Err: os.ErrNotExist}
+	if !errors.Is(e, os.ErrNotExist) || e.Error() != "open p: file does not exist" {
+		t.Errorf("%v", e)
+	}
+}
+
+func TestWaitError(t *testing.T) {
+	err := WaitError(context.DeadlineExceeded)
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Fatalf("deadline: %v", err)
+	}
+	err = WaitError(context.Canceled)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("cancel: %v", err)
+	}
+	cause := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	if err := WaitError(ctx.Err()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancel with cause: %v", err)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	for s, want := range map[fmt.Stringer]string{Free: "free", HeldExclusive: "held exclusive", HeldShared: "held shared", Stale: "stale",
+		Alive: "alive", Dead: "dead", LivenessUnknown: "unknown"} {
+		if s.String() != want {
+			t.Errorf("%v != %s", s, want)
+		}
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	o := sampleOwner()
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = o.AppendEncode(buf[:0])
+	}
+}
+
+func BenchmarkEncodeJSON(b *testing.B) {
+	o := sampleOwner()
+	b.ReportAllocs()
+	for b.Loop() {
+		json.Marshal(o)
+	}
+}
+
+func BenchmarkDecodeFence(b *testing.B) {
+	rec := sampleOwner().Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		DecodeFence(rec)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	rec := sampleOwner().Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		Decode(rec)
+	}
+}
