@@ -8,10 +8,11 @@ import "github.com/hold-dev/hold/internal/fairq"
 // Kernel locks are not fair. A process that releases a lock and asks again
 // at once usually wins it back before the waiters the kernel just woke get
 // to run, so when several processes loop on one lock, some wait far longer
-// than others. Under Fair, waiters queue in a directory beside the lock
-// ("<lock path>.q"): each holds a kernel lock on its own ticket file and
-// sleeps on its predecessor's, so it wakes exactly when the waiter ahead of
-// it is done, has given up, or has died; nothing polls.
+// than others. Under Fair, waiters queue beside the lock (in the file
+// "<lock path>.queue" on Linux, the directory "<lock path>.q" on other
+// unix systems): each holds a kernel lock on its own ticket and sleeps on
+// its predecessor's, so it wakes exactly when the waiter ahead of it is
+// done, has given up, or has died; nothing polls.
 //
 // The lock itself is unchanged: the head of the queue takes the same lock a
 // plain Acquire takes, so fair and plain waiters exclude each other, and
@@ -30,7 +31,7 @@ import "github.com/hold-dev/hold/internal/fairq"
 // ErrUnsupported. It applies to local protocols (the kernel lock and the
 // portable directory lock) and needs kernel locks on the filesystem of the
 // queue directory; etcd locks are served in order already, so Fair leaves
-// them as they are. The queue directory, like the lock file, stays on disk.
+// them as they are. The queue, like the lock file, stays on disk.
 func Fair() Option { return func(c *config) { c.fair = true } }
 
 // fairProtocol puts the FIFO queue in front of p.

@@ -4,12 +4,12 @@ package hold_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/flock"
 )
 
@@ -47,11 +47,12 @@ func TestFairComposes(t *testing.T) {
 				}
 				got <- l
 			}()
-			// The fair waiter shows up in the queue beside the lock file.
+			// The fair waiter shows up in the queue of that lock file.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				entries, _ := os.ReadDir(lf + ".q")
-				if len(entries) >= 2 { // the counter and one ticket
+				if n, err := fairq.Waiting(lf); err != nil {
+					t.Fatal(err)
+				} else if n == 1 {
 					break
 				}
 				if time.Now().After(deadline) {

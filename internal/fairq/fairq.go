@@ -20,46 +20,50 @@
 //
 // # The queue
 //
-// The queue is a directory beside the lock, "<lock path>.q", holding a
-// counter file and one ticket file per fair waiter, named by its ticket
-// number in 20 decimal digits. The design is etcd's mutex brought to local
-// files: each waiter waits on its predecessor, never polling.
+// The design is etcd's mutex brought to local files: each waiter holds a
+// kernel lock on its own ticket and waits on its predecessor's, never
+// polling. The predecessor holds its ticket for as long as it is queued, so
+// the wait ends the moment it leaves: it got the main lock, gave up (its
+// context ended), or died (the kernel frees a dead process's locks).
 //
-//  1. Join: under a kernel lock on the counter file, read the last ticket
-//     number, write the next one, create that ticket file (O_EXCL) and lock
-//     it exclusively, and only then unlock the counter. A successor can
-//     therefore never find a ticket that exists but is not yet locked by a
-//     live waiter.
-//  2. Wait: find the predecessor, the highest live ticket below one's own,
-//     and block on a shared kernel lock on its file. The predecessor holds
-//     the exclusive lock for as long as it is queued, so the wait ends the
-//     moment it leaves: it got the main lock, gave up (its context ended),
-//     or died (the kernel frees a dead process's locks).
-//  3. Head: a waiter that found no live ticket below its own is at the
-//     head. It writes a mark into its ticket ("every ticket below mine is
-//     gone"), then takes the main lock through the wrapped protocol.
+//  1. Join: under a short kernel lock on the queue's counter, take the
+//     next ticket number and lock that ticket exclusively, and only then
+//     unlock the counter. A successor can therefore never find a ticket
+//     that is numbered but not yet held by a live waiter.
+//  2. Wait: find the predecessor, the highest ticket below one's own that
+//     is still held, and block on a shared kernel lock on it.
+//  3. Head: with no held ticket below its own, a waiter takes the main lock
+//     through the wrapped protocol.
 //  4. Leave: as soon as it holds the main lock (or gives up), the waiter
-//     removes its ticket file, then unlocks it. Its successor wakes, sees
-//     the mark and is at the head; without the mark (the predecessor gave
-//     up or died before reaching the head) it looks for the next live
-//     ticket further down and waits on that.
+//     drops its ticket. Its successor wakes; if the ticket it waited on
+//     was not the head's (that waiter gave up or died), it looks again
+//     below it and waits on the next live ticket.
 //
-// Ticket numbers only grow and a ticket's name is never used twice, so a
-// waiter may remove any ticket below its own that it finds unlocked: such
-// a ticket belongs to a waiter that has gone (dead tickets are cleaned by
-// whoever finds them). The queue directory and the counter stay on disk,
-// like the lock file itself: removing them would let a newcomer start a
-// second queue beside one still in use.
+// Ticket numbers only grow. There are two ways to keep tickets:
+//
+//   - On Linux, one queue file, "<lock path>.queue": the counter is text at
+//     its start, guarded by a lock on byte 0, and ticket t is an open file
+//     description (OFD) byte-range lock on byte slotBase+t. Nothing is
+//     created or removed per acquisition, and a dead waiter leaves nothing
+//     behind. F_OFD_GETLK tells whether any ticket below one's own is held.
+//   - Elsewhere on unix, a directory "<lock path>.q" with one ticket file per
+//     waiter, named by its number in 20 digits and locked with flock(2);
+//     the waiter at the head writes a mark into its ticket so that its
+//     successor knows no earlier ticket can remain. A ticket below one's own
+//     that is not locked belongs to a waiter that has gone, and whoever finds
+//     it removes it (a name is never used twice, so this is safe).
+//
+// The queue file or directory stays on disk, like the lock file: removing
+// it would let a newcomer start a second queue beside one still in use.
 //
 // A crash at any step leaves no waiter stuck: the counter lock and every
 // ticket lock are kernel locks, which the kernel frees when their holder
-// dies; a ticket created but not yet locked is found unlocked and removed;
-// a gap in the numbers (a crash between writing the counter and creating
-// the ticket) is skipped by the search for the predecessor.
+// dies; a ticket file created but not yet locked is found unlocked and
+// removed; a number taken but never used is skipped by the search for the
+// predecessor.
 //
-// Fair mode needs kernel locks on the queue directory's filesystem. It is
-// implemented on unix (flock(2)); elsewhere Acquire fails with
-// core.ErrUnsupported.
+// Fair mode needs kernel locks on the queue's filesystem. It is
+// implemented on unix; elsewhere Acquire fails with core.ErrUnsupported.
 package fairq
 
 import (
@@ -90,6 +94,10 @@ const headMark = 'H'
 // usable: use New.
 type Protocol struct {
 	inner core.Protocol
+	// ticketFiles selects the queue of ticket files on Linux too, where
+	// the default is the queue file with byte-range locks. Tests use it to
+	// run the portable design where they run.
+	ticketFiles bool
 }
 
 // New returns a protocol that serves fair waiters of inner's locks in
@@ -122,6 +130,11 @@ func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, 
 func (p Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
+
+// Waiting returns how many fair waiters are queued for the lock at
+// lockPath (the one at the head included, until it holds the lock). It
+// never changes the queue.
+func Waiting(lockPath string) (int, error) { return waiting(lockPath) }
 
 // ticketName is the file name of ticket n.
 func ticketName(n uint64) string { return fmt.Sprintf("%0*d", ticketDigits, n) }

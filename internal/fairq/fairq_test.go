@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
-	"github.com/hold-dev/hold/internal/flock"
 )
 
 // TestFIFOOrder queues waiter processes one by one behind a held lock,
@@ -25,8 +25,14 @@ import (
 // it releases, twice: a plain kernel lock would usually hand the lock
 // straight back to it (barging), while in fair mode every acquisition must
 // follow ticket order, whatever order the waiters rejoined in.
-func TestFIFOOrder(t *testing.T) {
-	const waiters, rounds, loops = 22, 3, 3
+func TestFIFOOrder(t *testing.T) { forDesigns(t, testFIFOOrder) }
+
+func testFIFOOrder(t *testing.T, design string) {
+	const waiters, loops = 22, 3
+	rounds := 3
+	if design == ticketsDesign && runtime.GOOS == "linux" {
+		rounds = 2 // the design Linux does not use by default: keep the suite short
+	}
 	for round := 0; round < rounds; round++ {
 		path := lockPath(t)
 		out := filepath.Join(filepath.Dir(path), "order")
@@ -34,9 +40,9 @@ func TestFIFOOrder(t *testing.T) {
 		var cmds []*exec.Cmd
 		for i := 0; i < waiters; i++ {
 			cmd := worker(t, "waiter", lockEnv+"="+path, idEnv+"="+strconv.Itoa(i), outEnv+"="+out,
-				loopsEnv+"="+strconv.Itoa(loops))
+				loopsEnv+"="+strconv.Itoa(loops), designEnv+"="+design)
 			cmds = append(cmds, cmd)
-			waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(tickets(t, path)) == i+1 })
+			waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(queued(t, design, path)) == i+1 })
 		}
 		if err := main.Release(); err != nil {
 			t.Fatal(err)
@@ -77,7 +83,7 @@ func TestFIFOOrder(t *testing.T) {
 		if !slices.Equal(ids, want) {
 			t.Fatalf("round %d: waiters queued one by one got the lock in order %v, want %v", round, ids, want)
 		}
-		if left := tickets(t, path); len(left) != 0 {
+		if left := queued(t, design, path); len(left) != 0 {
 			t.Fatalf("round %d: tickets left behind: %v", round, left)
 		}
 	}
@@ -86,7 +92,9 @@ func TestFIFOOrder(t *testing.T) {
 // TestKilledWaiterDoesNotStall kills waiters in the middle of the queue and
 // at its head (blocked on the main lock) and checks that the others still
 // get the lock, in order, and that the dead tickets are cleaned up.
-func TestKilledWaiterDoesNotStall(t *testing.T) {
+func TestKilledWaiterDoesNotStall(t *testing.T) { forDesigns(t, testKilledWaiterDoesNotStall) }
+
+func testKilledWaiterDoesNotStall(t *testing.T, design string) {
 	path := lockPath(t)
 	out := filepath.Join(filepath.Dir(path), "order")
 	main := holdMain(t, path)
@@ -94,9 +102,9 @@ func TestKilledWaiterDoesNotStall(t *testing.T) {
 	victims := map[int]bool{0: true, 3: true, 4: true} // 0 is the head
 	var cmds []*exec.Cmd
 	for i := 0; i < n; i++ {
-		cmd := worker(t, "waiter", lockEnv+"="+path, idEnv+"="+strconv.Itoa(i), outEnv+"="+out)
+		cmd := worker(t, "waiter", lockEnv+"="+path, idEnv+"="+strconv.Itoa(i), outEnv+"="+out, designEnv+"="+design)
 		cmds = append(cmds, cmd)
-		waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(tickets(t, path)) == i+1 })
+		waitFor(t, "waiter "+strconv.Itoa(i)+" is queued", func() bool { return len(queued(t, design, path)) == i+1 })
 	}
 	for i := range victims {
 		if err := cmds[i].Process.Signal(syscall.SIGKILL); err != nil {
@@ -129,7 +137,7 @@ func TestKilledWaiterDoesNotStall(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("survivors got the lock in order %v, want %v", got, want)
 	}
-	if left := tickets(t, path); len(left) != 0 {
+	if left := queued(t, design, path); len(left) != 0 {
 		t.Fatalf("dead tickets left behind: %v", left)
 	}
 }
@@ -138,10 +146,14 @@ func TestKilledWaiterDoesNotStall(t *testing.T) {
 // and checks that it returns promptly, leaves no ticket, and that its
 // successor still gets the lock after its predecessor.
 func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
+	forDesigns(t, testCancelledWaiterLeavesNoTicket)
+}
+
+func testCancelledWaiterLeavesNoTicket(t *testing.T, design string) {
 	for _, deadline := range []bool{false, true} {
 		path := lockPath(t)
 		main := holdMain(t, path)
-		p := New(flock.Protocol{})
+		p := newProtocol(design)
 		got := make(chan string, 3)
 		start := func(name string, ctx context.Context) chan error {
 			errc := make(chan error, 1)
@@ -156,7 +168,7 @@ func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
 			return errc
 		}
 		first := start("first", context.Background())
-		waitFor(t, "first is queued", func() bool { return len(tickets(t, path)) == 1 })
+		waitFor(t, "first is queued", func() bool { return len(queued(t, design, path)) == 1 })
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var end func() = cancel
@@ -165,10 +177,10 @@ func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
 			ctx, end = d, d.expire
 		}
 		middle := start("middle", ctx)
-		waitFor(t, "middle is queued", func() bool { return len(tickets(t, path)) == 2 })
-		middleTicket := tickets(t, path)[1]
+		waitFor(t, "middle is queued", func() bool { return len(queued(t, design, path)) == 2 })
+		middleTicket := queued(t, design, path)[1]
 		last := start("last", context.Background())
-		waitFor(t, "last is queued", func() bool { return len(tickets(t, path)) == 3 })
+		waitFor(t, "last is queued", func() bool { return len(queued(t, design, path)) == 3 })
 
 		end()
 		select {
@@ -183,7 +195,7 @@ func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("cancelled waiter did not return")
 		}
-		if slices.Contains(tickets(t, path), middleTicket) {
+		if slices.Contains(queued(t, design, path), middleTicket) {
 			t.Fatalf("cancelled waiter left its ticket %d behind", middleTicket)
 		}
 		if err := main.Release(); err != nil {
@@ -197,7 +209,7 @@ func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
 		if a, b := <-got, <-got; a != "first" || b != "last" {
 			t.Fatalf("order %s, %s; want first, last", a, b)
 		}
-		if left := tickets(t, path); len(left) != 0 {
+		if left := queued(t, design, path); len(left) != 0 {
 			t.Fatalf("tickets left behind: %v", left)
 		}
 	}
@@ -205,17 +217,19 @@ func TestCancelledWaiterLeavesNoTicket(t *testing.T) {
 
 // TestTimeoutAtHead: a waiter at the head of the queue waits on the main
 // lock itself; its deadline must still end the wait and free the queue.
-func TestTimeoutAtHead(t *testing.T) {
+func TestTimeoutAtHead(t *testing.T) { forDesigns(t, testTimeoutAtHead) }
+
+func testTimeoutAtHead(t *testing.T, design string) {
 	path := lockPath(t)
 	main := holdMain(t, path)
 	defer main.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := New(flock.Protocol{}).Acquire(ctx, request(path))
+	_, err := newProtocol(design).Acquire(ctx, request(path))
 	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a timeout", err)
 	}
-	if left := tickets(t, path); len(left) != 0 {
+	if left := queued(t, design, path); len(left) != 0 {
 		t.Fatalf("tickets left behind: %v", left)
 	}
 }
@@ -223,7 +237,9 @@ func TestTimeoutAtHead(t *testing.T) {
 // TestFairAndPlainExclude runs fair and plain waiter processes looping on
 // one lock; a marker created with O_EXCL inside the critical section and a
 // read-modify-write counter catch any two holders at once.
-func TestFairAndPlainExclude(t *testing.T) {
+func TestFairAndPlainExclude(t *testing.T) { forDesigns(t, testFairAndPlainExclude) }
+
+func testFairAndPlainExclude(t *testing.T, design string) {
 	path := lockPath(t)
 	dir := filepath.Dir(path)
 	marker, counter := filepath.Join(dir, "inside"), filepath.Join(dir, "counter")
@@ -238,7 +254,7 @@ func TestFairAndPlainExclude(t *testing.T) {
 			fair = "1"
 		}
 		cmds = append(cmds, worker(t, "loop", lockEnv+"="+path, markerEnv+"="+marker,
-			counterEnv+"="+counter, fairEnv+"="+fair, loopsEnv+"="+strconv.Itoa(loops)))
+			counterEnv+"="+counter, fairEnv+"="+fair, loopsEnv+"="+strconv.Itoa(loops), designEnv+"="+design))
 	}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
@@ -252,16 +268,18 @@ func TestFairAndPlainExclude(t *testing.T) {
 	if got, want := string(b), strconv.Itoa(2*perKind*loops); got != want {
 		t.Fatalf("counter is %s, want %s: updates were lost", got, want)
 	}
-	if left := tickets(t, path); len(left) != 0 {
+	if left := queued(t, design, path); len(left) != 0 {
 		t.Fatalf("tickets left behind: %v", left)
 	}
 }
 
 // TestTryAcquire: TryAcquire succeeds on a free lock with an empty queue
 // and reports busy, without queueing, when a fair waiter is ahead.
-func TestTryAcquire(t *testing.T) {
+func TestTryAcquire(t *testing.T) { forDesigns(t, testTryAcquire) }
+
+func testTryAcquire(t *testing.T, design string) {
 	path := lockPath(t)
-	p := New(flock.Protocol{})
+	p := newProtocol(design)
 	h, err := p.TryAcquire(request(path))
 	if err != nil {
 		t.Fatal(err)
@@ -269,33 +287,39 @@ func TestTryAcquire(t *testing.T) {
 	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("second TryAcquire: got %v, want ErrBusy", err)
 	}
-	// A fair waiter queues behind the holder; TryAcquire must not jump it
-	// even once the main lock is free.
-	queued := make(chan error, 1)
+	// A fair waiter queues behind the holder; TryAcquire reports busy
+	// because of the queue, without queueing itself.
+	waiter := make(chan error, 1)
 	go func() {
 		h2, err := p.Acquire(context.Background(), request(path))
 		if err == nil {
 			time.Sleep(50 * time.Millisecond)
 			err = h2.Release()
 		}
-		queued <- err
+		waiter <- err
 	}()
-	waitFor(t, "waiter is queued", func() bool { return len(tickets(t, path)) == 1 })
+	waitFor(t, "waiter is queued", func() bool { return len(queued(t, design, path)) == 1 })
+	if n, err := Waiting(path); err != nil || n != 1 {
+		t.Fatalf("Waiting = %d, %v; want 1", n, err)
+	}
 	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("TryAcquire with a waiter queued: got %v, want ErrBusy", err)
 	}
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-queued; err != nil {
+	if err := <-waiter; err != nil {
 		t.Fatal(err)
 	}
-	if left := tickets(t, path); len(left) != 0 {
+	if n, err := Waiting(path); err != nil || n != 0 {
+		t.Fatalf("Waiting after everyone left = %d, %v; want 0", n, err)
+	}
+	if left := queued(t, design, path); len(left) != 0 {
 		t.Fatalf("tickets left behind: %v", left)
 	}
 }
 
-// TestAbandonedTicketsAreSkipped simulates crashes: a ticket file created
+// TestAbandonedTicketsAreSkipped (ticket files) simulates crashes: a ticket file created
 // but never locked (a crash between creating and locking it), a gap in the
 // numbers (a crash between writing the counter and creating the ticket),
 // and a damaged counter. A waiter must go straight past all of them and
@@ -316,7 +340,7 @@ func TestAbandonedTicketsAreSkipped(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h, err := New(flock.Protocol{}).Acquire(ctx, request(path))
+	h, err := newProtocol(ticketsDesign).Acquire(ctx, request(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +357,7 @@ func TestAbandonedTicketsAreSkipped(t *testing.T) {
 	}
 }
 
-// TestQueueSymlinkRefused: a symlink planted at the queue's path is not
+// TestQueueSymlinkRefused (ticket files): a symlink planted at the queue's path is not
 // followed.
 func TestQueueSymlinkRefused(t *testing.T) {
 	path := lockPath(t)
@@ -341,7 +365,7 @@ func TestQueueSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(elsewhere, path+QueueSuffix); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(flock.Protocol{}).TryAcquire(request(path))
+	_, err := newProtocol(ticketsDesign).TryAcquire(request(path))
 	if !errors.Is(err, core.ErrNotRegular) {
 		t.Fatalf("got %v, want ErrNotRegular", err)
 	}
@@ -365,6 +389,13 @@ func (c *endable) Err() error {
 		return context.DeadlineExceeded
 	default:
 		return nil
+	}
+}
+
+// forDesigns runs a test once per queue design.
+func forDesigns(t *testing.T, test func(t *testing.T, design string)) {
+	for _, d := range designs() {
+		t.Run(d, func(t *testing.T) { test(t, d) })
 	}
 }
 

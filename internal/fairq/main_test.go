@@ -30,7 +30,32 @@ const (
 	loopsEnv   = "FAIRQ_TEST_LOOPS"
 	markerEnv  = "FAIRQ_TEST_MARKER"
 	counterEnv = "FAIRQ_TEST_COUNTER"
+	designEnv  = "FAIRQ_TEST_DESIGN"
 )
+
+// The queue designs under test: "tickets" (a directory of ticket files,
+// every unix) and, on Linux, "ofd" (byte-range locks in one queue file).
+const (
+	ticketsDesign = "tickets"
+	ofdDesign     = "ofd"
+)
+
+// newProtocol returns the fair protocol of one design over kernel locks.
+func newProtocol(design string) Protocol {
+	p := New(flock.Protocol{})
+	p.ticketFiles = design == ticketsDesign
+	return p
+}
+
+// queued lists the tickets in the queue of the lock at path: files in the
+// ticket directory, or slots locked in the queue file.
+func queued(t *testing.T, design, path string) []uint64 {
+	t.Helper()
+	if design == ticketsDesign {
+		return tickets(t, path)
+	}
+	return lockedSlots(t, path)
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
@@ -60,7 +85,7 @@ func waiterRole() int {
 	if s := os.Getenv(loopsEnv); s != "" {
 		loops, _ = strconv.Atoi(s)
 	}
-	p := New(flock.Protocol{})
+	p := newProtocol(os.Getenv(designEnv))
 	for i := 0; i < loops; i++ {
 		req := request(path)
 		tc := &ticketCatcher{}
@@ -113,7 +138,7 @@ func loopRole() int {
 	loops, _ := strconv.Atoi(os.Getenv(loopsEnv))
 	var p core.Protocol = flock.Protocol{}
 	if os.Getenv(fairEnv) == "1" {
-		p = New(p)
+		p = newProtocol(os.Getenv(designEnv))
 	}
 	for i := 0; i < loops; i++ {
 		h, err := p.Acquire(context.Background(), request(path))

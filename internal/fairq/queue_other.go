@@ -14,3 +14,5 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
 		Hint: "fair mode is implemented on unix systems only"}
 }
+
+func waiting(lockPath string) (int, error) { return 0, nil }

@@ -18,7 +18,7 @@ import (
 // queue, and resolving the directory's path once keeps a directory renamed
 // or replaced meanwhile from splitting one waiter's view of the queue.
 
-func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
 	q, err := openQueue(req.Path)
 	if err != nil {
 		return nil, err
@@ -306,17 +306,54 @@ func flockRetry(fd, how int) error {
 }
 
 // error wraps a failed step on the queue.
-func (q *queue) error(op string, err error) error {
-	e := &core.Error{Op: op, Path: q.dir, Err: err}
+func (q *queue) error(op string, err error) error { return queueError(q.dir, op, err) }
+
+// queueError describes a failed step on the queue at path.
+func queueError(path, op string, err error) error {
+	e := &core.Error{Op: op, Path: path, Err: err}
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 		e.Err = core.ErrNotRegular
-		e.Hint = "the fair queue must be a directory (not a symbolic link); remove what is there"
+		e.Hint = "a symbolic link or a file of the wrong type sits where the fair queue goes; remove it"
 	case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		e.Err = errors.Join(core.ErrUnsupported, err)
 		e.Hint = "this filesystem refuses kernel locks, which fair mode needs for its queue"
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		e.Hint = "every fair waiter must be able to create files in the queue directory"
+		e.Hint = "every fair waiter must be able to write the fair queue"
 	}
 	return e
+}
+
+// waitingTickets counts the ticket files in the queue directory that a
+// waiter holds, without removing any.
+func waitingTickets(lockPath string) (int, error) {
+	dir := lockPath + QueueSuffix
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, queueError(dir, "open queue", err)
+	}
+	q := &queue{dir: dir, dfd: dfd}
+	defer q.close()
+	names, err := q.names()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if _, ok := parseTicket(name); !ok {
+			continue
+		}
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) != nil {
+			n++
+		}
+		unix.Close(fd)
+	}
+	return n, nil
 }

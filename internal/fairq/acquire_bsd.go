@@ -1,0 +1,17 @@
+//go:build unix && !linux
+
+package fairq
+
+import (
+	"context"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Without open file description locks (Linux only), the queue is a
+// directory of ticket files.
+func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	return p.acquireTickets(ctx, req, wait)
+}
+
+func waiting(lockPath string) (int, error) { return waitingTickets(lockPath) }

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package fairq
+
+import "testing"
+
+func designs() []string { return []string{ticketsDesign} }
+
+func lockedSlots(t *testing.T, path string) []uint64 {
+	t.Fatal("no queue file on this system")
+	return nil
+}

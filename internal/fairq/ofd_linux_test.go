@@ -1,0 +1,100 @@
+package fairq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+func designs() []string { return []string{ofdDesign, ticketsDesign} }
+
+// lockedSlots lists the tickets whose slots are locked in the queue file
+// of the lock at path, asking the kernel from a descriptor of our own.
+func lockedSlots(t *testing.T, path string) []uint64 {
+	t.Helper()
+	q, err := openOFDQueue(path + queueFileSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(q.fd)
+	var out []uint64
+	from := uint64(1)
+	for {
+		live, err := q.held(from, 1<<40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live == 0 {
+			return out
+		}
+		out = append(out, live)
+		from = live + 1
+	}
+}
+
+// TestOFDQueueFileRefusesSymlink: a symlink planted at the queue file's
+// path is not followed.
+func TestOFDQueueFileRefusesSymlink(t *testing.T) {
+	path := lockPath(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.Symlink(victim, path+queueFileSuffix); err != nil {
+		t.Fatal(err)
+	}
+	_, err := newProtocol(ofdDesign).TryAcquire(request(path))
+	if !errors.Is(err, core.ErrNotRegular) {
+		t.Fatalf("got %v, want ErrNotRegular", err)
+	}
+	if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the symlink was followed: %v", err)
+	}
+}
+
+// TestOFDDamagedCounter: a counter that went back or was damaged must not
+// hand out a ticket a waiter still holds, nor let a newcomer pass a queued
+// waiter.
+func TestOFDDamagedCounter(t *testing.T) {
+	path := lockPath(t)
+	main := holdMain(t, path)
+	p := newProtocol(ofdDesign)
+	firstDone := make(chan error, 1)
+	go func() {
+		h, err := p.Acquire(context.Background(), request(path))
+		if err == nil {
+			err = h.Release()
+		}
+		firstDone <- err
+	}()
+	waitFor(t, "first waiter is queued", func() bool { return len(lockedSlots(t, path)) == 1 })
+	if err := os.WriteFile(path+queueFileSuffix, []byte("garbage!"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("TryAcquire past a queued waiter: got %v, want ErrBusy", err)
+	}
+	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, core.ErrTimeout) {
+		t.Fatalf("second waiter: got %v, want a timeout behind the first", err)
+	}
+	b, err := os.ReadFile(path + queueFileSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := parseTicket(strings.TrimSpace(string(b[:ticketDigits]))); !ok || n < 2 {
+		t.Fatalf("counter %q: want a ticket above the queued one", b)
+	}
+	if err := main.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+}
