@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 
 	"github.com/hold-dev/hold/internal/doctor"
 )
@@ -82,8 +83,15 @@ func runDoctor(args []string) int {
 		dir = fs.Arg(0)
 	}
 
-	ctx, stop := interruptible(context.Background())
+	ctx, stopSignals := interruptible(context.Background())
+	var once sync.Once
+	stop := func() { once.Do(stopSignals) }
 	defer stop()
+	// After the first signal the default behaviour returns, so that a
+	// second ^C ends doctor even if a probe is stuck in a system call on
+	// an unresponsive filesystem (the peer, which ignores SIGINT, then
+	// removes the scratch directory).
+	context.AfterFunc(ctx, stop)
 	cfg := doctor.Config{Protocol: *proto, NewPeer: startDoctorPeer}
 	if probe := os.Getenv(stallEnv); probe != "" {
 		cfg.AfterProbe = func(ctx context.Context, name string) {

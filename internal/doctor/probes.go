@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 )
@@ -33,13 +34,15 @@ const (
 )
 
 // Clock thresholds. A skew up to skewWarn is within the timestamp
-// granularity of common filesystems (FAT keeps two seconds). A filesystem
-// clock behind by skewUnsafe or more makes a fresh heartbeat look as old
-// as proper-lockfile's default stale time (10 s), so age-based staleness
-// could take a live holder's lock.
+// granularity of common filesystems (FAT keeps two seconds). The portable
+// protocol calls a lock whose heartbeat is older than its stale time
+// abandoned, and a live holder's heartbeat is up to one heartbeat interval
+// old: a filesystem clock behind by more than the difference makes a live
+// holder's lock look abandoned, to hold and to proper-lockfile alike
+// (which shares the default stale time).
 const (
 	skewWarn   = 2 * time.Second
-	skewUnsafe = 10 * time.Second
+	skewUnsafe = dirlock.DefaultStale - dirlock.DefaultHeartbeat
 )
 
 func (r *run) probeFilesystem() (Result, string) {
@@ -130,7 +133,7 @@ func (r *run) probeExclusive(ctx context.Context) (Result, string) {
 	if got, err := r.peerLock(ctx, OpFlockExclusive, path); err != nil {
 		return lockErr("second party's exclusive lock", err)
 	} else if got {
-		return Fail, r.second() + " got an exclusive lock while the first open held one: kernel locks do not exclude here"
+		return Fail, r.second() + " got an exclusive lock while the first open held one"
 	}
 	if got, err := r.peerLock(ctx, OpFlockShared, path); err != nil {
 		return lockErr("second party's shared lock", err)
@@ -535,8 +538,8 @@ func (r *run) probeClock(ctx context.Context) (Result, string) {
 	r.report.ClockSkewMillis = &skewMS
 	abs := skew.Abs()
 	switch {
-	case skew <= -skewUnsafe:
-		return Fail, fmt.Sprintf("the filesystem's clock is %s behind this machine's: fresh heartbeats look stale, so age-based staleness could take a live holder's lock", round(abs))
+	case skew < -skewUnsafe:
+		return Fail, fmt.Sprintf("the filesystem's clock is %s behind this machine's: a live holder's heartbeat looks older than the portable protocol's stale time (%s), so its lock could be taken", round(abs), dirlock.DefaultStale)
 	case abs > skewWarn && skew < 0:
 		return Warn, fmt.Sprintf("the filesystem's clock is %s behind this machine's: locks judged by age look that much older", round(abs))
 	case abs > skewWarn:

@@ -60,7 +60,7 @@ func assessFlock(r *Report) Assessment {
 	for _, name := range []string{ProbeLockExclusive, ProbeLockShared, ProbeLockExit} {
 		p := r.Probe(name)
 		if p != nil && p.Result == Fail {
-			a.Verdict, a.Reason = Unsafe, "kernel locks do not work: "+p.Detail
+			a.Verdict, a.Reason = Unsafe, "kernel locks do not work here: "+p.Detail
 			return a
 		}
 	}
