@@ -155,7 +155,9 @@ func (c *config) lockPath(target string) (string, error) {
 	switch {
 	case c.lockFile != "":
 		return c.lockFile, nil
-	case c.name != "":
+	case c.named:
+		// Even Named(""): an empty name is invalid, not a request for
+		// the default lock path.
 		return namedPath(c.name)
 	case target == "":
 		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}

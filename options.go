@@ -13,6 +13,8 @@ type config struct {
 	shared   bool
 	lockFile string
 	name     string
+	// named: Named was given (possibly with an empty, hence invalid, name).
+	named    bool
 	fields   map[string]string
 	protocol Protocol
 	logger   *slog.Logger
@@ -44,7 +46,9 @@ func newConfig(opts []Option) *config {
 func Shared() Option { return func(c *config) { c.shared = true } }
 
 // LockFile uses exactly path as the lock path, instead of "<target>.lock".
-func LockFile(path string) Option { return func(c *config) { c.lockFile = path; c.name = "" } }
+func LockFile(path string) Option {
+	return func(c *config) { c.lockFile = path; c.name = ""; c.named = false }
+}
 
 // Named puts the lock in this user's private lock directory under name, for
 // locks that guard something other than one file ("deploy", "nightly-db").
@@ -52,7 +56,9 @@ func LockFile(path string) Option { return func(c *config) { c.lockFile = path; 
 // and '-', starting with a letter or digit; anything else fails with
 // ErrInvalidName before the disk is touched. See NamedDir for where the
 // directory is.
-func Named(name string) Option { return func(c *config) { c.name = name; c.lockFile = "" } }
+func Named(name string) Option {
+	return func(c *config) { c.name = name; c.named = true; c.lockFile = "" }
+}
 
 // Field adds an extra field to the owner record, shown by `hold status`.
 // The record is readable by anyone who can read the lock file: keep secrets
