@@ -1,0 +1,342 @@
+package flock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+func request(path string, shared bool) *core.Request {
+	r := &core.Request{Path: path, Shared: shared, Owner: proc.Self()}
+	r.Owner.ID = "test"
+	return r
+}
+
+// free reports, eventually, whether a fresh descriptor can take the lock
+// at path exclusively; bound only catches a lock left held.
+func freeSoon(t *testing.T, path string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		f, _, err := openLockFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.lock(false, false)
+		if err == nil {
+			f.unlock()
+			f.close()
+			return
+		}
+		f.close()
+		if time.Now().After(deadline) {
+			t.Fatalf("lock %s still held after %v", path, bound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAbandonedWaitNeverKeepsLock races the end of a wait against the
+// release that would grant it, many times: whichever wins, the lock ends
+// up free (or held by the waiter, which then releases it), never stuck.
+func TestAbandonedWaitNeverKeepsLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	rounds := 200
+	if testing.Short() {
+		rounds = 30
+	}
+	granted, abandoned := 0, 0
+	for i := range rounds {
+		holder, err := p.TryAcquire(request(path, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Duration(rand.IntN(300)) * time.Microsecond
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		go func() {
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+			holder.Release()
+		}()
+		h, err := p.Acquire(ctx, request(path, i%3 == 0))
+		cancel()
+		switch {
+		case err == nil:
+			granted++
+			if err := h.Release(); err != nil {
+				t.Fatal(err)
+			}
+		case errors.Is(err, core.ErrTimeout):
+			abandoned++
+		default:
+			t.Fatalf("round %d: %v", i, err)
+		}
+		freeSoon(t, path, 10*time.Second)
+	}
+	t.Logf("%d granted, %d abandoned", granted, abandoned)
+}
+
+// TestCancelledWaitReturnsAtOnce: the wait ends when the context does, and
+// its error wraps the context's.
+func TestCancelledWaitReturnsAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	holder, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err = p.Acquire(ctx, request(path, false))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v, want context.Canceled", err)
+	}
+	var e *core.Error
+	if !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
+		t.Fatalf("error %v does not name the holder", err)
+	}
+	holder.Release()
+	freeSoon(t, path, 10*time.Second)
+}
+
+func TestLastFence(t *testing.T) {
+	o := proc.Self()
+	o.Fence = 41
+	rec := o.Encode()
+	before := uint64(time.Now().UnixMicro())
+	for _, c := range []struct {
+		name    string
+		size    int64
+		raw     []byte
+		atLeast uint64
+		exact   bool
+	}{
+		{"empty file", 0, nil, 0, true},
+		{"record", int64(len(rec)), rec, 41, true},
+		{"padded record", int64(len(rec) + 10), append(bytes.Clone(rec), "          "...), 41, true},
+		{"garbage", 7, []byte("garbage"), before, false},
+		{"no fence", 9, []byte(`{"pid":1}`), before, false},
+		{"too big to read", core.MaxRecordSize + 1, nil, before, false},
+	} {
+		got := lastFence(c.size, c.raw)
+		if c.exact && got != c.atLeast || !c.exact && got < c.atLeast {
+			t.Errorf("%s: lastFence = %d, want %d%s", c.name, got, c.atLeast, map[bool]string{false: " or more"}[c.exact])
+		}
+	}
+}
+
+// TestRecordRewrite: a new record overwrites a slightly longer one by
+// padding and cuts a much longer one, and the result always decodes.
+func TestRecordRewrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	acquire := func(fields map[string]string) *handle {
+		t.Helper()
+		r := request(path, false)
+		r.Owner.Fields = fields
+		h, err := p.TryAcquire(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.(*handle)
+	}
+	check := func(what string, wantSize int64, fence uint64) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := core.Decode(b)
+		if !ok || o.Fence != fence {
+			t.Fatalf("%s: record %q does not decode to fence %d", what, b, fence)
+		}
+		if wantSize >= 0 && int64(len(b)) != wantSize {
+			t.Fatalf("%s: file has %d bytes, want %d", what, len(b), wantSize)
+		}
+	}
+	h := acquire(map[string]string{"pad": strings.Repeat("x", 100)})
+	h.Release()
+	long, _ := os.Stat(path)
+	check("long record", -1, 1)
+	h = acquire(nil)
+	h.Release()
+	check("shorter record padded", long.Size(), 2)
+
+	h = acquire(map[string]string{"pad": strings.Repeat("y", 2000)})
+	h.Release()
+	check("record past the read buffer", -1, 3)
+	h = acquire(nil)
+	h.Release()
+	short := int64(len(h.owner.Encode()))
+	check("much shorter record cut", short, 4)
+
+	if err := os.WriteFile(path, []byte(`{"fence":18446744073709551615}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h = acquire(nil)
+	h.Release()
+	if h.Fence() != math.MaxUint64 {
+		t.Fatalf("after a maximal fence: %d, want it kept rather than wrapped", h.Fence())
+	}
+}
+
+func TestSharedDoesNotWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	h, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	before, _ := os.ReadFile(path)
+	s1, err := p.TryAcquire(request(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := p.TryAcquire(request(path, true))
+	if err != nil {
+		t.Fatalf("a second shared holder: %v", err)
+	}
+	if s1.Fence() != h.Fence() || s2.Fence() != h.Fence() || !s1.Owner().Shared {
+		t.Fatalf("shared fences %d %d, want the last exclusive %d", s1.Fence(), s2.Fence(), h.Fence())
+	}
+	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("exclusive beside shared holders: %v", err)
+	}
+	st, err := p.Inspect(path)
+	if err != nil || st.State != core.HeldShared {
+		t.Fatalf("Inspect: %+v %v", st, err)
+	}
+	s1.Release()
+	s2.Release()
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Fatal("a shared holder rewrote the record")
+	}
+}
+
+func TestInspect(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.lock")
+	var p Protocol
+	st, err := p.Inspect(path)
+	if err != nil || st.State != core.Free || st.Holder != nil {
+		t.Fatalf("no lock file: %+v %v", st, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("Inspect created the lock file")
+	}
+	h, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = p.Inspect(path)
+	if err != nil || st.State != core.HeldExclusive || st.Holder.Owner.PID != os.Getpid() || st.Fence != h.Fence() || st.Holder.Alive != core.Alive {
+		t.Fatalf("held: %+v %v", st, err)
+	}
+	// Inspect's probes must leave the holder's lock alone.
+	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("after Inspect: %v", err)
+	}
+	h.Release()
+	st, err = p.Inspect(path)
+	if err != nil || st.State != core.Free || st.Holder == nil || st.Holder.Owner.Fence != h.Fence() {
+		t.Fatalf("released: %+v %v", st, err)
+	}
+	// Inspect's probes must leave a free lock free.
+	h, err = p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatalf("after Inspect of a free lock: %v", err)
+	}
+	h.Release()
+}
+
+// TestFileAndRelease: the *os.File a caller gets shares the lock, is in
+// blocking mode, and Release closes it; Release and Check behave.
+func TestFileAndRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	h, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf, ok := h.(interface{ File() *os.File })
+	if !ok {
+		t.Fatal("a kernel lock handle has no File")
+	}
+	f := hf.File()
+	if f == nil || f != hf.File() {
+		t.Fatal("File is not one stable *os.File")
+	}
+	b := make([]byte, 5)
+	if _, err := f.ReadAt(b, 0); err != nil || string(b) != `{"fen` {
+		t.Fatalf("reading the lock file through File: %q %v", b, err)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Lost():
+		t.Fatal("lost")
+	default:
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+	if err := h.Check(); !errors.Is(err, core.ErrReleased) {
+		t.Fatalf("Check after Release: %v", err)
+	}
+	if _, err := f.ReadAt(b, 0); err == nil {
+		t.Fatal("the File is still open after Release")
+	}
+	h2, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	// The owner record handed out is a copy.
+	o := h2.Owner()
+	o.Command[0] = "changed"
+	if h2.Owner().Command[0] == "changed" {
+		t.Fatal("Owner returns the handle's own slice")
+	}
+	h2.Release()
+}
+
+// TestHolderWithoutRecord: a holder that writes no record (flock(1), or
+// hold on a read-only file) is still found, through /proc/locks on Linux.
+func TestHolderWithoutRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	f, _, err := openLockFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	if err := f.lock(false, false); err != nil {
+		t.Fatal(err)
+	}
+	var p Protocol
+	_, err = p.TryAcquire(request(path, false))
+	var e *core.Error
+	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("%v", err)
+	}
+	t.Logf("%v", err)
+	if len(proc.LockHolders(f.procFd())) > 0 {
+		if len(e.Holder.PIDs) != 1 || e.Holder.PIDs[0] != os.Getpid() {
+			t.Fatalf("holder pids %v, want this process", e.Holder.PIDs)
+		}
+	}
+}
