@@ -18,7 +18,7 @@ import (
 
 const nobody = 65534
 
-// permTestDir returns a directory that the worker's user may enter, and
+// permWorker returns a directory that the worker's user may enter, and
 // the command to start a guarded-update-once worker as that user.
 func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)) {
 	t.Helper()
@@ -40,6 +40,7 @@ func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)
 	return dir, func(env ...string) (int, string) {
 		cmd := exec.Command(bin, "-test.run=^$")
 		cmd.Env = append(append(os.Environ(), WorkerEnv+"=guarded-update-once"), env...)
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 		if root {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		}

@@ -37,6 +37,9 @@ func startGuardedWorker(t testing.TB, role string, env ...string) (*exec.Cmd, *s
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), WorkerEnv+"="+role), env...)
+	// Under -race a process sleeps a second at exit by default; workers
+	// need not.
+	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	out := new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -121,6 +124,7 @@ func flipWorker() int {
 	path, size := os.Getenv("GUARDED_FILE"), envInt("GUARDED_SIZE")
 	a, b := flipContents(size)
 	err := Update(context.Background(), path, func(old []byte) ([]byte, error) {
+		fmt.Println("fn called")
 		if bytes.Equal(old, a) {
 			return b, nil
 		}
@@ -130,6 +134,7 @@ func flipWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	fmt.Println("published")
 	return 0
 }
 

@@ -427,66 +427,89 @@ func TestUpdateConcurrentProcesses(t *testing.T) {
 	}
 }
 
-// TestUpdateKilledAtRandomMoments SIGKILLs an updater of a large file at
-// random moments. The file must always be exactly the old or the new
-// content, and the next successful update must remove the temp files the
-// killed ones left.
+// TestUpdateKilledAtRandomMoments SIGKILLs updaters of a large file at
+// random moments between reading the file and finishing. The file must
+// always be exactly the old or the new content, and the next successful
+// update must remove the temp files the killed ones left. The trials run
+// in a few lanes at once, each on its own file, to bound the test's time.
 func TestUpdateKilledAtRandomMoments(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL semantics")
 	}
-	const size = 8 << 20
-	const trials = 50
-	path := filepath.Join(t.TempDir(), "big")
+	const size = 4 << 20
+	const lanes, trials = 5, 10 // 50 kills
 	a, b := flipContents(size)
-	os.WriteFile(path, a, 0o644)
-	env := []string{"GUARDED_FILE=" + path, fmt.Sprint("GUARDED_SIZE=", size)}
 
-	// How long one whole update takes here, to spread the kills over it.
+	// How long the write takes here (from fn to published), to spread
+	// the kills over it.
+	calib := filepath.Join(t.TempDir(), "calib")
+	os.WriteFile(calib, a, 0o644)
+	cmd, out := startGuardedWorker(t, "guarded-flip", "GUARDED_FILE="+calib, fmt.Sprint("GUARDED_SIZE=", size))
+	waitOutput(t, out, "fn called", 30*time.Second)
 	start := time.Now()
-	cmd, out := startGuardedWorker(t, "guarded-flip", env...)
+	waitOutput(t, out, "published", 30*time.Second)
+	write := time.Since(start) + time.Millisecond
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	full := time.Since(start)
-	if !bytes.Equal([]byte(readFile(t, path)), b) {
+	if !bytes.Equal([]byte(readFile(t, calib)), b) {
 		t.Fatal("uninterrupted update did not publish")
 	}
 
-	var sawOld, sawNew, leftTemps int
-	for range trials {
-		before := []byte(readFile(t, path))
-		cmd, _ := startGuardedWorker(t, "guarded-flip", env...)
-		time.Sleep(time.Duration(rand.Int64N(int64(full) * 3 / 2)))
-		cmd.Process.Kill()
-		cmd.Wait()
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case bytes.Equal(got, before):
-			sawOld++
-		case bytes.Equal(got, a), bytes.Equal(got, b):
-			sawNew++
-		default:
-			t.Fatalf("after a kill the file is neither old nor new content: %d bytes", len(got))
-		}
-		leftTemps += len(tempFiles(t, path))
+	type tally struct{ old, new, temps int }
+	results := make(chan tally, lanes)
+	for lane := range lanes {
+		go func() {
+			var n tally
+			defer func() { results <- n }()
+			path := filepath.Join(t.TempDir(), fmt.Sprint("big", lane))
+			os.WriteFile(path, a, 0o644)
+			for range trials {
+				before, _ := os.ReadFile(path)
+				cmd, out := startGuardedWorker(t, "guarded-flip", "GUARDED_FILE="+path, fmt.Sprint("GUARDED_SIZE=", size))
+				deadline := time.Now().Add(30 * time.Second)
+				for !strings.Contains(out.String(), "fn called") && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(time.Duration(rand.Int64N(int64(write))))
+				cmd.Process.Kill()
+				cmd.Wait()
+				got, err := os.ReadFile(path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch {
+				case bytes.Equal(got, before):
+					n.old++
+				case bytes.Equal(got, a), bytes.Equal(got, b):
+					n.new++
+				default:
+					t.Errorf("after a kill the file is neither old nor new content: %d bytes", len(got))
+					return
+				}
+				n.temps += len(tempFiles(t, path))
+			}
+			cur, _ := os.ReadFile(path)
+			if err := Update(context.Background(), path, func(old []byte) ([]byte, error) { return append(old, 'x'), nil }); err != nil {
+				t.Error(err)
+				return
+			}
+			if got, _ := os.ReadFile(path); string(got) != string(cur)+"x" {
+				t.Error("final update wrong")
+			}
+			if tmp := tempFiles(t, path); len(tmp) > 0 {
+				t.Errorf("temp files left after a successful update: %v", tmp)
+			}
+		}()
 	}
-	t.Logf("one update took %v; after %d kills: %d old, %d new; temp files seen after kills: %d (summed over trials)",
-		full, trials, sawOld, sawNew, leftTemps)
-
-	cur := []byte(readFile(t, path))
-	if err := Update(context.Background(), path, func(old []byte) ([]byte, error) { return append(old, 'x'), nil }); err != nil {
-		t.Fatal(err)
+	var sum tally
+	for range lanes {
+		n := <-results
+		sum.old, sum.new, sum.temps = sum.old+n.old, sum.new+n.new, sum.temps+n.temps
 	}
-	if got := readFile(t, path); got != string(cur)+"x" {
-		t.Fatal("final update wrong")
-	}
-	if tmp := tempFiles(t, path); len(tmp) > 0 {
-		t.Errorf("temp files left after a successful update: %v", tmp)
-	}
+	t.Logf("the write took %v; after %d kills: %d old, %d new; temp files seen after kills: %d (summed over trials)",
+		write, lanes*trials, sum.old, sum.new, sum.temps)
 }
 
 // TestUpdateRemovesTempOfKilledUpdater kills an updater exactly between
