@@ -115,7 +115,7 @@ func TestLocalFilesystemIsSafe(t *testing.T) {
 	if rep.SecondProcess {
 		t.Error("SecondProcess set for an in-process peer")
 	}
-	if rep.FlockFcntlInteract == nil || *rep.FlockFcntlInteract && rep.OS == "linux" {
+	if rep.OS == "linux" && (rep.FlockFcntlInteract == nil || *rep.FlockFcntlInteract) {
 		t.Errorf("flock/fcntl interaction %v on a local Linux filesystem, want independent", rep.FlockFcntlInteract)
 	}
 	if rep.ClockSkewMillis == nil {
