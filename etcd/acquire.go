@@ -1,0 +1,514 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+// Acquire waits until the lock at req.Path (the key prefix) is held or ctx
+// ends. Waiters are served in the order they queued. When ctx ends, or etcd
+// stops answering, the waiting key's lease is revoked so that the
+// abandoned wait never holds up the queue.
+func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+	}
+	return p.acquire(ctx, req, true)
+}
+
+// TryAcquire takes the lock if nobody holds or waits for it, and never
+// waits; otherwise it returns an error matching hold.ErrBusy that names the
+// holder. Its round trips are bounded by the request timeout.
+func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+	return p.acquire(context.Background(), req, false)
+}
+
+// session is the lease of one acquisition and its keep-alive.
+type session struct {
+	id   clientv3.LeaseID
+	stop context.CancelFunc
+	// done is closed when keep-alives end: after stop, or when the
+	// client gave up renewing (the lease expired, or no answer came
+	// within the TTL).
+	done chan struct{}
+}
+
+func (p *Protocol) newSession(ctx context.Context) (*session, error) {
+	var lease *clientv3.LeaseGrantResponse
+	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+		lease, err = p.client.Grant(ctx, p.ttlSeconds())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	kctx, stop := context.WithCancel(context.Background())
+	ka, err := p.client.KeepAlive(kctx, lease.ID)
+	if err != nil {
+		stop()
+		p.revoke(lease.ID, 0)
+		return nil, err
+	}
+	s := &session{id: lease.ID, stop: stop, done: make(chan struct{})}
+	go func() {
+		for range ka {
+		}
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// revoke ends a lease, which deletes every key bound to it, waiting at
+// most wait for it (when etcd is healthy a revoke takes a millisecond).
+// Past that it goes on in the background, retried until it succeeds, the
+// client is closed, or revokeRetryFor beyond the TTL has passed: a lease
+// whose revoke failed during an outage is then still revoked as soon as
+// etcd is back, instead of holding up the queue for up to a TTL after the
+// restart (etcd renews every lease's TTL when it starts).
+func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(p.ttl + revokeRetryFor)
+		for {
+			ctx, cancel := context.WithTimeout(p.client.Ctx(), p.reqTimeout)
+			_, err := p.client.Revoke(ctx, id)
+			cancel()
+			if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) ||
+				p.client.Ctx().Err() != nil || time.Now().After(deadline) {
+				return
+			}
+			select {
+			case <-time.After(revokeRetryPause):
+			case <-p.client.Ctx().Done():
+				return
+			}
+		}
+	}()
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// How a revoke that failed is retried in the background.
+const (
+	revokeRetryFor   = time.Minute
+	revokeRetryPause = 250 * time.Millisecond
+)
+
+// abandonWait is how long a failed acquisition waits for its lease's
+// revocation before it returns and leaves the rest to the background.
+const abandonWait = 500 * time.Millisecond
+
+// rpc bounds one round trip by the request timeout as well as ctx.
+func (p *Protocol) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.reqTimeout)
+}
+
+// waiter is one acquisition on its way to the lock.
+type waiter struct {
+	p      *Protocol
+	req    *core.Request
+	prefix string
+	key    string
+	rev    int64 // create revision of key: the queue position and fencing token
+	sess   *session
+	owner  core.Owner
+	holder *core.Holder // the holder last seen, for messages
+}
+
+func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	if req.Shared {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+			Hint: "the etcd protocol has exclusive locks only"}
+	}
+	if err := checkKey(req.Path); err != nil {
+		return nil, err
+	}
+	w := &waiter{p: p, req: req, prefix: req.Path + "/", owner: req.Owner}
+	w.owner.Protocol = "etcd"
+	w.owner.Shared = false
+	w.owner.Fence = 0
+	w.owner.Command = redact(w.owner.Command, p.redactFlags)
+	w.owner.StartedAt = time.Now()
+
+	sess, err := p.newSession(ctx)
+	if err != nil {
+		return nil, p.opError("acquire", req.Path, ctx, err, nil)
+	}
+	w.sess = sess
+	w.key = fmt.Sprintf("%s%x", w.prefix, sess.id)
+
+	h, err := w.run(ctx, wait)
+	if err != nil {
+		sess.stop()
+		p.revoke(sess.id, abandonWait)
+		return nil, err
+	}
+	return h, nil
+}
+
+func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
+	p := w.p
+	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
+	var resp *clientv3.TxnResponse
+	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+		if wait {
+			// Read the queue as it was before our key joined it: the
+			// newest key is our predecessor, the oldest the holder. One
+			// round trip, as in concurrency.Mutex. The key exists
+			// already only if an earlier attempt was applied but its
+			// answer lost.
+			resp, err = p.client.Txn(ctx).If(
+				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
+			).Then(
+				clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
+				clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+				put,
+			).Else(clientv3.OpGet(w.key)).Commit()
+		} else {
+			// Take the lock only if nobody holds it or waits for it.
+			resp, err = p.client.Txn(ctx).If(
+				clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
+			).Then(put).Else(
+				clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+			).Commit()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, p.opError("acquire", w.req.Path, ctx, err, nil)
+	}
+	if !wait {
+		if resp.Succeeded {
+			w.rev = resp.Header.Revision
+			return w.held(w.rev), nil
+		}
+		first := firstKV(resp.Responses[0])
+		if first != nil && string(first.Key) == w.key {
+			w.rev = first.CreateRevision // an earlier attempt took it
+			return w.held(first.ModRevision), nil
+		}
+		return nil, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrBusy, Holder: holderOf(first)}
+	}
+	if !resp.Succeeded {
+		mine := firstKV(resp.Responses[0])
+		if mine == nil {
+			return nil, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+				Hint: "this waiter's key vanished while it queued"}
+		}
+		w.rev = mine.CreateRevision
+		return w.wait(ctx, "")
+	}
+	w.rev = resp.Header.Revision
+	pred := firstKV(resp.Responses[0])
+	if pred == nil {
+		return w.held(w.rev), nil
+	}
+	w.holder = holderOf(firstKV(resp.Responses[1]))
+	if l := w.req.Logger; l != nil {
+		l.Debug("hold: waiting for lock", "path", w.req.Path, "key", w.key, "holder", w.holder.String())
+	}
+	return w.wait(ctx, string(pred.Key))
+}
+
+// wait waits in the queue until every key created before ours is gone.
+//
+// It watches only its immediate predecessor, so a release wakes one waiter.
+// The watch starts at the current revision, which etcd serves as soon as an
+// event happens (a watch from a past revision would first be caught up by
+// the server's 100 ms resync loop). Because the predecessor may have gone
+// before the watch started, the wait then re-checks the queue, in the same
+// transaction that takes the lock if it has become free.
+//
+// An empty pred means the predecessor is not known yet.
+func (w *waiter) wait(ctx context.Context, pred string) (*handle, error) {
+	p := w.p
+	for {
+		if pred == "" {
+			h, next, err := w.tryTake(ctx)
+			if h != nil {
+				return h, nil
+			}
+			if err != nil {
+				if err := w.outlast(ctx, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			pred = next
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		wch := p.client.Watch(clientv3.WithRequireLeader(wctx), pred,
+			clientv3.WithCreatedNotify(), clientv3.WithFilterPut())
+		started, err := w.await(ctx, wch)
+		if err != nil {
+			wcancel()
+			return nil, err
+		}
+		if !started {
+			// The watch failed (no leader, a reconnect): start again.
+			wcancel()
+			if err := w.pause(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for {
+			h, next, err := w.tryTake(ctx)
+			if h != nil {
+				wcancel()
+				return h, nil
+			}
+			if err != nil {
+				wcancel()
+				if err := w.outlast(ctx, err); err != nil {
+					return nil, err
+				}
+				break // watch again: events may have been missed
+			}
+			if next != pred {
+				// Our predecessor left and an earlier key is still
+				// queued (a waiter ahead of us gave up): wait on it.
+				pred = next
+				break
+			}
+			gone, err := w.await(ctx, wch)
+			if err != nil {
+				wcancel()
+				return nil, err
+			}
+			if !gone {
+				break
+			}
+		}
+		wcancel()
+	}
+}
+
+// await waits for the next message on a watch of the predecessor: its
+// creation, or (puts being filtered) the predecessor's deletion. It
+// reports false when the watch ended without one, and an error when ctx
+// ended or the session did.
+func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error) {
+	select {
+	case wr, ok := <-wch:
+		if !ok || wr.Err() != nil || wr.Canceled {
+			if ctx.Err() != nil {
+				return false, w.ctxError(ctx)
+			}
+			return false, nil
+		}
+		if !wr.Created {
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return true, nil
+				}
+			}
+		}
+		return true, nil
+	case <-ctx.Done():
+		return false, w.ctxError(ctx)
+	case <-w.sess.done:
+		return false, w.sessionError()
+	}
+}
+
+// outlast decides what a failed round trip means to a waiter. While etcd
+// is unreachable the waiter keeps its place: its lease outlives a short
+// outage (etcd renews leases when it comes back), and if the outage lasts
+// longer the lease's keep-alive ends the wait with a clear error. Any
+// other error ends the wait now.
+func (w *waiter) outlast(ctx context.Context, err error) error {
+	if ctx.Err() != nil || !errors.Is(err, ErrUnreachable) {
+		return err
+	}
+	return w.pause(ctx)
+}
+
+// pause waits a moment before a failed watch is started again.
+func (w *waiter) pause(ctx context.Context) error {
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return w.ctxError(ctx)
+	case <-w.sess.done:
+		return w.sessionError()
+	}
+}
+
+// tryTake takes the lock if no key older than ours is left, publishing the
+// owner record with the time the lock was taken. Otherwise it returns the
+// key now in front of ours.
+func (w *waiter) tryTake(ctx context.Context) (*handle, string, error) {
+	p := w.p
+	now := time.Now()
+	rec := w.owner
+	rec.StartedAt = now
+	rec.Fence = uint64(w.rev)
+	var resp *clientv3.TxnResponse
+	// Repeating it is harmless: it only rewrites our own record.
+	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+		resp, err = p.client.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(w.key), "=", w.rev),
+			clientv3.Compare(clientv3.CreateRevision(w.prefix), ">", w.rev-1).WithPrefix(),
+		).Then(
+			clientv3.OpPut(w.key, string(rec.Encode()), clientv3.WithLease(w.sess.id)),
+		).Else(
+			clientv3.OpGet(w.key),
+			clientv3.OpGet(w.prefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...),
+			clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+		).Commit()
+		return err
+	})
+	if err != nil {
+		return nil, "", w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
+	}
+	if resp.Succeeded {
+		w.owner = rec
+		return w.held(resp.Header.Revision), "", nil
+	}
+	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
+		return nil, "", &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
+	}
+	w.holder = holderOf(firstKV(resp.Responses[2]))
+	pred := firstKV(resp.Responses[1])
+	if pred == nil {
+		// Cannot happen: the comparison failed, so an older key exists.
+		// Try again rather than trust it.
+		return nil, w.key, nil
+	}
+	return nil, string(pred.Key), nil
+}
+
+// held turns the waiter into a held lock whose key was last written at
+// modRev, and starts watching for its loss.
+func (w *waiter) held(modRev int64) *handle {
+	w.owner.Fence = uint64(w.rev)
+	h := newHandle(w.p, w.req.Path, w.key, w.sess, w.owner, modRev)
+	if l := w.req.Logger; l != nil {
+		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
+	}
+	return h
+}
+
+// ctxError is the error of a wait that ctx ended. When etcd is unreachable
+// at that moment, the hint says so: the wait may have been long only
+// because nobody could be told the lock was free.
+func (w *waiter) ctxError(ctx context.Context) error {
+	e := &core.Error{Op: "acquire", Path: w.req.Path, Err: core.WaitError(ctx.Err()), Holder: w.holder}
+	if !w.p.connected() {
+		e.Hint = "etcd unreachable: " + connectionProblem(w.p.client)
+	}
+	return e
+}
+
+// sessionError is the error of a wait whose lease ended under it.
+func (w *waiter) sessionError() error {
+	if w.p.connected() {
+		return &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+			Hint: "this waiter's lease was revoked or expired while it waited"}
+	}
+	return &core.Error{Op: "acquire", Path: w.req.Path,
+		Err: fmt.Errorf("%w: no keep-alive answer within the lease TTL (%s): %s", ErrUnreachable, w.p.ttl, connectionProblem(w.p.client))}
+}
+
+// connected reports whether the client has a working connection.
+func (p *Protocol) connected() bool {
+	return p.client.ActiveConnection().GetState() == connectivity.Ready
+}
+
+// opError turns the error of a round trip into hold's error: the caller's
+// ctx ending is a wait error, a round trip that timed out on its own is an
+// unreachable cluster, anything else (permission denied, ...) is kept as is.
+func (p *Protocol) opError(op, path string, ctx context.Context, err error, holder *core.Holder) error {
+	if ctx.Err() != nil {
+		e := &core.Error{Op: op, Path: path, Err: core.WaitError(ctx.Err()), Holder: holder}
+		if !p.connected() {
+			e.Hint = "etcd unreachable: " + connectionProblem(p.client)
+		}
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
+		errors.Is(err, rpctypes.ErrNoLeader) || !p.connected() {
+		return &core.Error{Op: op, Path: path, Holder: holder,
+			Err: fmt.Errorf("%w: %v", ErrUnreachable, unreachableDetail(p, err))}
+	}
+	return &core.Error{Op: op, Path: path, Err: err, Holder: holder}
+}
+
+func unreachableDetail(p *Protocol, err error) string {
+	if p.connected() {
+		return err.Error()
+	}
+	return fmt.Sprintf("no answer within %s: %s", p.reqTimeout, connectionProblem(p.client))
+}
+
+// firstKV returns the first key of a range response inside a transaction,
+// or nil.
+func firstKV(r *pb.ResponseOp) *mvccpb.KeyValue {
+	rr := r.GetResponseRange()
+	if rr == nil || len(rr.Kvs) == 0 {
+		return nil
+	}
+	return rr.Kvs[0]
+}
+
+// holderOf describes the holder whose key is kv (nil: nobody).
+func holderOf(kv *mvccpb.KeyValue) *core.Holder {
+	if kv == nil {
+		return nil
+	}
+	h := &core.Holder{}
+	if o, ok := core.Decode(kv.Value); ok {
+		o.Fence = uint64(kv.CreateRevision)
+		h.Owner = o
+		h.Alive = proc.Judge(o)
+	}
+	return h
+}
+
+// redact hides the values of the given flags in a command line.
+func redact(cmd []string, flags []string) []string {
+	if len(flags) == 0 {
+		return cmd
+	}
+	out := append([]string(nil), cmd...)
+next:
+	for i := 0; i < len(out); i++ {
+		for _, f := range flags {
+			switch {
+			case out[i] == f && i+1 < len(out):
+				out[i+1] = "***"
+				i++
+				continue next
+			case strings.HasPrefix(out[i], f+"="):
+				out[i] = f + "=***"
+				continue next
+			}
+		}
+	}
+	return out
+}

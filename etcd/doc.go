@@ -1,0 +1,58 @@
+// Package etcd gives hold's locks on an etcd cluster, for processes that
+// share a resource across machines.
+//
+// A *Protocol implements hold.Protocol, so the hold package's Acquire,
+// TryAcquire, Do, Update and Inspect work on etcd once it is chosen with
+// hold.WithProtocol. The lock path is the etcd key prefix of the lock:
+//
+//	p, err := etcd.Dial(ctx, etcd.Config{Endpoints: []string{"10.0.0.5:2379"}})
+//	if err != nil { ... }
+//	defer p.Close()
+//	err = hold.Do(ctx, "", func(ctx context.Context) error {
+//		// ctx is cancelled if the lock is lost (lease expired, key deleted)
+//		return deploy(ctx)
+//	}, hold.WithProtocol(p), hold.LockFile("locks/deploy"))
+//
+// # How a lock works
+//
+// Every acquisition grants its own lease (TTL, default 15 s) and keeps it
+// alive while it waits and holds. It enqueues a key "<prefix>/<lease id in
+// hex>", bound to the lease, whose value is the owner record (pid, host,
+// command, start time, acquisition id). The key with the lowest create
+// revision holds the lock; the others wait in create-revision order, each on
+// its immediate predecessor only, so a release wakes exactly one waiter.
+// This is the layout of etcd's own concurrency.Mutex (and `etcdctl lock`),
+// so the two exclude each other on the same prefix.
+//
+// The fencing token is the holder key's create revision: etcd's revision
+// counter only grows, so every acquisition of every lock gets a larger token
+// than any before it, across clients, restarts and leader changes.
+//
+// A holder's Lost channel closes when its lease can no longer be renewed
+// (the client's keep-alive deadline passed) or when its key is deleted or
+// overwritten (a watch on the key). A failed or abandoned acquisition
+// revokes its lease, which deletes its waiting key, so it does not hold up
+// the queue.
+//
+// # Speed
+//
+// concurrency.Mutex waits for its predecessor with a watch that starts at a
+// past revision; etcd serves such a watch from its background resync loop,
+// which runs every 100 ms, so a hand-off can wait up to that long. Here a waiter watches from the current revision and then
+// re-checks that its predecessor still exists, in the same transaction that
+// takes the lock if it is free; the server then delivers the deletion at
+// once.
+//
+// # What a lease-based lock cannot promise
+//
+// A holder that is paused (GC, swap, SIGSTOP, a VM migration) or cut off
+// from etcd for longer than the TTL loses the lock while it still believes
+// it holds it: its lease expires on the server before its own Lost signal
+// can fire. Mutual exclusion of the *work* then rests on the fencing token:
+// pass Lock.Token to the resource and have it refuse a token smaller than
+// the largest it has seen.
+//
+// Lock paths must not nest: the waiters of "locks/a" are the keys under
+// "locks/a/", so a lock named "locks/a/b" would queue among them. Shared
+// (reader) holds are not supported; they fail with hold.ErrUnsupported.
+package etcd

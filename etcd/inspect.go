@@ -1,0 +1,82 @@
+package etcd
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Inspect reports whether the lock at path is held and by whom, without
+// queueing. The holder is the oldest key under the prefix; its owner
+// record is the key's value (absent for a holder that is not hold, such as
+// `etcdctl lock`) and the fencing token its create revision. A free lock
+// reports token 0: etcd keeps no trace of past holders once their keys are
+// deleted.
+func (p *Protocol) Inspect(path string) (*core.Status, error) {
+	if err := checkKey(path); err != nil {
+		err.(*core.Error).Op = "inspect"
+		return nil, err
+	}
+	var resp *clientv3.GetResponse
+	err := p.call(context.Background(), func(ctx context.Context, _ bool) (err error) {
+		resp, err = p.client.Get(ctx, path+"/", clientv3.WithFirstCreate()...)
+		return err
+	})
+	if err != nil {
+		return nil, p.opError("inspect", path, context.Background(), err, nil)
+	}
+	st := &core.Status{Path: path, Protocol: p.Name(), State: core.Free}
+	if len(resp.Kvs) == 0 {
+		return st, nil
+	}
+	kv := resp.Kvs[0]
+	st.State = core.HeldExclusive
+	st.Holder = holderOf(kv)
+	st.Fence = uint64(kv.CreateRevision)
+	return st, nil
+}
+
+// Break removes the holder of the lock at path by revoking its lease (which
+// deletes its key), if the holder is provably gone (a dead process on this
+// host) or force is set. Without force it refuses, with an error matching
+// hold.ErrBusy: a holder that died on another host loses the lock by itself
+// when its lease expires, within its TTL. The holder, if it still runs,
+// sees its Lost channel close. Waiters are left alone.
+func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
+	if err := checkKey(path); err != nil {
+		err.(*core.Error).Op = "break"
+		return nil, err
+	}
+	ctx, cancel := p.rpc(context.Background())
+	defer cancel()
+	resp, err := p.client.Get(ctx, path+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return nil, p.opError("break", path, context.Background(), err, nil)
+	}
+	st := &core.Status{Path: path, Protocol: p.Name(), State: core.Free}
+	if len(resp.Kvs) == 0 {
+		return st, nil
+	}
+	kv := resp.Kvs[0]
+	st.State = core.HeldExclusive
+	st.Holder = holderOf(kv)
+	st.Fence = uint64(kv.CreateRevision)
+	if !force && st.Holder.Alive != core.Dead {
+		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
+			Hint: "the holder may still run; its lease ends the lock within its TTL if it does not, or force the break"}
+	}
+	// Delete exactly the key we looked at, then end its lease so that its
+	// owner stops renewing a lease that no longer guards anything.
+	tresp, err := p.client.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision),
+	).Then(clientv3.OpDelete(string(kv.Key))).Commit()
+	if err != nil {
+		return st, p.opError("break", path, context.Background(), err, st.Holder)
+	}
+	if tresp.Succeeded && kv.Lease != 0 {
+		p.client.Revoke(ctx, clientv3.LeaseID(kv.Lease))
+	}
+	return st, nil
+}
