@@ -142,7 +142,7 @@ func TestUpdateSIGKILLAtRandomMoments(t *testing.T) {
 	const trials = 50
 	dir := t.TempDir()
 	file := filepath.Join(dir, "big.txt")
-	lower := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), (8<<20)/44)
+	lower := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), (4<<20)/44)
 	upper := bytes.ToUpper(lower)
 	os.WriteFile(file, lower, 0o644)
 	swapCase := []string{"update", "big.txt", "--", "tr", "a-zA-Z", "A-Za-z"}
