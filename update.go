@@ -35,6 +35,10 @@ import (
 //
 // Errors about the lock or the file are *Error with Op "update"; lock
 // errors keep their cause (ErrBusy, ErrTimeout, ErrLost) for errors.Is.
+// Every error except one leaves the file as it was; the exception is a
+// failed fsync of the directory after the rename (an *Error whose cause's
+// Op is "fsync"), when the new content is in place but may not survive a
+// crash.
 func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error), opts ...Option) error {
 	return update(ctx, atomicfile.OS{}, path, fn, opts)
 }

@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -18,7 +19,15 @@ func syncDir(name string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	err = d.Sync()
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTTY) {
+		// Some file systems (FUSE, SMB, F_FULLFSYNC on a directory on
+		// macOS) cannot sync a directory. The rename is done; nothing more
+		// can be asked of them, and failing would report a published
+		// update as failed.
+		return nil
+	}
+	if err != nil {
 		return &fs.PathError{Op: "fsync", Path: name, Err: err}
 	}
 	return nil
