@@ -32,6 +32,7 @@
 package dirlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -180,7 +181,14 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	}
 
 	var w *waiter
-	defer func() { w.close() }()
+	defer func() {
+		if w != nil {
+			// Closing a watcher waits for its reader goroutine to stop,
+			// which under load was measured at up to tens of
+			// milliseconds: the new holder need not wait for it.
+			go w.close()
+		}
+	}()
 	pol := newPolicy(req.Path, p.cfg, start)
 	immediate := 0
 	for {
@@ -248,7 +256,8 @@ func (a *attempt) pass() (outcome, core.Handle, error) {
 	}
 	owner := a.owner
 	owner.StartedAt = time.Now()
-	if err := d.createOwner(owner.Encode()); err != nil {
+	stamp := owner.Encode()
+	if err := d.createOwner(stamp); err != nil {
 		d.close()
 		// ENOENT: our directory was removed before the stamp. EEXIST: the
 		// directory holds someone else's stamp, so it is not ours. Both are
@@ -259,16 +268,16 @@ func (a *attempt) pass() (outcome, core.Handle, error) {
 		}
 		// A directory we made and cannot stamp would block everyone until
 		// it ages out: remove it, if it is still ours, and report why.
-		removeIfSame(a.path, d.identity(), "", nil)
+		removeIfSame(a.path, d.identity(), expect{}, nil)
 		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err}
 	}
 	a.p.hit(faultAfterStamp)
-	if !a.confirm(d, owner.ID) {
+	if !a.confirm(d, stamp) {
 		d.close()
 		return passAgain, nil, nil
 	}
 	a.p.hit(faultAfterReadBack)
-	return passHeld, a.p.newHandle(a.path, owner, d), nil
+	return passHeld, a.p.newHandle(a.path, owner, stamp, d), nil
 }
 
 // Read-back retries: an unreadable (not missing) stamp on Windows is
@@ -284,9 +293,9 @@ const (
 // keeps another process from deleting ours just after our stamp landed;
 // that failure raises no error anywhere, so it is looked for here: the
 // path must still be our directory, carrying our token.
-func (a *attempt) confirm(d *dirRef, token string) bool {
+func (a *attempt) confirm(d *dirRef, stamp []byte) bool {
 	for try := 0; ; try++ {
-		res := check(a.path, d, token)
+		res := check(a.path, d, stamp)
 		switch {
 		case res == ours:
 			return true
@@ -315,9 +324,10 @@ const (
 	unknown
 )
 
-// check tells whether the lock path is still our directory d with our
-// token.
-func check(path string, d *dirRef, token string) ownership {
+// check tells whether the lock path is still our directory d holding our
+// stamp, byte for byte (only we write our token, so no decoding is
+// needed, which keeps the per-beat and per-release checks cheap).
+func check(path string, d *dirRef, stamp []byte) ownership {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -328,11 +338,11 @@ func check(path string, d *dirRef, token string) ownership {
 	if !os.SameFile(fi, d.identity()) {
 		return notOurs
 	}
-	o, err := readOwner(path)
+	raw, err := readRecord(path)
 	if err != nil {
 		return inconclusive
 	}
-	if o == nil || o.ID != token {
+	if !bytes.Equal(raw, stamp) {
 		return notOurs
 	}
 	return ours
@@ -370,7 +380,7 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passBusy, nil, nil
 	}
 	a.p.hit(faultJudged)
-	res, err := removeIfSame(a.path, j.fi, j.token(), func() { a.p.hit(faultReclaimMoved) })
+	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })
 	switch res {
 	case removed:
 		a.reclaimed = true
@@ -425,7 +435,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 			return nil, nil
 		}
 		a.p.hit(faultGuardJudged)
-		if res, _ := removeIfSame(a.guard, fi, "", nil); res != removed {
+		if res, _ := removeIfSame(a.guard, fi, expect{}, nil); res != removed {
 			return nil, nil
 		}
 		a.logger("hold: cleared an abandoned reclaim guard")
@@ -436,7 +446,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 // dropGuard removes our guard, if it is still ours (a guard we held past
 // Grace may have been evicted and retaken by another reclaimer).
 func (a *attempt) dropGuard(fi os.FileInfo) {
-	removeIfSame(a.guard, fi, "", nil)
+	removeIfSame(a.guard, fi, expect{}, nil)
 }
 
 // holder describes the last judged holder for an error.

@@ -17,6 +17,7 @@ type handle struct {
 	p     *Protocol
 	path  string
 	owner core.Owner
+	stamp []byte // the owner record exactly as written
 	dir   *dirRef
 
 	lost     chan struct{}
@@ -28,9 +29,9 @@ type handle struct {
 	lostWhy  string // non-empty once lost
 }
 
-func (p *Protocol) newHandle(path string, owner core.Owner, d *dirRef) *handle {
+func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dirRef) *handle {
 	h := &handle{
-		p: p, path: path, owner: owner, dir: d,
+		p: p, path: path, owner: owner, stamp: stamp, dir: d,
 		lost: make(chan struct{}), stop: make(chan struct{}), beatDone: make(chan struct{}),
 	}
 	p.setActive(owner.ID, true)
@@ -65,7 +66,7 @@ func (h *handle) heartbeat(every, stale time.Duration) {
 		case <-t.C:
 		}
 		now := time.Now()
-		switch check(h.path, h.dir, h.owner.ID) {
+		switch check(h.path, h.dir, h.stamp) {
 		case notOurs:
 			h.markLost("the lock directory was removed or replaced")
 			return
@@ -109,7 +110,7 @@ func (h *handle) Check() error {
 	if released {
 		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
 	}
-	if check(h.path, h.dir, h.owner.ID) == notOurs {
+	if check(h.path, h.dir, h.stamp) == notOurs {
 		h.markLost("the lock directory was removed or replaced")
 		return h.lostError("check")
 	}
@@ -144,12 +145,12 @@ func (h *handle) Release() error {
 	if why != "" {
 		return h.lostError("release")
 	}
-	if check(h.path, h.dir, h.owner.ID) == notOurs {
+	if check(h.path, h.dir, h.stamp) == notOurs {
 		h.markLost("the lock directory was removed or replaced")
 		return h.lostError("release")
 	}
 	h.p.hit(faultReleaseVerified)
-	res, err := removeIfSame(h.path, h.dir.identity(), h.owner.ID, func() { h.p.hit(faultReleaseMoved) })
+	res, err := removeIfSame(h.path, h.dir.identity(), expect{stamp: h.stamp}, func() { h.p.hit(faultReleaseMoved) })
 	switch res {
 	case removed:
 		if err != nil {

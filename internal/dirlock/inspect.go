@@ -47,7 +47,7 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 		return st, nil
 	}
 	if force {
-		if _, err := removeIfSame(path, j.fi, j.token(), nil); err != nil {
+		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil); err != nil {
 			return st, &core.Error{Op: "break", Path: path, Err: err, Holder: st.Holder}
 		}
 		return st, nil

@@ -146,6 +146,18 @@ func (p *Protocol) byAge(j judgement) judgement {
 // record" lets the age rule condemn a live lock. A corrupt record is
 // readable but meaningless: it is returned as nil, for the age rule.
 func readOwner(dir string) (*core.Owner, error) {
+	raw, err := readRecord(dir)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	o, _ := core.Decode(raw)
+	return o, nil
+}
+
+// readRecord returns the raw owner record of the lock directory dir: nil
+// with a nil error when there is none (absence is a fact), an error when
+// it could not be read.
+func readRecord(dir string) ([]byte, error) {
 	f, err := openNoFollow(filepath.Join(dir, OwnerFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -158,8 +170,10 @@ func readOwner(dir string) (*core.Owner, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, _ := core.Decode(b)
-	return o, nil
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
 }
 
 // isSelf reports whether a record names this process.

@@ -1,11 +1,15 @@
 package dirlock
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	"github.com/hold-dev/hold/internal/core"
 )
 
 // removal is what removeIfSame did.
@@ -38,7 +42,7 @@ const (
 //
 // moved, when set, is called between the rename and the cleanup (a fault
 // point for tests).
-func removeIfSame(path string, judged os.FileInfo, token string, moved func()) (removal, error) {
+func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (removal, error) {
 	tomb := path + ".rm-" + randomHex(6)
 	if err := os.Rename(path, tomb); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -54,17 +58,10 @@ func removeIfSame(path string, judged os.FileInfo, token string, moved func()) (
 	fi, err := os.Lstat(tomb)
 	same := err == nil && os.SameFile(fi, judged)
 	if same && fi.IsDir() {
-		o, rerr := readOwner(tomb)
-		if rerr != nil {
-			// Cannot read the record of what we moved: only the identity
-			// speaks, and it matched.
-			same = true
-		} else {
-			var got string
-			if o != nil {
-				got = o.ID
-			}
-			same = got == token
+		// Cannot read the record of what we moved: only the identity
+		// speaks, and it matched.
+		if raw, rerr := readRecord(tomb); rerr == nil {
+			same = want.matches(raw)
 		}
 	}
 	if !same {
@@ -76,11 +73,42 @@ func removeIfSame(path string, judged os.FileInfo, token string, moved func()) (
 		}
 		return changed, nil
 	}
-	if err := os.RemoveAll(tomb); err != nil && !isRemoveContention(err) {
+	if err := removeTomb(tomb); err != nil && !isRemoveContention(err) {
 		// The lock path is free already; the tomb is litter, not a lock.
 		return removed, err
 	}
 	return removed, nil
+}
+
+// expect is what the owner record of a judged lock must still be for it
+// to be deleted: exactly the bytes we wrote (our own lock), or a record
+// carrying token ("" for none: an ownerless lock or a guard).
+type expect struct {
+	token string
+	stamp []byte
+}
+
+func (e expect) matches(raw []byte) bool {
+	if e.stamp != nil {
+		return bytes.Equal(raw, e.stamp)
+	}
+	var got string
+	if raw != nil {
+		if o, ok := core.Decode(raw); ok {
+			got = o.ID
+		}
+	}
+	return got == e.token
+}
+
+// removeTomb deletes a moved-aside lock: normally an owner record and the
+// directory, two calls; anything else falls back to RemoveAll.
+func removeTomb(tomb string) error {
+	os.Remove(filepath.Join(tomb, OwnerFile))
+	if err := os.Remove(tomb); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return os.RemoveAll(tomb)
 }
 
 // randomHex returns n random bytes in hex.
