@@ -1,0 +1,375 @@
+//go:build unix
+
+// Command bench is hold's benchmark suite: N worker processes × M
+// acquisitions of one lock around a tiny critical section (read and rewrite
+// a fixed-width counter in place), for hold (plain, fair, portable) and,
+// in the same run, raw flock(2), gofrs/flock, Go's lockedfile and flock(1).
+//
+// It reports hand-offs per second, lost updates (must be 0), and the
+// distribution of wait and hold times per implementation, for N = 2, 8 and
+// 30, writes the table to <out>/results.md and a chart of the wait
+// distributions to <out>/waits.svg:
+//
+//	cd bench && go run . -o results          # full run, a few minutes
+//	cd bench && go run . -quick -o /tmp/b    # a quick look
+//
+// The suite is its own module so that its dependencies stay out of hold's.
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	var (
+		out      = flag.String("o", "results", "directory for results.md and waits.svg")
+		quick    = flag.Bool("quick", false, "fewer acquisitions and a shorter time budget per run")
+		ns       = flag.String("n", "2,8,30", "comma-separated worker counts")
+		only     = flag.String("impl", "", "comma-separated implementations to run (default all)")
+		total    = flag.Int("acquisitions", 0, "acquisitions per run, split among the workers (default 24000, -quick 3000)")
+		budget   = flag.Duration("budget", 0, "time limit for one run's acquisitions (default 5s, -quick 1s)")
+		worker   = flag.String("worker", "", "internal: run as a worker of this implementation")
+		dir      = flag.String("dir", "", "internal: the worker's run directory")
+		m        = flag.Int("m", 0, "internal: the worker's acquisitions")
+		csTarget = flag.String("cs", "", "internal: run the critical section on this counter (the flock(1) child)")
+		png      = flag.Bool("png", false, "also write the chart as waits.png")
+	)
+	flag.Parse()
+	switch {
+	case *csTarget != "":
+		os.Exit(criticalSectionChild(*csTarget))
+	case *worker != "":
+		os.Exit(workerMain(*worker, *dir, *m, *budget))
+	}
+	if *total == 0 {
+		*total = 24000
+		if *quick {
+			*total = 3000
+		}
+	}
+	if *budget == 0 {
+		*budget = 5 * time.Second
+		if *quick {
+			*budget = time.Second
+		}
+	}
+	var counts []int
+	for _, s := range strings.Split(*ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: bad worker count %q\n", s)
+			os.Exit(2)
+		}
+		counts = append(counts, n)
+	}
+	var list []impl
+	for _, im := range impls() {
+		if *only == "" || containsName(*only, im.name) {
+			list = append(list, im)
+		}
+	}
+	if err := runSuite(*out, counts, list, *total, *budget, *quick, *png); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func containsName(csv, name string) bool {
+	for _, s := range strings.Split(csv, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// cliAcquisitions is how many acquisitions a run of the flock(1) path makes
+// in all: each is two process starts.
+func cliAcquisitions(quick bool) int {
+	if quick {
+		return 30
+	}
+	return 90
+}
+
+// result is one run: one implementation with N workers.
+type result struct {
+	n        int
+	impl     impl
+	acquired int
+	elapsed  time.Duration
+	lost     int64
+	waits    []time.Duration
+	holds    []time.Duration
+}
+
+func (r *result) handoffsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.acquired) / r.elapsed.Seconds()
+}
+
+func runSuite(out string, counts []int, list []impl, total int, budget time.Duration, quick, png bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("flock"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: flock(1) not found (util-linux); leaving it out")
+		var kept []impl
+		for _, im := range list {
+			if !im.perProcess {
+				kept = append(kept, im)
+			}
+		}
+		list = kept
+	}
+	began := time.Now()
+	var results []*result
+	for _, n := range counts {
+		for _, im := range list {
+			want := total
+			if im.perProcess {
+				want = cliAcquisitions(quick)
+			}
+			m := max(1, want/n)
+			r, err := runOne(self, im, n, m, budget)
+			if err != nil {
+				return fmt.Errorf("%s with %d workers: %w", im.name, n, err)
+			}
+			fmt.Fprintf(os.Stderr, "N=%-2d %-14s %7d acquisitions %9.0f hand-offs/s  lost %d  wait p50 %s p99 %s max %s\n",
+				n, im.name, r.acquired, r.handoffsPerSec(), r.lost,
+				fmtDur(percentile(r.waits, 50)), fmtDur(percentile(r.waits, 99)), fmtDur(percentile(r.waits, 100)))
+			results = append(results, r)
+		}
+	}
+	cmdline := "go run . " + strings.Join(os.Args[1:], " ")
+	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, time.Since(began)); err != nil {
+		return err
+	}
+	if err := writeChart(filepath.Join(out, "waits.svg"), results, list, counts, png); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", filepath.Join(out, "results.md"), filepath.Join(out, "waits.svg"), time.Since(began).Round(time.Second))
+	for _, r := range results {
+		if r.lost != 0 {
+			return fmt.Errorf("%s with %d workers lost %d updates", r.impl.name, r.n, r.lost)
+		}
+	}
+	return nil
+}
+
+// runOne starts n workers, lets them go at once, and collects their
+// samples.
+func runOne(self string, im impl, n, m int, budget time.Duration) (*result, error) {
+	dir, err := os.MkdirTemp("", "hold-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "counter"), fmt.Appendf(nil, "%020d\n", 0), 0o666); err != nil {
+		return nil, err
+	}
+	type proc struct {
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout *bufio.Reader
+		stderr strings.Builder
+	}
+	procs := make([]*proc, n)
+	kill := func() {
+		for _, p := range procs {
+			if p != nil && p.cmd.Process != nil {
+				p.cmd.Process.Kill()
+				p.cmd.Wait()
+			}
+		}
+	}
+	for i := range procs {
+		p := &proc{cmd: exec.Command(self, "-worker", im.name, "-dir", dir, "-m", strconv.Itoa(m), "-budget", budget.String())}
+		p.cmd.Stderr = &p.stderr
+		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+			kill()
+			return nil, err
+		}
+		rc, err := p.cmd.StdoutPipe()
+		if err != nil {
+			kill()
+			return nil, err
+		}
+		p.stdout = bufio.NewReader(rc)
+		if err := p.cmd.Start(); err != nil {
+			kill()
+			return nil, err
+		}
+		procs[i] = p
+	}
+	// Every worker says it is ready (started, warmed up), then all go at
+	// once when their stdin closes.
+	for _, p := range procs {
+		if b, err := p.stdout.ReadByte(); err != nil || b != 'r' {
+			kill()
+			return nil, fmt.Errorf("worker did not start: %v %s", err, p.stderr.String())
+		}
+	}
+	for _, p := range procs {
+		p.stdin.Close()
+	}
+	r := &result{n: n, impl: im}
+	var mu sync.Mutex
+	var first, last int64
+	var errs []error
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, rerr := readSamples(p.stdout)
+			werr := p.cmd.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if err := errors.Join(rerr, werr); err != nil {
+				errs = append(errs, fmt.Errorf("worker: %w: %s", err, p.stderr.String()))
+				return
+			}
+			r.acquired += len(s.waits)
+			r.lost += int64(s.cycles)
+			r.waits = append(r.waits, s.waits...)
+			r.holds = append(r.holds, s.holds...)
+			if first == 0 || s.start < first {
+				first = s.start
+			}
+			last = max(last, s.end)
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	r.elapsed = time.Duration(last - first)
+	got, err := readCounter(filepath.Join(dir, "counter"))
+	if err != nil {
+		return nil, err
+	}
+	// r.lost held every cycle the workers ran, warm-ups included.
+	r.lost -= int64(got)
+	return r, nil
+}
+
+// samples is one worker's report.
+type samples struct {
+	cycles     uint64 // every critical section it ran, warm-up included
+	start, end int64  // unix nanoseconds of its first request and last release
+	waits      []time.Duration
+	holds      []time.Duration
+}
+
+// The report is little-endian int64s: cycles, start, end, count, then
+// count pairs of (wait, hold) in nanoseconds.
+func writeSamples(w io.Writer, s *samples) error {
+	buf := []int64{int64(s.cycles), s.start, s.end, int64(len(s.waits))}
+	for i := range s.waits {
+		buf = append(buf, int64(s.waits[i]), int64(s.holds[i]))
+	}
+	return binary.Write(w, binary.LittleEndian, buf)
+}
+
+func readSamples(r io.Reader) (*samples, error) {
+	var head [4]int64
+	if err := binary.Read(r, binary.LittleEndian, &head); err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	s := &samples{cycles: uint64(head[0]), start: head[1], end: head[2]}
+	pairs := make([]int64, 2*head[3])
+	if err := binary.Read(r, binary.LittleEndian, pairs); err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		s.waits = append(s.waits, time.Duration(pairs[i]))
+		s.holds = append(s.holds, time.Duration(pairs[i+1]))
+	}
+	return s, nil
+}
+
+// workerMain is one worker process: warm up, say ready, wait for the
+// start (stdin closes), then take the lock m times or until the budget is
+// spent, and report.
+func workerMain(name, dir string, m int, budget time.Duration) int {
+	var im *impl
+	for _, c := range impls() {
+		if c.name == name {
+			im = &c
+			break
+		}
+	}
+	if im == nil {
+		fmt.Fprintln(os.Stderr, "unknown implementation", name)
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cpath := filepath.Join(dir, "counter")
+	counter, err := os.OpenFile(cpath, os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w := &workerEnv{lock: filepath.Join(dir, "target.lock"), target: filepath.Join(dir, "target"),
+		counter: counter, self: self, cpath: cpath}
+	s := &samples{}
+	if !im.perProcess {
+		// One acquisition before the start: first-use costs (creating the
+		// lock file and queue, loading code) are not what is measured.
+		if _, _, _, err := im.cycle(w); err != nil {
+			fmt.Fprintln(os.Stderr, "warm-up:", err)
+			return 1
+		}
+		s.cycles++
+	}
+	os.Stdout.Write([]byte{'r'})
+	io.Copy(io.Discard, os.Stdin)
+	deadline := time.Now().Add(budget)
+	for i := 0; i < m && (i == 0 || time.Now().Before(deadline)); i++ {
+		start, got, done, err := im.cycle(w)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cycle:", err)
+			return 1
+		}
+		s.cycles++
+		if i == 0 {
+			s.start = start.UnixNano()
+		}
+		s.end = done.UnixNano()
+		s.waits = append(s.waits, got.Sub(start))
+		s.holds = append(s.holds, done.Sub(got))
+	}
+	bw := bufio.NewWriter(os.Stdout)
+	if err := writeSamples(bw, s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := bw.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,61 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the suite's worker and flock(1)
+// child, as the suite re-runs its own executable for them.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-cs") {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestSuiteSmoke runs every implementation briefly with two workers and
+// checks that nothing was lost and both outputs were written.
+func TestSuiteSmoke(t *testing.T) {
+	out := t.TempDir()
+	if err := runSuite(out, []int{2}, impls(), 40, time.Second, true, false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 2 | hold |", "| 2 | hold fair |", "| 2 | flock(2) |", "## Goals"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, b)
+		}
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "waits.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), "<svg") {
+		t.Errorf("waits.svg is not an SVG")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {99, 10}, {100, 10}, {10, 1}, {0, 1}} {
+		if got := percentile(d, c.p); got != c.want {
+			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing is not 0")
+	}
+}
