@@ -134,12 +134,14 @@ func runDoctor(args []string) int {
 func startDoctorPeer(ctx context.Context, scratch string) (doctor.Peer, error) {
 	exe, err := os.Executable()
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "hold doctor: cannot find the hold binary (%v); the second party is a second open in this process instead\n", err)
 		return doctor.NewLocalPeer(), nil
 	}
 	cmd := exec.Command(exe, doctorPeerCommand, scratch)
 	cmd.Stderr = os.Stderr
 	p, err := doctor.StartPeer(ctx, cmd)
 	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "hold doctor: %v; the second party is a second open in this process instead\n", err)
 		return doctor.NewLocalPeer(), nil
 	}
 	return p, err
