@@ -411,3 +411,43 @@ func TestTicketNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedHoldersTogether: shared fair waiters leave the queue as soon
+// as they hold the lock, so several hold it together, and an exclusive fair
+// waiter queued after them gets it once they are all gone.
+func TestSharedHoldersTogether(t *testing.T) { forDesigns(t, testSharedHoldersTogether) }
+
+func testSharedHoldersTogether(t *testing.T, design string) {
+	path := lockPath(t)
+	p := newProtocol(design)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shared := func() *core.Request { r := request(path); r.Shared = true; return r }
+	a, err := p.Acquire(ctx, shared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Acquire(ctx, shared())
+	if err != nil {
+		t.Fatalf("second shared holder: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		h, err := p.Acquire(ctx, request(path))
+		if err == nil {
+			err = h.Release()
+		}
+		got <- err
+	}()
+	waitFor(t, "exclusive waiter is queued", func() bool { return len(queued(t, design, path)) == 1 })
+	a.Release()
+	select {
+	case err := <-got:
+		t.Fatalf("exclusive waiter got the lock while a shared holder had it (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
