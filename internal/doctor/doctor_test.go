@@ -719,3 +719,41 @@ func TestNotADirectory(t *testing.T) {
 		t.Errorf("Run on a missing directory: %v", err)
 	}
 }
+
+// sharedExcludingPeer never gets a shared lock, as on a filesystem that
+// turns shared locks into exclusive ones.
+type sharedExcludingPeer struct{ Peer }
+
+func (p sharedExcludingPeer) Do(ctx context.Context, op Op, path string) (Answer, error) {
+	if op == OpFlockShared {
+		return Denied, nil
+	}
+	return p.Peer.Do(ctx, op, path)
+}
+
+func TestSharedLocksExcludeEachOther(t *testing.T) {
+	rep := mustRun(t, Config{NewPeer: func(context.Context, string) (Peer, error) {
+		return sharedExcludingPeer{NewLocalPeer()}, nil
+	}})
+	p := rep.Probe(ProbeLockShared)
+	if p.Result != Warn || !strings.Contains(p.Detail, "shared locks exclude each other") {
+		t.Errorf("lock-shared: %+v", p)
+	}
+	// Nobody gets in who should not: safe, with a warning.
+	if rep.Verdict != Safe || !strings.Contains(rep.Summary, "warnings: lock-shared") {
+		t.Errorf("verdict %s: %s", rep.Verdict, rep.Summary)
+	}
+}
+
+func TestFilesystemUnidentified(t *testing.T) {
+	rep := mustRun(t, Config{Filesystem: func(string) (Filesystem, error) {
+		return Filesystem{}, errors.New("statfs: function not implemented")
+	}})
+	if p := rep.Probe(ProbeFilesystem); p.Result != Error || !strings.Contains(p.Detail, "not implemented") {
+		t.Errorf("filesystem: %+v", p)
+	}
+	// The locks work here, but on what, and shared with whom?
+	if rep.Verdict != Unknown || rep.Verdict.ExitStatus() != 2 {
+		t.Errorf("verdict %s: %s", rep.Verdict, rep.Summary)
+	}
+}
