@@ -1,0 +1,153 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+)
+
+// The portable protocol through the public API: Do, Update, Inspect,
+// InspectAny and Break. Its own rules are tested in internal/dirlock.
+
+func TestPortableDoRunsUnderADirectoryLock(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	dir := hold.Portable()
+	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
+		fi, err := os.Stat(target + ".lock")
+		if err != nil || !fi.IsDir() {
+			t.Errorf("no lock directory while fn runs: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(target+".lock", "owner.json")); err != nil {
+			t.Errorf("no owner record: %v", err)
+		}
+		// Another holder is refused meanwhile.
+		if _, err := hold.TryAcquire(target, hold.WithProtocol(hold.Portable())); !errors.Is(err, hold.ErrBusy) {
+			t.Errorf("second holder: %v", err)
+		}
+		return nil
+	}, hold.WithProtocol(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("lock directory left after Do: %v", err)
+	}
+}
+
+// A lock removed under fn: fn's context is cancelled (by the heartbeat's
+// lost signal) and Do reports ErrLost.
+func TestPortableDoCancelsFnWhenLost(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	dir := hold.Portable(hold.Heartbeat(50 * time.Millisecond))
+	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
+		os.RemoveAll(target + ".lock")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(30 * time.Second):
+			t.Error("fn's context was not cancelled after the lock was lost")
+			return nil
+		}
+	}, hold.WithProtocol(dir))
+	if !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Do after a lost lock: %v", err)
+	}
+}
+
+// Update does not publish when the lock was lost during fn, even before a
+// heartbeat noticed: Check looks at the lock itself.
+func TestPortableUpdateRefusesAfterLost(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	os.WriteFile(target, []byte("old"), 0o644)
+	dir := hold.Portable(hold.Heartbeat(time.Hour / 2))
+	err := hold.Update(context.Background(), target, func(old []byte) ([]byte, error) {
+		os.RemoveAll(target + ".lock")
+		return []byte("new"), nil
+	}, hold.WithProtocol(dir))
+	if !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Update after a lost lock: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "old" {
+		t.Fatalf("Update published %q after losing its lock", b)
+	}
+}
+
+func TestBreak(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+
+	// A kernel lock cannot be broken.
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Break(target, false); !errors.Is(err, hold.ErrUnsupported) {
+		t.Fatalf("Break of a kernel lock: %v", err)
+	}
+	l.Release()
+	os.Remove(target + ".lock")
+
+	// A live portable holder is refused, named; --force removes it and
+	// its holder finds the lock lost.
+	dir := hold.Portable()
+	l, err = hold.Acquire(context.Background(), target, hold.WithProtocol(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = hold.Break(target, false)
+	if !errors.Is(err, hold.ErrBusy) || !strings.Contains(err.Error(), "alive") {
+		t.Fatalf("Break of a live lock: %v", err)
+	}
+	st, err := hold.Break(target, true)
+	if err != nil || st.State != hold.HeldExclusive || st.Holder.Owner.PID != os.Getpid() {
+		t.Fatalf("forced Break: %+v %v", st, err)
+	}
+	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("holder after a forced break: %v", err)
+	}
+	l.Release()
+
+	// A dead holder's lock is broken without force.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	cmd.Run()
+	os.Mkdir(target+".lock", 0o777)
+	os.WriteFile(filepath.Join(target+".lock", "owner.json"),
+		[]byte(`{"pid":`+strconv.Itoa(cmd.Process.Pid)+`,"token":"t","started_at":"2026-01-01T00:00:00Z"}`), 0o644)
+	st, err = hold.Break(target, false)
+	if err != nil || st.State != hold.Stale {
+		t.Fatalf("Break of a dead holder's lock: %+v %v", st, err)
+	}
+	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("lock still there: %v", err)
+	}
+}
+
+// InspectAny reports a directory at the lock path as a portable lock even
+// when the kernel protocol was asked for (as `hold status` does).
+func TestInspectAnyFindsDirectoryLock(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	l, err := hold.Acquire(context.Background(), target, hold.WithProtocol(hold.Portable()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := hold.Inspect(target); !errors.Is(err, hold.ErrNotRegular) {
+		t.Fatalf("kernel Inspect of a directory: %v", err)
+	}
+	st, err := hold.InspectAny(target)
+	if err != nil || st.Protocol != "dir" || st.State != hold.HeldExclusive || st.Holder.Owner.ID != l.Owner().ID {
+		t.Fatalf("InspectAny: %+v %v", st, err)
+	}
+	free, err := hold.InspectAny(filepath.Join(t.TempDir(), "none"))
+	if err != nil || free.State != hold.Free {
+		t.Fatalf("InspectAny of nothing: %+v %v", free, err)
+	}
+}
