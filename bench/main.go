@@ -104,6 +104,17 @@ func cliAcquisitions(quick bool) int {
 	return 90
 }
 
+// loadAverage is the 1-minute load average where the system tells it: on
+// a machine shared with other work, the scheduler's wake-up latency, which
+// every fair hand-off pays, depends on it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b) + " unknown")[0]
+}
+
 // result is one run: one implementation with N workers.
 type result struct {
 	n        int
@@ -141,6 +152,7 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 		list = kept
 	}
 	began := time.Now()
+	loadBefore := loadAverage()
 	var results []*result
 	for _, n := range counts {
 		for _, im := range list {
@@ -160,7 +172,8 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 		}
 	}
 	cmdline := "go run . " + strings.Join(os.Args[1:], " ")
-	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, time.Since(began)); err != nil {
+	load := fmt.Sprintf("load average %s before, %s after", loadBefore, loadAverage())
+	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, time.Since(began)); err != nil {
 		return err
 	}
 	if err := writeChart(filepath.Join(out, "waits.svg"), results, list, counts, png); err != nil {
