@@ -330,7 +330,7 @@ func closeProtocol(p hold.Protocol) {
 
 // inspect reports the lock's state without taking it.
 func (s *lockSpec) inspect() (*hold.Status, error) {
-	return hold.Inspect(s.target, s.opts...)
+	return hold.InspectAny(s.target, s.opts...)
 }
 
 func schemeNames() []string {
