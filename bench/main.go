@@ -45,9 +45,12 @@ func main() {
 		m        = flag.Int("m", 0, "internal: the worker's acquisitions")
 		csTarget = flag.String("cs", "", "internal: run the critical section on this counter (the flock(1) child)")
 		png      = flag.Bool("png", false, "also write the chart as waits.png")
+		echo     = flag.Bool("echo", false, "internal: echo stdin to stdout (the wake-up probe's far end)")
 	)
 	flag.Parse()
 	switch {
+	case *echo:
+		os.Exit(echoMain())
 	case *csTarget != "":
 		os.Exit(criticalSectionChild(*csTarget))
 	case *worker != "":
@@ -153,6 +156,10 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 	}
 	began := time.Now()
 	loadBefore := loadAverage()
+	wakeBefore, meanBefore, err := wakeupLatency(self, 2000)
+	if err != nil {
+		return err
+	}
 	var results []*result
 	for _, n := range counts {
 		for _, im := range list {
@@ -172,7 +179,12 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 		}
 	}
 	cmdline := "go run . " + strings.Join(os.Args[1:], " ")
-	load := fmt.Sprintf("load average %s before, %s after", loadBefore, loadAverage())
+	wakeAfter, meanAfter, err := wakeupLatency(self, 2000)
+	if err != nil {
+		return err
+	}
+	load := fmt.Sprintf("load average %s before, %s after; process wake-up (half a pipe round trip) median %s / mean %s before, %s / %s after",
+		loadBefore, loadAverage(), fmtDur(wakeBefore), fmtDur(meanBefore), fmtDur(wakeAfter), fmtDur(meanAfter))
 	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, time.Since(began)); err != nil {
 		return err
 	}

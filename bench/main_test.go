@@ -13,7 +13,7 @@ import (
 // TestMain lets the test binary serve as the suite's worker and flock(1)
 // child, as the suite re-runs its own executable for them.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-cs") {
+	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-cs" || os.Args[1] == "-echo") {
 		main()
 		return
 	}
