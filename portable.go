@@ -104,7 +104,7 @@ func MaxPoll(d time.Duration) PortableOption { return func(c *dirlock.Config) { 
 // holder with an error matching ErrBusy that says who it is. With force it
 // removes the lock whatever its state; the holder, if alive, finds its lock
 // lost. It returns the state it found, so a caller can show the record it
-// removed.
+// removed; nothing at the lock path is not an error (the state is Free).
 //
 // Only locks that can outlive their holder can be broken: the portable
 // protocol's (chosen with WithProtocol, or found as a directory at the lock
@@ -118,7 +118,11 @@ func Break(target string, force bool, opts ...Option) (*Status, error) {
 	}
 	b, ok := c.protocol.(core.Breaker)
 	if !ok {
-		if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return &Status{Path: path, Protocol: c.protocol.Name()}, nil
+		case err == nil && fi.IsDir():
 			b, ok = Portable().(core.Breaker)
 		}
 	}
