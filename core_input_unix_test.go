@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -408,7 +409,16 @@ func TestLockFileNotWritable(t *testing.T) {
 			t.Fatalf("uid %d on root's lock file: %+v, want the lock with token 0", otherUser, r)
 		}
 		_, err = hold.TryAcquire(target)
-		holdError(t, "held by another user", err, hold.ErrBusy)
+		he := holdError(t, "held by another user", err, hold.ErrBusy)
+		// The record is root's, marked released: it must not be taken
+		// for the holder's. Where the kernel can be asked, the holder is
+		// named right.
+		if he.Holder != nil && he.Holder.Owner != nil && he.Holder.Owner.PID == os.Getpid() {
+			t.Errorf("the error names this process, whose record is a leftover: %v", err)
+		}
+		if _, _, ok := kernelLocks(lockPath); ok && !strings.Contains(err.Error(), fmt.Sprintf("pid %d", r.PID)) {
+			t.Errorf("the error does not name the holder, pid %d: %v", r.PID, err)
+		}
 		if err := os.WriteFile(release, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}

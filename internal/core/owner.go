@@ -47,6 +47,12 @@ type Owner struct {
 	Fence uint64 `json:"fence,omitempty"`
 	// Shared reports a shared (reader) hold.
 	Shared bool `json:"shared,omitempty"`
+	// Released reports that the holder that wrote the record has let go,
+	// so the record is a leftover and does not describe whoever holds the
+	// lock now (a tool that writes no record, or a holder that has not
+	// written its own yet). Kernel-lock holders set it on release by
+	// rewriting "false" as "true " in place: one small write, no reencoding.
+	Released bool `json:"released"`
 	// Protocol names the protocol that wrote the record ("flock", "dir", "etcd").
 	Protocol string `json:"protocol,omitempty"`
 	// Fields are caller-supplied extra fields.
@@ -72,10 +78,13 @@ func (o *Owner) Encode() []byte { return o.AppendEncode(nil) }
 // the same JSON encoding/json would for Owner (the fuzz tests hold it to
 // that), by hand, because a lock's every acquisition writes a record and
 // reflection made that a tenth of its cost. The fence comes first, so that
-// DecodeFence can usually read it without parsing the rest.
+// DecodeFence can usually read it without parsing the rest, and the
+// released flag second, at an offset its writer can compute.
 func (o *Owner) AppendEncode(b []byte) []byte {
 	b = append(b, `{"fence":`...)
 	b = strconv.AppendUint(b, o.Fence, 10)
+	b = append(b, `,"released":`...)
+	b = strconv.AppendBool(b, o.Released)
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(o.PID), 10)
 	if o.Host != "" {

@@ -68,7 +68,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		f.close()
 		return nil, lockError(req.Path, err)
 	}
-	h := &handle{f: f, path: req.Path, owner: req.Owner}
+	h := &handle{f: f, path: req.Path, owner: req.Owner, releasedAt: -1}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
@@ -118,6 +118,9 @@ type handle struct {
 	f     *lockFile
 	path  string
 	owner core.Owner
+	// releasedAt is the offset of the record's released flag, or -1
+	// when this holder wrote no record.
+	releasedAt int64
 
 	mu       sync.Mutex
 	released bool
@@ -167,6 +170,7 @@ func (h *handle) Release() error {
 		return nil
 	}
 	h.released = true
+	h.markReleased()
 	uerr := h.f.unlock()
 	cerr := h.f.close()
 	if uerr != nil {

@@ -58,7 +58,11 @@ func TestAbandonedWaitNeverKeepsLock(t *testing.T) {
 	}
 	granted, abandoned := 0, 0
 	for i := range rounds {
-		holder, err := p.TryAcquire(request(path, false))
+		// The last round's abandoned wait may still be handing the lock
+		// back: wait for it (bounded, to catch one that never does).
+		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		holder, err := p.Acquire(bctx, request(path, false))
+		bcancel()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,5 +342,52 @@ func TestHolderWithoutRecord(t *testing.T) {
 		if len(e.Holder.PIDs) != 1 || e.Holder.PIDs[0] != os.Getpid() {
 			t.Fatalf("holder pids %v, want this process", e.Holder.PIDs)
 		}
+	}
+}
+
+// TestLeftoverRecordNotNamed: after a release the record says so, and a
+// holder that writes none (flock(1), a read-only lock file) is not
+// mistaken for the last one.
+func TestLeftoverRecordNotNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	h, err := p.TryAcquire(request(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte(`"released":false`)) {
+		t.Fatalf("a held lock's record: %s", b)
+	}
+	h.Release()
+	b, _ := os.ReadFile(path)
+	o, ok := core.Decode(b)
+	if !ok || !o.Released || o.Fence != h.Fence() {
+		t.Fatalf("after release the record is %s, want it marked released with fence %d", b, h.Fence())
+	}
+	f, _, err := openLockFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	if err := f.lock(false, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.TryAcquire(request(path, false))
+	var e *core.Error
+	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) || e.Holder == nil {
+		t.Fatalf("%v", err)
+	}
+	if e.Holder.Owner != nil {
+		t.Fatalf("the released record was taken for the holder's: %v", err)
+	}
+	t.Log(err)
+	st, err := p.Inspect(path)
+	if err != nil || st.State != core.HeldExclusive || st.Fence != h.Fence() || st.Holder.Owner != nil {
+		t.Fatalf("Inspect: %+v %v", st, err)
+	}
+	f.unlock()
+	st, err = p.Inspect(path)
+	if err != nil || st.State != core.Free || st.Holder == nil || st.Holder.Owner == nil || !st.Holder.Owner.Released {
+		t.Fatalf("Inspect of the free lock: %+v %v; want the last record", st, err)
 	}
 }

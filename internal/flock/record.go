@@ -1,6 +1,7 @@
 package flock
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"time"
@@ -106,6 +107,10 @@ func (h *handle) publish(writable bool) error {
 	}
 	h.owner.Fence = last + 1
 	b := h.owner.AppendEncode(buf[:0])
+	h.releasedAt = int64(bytes.Index(b[:min(len(b), 64)], []byte(releasedFalse)))
+	if h.releasedAt >= 0 {
+		h.releasedAt += int64(len(releasedFalse) - len("false"))
+	}
 	pad := size - int64(len(b))
 	if pad > 0 && pad <= padSlack {
 		// Overwrite all of the old record: pad before the final newline.
@@ -128,6 +133,21 @@ func (h *handle) publish(writable bool) error {
 	return nil
 }
 
+// releasedFalse is how an unreleased record says so; markReleased
+// overwrites its "false" with "true " (the same length: the space is
+// JSON whitespace).
+const releasedFalse = `,"released":false`
+
+// markReleased flags the record this holder wrote as a leftover, so that
+// whoever reads it while the lock is held by another (one that writes no
+// record, or has not written it yet) does not name this process as the
+// holder. Best effort: the record is only diagnostics.
+func (h *handle) markReleased() {
+	if h.releasedAt > 0 {
+		h.f.writeAt([]byte("true "), h.releasedAt)
+	}
+}
+
 // holderOf describes who holds the lock that f could not take: the record
 // in the file, whether the recorded process is alive and, on Linux, which
 // pids the kernel says hold it. Reading /proc/locks was measured here at
@@ -136,14 +156,16 @@ func (h *handle) publish(writable bool) error {
 // when the record does not explain the lock (no record, or a recorded
 // holder that is not alive).
 func holderOf(f *lockFile, thorough bool) *core.Holder {
-	var buf [readSize]byte
-	var rec *core.Owner
-	if _, raw, err := readRecord(f, buf[:]); err == nil && raw != nil {
-		rec, _ = core.Decode(raw)
-	}
+	rec := readOwner(f)
+	leftover := rec != nil && rec.Released
 	h := &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
-	if !thorough && h.Alive == core.Alive {
+	if !thorough && h.Alive == core.Alive && !leftover {
 		return h
+	}
+	if leftover {
+		// The record names a past holder: say nothing rather than
+		// something false, unless the kernel knows better below.
+		h.Owner, h.Alive = nil, core.LivenessUnknown
 	}
 	if pids := proc.LockHolders(f.procFd()); len(pids) > 0 {
 		h.PIDs = pids
@@ -155,6 +177,17 @@ func holderOf(f *lockFile, thorough bool) *core.Holder {
 		}
 	}
 	return h
+}
+
+// readOwner reads and decodes the record in f; nil when there is none
+// or it cannot be read.
+func readOwner(f *lockFile) *core.Owner {
+	var buf [readSize]byte
+	if _, raw, err := readRecord(f, buf[:]); err == nil && raw != nil {
+		rec, _ := core.Decode(raw)
+		return rec
+	}
+	return nil
 }
 
 // holderAt is holderOf for a path, for when the waiting descriptor has
@@ -182,22 +215,20 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 		return nil, err
 	}
 	defer f.close()
-	h := holderOf(f, true)
-	if h.Owner != nil {
-		st.Fence = h.Owner.Fence
+	state := probe(f)
+	rec := readOwner(f)
+	if rec != nil {
+		st.Fence = rec.Fence
 	}
-	switch probe(f) {
-	case core.Free:
-		if h.Owner != nil {
-			st.Holder = &core.Holder{Owner: h.Owner, Alive: h.Alive}
+	if state == core.Free {
+		if rec != nil {
+			// The last holder, for the record.
+			st.Holder = &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
 		}
-	case core.HeldShared:
-		st.State = core.HeldShared
-		st.Holder = h
-	default:
-		st.State = core.HeldExclusive
-		st.Holder = h
+		return st, nil
 	}
+	st.State = state
+	st.Holder = holderOf(f, true)
 	return st, nil
 }
 
