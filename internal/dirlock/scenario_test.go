@@ -569,3 +569,28 @@ func TestInspectAndBreak(t *testing.T) {
 		t.Fatalf("Break left the stale lock: %v", err)
 	}
 }
+
+// Where the OS reports directory events, a waiter wakes when the lock is
+// removed, not when its backoff ends: here the backoff is an hour.
+func TestWaiterWakesOnEvent(t *testing.T) {
+	if !eventsWork {
+		t.Skip("no directory events on this OS: waiters poll")
+	}
+	path := lockIn(t)
+	os.Mkdir(path, 0o777)
+	w := newWaiter(path, time.Hour)
+	defer w.close()
+	if w.watcher == nil {
+		t.Fatal("no watcher on the lock's directory")
+	}
+	w.next = time.Hour
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		os.Rename(path, path+".rm-test")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.sleep(ctx, w.backoff(time.Time{})); err != nil {
+		t.Fatalf("waiter not woken by the lock's removal: %v", err)
+	}
+}
