@@ -200,12 +200,12 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	if !wait {
 		if resp.Succeeded {
 			w.rev = resp.Header.Revision
-			return w.held(w.rev), nil
+			return w.held(), nil
 		}
 		first := firstKV(resp.Responses[0])
 		if first != nil && string(first.Key) == w.key {
 			w.rev = first.CreateRevision // an earlier attempt took it
-			return w.held(first.ModRevision), nil
+			return w.held(), nil
 		}
 		return nil, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrBusy, Holder: holderOf(first)}
 	}
@@ -216,18 +216,28 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 				Hint: "this waiter's key vanished while it queued"}
 		}
 		w.rev = mine.CreateRevision
-		return w.wait(ctx, "")
+		return w.wait(ctx, queue{})
 	}
 	w.rev = resp.Header.Revision
-	pred := firstKV(resp.Responses[0])
+	pred, first := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
 	if pred == nil {
-		return w.held(w.rev), nil
+		return w.held(), nil
 	}
-	w.holder = holderOf(firstKV(resp.Responses[1]))
+	w.holder = holderOf(first)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: waiting for lock", "path", w.req.Path, "key", w.key, "holder", w.holder.String())
 	}
-	return w.wait(ctx, string(pred.Key))
+	return w.wait(ctx, queue{pred: string(pred.Key), predHolds: string(pred.Key) == string(first.Key)})
+}
+
+// queue is what a waiter knows of the keys in front of it.
+type queue struct {
+	// pred is the newest key created before ours; "" when unknown.
+	pred string
+	// predHolds says pred was the oldest key when last read: no key can
+	// be older than it, since every key created later is newer than ours,
+	// so when pred is deleted the lock is ours.
+	predHolds bool
 }
 
 // wait waits in the queue until every key created before ours is gone.
@@ -236,28 +246,28 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 // The watch starts at the current revision, which etcd serves as soon as an
 // event happens (a watch from a past revision would first be caught up by
 // the server's 100 ms resync loop). Because the predecessor may have gone
-// before the watch started, the wait then re-checks the queue, in the same
-// transaction that takes the lock if it has become free.
-//
-// An empty pred means the predecessor is not known yet.
-func (w *waiter) wait(ctx context.Context, pred string) (*handle, error) {
+// before the watch started, the wait then re-reads the queue. When the
+// predecessor is deleted, the lock is ours at once if it was the holder;
+// otherwise (a waiter in front gave up) one read tells who is in front now.
+// Waiting writes nothing: the owner record gets its acquisition time after
+// the lock is taken, off the hand-off's path.
+func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 	p := w.p
 	for {
-		if pred == "" {
-			h, next, err := w.tryTake(ctx)
-			if h != nil {
-				return h, nil
-			}
-			if err != nil {
+		if q.pred == "" {
+			var err error
+			if q, err = w.check(ctx); err != nil {
 				if err := w.outlast(ctx, err); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			pred = next
+			if q.pred == "" {
+				return w.heldAfterWait(), nil
+			}
 		}
 		wctx, wcancel := context.WithCancel(ctx)
-		wch := p.client.Watch(clientv3.WithRequireLeader(wctx), pred,
+		wch := p.client.Watch(clientv3.WithRequireLeader(wctx), q.pred,
 			clientv3.WithCreatedNotify(), clientv3.WithFilterPut())
 		started, err := w.await(ctx, wch)
 		if err != nil {
@@ -272,36 +282,63 @@ func (w *waiter) wait(ctx context.Context, pred string) (*handle, error) {
 			}
 			continue
 		}
-		for {
-			h, next, err := w.tryTake(ctx)
-			if h != nil {
-				wcancel()
-				return h, nil
-			}
-			if err != nil {
-				wcancel()
-				if err := w.outlast(ctx, err); err != nil {
-					return nil, err
-				}
-				break // watch again: events may have been missed
-			}
-			if next != pred {
-				// Our predecessor left and an earlier key is still
-				// queued (a waiter ahead of us gave up): wait on it.
-				pred = next
-				break
-			}
-			gone, err := w.await(ctx, wch)
-			if err != nil {
-				wcancel()
+		now, err := w.check(ctx)
+		if err != nil {
+			wcancel()
+			if err := w.outlast(ctx, err); err != nil {
 				return nil, err
 			}
-			if !gone {
-				break
-			}
+			continue // watch again: events may have been missed
 		}
+		if now.pred != q.pred {
+			// Gone before the watch started, or a waiter in front of
+			// us gave up: wait on whoever is in front now.
+			wcancel()
+			if now.pred == "" {
+				return w.heldAfterWait(), nil
+			}
+			q = now
+			continue
+		}
+		q = now
+		gone, err := w.await(ctx, wch)
 		wcancel()
+		if err != nil {
+			return nil, err
+		}
+		if gone && q.predHolds {
+			return w.heldAfterWait(), nil
+		}
+		q = queue{} // read the queue again
 	}
+}
+
+// check reads the queue in front of our key, without writing: a read-only
+// transaction is served by etcd without a raft round.
+func (w *waiter) check(ctx context.Context) (queue, error) {
+	var resp *clientv3.TxnResponse
+	err := w.p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+		resp, err = w.p.client.Txn(ctx).Then(
+			clientv3.OpGet(w.key, clientv3.WithKeysOnly()),
+			clientv3.OpGet(w.prefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1), clientv3.WithKeysOnly())...),
+			clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+		).Commit()
+		return err
+	})
+	if err != nil {
+		return queue{}, w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
+	}
+	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
+		return queue{}, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
+	}
+	first := firstKV(resp.Responses[2])
+	w.holder = holderOf(first)
+	pred := firstKV(resp.Responses[1])
+	if pred == nil {
+		return queue{}, nil
+	}
+	return queue{pred: string(pred.Key), predHolds: first != nil && string(first.Key) == string(pred.Key)}, nil
 }
 
 // await waits for the next message on a watch of the predecessor: its
@@ -358,56 +395,23 @@ func (w *waiter) pause(ctx context.Context) error {
 	}
 }
 
-// tryTake takes the lock if no key older than ours is left, publishing the
-// owner record with the time the lock was taken. Otherwise it returns the
-// key now in front of ours.
-func (w *waiter) tryTake(ctx context.Context) (*handle, string, error) {
-	p := w.p
-	now := time.Now()
-	rec := w.owner
-	rec.StartedAt = now
-	rec.Fence = uint64(w.rev)
-	var resp *clientv3.TxnResponse
-	// Repeating it is harmless: it only rewrites our own record.
-	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-		resp, err = p.client.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(w.key), "=", w.rev),
-			clientv3.Compare(clientv3.CreateRevision(w.prefix), ">", w.rev-1).WithPrefix(),
-		).Then(
-			clientv3.OpPut(w.key, string(rec.Encode()), clientv3.WithLease(w.sess.id)),
-		).Else(
-			clientv3.OpGet(w.key),
-			clientv3.OpGet(w.prefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...),
-			clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
-		).Commit()
-		return err
-	})
-	if err != nil {
-		return nil, "", w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
+// held turns the waiter into a held lock and starts watching for its loss.
+func (w *waiter) held() *handle {
+	w.owner.Fence = uint64(w.rev)
+	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, false)
+	if l := w.req.Logger; l != nil {
+		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
-	if resp.Succeeded {
-		w.owner = rec
-		return w.held(resp.Header.Revision), "", nil
-	}
-	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
-		return nil, "", &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
-			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
-	}
-	w.holder = holderOf(firstKV(resp.Responses[2]))
-	pred := firstKV(resp.Responses[1])
-	if pred == nil {
-		// Cannot happen: the comparison failed, so an older key exists.
-		// Try again rather than trust it.
-		return nil, w.key, nil
-	}
-	return nil, string(pred.Key), nil
+	return h
 }
 
-// held turns the waiter into a held lock whose key was last written at
-// modRev, and starts watching for its loss.
-func (w *waiter) held(modRev int64) *handle {
+// heldAfterWait turns a waiter that reached the front of the queue into a
+// held lock, and has the owner record rewritten with the time the lock was
+// taken (the record written when it queued has the time it queued).
+func (w *waiter) heldAfterWait() *handle {
+	w.owner.StartedAt = time.Now()
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.key, w.sess, w.owner, modRev)
+	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}

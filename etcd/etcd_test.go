@@ -17,6 +17,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
+	"github.com/hold-dev/hold/etcd/etcdtest"
 )
 
 // countKeys returns how many keys (holder and waiters) a lock has.
@@ -463,7 +464,7 @@ func TestBadInput(t *testing.T) {
 // the reason, and a Protocol whose cluster is gone fails operations within
 // its request timeout rather than hanging.
 func TestUnreachable(t *testing.T) {
-	port, err := freePort()
+	port, err := etcdtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
+	"github.com/hold-dev/hold/etcd/etcdtest"
 )
 
 // TestServerStopAndRestart: while etcd is down a waiter gets a clear error
@@ -18,12 +19,12 @@ func TestServerStopAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own etcd server")
 	}
-	c, err := startCluster(t.TempDir(), 1, fastTicks)
+	c, err := etcdtest.Start(t.TempDir(), etcdtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	eps := c.endpoints()
+	defer c.Close()
+	eps := c.Endpoints()
 	short := dialTo(t, eps, etcd.WithTTL(time.Second), etcd.WithRequestTimeout(time.Second))
 	long := dialTo(t, eps, etcd.WithTTL(30*time.Second), etcd.WithRequestTimeout(time.Second))
 	key := uniqueKey(t)
@@ -57,7 +58,7 @@ func TestServerStopAndRestart(t *testing.T) {
 	waitKeys(t, rawClient(t, eps...), key, 3)
 
 	stopped := time.Now()
-	c.members[0].stop()
+	c.Members[0].Stop()
 
 	select {
 	case r := <-aDone:
@@ -86,7 +87,7 @@ func TestServerStopAndRestart(t *testing.T) {
 		t.Errorf("holder Release while etcd is down = %v, want ErrLost", err)
 	}
 
-	if err := c.members[0].start(); err != nil {
+	if err := c.Members[0].Start(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
@@ -119,12 +120,12 @@ func TestClusterMemberDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-member cluster")
 	}
-	c, err := startCluster(t.TempDir(), 3, clusterTicks)
+	c, err := etcdtest.Start(t.TempDir(), etcdtest.Config{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	p := dialTo(t, c.endpoints(), etcd.WithTTL(5*time.Second))
+	defer c.Close()
+	p := dialTo(t, c.Endpoints(), etcd.WithTTL(5*time.Second))
 	key := uniqueKey(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -138,16 +139,10 @@ func TestClusterMemberDown(t *testing.T) {
 	}
 
 	// Stop the leader, the hardest member to lose.
-	stopped := false
-	for _, m := range c.members {
-		if m.e != nil && m.e.Server.Leader() == m.e.Server.MemberID() {
-			m.stop()
-			stopped = true
-			break
-		}
-	}
-	if !stopped {
-		c.members[0].stop()
+	if m := c.Leader(); m != nil {
+		m.Stop()
+	} else {
+		c.Members[0].Stop()
 	}
 
 	const workers, each = 3, 10

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -12,13 +13,20 @@ import (
 )
 
 // handle is one held lock: a key bound to this acquisition's lease.
+//
+// The key is ours while it exists with our create revision and our lease.
+// Its value (the owner record) is ours to rewrite once, after a wait; any
+// other write to it, and its deletion, mean the lock was lost.
 type handle struct {
-	p      *Protocol
-	path   string
-	key    string
-	sess   *session
-	owner  core.Owner
-	modRev int64 // revision of our last write to key: any other write means loss
+	p     *Protocol
+	path  string
+	key   string
+	rev   int64 // the key's create revision: queue position and fencing token
+	sess  *session
+	owner core.Owner
+	// record is the owner record as published after a wait, which the
+	// watch must not take for someone else's write.
+	record []byte
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -33,10 +41,16 @@ type handle struct {
 	relErr   error
 }
 
-func newHandle(p *Protocol, path, key string, sess *session, owner core.Owner, modRev int64) *handle {
+// newHandle starts watching the key for loss. With publish it also
+// rewrites the owner record in the background.
+func newHandle(p *Protocol, path, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
-	h := &handle{p: p, path: path, key: key, sess: sess, owner: owner, modRev: modRev,
+	h := &handle{p: p, path: path, key: key, rev: rev, sess: sess, owner: owner,
 		lost: make(chan struct{}), stopWatch: stop, watchDone: make(chan struct{})}
+	if publish {
+		h.record = owner.Encode()
+		go h.publish(ctx)
+	}
 	go h.watch(ctx)
 	return h
 }
@@ -45,12 +59,47 @@ func (h *handle) Fence() uint64         { return h.owner.Fence }
 func (h *handle) Owner() *core.Owner    { o := h.owner; return &o }
 func (h *handle) Lost() <-chan struct{} { return h.lost }
 
+// ours is the condition that the key is still this holder's.
+func (h *handle) ours() []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev),
+		clientv3.Compare(clientv3.LeaseValue(h.key), "=", h.sess.id),
+	}
+}
+
+func (h *handle) isOurs(kv *mvccpb.KeyValue) bool {
+	return kv != nil && kv.CreateRevision == h.rev && clientv3.LeaseID(kv.Lease) == h.sess.id
+}
+
+// publish rewrites the owner record with the time the lock was taken and
+// its fencing token, so that status shows them. It runs after Acquire has
+// returned, to keep a write off the hand-off. If the key is gone by then,
+// the lock was lost while it waited.
+func (h *handle) publish(ctx context.Context) {
+	var resp *clientv3.TxnResponse
+	err := h.p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+		resp, err = h.p.client.Txn(ctx).If(h.ours()...).Then(
+			clientv3.OpPut(h.key, string(h.record), clientv3.WithLease(h.sess.id)),
+		).Commit()
+		return err
+	})
+	if err != nil || resp.Succeeded {
+		return // unreachable: the lease's keep-alive decides
+	}
+	h.mu.Lock() // a Release under way deleted the key itself
+	released := h.released
+	h.mu.Unlock()
+	if !released {
+		h.markLost("its key was deleted or its lease revoked while it waited")
+	}
+}
+
 // watch closes Lost when the lease ends (the client could not renew it
 // within its TTL, or it was revoked) or the key is deleted or overwritten.
 // The session alone would miss a deleted key: the lease lives on without it.
 func (h *handle) watch(ctx context.Context) {
 	defer close(h.watchDone)
-	rev := h.modRev + 1
+	rev := h.rev + 1
 	for {
 		wch := h.p.client.Watch(ctx, h.key, clientv3.WithRev(rev))
 	events:
@@ -71,15 +120,17 @@ func (h *handle) watch(ctx context.Context) {
 					h.markLost("the etcd client was closed")
 					return
 				}
-				// The watch starts after our last write, so any event
-				// on the key is someone else's.
 				for _, ev := range wr.Events {
-					if ev.Type == mvccpb.DELETE {
+					switch {
+					case ev.Type == mvccpb.DELETE:
 						h.markLost("its key was deleted")
-					} else {
+						return
+					case h.record != nil && h.isOurs(ev.Kv) && bytes.Equal(ev.Kv.Value, h.record):
+						// our own rewrite of the owner record
+					default:
 						h.markLost("its key was overwritten")
+						return
 					}
-					return
 				}
 				if wr.Err() != nil || wr.Canceled {
 					// Compacted past our revision, or the server dropped
@@ -110,7 +161,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 			return 0, ctx.Err()
 		}
 		if err == nil {
-			if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != h.modRev {
+			if len(resp.Kvs) == 0 || !h.isOurs(resp.Kvs[0]) {
 				h.markLost("its key was deleted or overwritten")
 				return 0, core.ErrLost
 			}
@@ -182,7 +233,7 @@ func (h *handle) Check() error {
 	if err != nil {
 		return h.p.opError("check", h.path, context.Background(), err, nil)
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != h.modRev {
+	if len(resp.Kvs) == 0 || !h.isOurs(resp.Kvs[0]) {
 		h.markLost("its key was deleted or overwritten")
 		return h.lostError("check")
 	}
@@ -203,15 +254,15 @@ func (h *handle) Release() error {
 
 	var err error
 	if h.lostError("release") == nil {
-		// Delete only the key we wrote: if anyone else wrote it since,
-		// the lock was not ours any more.
+		// Delete only our key: if it has another lease or another
+		// create revision, the lock was not ours any more.
 		var resp *clientv3.TxnResponse
-		var gone bool // an earlier attempt may have deleted it
-		terr := h.p.call(context.Background(), func(ctx context.Context, retried bool) (err error) {
-			gone = retried
-			resp, err = h.p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.ModRevision(h.key), "=", h.modRev),
-			).Then(clientv3.OpDelete(h.key)).Else(clientv3.OpGet(h.key)).Commit()
+		var retried bool // an earlier attempt may have deleted it
+		terr := h.p.call(context.Background(), func(ctx context.Context, again bool) (err error) {
+			retried = again
+			resp, err = h.p.client.Txn(ctx).If(h.ours()...).Then(
+				clientv3.OpDelete(h.key),
+			).Else(clientv3.OpGet(h.key)).Commit()
 			return err
 		})
 		switch {
@@ -220,7 +271,7 @@ func (h *handle) Release() error {
 			if e, ok := err.(*core.Error); ok && e.Hint == "" {
 				e.Hint = "the lock ends when its lease expires, within " + h.p.ttl.String()
 			}
-		case !resp.Succeeded && !(gone && firstKV(resp.Responses[0]) == nil):
+		case !resp.Succeeded && !(retried && firstKV(resp.Responses[0]) == nil):
 			h.markLost("its key was deleted or overwritten")
 		}
 	}
