@@ -214,7 +214,7 @@ func (q *ofdQueue) held(from, n uint64) (uint64, error) {
 }
 
 // waitFor sleeps until ticket pred's waiter leaves: a read lock on its
-// slot is granted only then. The read lock is dropped at once. A blocked
+// slot is granted only then. A blocked
 // F_OFD_SETLKW cannot be interrupted from Go, so when ctx can end, the wait
 // uses a second open file description on its own goroutine; if ctx ends
 // first that goroutine is abandoned and closes its descriptor once the
@@ -222,10 +222,12 @@ func (q *ofdQueue) held(from, n uint64) (uint64, error) {
 func (q *ofdQueue) waitFor(ctx context.Context, pred uint64) error {
 	off := slotBase + int64(pred)
 	if ctx.Done() == nil {
+		// The read lock stays until the queue file is closed: it is on a
+		// slot nobody locks again, and probes ask for read locks, which it
+		// does not block. That saves a system call per wait.
 		if _, err := lock(q.fd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1); err != nil {
 			return q.error("wait in queue", err)
 		}
-		lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
 		return nil
 	}
 	wfd, err := q.reopen()
