@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -179,4 +181,32 @@ func rawOpen(b *testing.B, path string) int {
 	}
 	b.Cleanup(func() { unix.Close(fd) })
 	return fd
+}
+
+// BenchmarkTimeoutLateness measures how long after its deadline a waiting
+// Acquire returns (the issue asks for well under 10 ms): each iteration
+// waits 1 ms on a held lock. The metrics are the median and the worst
+// lateness; ns/op is dominated by the 1 ms wait itself.
+func BenchmarkTimeoutLateness(b *testing.B) {
+	target := filepath.Join(b.TempDir(), "t")
+	var late []time.Duration
+	for b.Loop() {
+		holder, err := hold.Acquire(context.Background(), target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		deadline, _ := ctx.Deadline()
+		_, err = hold.Acquire(ctx, target)
+		late = append(late, time.Since(deadline))
+		cancel()
+		if !errors.Is(err, hold.ErrTimeout) {
+			b.Fatalf("Acquire on a held lock past its deadline: %v", err)
+		}
+		// Let the abandoned wait take the lock and hand it back.
+		holder.Release()
+	}
+	slices.Sort(late)
+	b.ReportMetric(float64(late[len(late)/2].Microseconds()), "late-median-µs")
+	b.ReportMetric(float64(late[len(late)-1].Microseconds()), "late-max-µs")
 }

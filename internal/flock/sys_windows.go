@@ -89,7 +89,9 @@ func openForInspect(path string) (*lockFile, error) {
 	const share = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
 	h, err := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
 	if err != nil {
-		if err == windows.ERROR_FILE_NOT_FOUND {
+		if err == windows.ERROR_FILE_NOT_FOUND || err == windows.ERROR_PATH_NOT_FOUND {
+			// No lock file, or not even its directory: either way free,
+			// as on unix.
 			return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
 		}
 		return nil, openError(path, err)
