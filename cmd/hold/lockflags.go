@@ -59,10 +59,12 @@
 //
 // A target such as "etcd://127.0.0.1:2379/locks/deploy" names its protocol
 // itself. A file registers a resolver for the scheme; it returns the
-// protocol and the lock path (for etcd, the key) to use for that target:
+// protocol and the lock path (for etcd, the key) to use for that target.
+// It gets the parsed flag set too (nil if there is none), to read flags
+// the same file added with registerLockFlag (TLS files, credentials):
 //
 //	func init() {
-//		registerScheme("etcd", func(target string) (hold.Protocol, string, error) {
+//		registerScheme("etcd", func(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
 //			u, err := url.Parse(target)
 //			...
 //			return etcdProtocol, key, nil
@@ -118,8 +120,9 @@ type protocolEntry struct {
 }
 
 // schemeResolver turns an address-style target ("etcd://host:port/key")
-// into the protocol serving it and the lock path (or key) within it.
-type schemeResolver func(target string) (proto hold.Protocol, lockPath string, err error)
+// into the protocol serving it and the lock path (or key) within it. fs is
+// the subcommand's parsed flag set, or nil.
+type schemeResolver func(target string, fs *pflag.FlagSet) (proto hold.Protocol, lockPath string, err error)
 
 // lockFlagAdder defines extra lock flags on fs and returns a function that,
 // once fs is parsed, turns them into options.
@@ -287,7 +290,7 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 		if f.lockFile != "" || f.name != "" {
 			return nil, usagef("--lock-file and --name do not apply to an address target like %q", target)
 		}
-		proto, lockPath, err := resolve(target)
+		proto, lockPath, err := resolve(target, f.fs)
 		if err != nil {
 			return nil, err
 		}
