@@ -162,3 +162,31 @@ func TestEtcdBadInput(t *testing.T) {
 		t.Errorf("missing CA file: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestEtcdBreak: break refuses a live holder of an etcd lock; --force
+// revokes its lease, and the holder's `hold run` learns it lost the lock,
+// stops its command and exits 65.
+func TestEtcdBreak(t *testing.T) {
+	addr := "etcd://" + startEtcd(t) + "/locks/stuck"
+	dir := t.TempDir()
+	holder, holderErr := startHold(t, dir, "run", addr, "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+
+	if r := runHold(t, dir, "break", addr); r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
+		t.Errorf("break of a live holder: exit %d, stderr %q; want 1 naming it", r.code, r.stderr)
+	}
+	r := runHold(t, dir, "break", "--force", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "removed") {
+		t.Fatalf("break --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if code := waitExit(t, holder); code != exitLockError {
+		t.Errorf("holder after break: exit %d, want %d; stderr %q", code, exitLockError, holderErr())
+	}
+	if !strings.Contains(holderErr(), "lost") {
+		t.Errorf("holder's stderr does not say the lock was lost: %q", holderErr())
+	}
+	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
+		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
+	}
+}
