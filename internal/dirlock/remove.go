@@ -44,7 +44,7 @@ const (
 // point for tests).
 func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (removal, error) {
 	tomb := path + ".rm-" + randomHex(6)
-	if err := os.Rename(path, tomb); err != nil {
+	if err := renameNoReplace(path, tomb); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return changed, nil
 		}
@@ -105,7 +105,7 @@ func (e expect) matches(raw []byte) bool {
 // directory, two calls; anything else falls back to RemoveAll.
 func removeTomb(tomb string) error {
 	os.Remove(filepath.Join(tomb, OwnerFile))
-	if err := os.Remove(tomb); err == nil || errors.Is(err, fs.ErrNotExist) {
+	if err := rmdir(tomb); err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return os.RemoveAll(tomb)

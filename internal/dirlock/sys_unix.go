@@ -85,3 +85,12 @@ func isMkdirContention(err error) bool { return errors.Is(err, unix.EEXIST) }
 // isRemoveContention: on unix no failure of rename or remove means that
 // another process is merely passing through.
 func isRemoveContention(err error) bool { return false }
+
+// rmdir removes an empty directory with one call (os.Remove tries unlink
+// first).
+func rmdir(path string) error {
+	if err := unix.Rmdir(path); err != nil {
+		return &os.PathError{Op: "rmdir", Path: path, Err: err}
+	}
+	return nil
+}

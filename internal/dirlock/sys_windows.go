@@ -86,3 +86,5 @@ func renameNoReplace(from, to string) error {
 	}
 	return windows.MoveFileEx(f, t, 0)
 }
+
+func rmdir(path string) error { return os.Remove(path) }
