@@ -254,17 +254,18 @@ func DecodeFence(b []byte) (fence uint64, ok bool) {
 // encoding/json would match to the fence field: one containing "ence" in
 // any case, or written with a \u escape.
 func mayNameFence(b []byte) bool {
-	for i := 0; i+1 < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			if b[i+1] == 'u' {
-				return true
-			}
-			i++
-		case 'e', 'E':
-			if i+3 < len(b) && b[i+1]|0x20 == 'n' && b[i+2]|0x20 == 'c' && b[i+3]|0x20 == 'e' {
-				return true
-			}
+	if bytes.Contains(b, []byte(`\u`)) {
+		return true
+	}
+	// Look at each 'n' or 'N' (rare in a record) for "ence" around it.
+	for i := 1; i+2 < len(b); i++ {
+		j := bytes.IndexAny(b[i:len(b)-2], "nN")
+		if j < 0 {
+			return false
+		}
+		i += j
+		if b[i-1]|0x20 == 'e' && b[i+1]|0x20 == 'c' && b[i+2]|0x20 == 'e' {
+			return true
 		}
 	}
 	return false
