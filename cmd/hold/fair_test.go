@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/fairq"
 )
 
 // TestFairFlagQueuesInOrder: `hold run --fair` waiters started one by one
@@ -20,12 +22,9 @@ func TestFairFlagQueuesInOrder(t *testing.T) {
 	holder, _ := holdCommand(t, dir)
 	const waiters = 4
 	queued := func() int {
-		entries, _ := os.ReadDir(filepath.Join(dir, "T.lock.q"))
-		n := 0
-		for _, e := range entries {
-			if e.Name() != "counter" {
-				n++
-			}
+		n, err := fairq.Waiting(filepath.Join(dir, "T.lock"))
+		if err != nil {
+			t.Fatal(err)
 		}
 		return n
 	}
