@@ -62,7 +62,8 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 // ErrLost error from Release, because fn's work was then not protected.
 //
 // The context fn receives is cancelled if the lock is lost while fn runs
-// (possible with the portable and etcd protocols, never with kernel locks).
+// (possible with the portable and etcd protocols; the loss of a kernel
+// lock, a removed or replaced lock file, is found only by Lock.Check).
 func Do(ctx context.Context, target string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	l, err := Acquire(ctx, target, opts...)
 	if err != nil {
@@ -109,8 +110,9 @@ func (l *Lock) Token() uint64 { return l.h.Fence() }
 func (l *Lock) Owner() Owner { return *l.h.Owner() }
 
 // Lost returns a channel that is closed if the lock is found to be no
-// longer this holder's. Kernel locks cannot be lost while held: their
-// channel is never closed.
+// longer this holder's. A kernel lock holds while this process keeps it;
+// it is lost only if someone removes or replaces its lock file (newcomers
+// then lock the new file), which Check detects, closing this channel.
 func (l *Lock) Lost() <-chan struct{} { return l.h.Lost() }
 
 // Check returns nil while the lock is held, and an error matching ErrLost or

@@ -54,8 +54,9 @@ type Handle interface {
 	// Owner is the record this holder published.
 	Owner() *Owner
 	// Lost is closed when the lock is found to be no longer this holder's.
-	// Kernel locks cannot be lost while their descriptor is open, so theirs
-	// is never closed.
+	// A kernel lock holds while its descriptor is open; it is lost only if
+	// its lock file is removed or replaced, which its Check detects (and
+	// then closes this channel).
 	Lost() <-chan struct{}
 	// Check returns nil while the lock is held, an error wrapping ErrLost
 	// when it was lost and one wrapping ErrReleased after Release.

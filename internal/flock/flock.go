@@ -124,11 +124,9 @@ type handle struct {
 
 	mu       sync.Mutex
 	released bool
+	lost     bool          // Check found the lock file removed or replaced
+	lostCh   chan struct{} // made by the first Lost call
 }
-
-// never is the Lost channel of every kernel lock: while the descriptor is
-// open the kernel keeps the lock, so it cannot be lost.
-var never = make(chan struct{})
 
 func (h *handle) Fence() uint64 { return h.owner.Fence }
 
@@ -145,28 +143,64 @@ func (h *handle) Owner() *core.Owner {
 	return &o
 }
 
-func (h *handle) Lost() <-chan struct{} { return never }
+// Lost returns a channel closed once Check finds the lock lost. The kernel
+// keeps the lock while the descriptor is open, so it is lost only when its
+// lock file is removed or replaced: the lock then guards a file nobody
+// else will open, and newcomers lock the new one. Nothing watches for that
+// between calls to Check.
+func (h *handle) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lostCh == nil {
+		h.lostCh = make(chan struct{})
+		if h.lost {
+			close(h.lostCh)
+		}
+	}
+	return h.lostCh
+}
+
+func (h *handle) lostError(op string) error {
+	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost,
+		Hint: "the lock file was removed or replaced while held, so others may have locked its successor"}
+}
 
 // File returns the open lock file, so that `hold run` can pass the
 // descriptor (and with it the lock) to the command it runs. After Release
 // it is closed.
 func (h *handle) File() *os.File { return h.f.file() }
 
+// Check reports ErrReleased after Release, and ErrLost when the lock path
+// no longer names the file this lock is on (one fstat and one lstat).
 func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.lost {
+		return h.lostError("check")
+	}
 	if h.released {
 		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+	}
+	if same, err := h.f.namedBy(h.path); err == nil && !same {
+		h.lost = true
+		if h.lostCh != nil {
+			close(h.lostCh)
+		}
+		return h.lostError("check")
 	}
 	return nil
 }
 
 // Release unlocks before closing: if the descriptor was inherited by a
 // child that still runs, closing alone would leave the lock with the child.
+// Once Check has found the lock lost, every Release says so.
 func (h *handle) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
+		if h.lost {
+			return h.lostError("release")
+		}
 		return nil
 	}
 	h.released = true
@@ -178,6 +212,9 @@ func (h *handle) Release() error {
 	}
 	if cerr != nil {
 		return &core.Error{Op: "release", Path: h.path, Err: cerr}
+	}
+	if h.lost {
+		return h.lostError("release")
 	}
 	return nil
 }

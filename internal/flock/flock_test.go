@@ -391,3 +391,69 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 		t.Fatalf("Inspect of the free lock: %+v %v; want the last record", st, err)
 	}
 }
+
+// TestCheckFindsRemovedOrReplacedFile: a kernel lock whose lock file is
+// removed or replaced no longer excludes newcomers; Check says so, Lost
+// closes and Release reports it.
+func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.lock")
+	var p Protocol
+	for _, damage := range []struct {
+		name string
+		do   func() error
+	}{
+		{"removed", func() error { return os.Remove(path) }},
+		{"replaced", func() error {
+			tmp := filepath.Join(dir, "new")
+			if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(tmp, path)
+		}},
+	} {
+		h, err := p.TryAcquire(request(path, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := h.Lost()
+		if err := h.Check(); err != nil {
+			t.Fatalf("%s: Check before: %v", damage.name, err)
+		}
+		if err := damage.do(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lost:
+			t.Fatalf("%s: Lost closed before anyone looked", damage.name)
+		default:
+		}
+		if err := h.Check(); !errors.Is(err, core.ErrLost) {
+			t.Fatalf("%s: Check: %v, want ErrLost", damage.name, err)
+		}
+		select {
+		case <-lost:
+		default:
+			t.Fatalf("%s: Lost not closed after Check found the loss", damage.name)
+		}
+		select {
+		case <-h.Lost():
+		default:
+			t.Fatalf("%s: a later Lost channel is open", damage.name)
+		}
+		for range 2 {
+			if err := h.Release(); !errors.Is(err, core.ErrLost) {
+				t.Fatalf("%s: Release: %v, want ErrLost", damage.name, err)
+			}
+		}
+		// A newcomer locks the new file.
+		h2, err := p.TryAcquire(request(path, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h2.Check(); err != nil {
+			t.Fatal(err)
+		}
+		h2.Release()
+	}
+}

@@ -110,6 +110,22 @@ func (f *lockFile) size() (int64, error) {
 	return st.Size, nil
 }
 
+// namedBy reports whether path still names the file f is open on. A
+// missing path is "no"; an error means it cannot tell.
+func (f *lockFile) namedBy(path string) (bool, error) {
+	var fst, pst unix.Stat_t
+	if err := unix.Fstat(f.sysfd(), &fst); err != nil {
+		return false, err
+	}
+	if err := unix.Lstat(path, &pst); err != nil {
+		if err == unix.ENOENT {
+			return false, nil
+		}
+		return false, err
+	}
+	return fst.Dev == pst.Dev && fst.Ino == pst.Ino, nil
+}
+
 // procFd is the descriptor for proc.LockHolders.
 func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 

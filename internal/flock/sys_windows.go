@@ -49,6 +49,23 @@ func (f *lockFile) size() (int64, error) {
 	return fi.Size(), nil
 }
 
+// namedBy reports whether path still names the file f is open on. A
+// missing path is "no"; an error means it cannot tell.
+func (f *lockFile) namedBy(path string) (bool, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := os.Lstat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
+}
+
 // procFd is the handle for proc.LockHolders (which has nothing to say on
 // Windows).
 func (f *lockFile) procFd() uintptr { return f.f.Fd() }
