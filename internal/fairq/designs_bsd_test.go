@@ -10,3 +10,5 @@ func lockedSlots(t *testing.T, path string) []uint64 {
 	t.Fatal("no queue file on this system")
 	return nil
 }
+
+func holdCounter(t *testing.T, design, path string) func() { return holdTicketCounter(t, path) }

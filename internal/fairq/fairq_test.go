@@ -451,3 +451,41 @@ func testSharedHoldersTogether(t *testing.T, design string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTimeoutWhileJoining: a waiter blocked on the queue's counter (held
+// here as a stopped process would hold it) still returns when its context
+// ends, and leaves nothing queued.
+func TestTimeoutWhileJoining(t *testing.T) { forDesigns(t, testTimeoutWhileJoining) }
+
+func testTimeoutWhileJoining(t *testing.T, design string) {
+	path := lockPath(t)
+	p := newProtocol(design)
+	// Create the queue, then take its counter lock.
+	h, err := p.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	release := holdCounter(t, design, path)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = p.Acquire(ctx, request(path))
+	if !errors.Is(err, core.ErrTimeout) {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the timed-out wait took %v", took)
+	}
+	release()
+	if left := queued(t, design, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	h, err = p.Acquire(ctx2, request(path))
+	if err != nil {
+		t.Fatalf("after the counter is free again: %v", err)
+	}
+	h.Release()
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,3 +245,16 @@ func holdMain(t *testing.T, path string) core.Handle {
 }
 
 func lockPath(t *testing.T) string { return filepath.Join(t.TempDir(), "data.lock") }
+
+// holdTicketCounter takes the ticket directory's counter lock.
+func holdTicketCounter(t *testing.T, path string) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(path+QueueSuffix, counterName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
+}

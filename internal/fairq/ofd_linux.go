@@ -53,8 +53,12 @@ func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) 
 	// lock of it. That happens only once the main lock is held, so that
 	// the successor does not race this waiter for it.
 	defer unix.Close(q.fd)
-	me, err := q.join()
+	me, err := q.join(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
+				Hint: "gave up while waiting to join the fair queue"}
+		}
 		return nil, err
 	}
 	if req.Logger != nil {
@@ -133,11 +137,12 @@ func busy(err error) bool { return err == unix.EAGAIN || err == unix.EACCES }
 // number, lock the next ticket's slot, and only then publish the number
 // and unlock the counter. A crash before the number is published leaves
 // it unused, and the next waiter takes it.
-func (q *ofdQueue) join() (uint64, error) {
-	if _, err := lock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1); err != nil {
-		return 0, q.error("lock queue counter", err)
+func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
+	unlock, err := q.lockCounter(ctx)
+	if err != nil {
+		return 0, err
 	}
-	defer lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1)
+	defer unlock()
 	var buf [ticketDigits]byte
 	n, err := unix.Pread(q.fd, buf[:], 0)
 	if err != nil {
@@ -160,6 +165,47 @@ func (q *ofdQueue) join() (uint64, error) {
 			return 0, q.error("write queue counter", err)
 		}
 		return t, nil
+	}
+}
+
+// lockCounter takes the counter's lock (byte 0). Someone else holds it only
+// for the few system calls of taking a ticket, unless its process was
+// stopped, so the wait still ends with ctx: as in waitFor, a wait that ctx
+// can end happens on a second open file description, which an abandoned
+// wait closes once it is granted the lock.
+func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
+	_, err = lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
+	if err != nil && busy(err) && ctx.Done() == nil {
+		_, err = lock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+	}
+	if err == nil {
+		return func() { lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1) }, nil
+	}
+	if !busy(err) {
+		return nil, q.error("lock queue counter", err)
+	}
+	wfd, err := q.reopen()
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := lock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			unix.Close(wfd)
+			return nil, q.error("lock queue counter", err)
+		}
+		return func() { unix.Close(wfd) }, nil
+	case <-ctx.Done():
+		go func() {
+			<-done
+			unix.Close(wfd)
+		}()
+		return nil, ctx.Err()
 	}
 }
 
@@ -258,7 +304,9 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64) error {
 // reopen opens the queue file again, as a new open file description, and
 // makes sure it is the same file.
 func (q *ofdQueue) reopen() (int, error) {
-	fd, err := unix.Open(q.path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	// Read-write: a write lock (the counter's) needs a descriptor open
+	// for writing.
+	fd, err := unix.Open(q.path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return -1, q.error("open queue", err)
 	}

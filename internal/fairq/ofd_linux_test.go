@@ -98,3 +98,20 @@ func TestOFDDamagedCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// holdCounter takes the queue counter's lock as another waiter would, and
+// returns its release.
+func holdCounter(t *testing.T, design, path string) func() {
+	t.Helper()
+	if design == ticketsDesign {
+		return holdTicketCounter(t, path)
+	}
+	q, err := openOFDQueue(path + queueFileSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	return func() { unix.Close(q.fd) }
+}

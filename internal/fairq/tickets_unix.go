@@ -24,8 +24,12 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 		return nil, err
 	}
 	defer q.close()
-	me, err := q.join()
+	me, err := q.join(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
+				Hint: "gave up while waiting to join the fair queue"}
+		}
 		return nil, err
 	}
 	// Leaving the queue is deferred past the main lock's acquisition: the
@@ -123,16 +127,24 @@ func (q *queue) close() { unix.Close(q.dfd) }
 // join takes the next ticket. The ticket file is created and locked while
 // the counter is still locked, so no later waiter can see it unlocked
 // unless its owner is gone.
-func (q *queue) join() (*ticket, error) {
+func (q *queue) join(ctx context.Context) (*ticket, error) {
 	cfd, err := unix.Openat(q.dfd, counterName, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o666)
 	if err != nil {
 		return nil, q.error("open queue counter", err)
 	}
+	if err := unix.Flock(cfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		// Someone else is taking a ticket: that takes microseconds, unless
+		// its process was stopped, so the wait still ends with ctx.
+		if err := waitFlock(ctx, cfd, unix.LOCK_EX); err != nil {
+			if ctx.Err() != nil {
+				return nil, err // waitFlock has handed cfd to a goroutine that closes it
+			}
+			unix.Close(cfd)
+			return nil, q.error("lock queue counter", err)
+		}
+	}
 	// Closing the only descriptor releases the counter lock.
 	defer unix.Close(cfd)
-	if err := flockRetry(cfd, unix.LOCK_EX); err != nil {
-		return nil, q.error("lock queue counter", err)
-	}
 	var buf [ticketDigits + 1]byte
 	n, err := unix.Pread(cfd, buf[:], 0)
 	if err != nil {
@@ -272,18 +284,21 @@ func hasHeadMark(fd int) bool {
 	return err == nil && n == 1 && b[0] == headMark
 }
 
-// waitShared blocks until a shared lock on fd is granted or ctx ends. A
-// blocked flock(2) cannot be interrupted from Go, so when ctx can end the
-// call runs on its own goroutine; if ctx ends first, that goroutine keeps
-// fd and closes it once the lock is granted. Holding a shared lock on a
-// predecessor's ticket never delays anyone: nobody else asks for it
-// exclusively.
-func waitShared(ctx context.Context, fd int) error {
+// waitShared blocks until a shared lock on a predecessor's ticket is
+// granted or ctx ends. Holding it never delays anyone: nobody else asks for
+// it exclusively.
+func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, unix.LOCK_SH) }
+
+// waitFlock blocks until flock(2) grants how on fd or ctx ends. A blocked
+// flock(2) cannot be interrupted from Go, so when ctx can end the call runs
+// on its own goroutine; if ctx ends first, that goroutine keeps fd and
+// closes it once the lock is granted, so an abandoned wait holds nothing.
+func waitFlock(ctx context.Context, fd, how int) error {
 	if ctx.Done() == nil {
-		return flockRetry(fd, unix.LOCK_SH)
+		return flockRetry(fd, how)
 	}
 	done := make(chan error, 1)
-	go func() { done <- flockRetry(fd, unix.LOCK_SH) }()
+	go func() { done <- flockRetry(fd, how) }()
 	select {
 	case err := <-done:
 		return err
