@@ -532,3 +532,36 @@ func TestDo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRemovedLockFileIsLost: someone deleting the lock file of a held lock
+// lets a newcomer lock a new file at the same path; the holder's Check
+// reports ErrLost and its Lost channel closes.
+func TestRemovedLockFileIsLost(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(l.Path()); err != nil {
+		t.Fatal(err)
+	}
+	newcomer, err := hold.TryAcquire(target)
+	if err != nil {
+		t.Fatalf("after the lock file was removed a newcomer should get a new one: %v", err)
+	}
+	defer newcomer.Release()
+	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Check: %v, want ErrLost", err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(hangBound):
+		t.Fatal("Lost did not close")
+	}
+	if err := l.Release(); !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Release: %v, want ErrLost", err)
+	}
+	if err := newcomer.Check(); err != nil {
+		t.Fatalf("the newcomer's lock: %v", err)
+	}
+}
