@@ -107,10 +107,7 @@ func (h *handle) publish(writable bool) error {
 	}
 	h.owner.Fence = last + 1
 	b := h.owner.AppendEncode(buf[:0])
-	h.releasedAt = int64(bytes.Index(b[:min(len(b), 64)], []byte(releasedFalse)))
-	if h.releasedAt >= 0 {
-		h.releasedAt += int64(len(releasedFalse) - len("false"))
-	}
+	flagAt := int64(bytes.Index(b[:min(len(b), 64)], []byte(releasedFalse)))
 	pad := size - int64(len(b))
 	if pad > 0 && pad <= padSlack {
 		// Overwrite all of the old record: pad before the final newline.
@@ -122,6 +119,11 @@ func (h *handle) publish(writable bool) error {
 	}
 	if err := h.f.writeAt(b, 0); err != nil {
 		return &core.Error{Op: "write owner record", Path: h.path, Err: err}
+	}
+	if flagAt >= 0 {
+		// Only now: marking a record we failed to write would damage
+		// the previous holder's.
+		h.releasedAt = flagAt + int64(len(releasedFalse)-len("false"))
 	}
 	if size > int64(len(b)) {
 		// After a much longer record, a foreign or a huge file: cut it
