@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/flock"
 )
@@ -17,21 +18,26 @@ import (
 // order: the queue goes beside the lock path they choose, and a fair
 // waiter queues there behind a plain holder, then gets the lock.
 func TestFairComposes(t *testing.T) {
+	portable := dirlock.New(dirlock.Config{})
 	for _, tc := range []struct {
-		name string
-		opts func(lockFile string) []hold.Option
+		name  string
+		proto hold.Protocol
+		opts  func(lockFile string) []hold.Option
 	}{
-		{"fair first", func(lf string) []hold.Option {
+		{"fair first", flock.Protocol{}, func(lf string) []hold.Option {
 			return []hold.Option{hold.Fair(), hold.LockFile(lf), hold.WithProtocol(flock.Protocol{})}
 		}},
-		{"fair last", func(lf string) []hold.Option {
+		{"fair last", flock.Protocol{}, func(lf string) []hold.Option {
 			return []hold.Option{hold.WithProtocol(flock.Protocol{}), hold.LockFile(lf), hold.Field("job", "x"), hold.Fair()}
+		}},
+		{"fair portable", portable, func(lf string) []hold.Option {
+			return []hold.Option{hold.Fair(), hold.LockFile(lf), hold.WithProtocol(portable), hold.Field("job", "x")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			lf := filepath.Join(dir, "custom.lock")
-			plain, err := hold.TryAcquire("", hold.LockFile(lf))
+			plain, err := hold.TryAcquire("", hold.LockFile(lf), hold.WithProtocol(tc.proto))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,10 +78,10 @@ func TestFairComposes(t *testing.T) {
 			}
 			select {
 			case l := <-got:
-				if l.Path() != lf || l.Protocol() != "flock" || l.File() == nil {
+				if l.Path() != lf || l.Protocol() != tc.proto.Name() || (l.File() == nil) != (tc.proto.Name() != "flock") {
 					t.Errorf("fair lock: path %q protocol %q file %v", l.Path(), l.Protocol(), l.File())
 				}
-				if l.Owner().Fields["job"] != "x" && tc.name == "fair last" {
+				if l.Owner().Fields["job"] != "x" && tc.name != "fair first" {
 					t.Errorf("owner fields lost: %v", l.Owner().Fields)
 				}
 				l.Release()
