@@ -56,9 +56,11 @@ func stockLocker(b *testing.B, key string) locker {
 }
 
 // BenchmarkUncontended: one client locks and unlocks a free lock.
-// "stock" is concurrency.Mutex with a session per lock, like hold;
-// "stock-one-session" reuses one session for every lock, which hold does not
-// do (each acquisition has its own lease), shown for reference.
+// "hold" is Acquire and Release; "hold-do" is hold.Do, which also watches
+// the key for loss (Lost) while fn runs. "stock" is concurrency.Mutex with
+// a session per lock, like hold; "stock-one-session" reuses one session for
+// every lock, which hold does not do (each acquisition has its own lease),
+// shown for reference.
 func BenchmarkUncontended(b *testing.B) {
 	run := func(b *testing.B, lk locker) {
 		ctx := context.Background()
@@ -74,6 +76,17 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 	}
 	b.Run("hold", func(b *testing.B) { run(b, holdLocker(b, uniqueKey(b))) })
+	b.Run("hold-do", func(b *testing.B) {
+		opts := lockOpts(dial(b), uniqueKey(b))
+		ctx := context.Background()
+		nothing := func(context.Context) error { return nil }
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := hold.Do(ctx, "", nothing, opts...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("stock", func(b *testing.B) { run(b, stockLocker(b, uniqueKey(b))) })
 	b.Run("stock-one-session", func(b *testing.B) {
 		s, err := concurrency.NewSession(rawClient(b), concurrency.WithTTL(stockTTL))

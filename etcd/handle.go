@@ -33,8 +33,15 @@ type handle struct {
 	lostMu   sync.Mutex
 	lostWhy  string
 
+	// The key is watched only once someone asks for Lost (Do does, a
+	// plain Acquire and Release need not): Check and Release ask etcd
+	// themselves. The lease is watched from the start.
+	watchCtx  context.Context
 	stopWatch context.CancelFunc
-	watchDone chan struct{}
+	watchMu   sync.Mutex
+	watching  bool
+	stopped   bool
+	watchers  sync.WaitGroup
 
 	mu       sync.Mutex // serializes Release
 	released bool
@@ -46,18 +53,43 @@ type handle struct {
 func newHandle(p *Protocol, path, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, key: key, rev: rev, sess: sess, owner: owner,
-		lost: make(chan struct{}), stopWatch: stop, watchDone: make(chan struct{})}
+		lost: make(chan struct{}), watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
 		go h.publish(ctx)
 	}
-	go h.watch(ctx)
+	h.watchers.Add(1)
+	go h.watchLease(ctx)
 	return h
 }
 
-func (h *handle) Fence() uint64         { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner    { o := h.owner; return &o }
-func (h *handle) Lost() <-chan struct{} { return h.lost }
+func (h *handle) Fence() uint64      { return h.owner.Fence }
+func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+
+// Lost returns the channel closed on loss, and starts watching the key.
+func (h *handle) Lost() <-chan struct{} {
+	h.watchMu.Lock()
+	if !h.watching && !h.stopped {
+		h.watching = true
+		h.watchers.Add(1)
+		go h.watch(h.watchCtx)
+	}
+	h.watchMu.Unlock()
+	return h.lost
+}
+
+// watchLease marks the lock lost when its lease ends: the client could not
+// renew it within its TTL, or it was revoked.
+func (h *handle) watchLease(ctx context.Context) {
+	defer h.watchers.Done()
+	select {
+	case <-ctx.Done():
+	case <-h.sess.done:
+		if ctx.Err() == nil {
+			h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
+		}
+	}
+}
 
 // ours is the condition that the key is still this holder's.
 func (h *handle) ours() []clientv3.Cmp {
@@ -94,11 +126,12 @@ func (h *handle) publish(ctx context.Context) {
 	}
 }
 
-// watch closes Lost when the lease ends (the client could not renew it
-// within its TTL, or it was revoked) or the key is deleted or overwritten.
-// The session alone would miss a deleted key: the lease lives on without it.
+// watch closes Lost when the key is deleted or overwritten: the lease
+// alone would miss a deleted key, as the lease lives on without it. It
+// watches from just after the key was created, so it misses nothing that
+// happened before it started.
 func (h *handle) watch(ctx context.Context) {
-	defer close(h.watchDone)
+	defer h.watchers.Done()
 	rev := h.rev + 1
 	for {
 		wch := h.p.client.Watch(ctx, h.key, clientv3.WithRev(rev))
@@ -107,10 +140,7 @@ func (h *handle) watch(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-h.sess.done:
-				if ctx.Err() == nil {
-					h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
-				}
+			case <-h.lost:
 				return
 			case wr, ok := <-wch:
 				if ctx.Err() != nil {
@@ -249,8 +279,11 @@ func (h *handle) Release() error {
 		return h.relErr
 	}
 	h.released = true
+	h.watchMu.Lock()
+	h.stopped = true
+	h.watchMu.Unlock()
 	h.stopWatch()
-	<-h.watchDone
+	h.watchers.Wait()
 
 	var err error
 	if h.lostError("release") == nil {
