@@ -191,12 +191,20 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	}()
 	pol := newPolicy(req.Path, p.cfg, start)
 	immediate := 0
+	// woken: the last sleep ended because the lock was removed. The lock
+	// a failed mkdir then finds was made a moment ago by the winner of
+	// this hand-off, so judging it (reading its record, asking whether its
+	// pid lives) is skipped: with many waiters, every one of them would
+	// otherwise do that work on every hand-off. A holder that died is
+	// still found at the next timed retry, at most MaxPoll later.
+	woken := false
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
 			return nil, a.timeout(fmt.Sprintf("waited %s, the ceiling, while the lock kept changing hands", p.cfg.Ceiling))
 		}
-		out, h, err := a.pass()
+		out, h, err := a.pass(woken)
+		woken = false
 		switch out {
 		case passHeld:
 			a.logger("hold: acquired", "reclaimed", a.reclaimed, "waited", time.Since(start))
@@ -224,16 +232,16 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		if pol.wedged() {
 			return nil, a.timeout(fmt.Sprintf("the lock stayed with one holder for %s (patience)", p.cfg.Patience))
 		}
-		if err := w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
+		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
 			return nil, a.waitEnded(err)
 		}
 	}
 }
 
 // pass is one acquisition attempt: mkdir; on contention, a guarded reclaim
-// of a stale lock; on success, the stamp and its read-back. It never
-// sleeps, except to ride out an unreadable read-back.
-func (a *attempt) pass() (outcome, core.Handle, error) {
+// of a stale lock (unless skipJudge); on success, the stamp and its
+// read-back. It never sleeps, except to ride out an unreadable read-back.
+func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 	err := os.Mkdir(a.path, 0o777)
 	if err != nil {
 		if !isMkdirContention(err) {
@@ -241,6 +249,9 @@ func (a *attempt) pass() (outcome, core.Handle, error) {
 		}
 		if !errors.Is(err, os.ErrExist) {
 			a.lastErr = err
+		}
+		if skipJudge {
+			return passBusy, nil, nil
 		}
 		return a.contended()
 	}

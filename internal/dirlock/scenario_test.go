@@ -590,7 +590,7 @@ func TestWaiterWakesOnEvent(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.sleep(ctx, w.backoff(time.Time{})); err != nil {
+	if byEvent, err := w.sleep(ctx, w.backoff(time.Time{})); err != nil || !byEvent {
 		t.Fatalf("waiter not woken by the lock's removal: %v", err)
 	}
 }

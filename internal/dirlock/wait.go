@@ -68,8 +68,9 @@ func (w *waiter) backoff(until time.Time) time.Duration {
 }
 
 // sleep waits up to d, or until the lock path is removed or renamed, or
-// ctx ends (returning its error).
-func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
+// ctx ends (returning its error). byEvent reports a wake by the lock's
+// removal.
+func (w *waiter) sleep(ctx context.Context, d time.Duration) (byEvent bool, err error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var events <-chan fsnotify.Event
@@ -80,16 +81,16 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-timer.C:
-			return nil
+			return false, nil
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
 				continue
 			}
 			if ev.Has(fsnotify.Remove|fsnotify.Rename) && filepath.Base(ev.Name) == w.base {
-				return nil
+				return true, nil
 			}
 		case _, ok := <-errs:
 			if !ok {
@@ -98,7 +99,7 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
 			}
 			// An overflowed event queue may have dropped the one we wait
 			// for: look now.
-			return nil
+			return false, nil
 		}
 	}
 }
