@@ -39,12 +39,13 @@ func main() {
 		ns       = flag.String("n", "2,8,30", "comma-separated worker counts")
 		only     = flag.String("impl", "", "comma-separated implementations to run (default all)")
 		total    = flag.Int("acquisitions", 0, "acquisitions per run, split among the workers (default 24000, -quick 3000)")
-		budget   = flag.Duration("budget", 0, "time limit for one run's acquisitions (default 5s, -quick 1s)")
+		budget   = flag.Duration("budget", 0, "time limit for one implementation's acquisitions at one worker count, over all rounds (default 6s, -quick 1.5s)")
 		worker   = flag.String("worker", "", "internal: run as a worker of this implementation")
 		dir      = flag.String("dir", "", "internal: the worker's run directory")
 		m        = flag.Int("m", 0, "internal: the worker's acquisitions")
 		csTarget = flag.String("cs", "", "internal: run the critical section on this counter (the flock(1) child)")
 		png      = flag.Bool("png", false, "also write the chart as waits.png")
+		rounds   = flag.Int("rounds", 3, "rounds per worker count; the implementations take turns, round by round")
 		echo     = flag.Bool("echo", false, "internal: echo stdin to stdout (the wake-up probe's far end)")
 	)
 	flag.Parse()
@@ -63,11 +64,12 @@ func main() {
 		}
 	}
 	if *budget == 0 {
-		*budget = 5 * time.Second
+		*budget = 6 * time.Second
 		if *quick {
-			*budget = time.Second
+			*budget = 1500 * time.Millisecond
 		}
 	}
+	*rounds = max(*rounds, 1)
 	var counts []int
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -83,7 +85,7 @@ func main() {
 			list = append(list, im)
 		}
 	}
-	if err := runSuite(*out, counts, list, *total, *budget, *quick, *png); err != nil {
+	if err := runSuite(*out, counts, list, *total, *rounds, *budget, *quick, *png); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -129,6 +131,15 @@ type result struct {
 	holds    []time.Duration
 }
 
+// add merges another round of the same implementation and worker count.
+func (r *result) add(o *result) {
+	r.acquired += o.acquired
+	r.elapsed += o.elapsed
+	r.lost += o.lost
+	r.waits = append(r.waits, o.waits...)
+	r.holds = append(r.holds, o.holds...)
+}
+
 func (r *result) handoffsPerSec() float64 {
 	if r.elapsed <= 0 {
 		return 0
@@ -136,7 +147,7 @@ func (r *result) handoffsPerSec() float64 {
 	return float64(r.acquired) / r.elapsed.Seconds()
 }
 
-func runSuite(out string, counts []int, list []impl, total int, budget time.Duration, quick, png bool) error {
+func runSuite(out string, counts []int, list []impl, total, rounds int, budget time.Duration, quick, png bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -161,19 +172,34 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 		return err
 	}
 	var results []*result
+	// Each implementation's acquisitions are split into rounds, and the
+	// rounds of all implementations alternate, so that a burst of load
+	// from elsewhere on the machine falls on all of them rather than on
+	// whichever ran at that moment: the ratios between rows are what the
+	// suite is for.
 	for _, n := range counts {
-		for _, im := range list {
-			want := total
-			if im.perProcess {
-				want = cliAcquisitions(quick)
+		merged := make([]*result, len(list))
+		for round := 0; round < rounds; round++ {
+			for i, im := range list {
+				want := total
+				if im.perProcess {
+					want = cliAcquisitions(quick)
+				}
+				m := max(1, want/n/rounds)
+				r, err := runOne(self, im, n, m, budget/time.Duration(rounds))
+				if err != nil {
+					return fmt.Errorf("%s with %d workers: %w", im.name, n, err)
+				}
+				if merged[i] == nil {
+					merged[i] = r
+				} else {
+					merged[i].add(r)
+				}
 			}
-			m := max(1, want/n)
-			r, err := runOne(self, im, n, m, budget)
-			if err != nil {
-				return fmt.Errorf("%s with %d workers: %w", im.name, n, err)
-			}
+		}
+		for _, r := range merged {
 			fmt.Fprintf(os.Stderr, "N=%-2d %-14s %7d acquisitions %9.0f hand-offs/s  lost %d  wait p50 %s p99 %s max %s\n",
-				n, im.name, r.acquired, r.handoffsPerSec(), r.lost,
+				n, r.impl.name, r.acquired, r.handoffsPerSec(), r.lost,
 				fmtDur(percentile(r.waits, 50)), fmtDur(percentile(r.waits, 99)), fmtDur(percentile(r.waits, 100)))
 			results = append(results, r)
 		}
@@ -183,8 +209,8 @@ func runSuite(out string, counts []int, list []impl, total int, budget time.Dura
 	if err != nil {
 		return err
 	}
-	load := fmt.Sprintf("load average %s before, %s after; process wake-up (half a pipe round trip) median %s / mean %s before, %s / %s after",
-		loadBefore, loadAverage(), fmtDur(wakeBefore), fmtDur(meanBefore), fmtDur(wakeAfter), fmtDur(meanAfter))
+	load := fmt.Sprintf("%d rounds per worker count, implementations taking turns; load average %s before, %s after; process wake-up (half a pipe round trip) median %s / mean %s before, %s / %s after",
+		rounds, loadBefore, loadAverage(), fmtDur(wakeBefore), fmtDur(meanBefore), fmtDur(wakeAfter), fmtDur(meanAfter))
 	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, time.Since(began)); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 // checks that nothing was lost and both outputs were written.
 func TestSuiteSmoke(t *testing.T) {
 	out := t.TempDir()
-	if err := runSuite(out, []int{2}, impls(), 40, time.Second, true, false); err != nil {
+	if err := runSuite(out, []int{2}, impls(), 40, 2, time.Second, true, false); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "results.md"))
