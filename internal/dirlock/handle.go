@@ -33,6 +33,7 @@ type handle struct {
 	mu       sync.Mutex
 	timer    *time.Timer
 	lastOK   time.Time // last successful refresh
+	beats    int       // heartbeats run, for tests
 	released bool
 	lostWhy  string // non-empty once lost
 }
@@ -67,6 +68,7 @@ func (h *handle) beat() {
 	if h.released || h.lostWhy != "" {
 		return
 	}
+	h.beats++
 	now := time.Now()
 	switch check(h.path, h.dir, h.stamp) {
 	case notOurs:

@@ -460,14 +460,26 @@ func TestLostWhenDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
+	hd := h.(*handle)
+	hd.mu.Lock()
+	before := hd.beats
 	os.RemoveAll(path)
+	hd.mu.Unlock()
+	t0 := time.Now()
 	select {
 	case <-h.Lost():
 	case <-time.After(30 * time.Second):
 		t.Fatal("Lost never fired after the lock directory was deleted")
 	}
-	t.Logf("lost noticed after %v (heartbeat 50ms)", time.Since(t0).Round(time.Millisecond))
+	hd.mu.Lock()
+	after := hd.beats
+	hd.mu.Unlock()
+	// Counted in beats, not in time (the machine may be loaded): the first
+	// beat after the deletion must notice it.
+	if after-before > 2 {
+		t.Fatalf("lost noticed after %d heartbeats", after-before)
+	}
+	t.Logf("lost noticed by beat %d after the deletion, %v later (heartbeat 50ms)", after-before, time.Since(t0).Round(time.Millisecond))
 	if err := h.Check(); !errors.Is(err, core.ErrLost) {
 		t.Fatalf("Check: %v", err)
 	}
