@@ -148,3 +148,39 @@ func BenchmarkContended(b *testing.B) {
 	b.Run("hold", func(b *testing.B) { run(b, holdLocker) })
 	b.Run("stock", func(b *testing.B) { run(b, stockLocker) })
 }
+
+// BenchmarkUncontendedInterleaved measures hold and the stock mutex (a
+// session per lock) in alternation, one cycle of each per iteration, so
+// that the load of a shared machine falls on both alike. It reports each
+// one's time per lock+unlock and their ratio.
+func BenchmarkUncontendedInterleaved(b *testing.B) {
+	holdLk := holdLocker(b, uniqueKey(b))
+	stockLk := stockLocker(b, uniqueKey(b))
+	ctx := context.Background()
+	var holdTime, stockTime time.Duration
+	cycle := func(lk locker) time.Duration {
+		start := time.Now()
+		release, err := lk(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := release(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			holdTime += cycle(holdLk)
+			stockTime += cycle(stockLk)
+		} else {
+			stockTime += cycle(stockLk)
+			holdTime += cycle(holdLk)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(holdTime.Microseconds())/n, "hold-µs/op")
+	b.ReportMetric(float64(stockTime.Microseconds())/n, "stock-µs/op")
+	b.ReportMetric(float64(holdTime)/float64(stockTime), "hold/stock")
+}
