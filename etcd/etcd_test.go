@@ -504,3 +504,53 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("three operations on a dead cluster took %s", d)
 	}
 }
+
+// TestUpdateAndAppendOnEtcd: the guarded file helpers work with the lock
+// on etcd, here from several goroutines with their own connections.
+func TestUpdateAndAppendOnEtcd(t *testing.T) {
+	key := uniqueKey(t)
+	file := filepath.Join(t.TempDir(), "count")
+	log := file + ".log"
+	const writers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := lockOpts(dial(t), key)
+			for i := 0; i < each; i++ {
+				err := hold.Update(context.Background(), file, func(old []byte) ([]byte, error) {
+					n, _ := strconv.Atoi(strings.TrimSpace(string(old)))
+					return []byte(strconv.Itoa(n + 1)), nil
+				}, opts...)
+				if err == nil {
+					err = hold.Append(context.Background(), log, []byte("x\n"), opts...)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(writers*each) {
+		t.Errorf("count = %s, want %d", got, writers*each)
+	}
+	b, err = os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "x\n"); n != writers*each {
+		t.Errorf("%d appended lines, want %d", n, writers*each)
+	}
+}
