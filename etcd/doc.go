@@ -29,19 +29,22 @@
 // than any before it, across clients, restarts and leader changes.
 //
 // A holder's Lost channel closes when its lease can no longer be renewed
-// (the client's keep-alive deadline passed) or when its key is deleted or
-// overwritten (a watch on the key). A failed or abandoned acquisition
-// revokes its lease, which deletes its waiting key, so it does not hold up
-// the queue.
+// (the client's keep-alive deadline passed, or the lease was revoked) or
+// when its key is deleted or overwritten (a watch on the key, started by
+// the first call to Lost; Check and Release ask etcd directly). A failed or
+// abandoned acquisition revokes its lease, which deletes its waiting key,
+// so it does not hold up the queue.
 //
 // # Speed
 //
 // concurrency.Mutex waits for its predecessor with a watch that starts at a
 // past revision; etcd serves such a watch from its background resync loop,
-// which runs every 100 ms, so a hand-off can wait up to that long. Here a waiter watches from the current revision and then
-// re-checks that its predecessor still exists, in the same transaction that
-// takes the lock if it is free; the server then delivers the deletion at
-// once.
+// which runs every 100 ms, so a hand-off can wait up to that long. Here a
+// waiter watches from the current revision, which etcd serves as events
+// happen, and then re-reads the queue in case its predecessor left before
+// the watch started. Waiting writes nothing: when the predecessor was the
+// holder, its deletion hands the lock over without a round trip, and the
+// owner record gets its acquisition time in the background afterwards.
 //
 // # What a lease-based lock cannot promise
 //
