@@ -97,7 +97,7 @@ func (p *Protocol) judge(path string) judgement {
 		return j
 	}
 	if j.owner == nil || j.owner.PID <= 0 {
-		j.why = "no owner record"
+		j.why = "no owner record (or an unusable one)"
 		return p.byAge(j)
 	}
 	j.alive = proc.Judge(j.owner)

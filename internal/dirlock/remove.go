@@ -58,8 +58,8 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 	fi, err := os.Lstat(tomb)
 	same := err == nil && os.SameFile(fi, judged)
 	if same && fi.IsDir() {
-		// Cannot read the record of what we moved: only the identity
-		// speaks, and it matched.
+		// The record of what we moved must be the one judged. If it
+		// cannot be read at all, the identity, which matched, decides.
 		if raw, rerr := readRecord(tomb); rerr == nil {
 			same = want.matches(raw)
 		}
