@@ -148,9 +148,14 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, q.error("read queue counter", err)
 	}
-	// A new queue has no counter yet. A damaged one restarts from zero:
-	// slots still held are skipped below, so no ticket is taken twice.
-	last, _ := parseTicket(string(buf[:n]))
+	last, ok := parseTicket(string(buf[:n]))
+	if !ok {
+		// A new queue, or a counter someone damaged: continue above every
+		// ticket still held, so that no newcomer goes ahead of a waiter.
+		if last, err = q.highestHeld(); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		t := last + 1
 		_, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, slotBase+int64(t), 1)
@@ -239,6 +244,20 @@ func (q *ofdQueue) highestLive(below uint64, first bool) (uint64, error) {
 		found, from = live, live+1
 	}
 	return found, nil
+}
+
+// highestHeld returns the highest ticket whose slot is held, or 0. Each
+// F_OFD_GETLK reports some held ticket; asking again above it ends at the
+// highest.
+func (q *ofdQueue) highestHeld() (uint64, error) {
+	var top uint64
+	for {
+		live, err := q.held(top+1, 1<<62-top)
+		if err != nil || live == 0 {
+			return top, err
+		}
+		top = live
+	}
 }
 
 // held returns a ticket in [from, from+n) whose slot is write-locked, or 0.
