@@ -284,6 +284,12 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 	}
 	a.p.hit(faultAfterStamp)
 	if !a.confirm(d, stamp) {
+		// Our directory was taken from the path. Withdraw our stamp from
+		// it: a reclaimer that moved it aside while we stamped may yet put
+		// it back, and a directory naming us, alive, would then stay "live"
+		// with no handle behind it until this process exits. Unstamped, it
+		// ages out like any ownerless lock.
+		d.withdrawOwner()
 		d.close()
 		return passAgain, nil, nil
 	}

@@ -606,3 +606,27 @@ func TestWaiterWakesOnEvent(t *testing.T) {
 		t.Fatalf("waiter not woken by the lock's removal: %v", err)
 	}
 }
+
+// A directory taken from the path between our mkdir and our stamp (a
+// reclaimer moving it aside) fails the read-back; the stamp we wrote into
+// it is withdrawn, so if it is ever put back it is ownerless and ages out,
+// rather than naming this live process with no handle behind it.
+func TestFailedReadBackWithdrawsStamp(t *testing.T) {
+	path := lockIn(t)
+	moved := path + ".rm-test"
+	p := New(fastConfig())
+	taken := false
+	p.fault = func(point string) {
+		if point == faultAfterMkdir && !taken {
+			taken = true
+			os.Rename(path, moved)
+		}
+	}
+	mustTake(t, p, path) // the second pass wins the free path
+	if !taken {
+		t.Fatal("fault point not reached")
+	}
+	if entries, err := os.ReadDir(moved); err != nil || len(entries) != 0 {
+		t.Fatalf("directory taken from us still holds %v (%v)", entries, err)
+	}
+}

@@ -70,6 +70,11 @@ func (d *dirRef) createOwner(b []byte) error {
 	return cerr
 }
 
+// withdrawOwner removes the owner record from our directory, wherever it
+// now is: through the descriptor, never through the path (which may hold
+// another holder's lock by now).
+func (d *dirRef) withdrawOwner() { unix.Unlinkat(int(d.f.Fd()), OwnerFile, 0) }
+
 // touch sets our directory's mtime (the heartbeat) through the descriptor.
 func (d *dirRef) touch(t time.Time) error {
 	return touchFd(int(d.f.Fd()), t)

@@ -58,6 +58,11 @@ func (d *dirRef) touch(t time.Time) error { return os.Chtimes(d.path, t, t) }
 
 func (d *dirRef) close() {}
 
+// withdrawOwner does nothing on Windows: without a handle on our directory
+// the record could only be removed through the path, which may hold
+// another holder's lock by now.
+func (d *dirRef) withdrawOwner() {}
+
 // isMkdirContention: Windows answers a mkdir of a directory that another
 // process is creating or removing at that instant with ERROR_ACCESS_DENIED
 // (EPERM/EACCES to Node), not only "already exists". That is the
