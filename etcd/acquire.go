@@ -72,22 +72,28 @@ func (p *Protocol) newSession(ctx context.Context) (*session, error) {
 
 // revoke ends a lease, which deletes every key bound to it, waiting at
 // most wait for it (when etcd is healthy a revoke takes a millisecond).
-// Past that it goes on in the background, retried until it succeeds, the
+// If that fails it goes on in the background, retried until it succeeds, the
 // client is closed, or revokeRetryFor beyond the TTL has passed: a lease
 // whose revoke failed during an outage is then still revoked as soon as
 // etcd is back, instead of holding up the queue for up to a TTL after the
 // restart (etcd renews every lease's TTL when it starts).
 func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
-	done := make(chan struct{})
+	deadline := time.Now().Add(p.ttl + revokeRetryFor)
+	if wait > 0 {
+		// The usual case, a healthy cluster: one round trip, here.
+		ctx, cancel := context.WithTimeout(p.client.Ctx(), min(wait, p.reqTimeout))
+		_, err := p.client.Revoke(ctx, id)
+		cancel()
+		if revoked(p, err) {
+			return
+		}
+	}
 	go func() {
-		defer close(done)
-		deadline := time.Now().Add(p.ttl + revokeRetryFor)
 		for {
 			ctx, cancel := context.WithTimeout(p.client.Ctx(), p.reqTimeout)
 			_, err := p.client.Revoke(ctx, id)
 			cancel()
-			if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) ||
-				p.client.Ctx().Err() != nil || time.Now().After(deadline) {
+			if revoked(p, err) || time.Now().After(deadline) {
 				return
 			}
 			select {
@@ -97,15 +103,12 @@ func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
 			}
 		}
 	}()
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+}
+
+// revoked reports whether a revoke needs no retry: it worked, the lease is
+// gone already, or the client is closed.
+func revoked(p *Protocol, err error) bool {
+	return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || p.client.Ctx().Err() != nil
 }
 
 // How a revoke that failed is retried in the background.
