@@ -295,6 +295,44 @@ func TestLostOnRevokedLease(t *testing.T) {
 	l2.Release()
 }
 
+// TestCheckSeesDeletedKey: Check asks etcd, so it reports a deleted key
+// even when nobody watches Lost.
+func TestCheckSeesDeletedKey(t *testing.T) {
+	p := dial(t)
+	c := rawClient(t)
+	key := uniqueKey(t)
+	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete(context.Background(), key+"/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
+		t.Errorf("Check after the key was deleted = %v, want ErrLost", err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Error("Lost not closed after Check found the lock lost")
+	}
+	if err := l.Release(); !errors.Is(err, hold.ErrLost) {
+		t.Errorf("Release = %v, want ErrLost", err)
+	}
+
+	// Release alone finds it out too.
+	l, err = hold.Acquire(context.Background(), "", lockOpts(p, key)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete(context.Background(), key+"/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); !errors.Is(err, hold.ErrLost) {
+		t.Errorf("Release of a deleted key = %v, want ErrLost", err)
+	}
+}
+
 // TestLostCancelsDo: deleting the holder's key cancels the context Do gave
 // fn, and Do reports ErrLost.
 func TestLostCancelsDo(t *testing.T) {

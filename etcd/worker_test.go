@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +27,22 @@ func runWorker(role string) int {
 			fmt.Fprintln(os.Stderr, "counter worker:", err)
 			return 1
 		}
+		return 0
+	case "hold-forever":
+		// Take the lock with a 1 s lease, say so, and wait to be killed.
+		ctx := context.Background()
+		p, err := etcd.Dial(ctx, etcd.Config{Endpoints: []string{os.Getenv("HOLD_ETCD_TEST_ENDPOINT")}}, etcd.WithTTL(time.Second))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		l, err := hold.Acquire(ctx, "", hold.WithProtocol(p), hold.LockFile(os.Getenv("HOLD_ETCD_TEST_KEY")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("held", l.Token())
+		time.Sleep(time.Minute)
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown worker role", role)
@@ -77,6 +94,50 @@ func counterWorker() error {
 		}
 	}
 	return nil
+}
+
+// TestKilledHolder: a holder process killed with SIGKILL cannot release;
+// its lease expires within its TTL and the next waiter gets the lock, with a
+// larger token.
+func TestKilledHolder(t *testing.T) {
+	key := uniqueKey(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"=hold-forever", "HOLD_ETCD_TEST_KEY="+key, "HOLD_ETCD_TEST_ENDPOINT="+testEndpoint)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("holder process: %v", err)
+	}
+	var old uint64
+	if _, err := fmt.Sscanf(line, "held %d", &old); err != nil {
+		t.Fatalf("holder process said %q", line)
+	}
+	p := dial(t)
+	if _, err := hold.TryAcquire("", lockOpts(p, key)...); !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("TryAcquire while the other process holds = %v, want ErrBusy", err)
+	}
+	cmd.Process.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	l, err := hold.Acquire(ctx, "", lockOpts(p, key)...)
+	if err != nil {
+		t.Fatalf("lock of a killed holder never came free: %v", err)
+	}
+	defer l.Release()
+	t.Logf("lock free %s after the holder was killed (lease TTL 1s)", time.Since(start).Round(time.Millisecond))
+	if l.Token() <= old {
+		t.Errorf("token %d after the killed holder's %d", l.Token(), old)
+	}
 }
 
 // TestCounterProcesses: 8 processes x 100 increments of a file under one etcd
