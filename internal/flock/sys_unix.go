@@ -187,13 +187,13 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 }
 
 func checkRegular(fd int, path string) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	mode, err := fileType(fd)
+	if err != nil {
 		return &core.Error{Op: "open", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if mode != unix.S_IFREG {
 		return &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
-			Hint: "it is a " + describeMode(uint32(st.Mode)) + "; remove it or choose another lock path"}
+			Hint: "it is a " + describeMode(mode) + "; remove it or choose another lock path"}
 	}
 	return nil
 }
