@@ -171,26 +171,8 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <
 		tieChildToParent(cmd)
 	}
 
-	// The command is started and waited for on one goroutine locked to its
-	// OS thread, and that thread is never handed back: on Linux the
-	// parent-death signal set by tieChildToParent fires when the thread
-	// that forked the child exits, not when the process does, and the Go
-	// runtime may retire idle threads. Keeping the thread for the child's
-	// whole life makes "parent died" mean "hold died". The goroutine then
-	// ends still locked, so the runtime discards the thread only after the
-	// child has been reaped.
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	exited, err := startLocked(cmd)
+	if err != nil {
 		return 0, &execError{cmd: argv[0], err: err}
 	}
 	if spec.verbose {
@@ -232,8 +214,37 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <
 			lost = nil
 			lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
 				Hint: "the command was no longer protected; hold sent it SIGTERM"}
-			fmt.Fprintf(os.Stderr, "hold run: %v\n", lostErr)
+			// Say so now, while the command may still run for a while;
+			// the full error follows when it has exited.
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost; sending SIGTERM to %s (pid %d)\n", l.Path(), argv[0], cmd.Process.Pid)
 			terminate(cmd.Process)
 		}
 	}
+}
+
+// startLocked starts cmd and returns a channel that receives cmd.Wait's
+// result. The command is started and waited for on one goroutine locked to
+// its OS thread, and that thread is never handed back: on Linux the
+// parent-death signal set by tieChildToParent fires when the thread that
+// forked the child exits, not when the process does, and the Go runtime
+// may retire idle threads. Keeping the thread for the child's whole life
+// makes "parent died" mean "hold died". The goroutine then ends still
+// locked, so the runtime discards the thread only after the child has been
+// reaped.
+func startLocked(cmd *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return exited, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -138,21 +137,10 @@ func runFilter(l *hold.Lock, file string, argv []string, in []byte, sigs <-chan 
 	ownGroup(cmd)
 	tieChildToParent(cmd)
 
-	// Started and waited for on one locked thread, never handed back: the
-	// parent-death signal (Linux) follows the thread that forked the
-	// child; see runLocked.
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	// Started on a thread kept for the filter's life, so that the
+	// parent-death signal (Linux) means "hold died"; see startLocked.
+	exited, err := startLocked(cmd)
+	if err != nil {
 		return nil, &execError{cmd: argv[0], err: err}
 	}
 	if verbose {
