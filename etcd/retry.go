@@ -11,23 +11,32 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// maxAttempts bounds how often one step is tried when a member answers
-// with a passing failure.
-const maxAttempts = 6
+// How one step is retried: at least minAttempts times (the client sends
+// each attempt to the next member), pausing at most maxRetryPause between
+// two.
+const (
+	minAttempts   = 3
+	maxRetryPause = 500 * time.Millisecond
+)
 
 // call runs one round trip, bounded by the request timeout, and tries it
 // again when the member that answered was shutting down or between leaders:
 // the client then sends the next attempt to another member. It does not
 // retry when the client has no connection at all, so an unreachable
-// cluster fails fast. retried tells f whether an earlier attempt may have
-// been applied without its answer arriving.
+// cluster fails fast. It gives up after minAttempts once the request
+// timeout has passed since the first attempt: long enough for an
+// election, and for a member that hangs to be passed over. retried tells f
+// whether an earlier attempt may have been applied without its answer
+// arriving.
 func (p *Protocol) call(ctx context.Context, f func(ctx context.Context, retried bool) error) error {
 	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
 		rctx, cancel := p.rpc(ctx)
 		err = f(rctx, attempt > 0)
 		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
+		if err == nil || ctx.Err() != nil || !transient(err) ||
+			(attempt+1 >= minAttempts && time.Since(start) > p.reqTimeout) {
 			return err
 		}
 		if !p.connected() {
@@ -36,7 +45,7 @@ func (p *Protocol) call(ctx context.Context, f func(ctx context.Context, retried
 			p.client.ActiveConnection().ResetConnectBackoff()
 			return err
 		}
-		t := time.NewTimer(time.Duration(attempt+1) * 50 * time.Millisecond)
+		t := time.NewTimer(min(time.Duration(attempt+1)*50*time.Millisecond, maxRetryPause))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -44,7 +53,6 @@ func (p *Protocol) call(ctx context.Context, f func(ctx context.Context, retried
 			return err
 		}
 	}
-	return err
 }
 
 // transient reports whether err is a failure that another attempt, likely
