@@ -53,7 +53,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		if !wait {
 			h := holderOf(f, false)
 			f.close()
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy, Holder: h}
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
@@ -61,7 +61,8 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		var abandoned bool
 		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
 			// f now belongs to the abandoned wait, which closes it.
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err), Holder: holderAt(req.Path)}
+			h := holderAt(req.Path)
+			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
 		}
 	}
 	if err != nil {
@@ -217,4 +218,16 @@ func (h *handle) Release() error {
 		return h.lostError("release")
 	}
 	return nil
+}
+
+// deadHolderHint explains a kernel lock that is held although its recorded
+// holder is dead: the lock belongs to the open file, so a process that
+// inherited the descriptor (typically the command `hold run` started) still
+// has it, or, after a holder that was killed, a tool that writes no owner
+// record took the lock.
+func deadHolderHint(h *core.Holder) string {
+	if h == nil || h.Alive != core.Dead {
+		return ""
+	}
+	return "the recorded holder is dead but the lock is held: by a process that inherited its descriptor (such as a command it started), or by a tool that writes no owner record; `hold status` lists the processes that have the lock file open"
 }
