@@ -27,7 +27,8 @@ open. Nothing is created or changed. With --json, one JSON object per
 TARGET is printed per line.
 
 Exit status: 0 when every TARGET could be inspected, else the status of the
-last failure (66: cannot open, e.g. a directory or symlink at the lock path).`,
+last failure (66: cannot open, e.g. a symlink or FIFO at the lock path). A
+directory at the lock path is reported as a portable-protocol lock.`,
 		run: runStatus,
 	})
 }
@@ -157,6 +158,8 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 	case recordedDead:
 		r.Note = fmt.Sprintf("the recorded holder (pid %d) is dead, but the lock is still held: "+
 			"a process that inherited its descriptor has it (the command of a killed 'hold run', or a process it started)", h.Owner.PID)
+	case h.Owner == nil && st.Protocol == "dir":
+		r.Note = "no owner.json: the holder is not hold (proper-lockfile, for one) or has not written it yet; it is judged by the directory's age"
 	case h.Owner == nil:
 		r.Note = "no owner record: the holder is not hold (flock(1), another tool) or could not write one"
 	case len(h.PIDs) > 0 && !slices.Contains(h.PIDs, h.Owner.PID):
