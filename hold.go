@@ -25,18 +25,48 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 )
 
-// Owner is the record a holder publishes: pid, host, a random acquisition
-// id, start time, command line, fencing token and the caller's extra
-// fields. Every field may be empty in a record another tool wrote.
+// Owner is the record a holder publishes. Its fields, with their JSON
+// names (pid, token and started_at are career-ops' dir-lock names, so the
+// two read each other's records):
+//
+//	PID       int               "pid"         holder's process id on Host
+//	Host      string            "host"        holder's host name
+//	ID        string            "token"       random id of this one acquisition
+//	StartedAt time.Time         "started_at"  when the lock was acquired
+//	ProcStart uint64            "proc_start"  process start time (tells a reused pid)
+//	Command   []string          "command"     holder's command line
+//	Fence     uint64            "fence"       fencing token (see Lock.Token)
+//	Shared    bool              "shared"      a shared (reader) hold
+//	Released  bool              "released"    the holder has let go: a leftover record
+//	Protocol  string            "protocol"    "flock", "dir" or "etcd"
+//	Fields    map[string]string "fields"      the caller's extra fields (Field)
+//
+// Every field may be empty in a record another tool wrote. Held(now)
+// returns how long the holder has held the lock.
 type Owner = core.Owner
 
-// Error is the error type of every lock operation. See core.Error's fields:
-// Op, Path, Err (the cause), Holder (who holds the lock, if known) and Hint
-// (what to do about it).
+// Error is the error type of every lock operation, in the manner of
+// os.PathError. Its fields:
+//
+//	Op     string   the operation: "acquire", "release", "update", "append", ...
+//	Path   string   the lock path (or the file, for update and append)
+//	Err    error    the cause: a sentinel below or an OS error (Unwrap returns it)
+//	Holder *Holder  who holds the lock, when the error is about contention
+//	Hint   string   what to do about it, when hold knows
+//
+// Match the cause with errors.Is (ErrBusy, ErrTimeout, fs.ErrNotExist, ...)
+// and get at the holder with errors.As.
 type Error = core.Error
 
-// Holder describes who holds a lock: the owner record, the pids the kernel
-// reports, and whether the holder is alive.
+// Holder describes who holds a lock, as far as hold could find out:
+//
+//	Owner    *Owner          the owner record; nil when missing or unreadable
+//	PIDs     []int           the pids the kernel says hold it (Linux /proc/locks)
+//	Alive    Liveness        whether the recorded holder still runs
+//	Commands map[int]string  command lines of PIDs, where known
+//
+// Its String method gives the phrase error messages use, e.g. "pid 4242
+// (hold run -- make) on host a1 for 12.4s, alive".
 type Holder = core.Holder
 
 // Liveness says whether a holder process still runs: Alive, Dead or
@@ -50,7 +80,13 @@ const (
 	Dead            = core.Dead
 )
 
-// Status is the observed state of a lock, as Inspect reports it.
+// Status is the observed state of a lock, as Inspect reports it:
+//
+//	Path     string   the lock path
+//	Protocol string   the protocol of the lock found there
+//	State    State    Free, HeldExclusive, HeldShared or Stale
+//	Holder   *Holder  who holds it; for a free lock, the last record, if any
+//	Fence    uint64   the last fencing token handed out on this lock path
 type Status = core.Status
 
 // State is free, held exclusive, held shared or stale.
@@ -66,13 +102,30 @@ const (
 
 // Protocol is a lock implementation. The kernel lock is the default; other
 // protocols (the portable directory lock, etcd) are chosen with
-// WithProtocol. A Protocol must be safe for concurrent use.
+// WithProtocol. A Protocol must be safe for concurrent use. Its methods:
+//
+//	Name() string
+//	Acquire(ctx context.Context, req *Request) (Handle, error)
+//	TryAcquire(req *Request) (Handle, error)
+//	Inspect(path string) (*Status, error)
+//
+// Acquire must return promptly when ctx ends, with an *Error whose cause
+// matches ErrTimeout or context.Canceled, and must never leave the lock held
+// by an abandoned wait; TryAcquire returns an *Error matching ErrBusy, with
+// the Holder, when the lock is taken.
 type Protocol = core.Protocol
 
-// Handle is one lock held through a Protocol; Lock wraps it.
+// Handle is one lock held through a Protocol; Lock wraps it and its
+// methods mean what Lock's do: Fence() uint64 (Lock.Token), Owner() *Owner,
+// Lost() <-chan struct{}, Check() error and Release() error.
 type Handle = core.Handle
 
-// Request is what Acquire hands a Protocol.
+// Request is what Acquire hands a Protocol:
+//
+//	Path   string        the lock path (for etcd, the key)
+//	Shared bool          a shared (reader) hold
+//	Owner  Owner         who asks; the protocol fills StartedAt, Fence, Shared, Protocol
+//	Logger *slog.Logger  debug events, when the caller asked for them
 type Request = core.Request
 
 // Sentinel errors, matched with errors.Is.
