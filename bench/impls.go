@@ -28,7 +28,17 @@ type impl struct {
 	// perProcess marks the CLI path: every acquisition is a new process,
 	// so the suite runs far fewer of them.
 	perProcess bool
-	cycle      func(w *workerEnv) (start, got, done time.Time, err error)
+	// node, when set, runs the workers in Node (bench/node/worker.js) in
+	// this mode instead of this program; cycle is then unused.
+	node  string
+	cycle func(w *workerEnv) (cycleTimes, error)
+}
+
+// cycleTimes is one acquisition: when the worker asked for the lock
+// (start), got it (got), began to release it (releasing: the critical
+// section is done) and when the release returned (done).
+type cycleTimes struct {
+	start, got, releasing, done time.Time
 }
 
 // workerEnv is what a worker needs for one cycle.
@@ -54,30 +64,33 @@ func impls() []impl {
 		impl{name: "gofrs/flock", about: "github.com/gofrs/flock v0.13, New + Lock + Unlock per acquisition", cycle: gofrsCycle},
 		impl{name: "lockedfile", about: "go-internal lockedfile.MutexAt(...).Lock()", cycle: lockedfileCycle},
 		impl{name: "flock(1)", about: "flock(1) running a child process per acquisition", perProcess: true, cycle: flockCLICycle},
+		impl{name: "proper-lockfile seed", about: "Node, proper-lockfile 4.1.2 lockSync, 25 ms sleep when busy (the seed's named lock)", node: "seed"},
+		impl{name: "proper-lockfile retry", about: "Node, proper-lockfile 4.1.2 lock() retrying after 1 ms × 1.3ⁿ, randomized, at most 20 ms", node: "retry"},
 	)
 	return list
 }
 
-func holdCycle(opts ...hold.Option) func(w *workerEnv) (time.Time, time.Time, time.Time, error) {
+func holdCycle(opts ...hold.Option) func(w *workerEnv) (cycleTimes, error) {
 	ctx := context.Background()
-	return func(w *workerEnv) (start, got, done time.Time, err error) {
-		start = time.Now()
+	return func(w *workerEnv) (t cycleTimes, err error) {
+		t.start = time.Now()
 		l, err := hold.Acquire(ctx, w.target, opts...)
 		if err != nil {
 			return
 		}
-		got = time.Now()
+		t.got = time.Now()
 		err = criticalSection(w.counter)
+		t.releasing = time.Now()
 		if rerr := l.Release(); err == nil {
 			err = rerr
 		}
-		done = time.Now()
+		t.done = time.Now()
 		return
 	}
 }
 
-func rawFlockCycle(w *workerEnv) (start, got, done time.Time, err error) {
-	start = time.Now()
+func rawFlockCycle(w *workerEnv) (t cycleTimes, err error) {
+	t.start = time.Now()
 	fd, err := unix.Open(w.lock, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o666)
 	if err != nil {
 		return
@@ -91,39 +104,42 @@ func rawFlockCycle(w *workerEnv) (start, got, done time.Time, err error) {
 		unix.Close(fd)
 		return
 	}
-	got = time.Now()
+	t.got = time.Now()
 	err = criticalSection(w.counter)
+	t.releasing = time.Now()
 	unix.Flock(fd, unix.LOCK_UN)
 	unix.Close(fd)
-	done = time.Now()
+	t.done = time.Now()
 	return
 }
 
-func gofrsCycle(w *workerEnv) (start, got, done time.Time, err error) {
-	start = time.Now()
+func gofrsCycle(w *workerEnv) (t cycleTimes, err error) {
+	t.start = time.Now()
 	f := gofrs.New(w.lock)
 	if err = f.Lock(); err != nil {
 		return
 	}
-	got = time.Now()
+	t.got = time.Now()
 	err = criticalSection(w.counter)
+	t.releasing = time.Now()
 	if uerr := f.Unlock(); err == nil {
 		err = uerr
 	}
-	done = time.Now()
+	t.done = time.Now()
 	return
 }
 
-func lockedfileCycle(w *workerEnv) (start, got, done time.Time, err error) {
-	start = time.Now()
+func lockedfileCycle(w *workerEnv) (t cycleTimes, err error) {
+	t.start = time.Now()
 	unlock, err := lockedfile.MutexAt(w.lock).Lock()
 	if err != nil {
 		return
 	}
-	got = time.Now()
+	t.got = time.Now()
 	err = criticalSection(w.counter)
+	t.releasing = time.Now()
 	unlock()
-	done = time.Now()
+	t.done = time.Now()
 	return
 }
 
@@ -132,19 +148,22 @@ func lockedfileCycle(w *workerEnv) (start, got, done time.Time, err error) {
 // prints the time it started. The wait is from asking flock(1) to the
 // child's start, so it includes starting both processes: that is the cost
 // of the CLI path.
-func flockCLICycle(w *workerEnv) (start, got, done time.Time, err error) {
-	start = time.Now()
+func flockCLICycle(w *workerEnv) (t cycleTimes, err error) {
+	t.start = time.Now()
 	out, err := exec.Command("flock", w.lock, w.self, "-cs", w.cpath).Output()
 	if err != nil {
 		return
 	}
-	done = time.Now()
+	t.done = time.Now()
 	ns, err := strconv.ParseInt(string(out[:len(out)-min(len(out), 1)]), 10, 64)
 	if err != nil {
 		err = fmt.Errorf("flock(1) child printed %q", out)
 		return
 	}
-	got = time.Unix(0, ns)
+	t.got = time.Unix(0, ns)
+	// The child's exit and flock(1)'s unlock are not observable from
+	// here: the release is counted from the child's start.
+	t.releasing = t.got
 	return
 }
 

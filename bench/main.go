@@ -18,6 +18,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -26,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +43,9 @@ func main() {
 		total    = flag.Int("acquisitions", 0, "acquisitions per run, split among the workers (default 24000, -quick 3000)")
 		budget   = flag.Duration("budget", 0, "time limit for one implementation's acquisitions at one worker count, over all rounds (default 6s, -quick 1.5s)")
 		worker   = flag.String("worker", "", "internal: run as a worker of this implementation")
-		dir      = flag.String("dir", "", "internal: the worker's run directory")
+		runDir   = flag.String("rundir", "", "internal: the worker's run directory")
+		base     = flag.String("dir", "", "make each run's lock and counter under this directory (default: the system's temporary directory), e.g. /dev/shm to compare tmpfs with a disk")
+		modules  = flag.String("node-modules", "", "node_modules holding proper-lockfile 4.1.2 for the Node rows (default: $HOLD_BENCH_NODE_MODULES, else ../internal/dirlock/testdata/node/node_modules)")
 		m        = flag.Int("m", 0, "internal: the worker's acquisitions")
 		csTarget = flag.String("cs", "", "internal: run the critical section on this counter (the flock(1) child)")
 		png      = flag.Bool("png", false, "also write the chart as waits.png")
@@ -55,7 +59,7 @@ func main() {
 	case *csTarget != "":
 		os.Exit(criticalSectionChild(*csTarget))
 	case *worker != "":
-		os.Exit(workerMain(*worker, *dir, *m, *budget))
+		os.Exit(workerMain(*worker, *runDir, *m, *budget))
 	}
 	if *total == 0 {
 		*total = 24000
@@ -85,7 +89,8 @@ func main() {
 			list = append(list, im)
 		}
 	}
-	if err := runSuite(*out, counts, list, *total, *rounds, *budget, *quick, *png); err != nil {
+	se := &suiteEnv{base: *base, modules: *modules}
+	if err := runSuite(se, *out, counts, list, *total, *rounds, *budget, *quick, *png); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -129,6 +134,11 @@ type result struct {
 	lost     int64
 	waits    []time.Duration
 	holds    []time.Duration
+	// handoffs are the acquisitions by another process than the previous
+	// holder; handoffLat their latencies, from the previous holder
+	// beginning its release to the next one holding the lock.
+	handoffs   int
+	handoffLat []time.Duration
 }
 
 // add merges another round of the same implementation and worker count.
@@ -138,6 +148,25 @@ func (r *result) add(o *result) {
 	r.lost += o.lost
 	r.waits = append(r.waits, o.waits...)
 	r.holds = append(r.holds, o.holds...)
+	r.handoffs += o.handoffs
+	r.handoffLat = append(r.handoffLat, o.handoffLat...)
+}
+
+// trueHandoffsPerSec counts only acquisitions that changed hands.
+func (r *result) trueHandoffsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.handoffs) / r.elapsed.Seconds()
+}
+
+// suiteEnv is where and with what the suite runs its workers.
+type suiteEnv struct {
+	self    string // this executable: the Go workers
+	base    string // parent of each run's directory; "" for the default
+	modules string // node_modules with proper-lockfile, as given
+	node    *nodeSetup
+	notes   []string // rows left out, and why
 }
 
 func (r *result) handoffsPerSec() float64 {
@@ -147,23 +176,26 @@ func (r *result) handoffsPerSec() float64 {
 	return float64(r.acquired) / r.elapsed.Seconds()
 }
 
-func runSuite(out string, counts []int, list []impl, total, rounds int, budget time.Duration, quick, png bool) error {
+func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds int, budget time.Duration, quick, png bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	se.self = self
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	if _, err := exec.LookPath("flock"); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: flock(1) not found (util-linux); leaving it out")
-		var kept []impl
-		for _, im := range list {
-			if !im.perProcess {
-				kept = append(kept, im)
-			}
+		list = se.leaveOut(list, "flock(1) not found (util-linux)", func(im impl) bool { return im.perProcess })
+	}
+	if needsNode(list) {
+		node, why := findNode(se.modules)
+		if node == nil {
+			list = se.leaveOut(list, why, func(im impl) bool { return im.node != "" })
+		} else {
+			defer node.cleanup()
+			se.node = node
 		}
-		list = kept
 	}
 	began := time.Now()
 	loadBefore := loadAverage()
@@ -186,7 +218,7 @@ func runSuite(out string, counts []int, list []impl, total, rounds int, budget t
 					want = cliAcquisitions(quick)
 				}
 				m := max(1, want/n/rounds)
-				r, err := runOne(self, im, n, m, budget/time.Duration(rounds))
+				r, err := runOne(se, im, n, m, budget/time.Duration(rounds))
 				if err != nil {
 					return fmt.Errorf("%s with %d workers: %w", im.name, n, err)
 				}
@@ -211,7 +243,12 @@ func runSuite(out string, counts []int, list []impl, total, rounds int, budget t
 	}
 	load := fmt.Sprintf("%d rounds per worker count, implementations taking turns; load average %s before, %s after; process wake-up (half a pipe round trip) median %s / mean %s before, %s / %s after",
 		rounds, loadBefore, loadAverage(), fmtDur(wakeBefore), fmtDur(meanBefore), fmtDur(wakeAfter), fmtDur(meanAfter))
-	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, time.Since(began)); err != nil {
+	if se.base != "" {
+		load += "; runs under " + se.base + " (" + fsType(se.base) + ")"
+	} else {
+		load += "; runs under " + os.TempDir() + " (" + fsType(os.TempDir()) + ")"
+	}
+	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, se.notes, time.Since(began)); err != nil {
 		return err
 	}
 	if err := writeChart(filepath.Join(out, "waits.svg"), results, list, counts, png); err != nil {
@@ -228,8 +265,8 @@ func runSuite(out string, counts []int, list []impl, total, rounds int, budget t
 
 // runOne starts n workers, lets them go at once, and collects their
 // samples.
-func runOne(self string, im impl, n, m int, budget time.Duration) (*result, error) {
-	dir, err := os.MkdirTemp("", "hold-bench-")
+func runOne(se *suiteEnv, im impl, n, m int, budget time.Duration) (*result, error) {
+	dir, err := os.MkdirTemp(se.base, "hold-bench-")
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +290,10 @@ func runOne(self string, im impl, n, m int, budget time.Duration) (*result, erro
 		}
 	}
 	for i := range procs {
-		p := &proc{cmd: exec.Command(self, "-worker", im.name, "-dir", dir, "-m", strconv.Itoa(m), "-budget", budget.String())}
+		p := &proc{cmd: exec.Command(se.self, "-worker", im.name, "-rundir", dir, "-m", strconv.Itoa(m), "-budget", budget.String())}
+		if im.node != "" {
+			p.cmd = se.node.command(im.node, dir, m, budget)
+		}
 		p.cmd.Stderr = &p.stderr
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 			kill()
@@ -287,7 +327,8 @@ func runOne(self string, im impl, n, m int, budget time.Duration) (*result, erro
 	var first, last int64
 	var errs []error
 	var wg sync.WaitGroup
-	for _, p := range procs {
+	var acqs []acquisition
+	for i, p := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -303,6 +344,9 @@ func runOne(self string, im impl, n, m int, budget time.Duration) (*result, erro
 			r.lost += int64(s.cycles)
 			r.waits = append(r.waits, s.waits...)
 			r.holds = append(r.holds, s.holds...)
+			for k := range s.gots {
+				acqs = append(acqs, acquisition{worker: i, got: s.gots[k], releasing: s.releasing[k]})
+			}
 			if first == 0 || s.start < first {
 				first = s.start
 			}
@@ -314,6 +358,7 @@ func runOne(self string, im impl, n, m int, budget time.Duration) (*result, erro
 		return nil, errors.Join(errs...)
 	}
 	r.elapsed = time.Duration(last - first)
+	r.handoffs, r.handoffLat = handoffs(acqs)
 	got, err := readCounter(filepath.Join(dir, "counter"))
 	if err != nil {
 		return nil, err
@@ -329,14 +374,39 @@ type samples struct {
 	start, end int64  // unix nanoseconds of its first request and last release
 	waits      []time.Duration
 	holds      []time.Duration
+	gots       []int64 // unix nanoseconds of each acquisition
+	releasing  []int64 // unix nanoseconds of the start of each release
+}
+
+// acquisition is one sample placed on the shared clock, for hand-offs.
+type acquisition struct {
+	worker         int
+	got, releasing int64
+}
+
+// handoffs orders one run's acquisitions by the time they were made (the
+// lock excludes, so that is the order they held it in) and returns how
+// many went to another process than the previous holder, with the
+// latency of each: from the previous holder beginning its release (its
+// critical section done) to the next holder having the lock.
+func handoffs(acqs []acquisition) (int, []time.Duration) {
+	slices.SortFunc(acqs, func(a, b acquisition) int { return cmp.Compare(a.got, b.got) })
+	var lat []time.Duration
+	for i := 1; i < len(acqs); i++ {
+		if acqs[i].worker != acqs[i-1].worker {
+			lat = append(lat, time.Duration(max(acqs[i].got-acqs[i-1].releasing, 0)))
+		}
+	}
+	return len(lat), lat
 }
 
 // The report is little-endian int64s: cycles, start, end, count, then
-// count pairs of (wait, hold) in nanoseconds.
+// count quadruples of (wait, hold, got, releasing) in nanoseconds, the
+// last two as Unix times. bench/node/worker.js writes the same.
 func writeSamples(w io.Writer, s *samples) error {
 	buf := []int64{int64(s.cycles), s.start, s.end, int64(len(s.waits))}
 	for i := range s.waits {
-		buf = append(buf, int64(s.waits[i]), int64(s.holds[i]))
+		buf = append(buf, int64(s.waits[i]), int64(s.holds[i]), s.gots[i], s.releasing[i])
 	}
 	return binary.Write(w, binary.LittleEndian, buf)
 }
@@ -347,13 +417,15 @@ func readSamples(r io.Reader) (*samples, error) {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
 	s := &samples{cycles: uint64(head[0]), start: head[1], end: head[2]}
-	pairs := make([]int64, 2*head[3])
-	if err := binary.Read(r, binary.LittleEndian, pairs); err != nil {
+	quads := make([]int64, 4*head[3])
+	if err := binary.Read(r, binary.LittleEndian, quads); err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
-	for i := 0; i < len(pairs); i += 2 {
-		s.waits = append(s.waits, time.Duration(pairs[i]))
-		s.holds = append(s.holds, time.Duration(pairs[i+1]))
+	for i := 0; i < len(quads); i += 4 {
+		s.waits = append(s.waits, time.Duration(quads[i]))
+		s.holds = append(s.holds, time.Duration(quads[i+1]))
+		s.gots = append(s.gots, quads[i+2])
+		s.releasing = append(s.releasing, quads[i+3])
 	}
 	return s, nil
 }
@@ -369,7 +441,7 @@ func workerMain(name, dir string, m int, budget time.Duration) int {
 			break
 		}
 	}
-	if im == nil {
+	if im == nil || im.node != "" {
 		fmt.Fprintln(os.Stderr, "unknown implementation", name)
 		return 2
 	}
@@ -390,7 +462,7 @@ func workerMain(name, dir string, m int, budget time.Duration) int {
 	if !im.perProcess {
 		// One acquisition before the start: first-use costs (creating the
 		// lock file and queue, loading code) are not what is measured.
-		if _, _, _, err := im.cycle(w); err != nil {
+		if _, err := im.cycle(w); err != nil {
 			fmt.Fprintln(os.Stderr, "warm-up:", err)
 			return 1
 		}
@@ -400,18 +472,20 @@ func workerMain(name, dir string, m int, budget time.Duration) int {
 	io.Copy(io.Discard, os.Stdin)
 	deadline := time.Now().Add(budget)
 	for i := 0; i < m && (i == 0 || time.Now().Before(deadline)); i++ {
-		start, got, done, err := im.cycle(w)
+		t, err := im.cycle(w)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "cycle:", err)
 			return 1
 		}
 		s.cycles++
 		if i == 0 {
-			s.start = start.UnixNano()
+			s.start = t.start.UnixNano()
 		}
-		s.end = done.UnixNano()
-		s.waits = append(s.waits, got.Sub(start))
-		s.holds = append(s.holds, done.Sub(got))
+		s.end = t.done.UnixNano()
+		s.waits = append(s.waits, t.got.Sub(t.start))
+		s.holds = append(s.holds, t.done.Sub(t.got))
+		s.gots = append(s.gots, t.got.UnixNano())
+		s.releasing = append(s.releasing, t.releasing.UnixNano())
 	}
 	bw := bufio.NewWriter(os.Stdout)
 	if err := writeSamples(bw, s); err != nil {

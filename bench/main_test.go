@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 // checks that nothing was lost and both outputs were written.
 func TestSuiteSmoke(t *testing.T) {
 	out := t.TempDir()
-	if err := runSuite(out, []int{2}, impls(), 40, 2, time.Second, true, false); err != nil {
+	if err := runSuite(&suiteEnv{}, out, []int{2}, impls(), 40, 2, time.Second, true, false); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "results.md"))
@@ -34,6 +34,14 @@ func TestSuiteSmoke(t *testing.T) {
 	for _, want := range []string{"| 2 | hold |", "| 2 | hold fair |", "| 2 | flock(2) |", "## Goals"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, b)
+		}
+	}
+	if node, _ := findNode(""); node != nil {
+		node.cleanup()
+		for _, want := range []string{"| 2 | proper-lockfile seed |", "| 2 | proper-lockfile retry |", "## Portable protocol against proper-lockfile"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("results.md lacks %q:\n%s", want, b)
+			}
 		}
 	}
 	svg, err := os.ReadFile(filepath.Join(out, "waits.svg"))
@@ -57,5 +65,22 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(nil, 50) != 0 {
 		t.Error("percentile of nothing is not 0")
+	}
+}
+
+// TestHandoffs: only acquisitions by another process than the previous
+// holder count, ordered by when they were made, timed from the previous
+// holder's release.
+func TestHandoffs(t *testing.T) {
+	acqs := []acquisition{
+		{worker: 1, got: 300, releasing: 310},
+		{worker: 0, got: 100, releasing: 110},
+		{worker: 0, got: 200, releasing: 210},
+		{worker: 1, got: 400, releasing: 420},
+		{worker: 0, got: 425, releasing: 430},
+	}
+	n, lat := handoffs(acqs)
+	if n != 2 || len(lat) != 2 || lat[0] != 90 || lat[1] != 5 {
+		t.Fatalf("handoffs = %d %v, want 2 [90 5]", n, lat)
 	}
 }

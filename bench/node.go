@@ -1,0 +1,110 @@
+//go:build unix
+
+package main
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// The Node rows run bench/node/worker.js with npm's proper-lockfile, the
+// lock the seed implementations use, as the baseline the portable protocol
+// is measured against on the same work, machine and filesystem.
+
+//go:embed node/worker.js
+var nodeWorker []byte
+
+// properLockfileVersion is the version the baseline is pinned to (the one
+// the interop tests use).
+const properLockfileVersion = "4.1.2"
+
+// defaultNodeModules is where CI installs proper-lockfile for the interop
+// tests, relative to the bench directory (where `go run .` and `go test`
+// run); the suite reuses it.
+const defaultNodeModules = "../internal/dirlock/testdata/node/node_modules"
+
+// nodeSetup is a Node and a proper-lockfile install to run workers with.
+type nodeSetup struct {
+	bin     string
+	modules string // absolute node_modules directory
+	tmp     string // holds the worker script
+	script  string
+}
+
+func needsNode(list []impl) bool {
+	for _, im := range list {
+		if im.node != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// findNode finds node and proper-lockfile at the pinned version: in
+// modules if given, else $HOLD_BENCH_NODE_MODULES, else the interop tests'
+// install. It returns nil and the reason when either is missing.
+func findNode(modules string) (*nodeSetup, string) {
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		return nil, "node not found"
+	}
+	if modules == "" {
+		modules = os.Getenv("HOLD_BENCH_NODE_MODULES")
+	}
+	if modules == "" {
+		modules = defaultNodeModules
+	}
+	modules, err = filepath.Abs(modules)
+	if err != nil {
+		return nil, err.Error()
+	}
+	raw, err := os.ReadFile(filepath.Join(modules, "proper-lockfile", "package.json"))
+	if err != nil {
+		return nil, fmt.Sprintf("proper-lockfile not installed in %s (npm install --prefix internal/dirlock/testdata/node proper-lockfile@%s)", modules, properLockfileVersion)
+	}
+	var pkg struct{ Version string }
+	if json.Unmarshal(raw, &pkg) != nil || pkg.Version != properLockfileVersion {
+		return nil, fmt.Sprintf("proper-lockfile in %s is %q, not %s", modules, pkg.Version, properLockfileVersion)
+	}
+	tmp, err := os.MkdirTemp("", "hold-bench-node-")
+	if err != nil {
+		return nil, err.Error()
+	}
+	script := filepath.Join(tmp, "worker.js")
+	if err := os.WriteFile(script, nodeWorker, 0o644); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err.Error()
+	}
+	return &nodeSetup{bin: bin, modules: modules, tmp: tmp, script: script}, ""
+}
+
+func (n *nodeSetup) cleanup() { os.RemoveAll(n.tmp) }
+
+// command runs one Node worker in mode on the run directory dir.
+func (n *nodeSetup) command(mode, dir string, m int, budget time.Duration) *exec.Cmd {
+	cmd := exec.Command(n.bin, n.script, mode, dir, strconv.Itoa(m), strconv.FormatInt(budget.Milliseconds(), 10))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+n.modules)
+	return cmd
+}
+
+// leaveOut drops the implementations drop selects, saying why on stderr
+// and in the results.
+func (se *suiteEnv) leaveOut(list []impl, why string, drop func(impl) bool) []impl {
+	var kept []impl
+	for _, im := range list {
+		if drop(im) {
+			note := fmt.Sprintf("%s left out: %s", im.name, why)
+			fmt.Fprintln(os.Stderr, "bench:", note)
+			se.notes = append(se.notes, note)
+			continue
+		}
+		kept = append(kept, im)
+	}
+	return kept
+}
