@@ -160,7 +160,7 @@ func (c *config) lockPath(target string) (string, error) {
 	case c.named:
 		// Even Named(""): an empty name is invalid, not a request for
 		// the default lock path.
-		return namedPath(c.name)
+		return namedPath(c.name, c.protocol)
 	case target == "":
 		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}
 	}

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -590,5 +591,27 @@ func TestUpdateAndAppendOnEtcd(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "x\n"); n != writers*each {
 		t.Errorf("%d appended lines, want %d", n, writers*each)
+	}
+}
+
+// hold.Named with etcd names a key in the cluster's own namespace, the same
+// for every client, not a path in this machine's lock directory; an invalid
+// name is refused before etcd is asked.
+func TestNamedLock(t *testing.T) {
+	p, q := dial(t), dial(t)
+	name := fmt.Sprintf("deploy-%d", time.Now().UnixNano())
+	l, err := hold.TryAcquire("", hold.WithProtocol(p), hold.Named(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if want := "hold/locks/" + name; l.Path() != want {
+		t.Errorf("Path() = %q, want %q", l.Path(), want)
+	}
+	if _, err := hold.TryAcquire("", hold.WithProtocol(q), hold.Named(name)); !errors.Is(err, hold.ErrBusy) {
+		t.Errorf("second client, same name: %v, want ErrBusy", err)
+	}
+	if _, err := hold.TryAcquire("", hold.WithProtocol(q), hold.Named("Bad/Name")); !errors.Is(err, hold.ErrInvalidName) {
+		t.Errorf("invalid name: %v, want ErrInvalidName", err)
 	}
 }

@@ -225,6 +225,11 @@ func (p *Protocol) TTL() time.Duration { return p.ttl }
 // Name returns "etcd".
 func (p *Protocol) Name() string { return "etcd" }
 
+// NamedPath puts hold.Named locks under the key prefix "hold/locks/", so
+// that a name means the same lock for every client of the cluster rather
+// than a path in one machine's lock directory.
+func (p *Protocol) NamedPath(name string) string { return "hold/locks/" + name }
+
 // ttlSeconds is the lease TTL as etcd wants it: whole seconds, at least one.
 func (p *Protocol) ttlSeconds() int64 {
 	s := int64(math.Ceil(p.ttl.Seconds()))

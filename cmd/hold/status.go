@@ -151,11 +151,14 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 		return r
 	}
 	recordedDead := h.Owner != nil && h.Alive == hold.Dead
-	if recordedDead || h.Owner == nil {
+	kernel := st.Protocol == "flock"
+	if kernel && (recordedDead || h.Owner == nil) {
 		r.Openers = openersOf(st.Path)
 	}
 	switch {
-	case recordedDead:
+	case recordedDead && st.Protocol == "etcd":
+		r.Note = fmt.Sprintf("the recorded holder (pid %d) is dead; the lock stays held until its lease expires (or `hold break` revokes it)", h.Owner.PID)
+	case recordedDead && kernel:
 		r.Note = fmt.Sprintf("the recorded holder (pid %d) is dead, but the lock is still held: "+
 			"a process that inherited its descriptor has it (the command of a killed 'hold run', or a process it started)", h.Owner.PID)
 	case h.Owner == nil && st.Protocol == "dir":

@@ -47,6 +47,14 @@ type Breaker interface {
 	Break(path string, force bool) (*Status, error)
 }
 
+// Namer is implemented by protocols that keep named locks in a namespace of
+// their own (etcd keys) rather than in the local lock directory, so that
+// Named("deploy") means the same lock on every machine.
+type Namer interface {
+	// NamedPath returns the lock path for a valid lock name.
+	NamedPath(name string) string
+}
+
 // Handle is one held lock.
 type Handle interface {
 	// Fence is the fencing token of this acquisition.
