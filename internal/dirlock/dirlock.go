@@ -71,6 +71,10 @@ type Protocol struct {
 	mu     sync.Mutex
 	active map[string]struct{}
 
+	// watches serves every waiter of this Protocol with one source of
+	// directory events (see watchRemovals).
+	watches watchHub
+
 	// fault, when set (by tests only), is called at each fault point.
 	fault func(point string)
 }
@@ -181,14 +185,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	}
 
 	var w *waiter
-	defer func() {
-		if w != nil {
-			// Closing a watcher waits for its reader goroutine to stop,
-			// which under load was measured at up to tens of
-			// milliseconds: the new holder need not wait for it.
-			go w.close()
-		}
-	}()
+	defer func() { w.close() }()
 	pol := newPolicy(req.Path, p.cfg, start)
 	immediate := 0
 	// woken: the last sleep ended because the lock was removed. The lock
@@ -226,7 +223,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			// mkdir and the watch would otherwise be missed.
 			a.logger("hold: waiting for lock", "holder", a.seen.why)
 			pol.noteWaiting()
-			w = newWaiter(req.Path, p.cfg.MaxPoll)
+			w = p.newWaiter(req.Path, p.cfg.MaxPoll)
 			continue
 		}
 		if pol.wedged() {
@@ -242,6 +239,16 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 // of a stale lock (unless skipJudge); on success, the stamp and its
 // read-back. It never sleeps, except to ride out an unreadable read-back.
 func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
+	if skipJudge {
+		// Woken by a release, with every other waiter: most of them find
+		// the lock retaken already. A stat sees that without the parent
+		// directory's lock, which mkdir takes even to fail, and which the
+		// winner's mkdir and stamp and the releaser's cleanup all need:
+		// a herd of failing mkdirs would queue in front of them.
+		if _, err := os.Lstat(a.path); err == nil {
+			return passBusy, nil, nil
+		}
+	}
 	err := os.Mkdir(a.path, 0o777)
 	if err != nil {
 		if !isMkdirContention(err) {

@@ -2,7 +2,6 @@ package dirlock
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -158,16 +157,11 @@ func readOwner(dir string) (*core.Owner, error) {
 // with a nil error when there is none (absence is a fact), an error when
 // it could not be read.
 func readRecord(dir string) ([]byte, error) {
-	f, err := openNoFollow(filepath.Join(dir, OwnerFile))
+	b, err := readSmallFile(filepath.Join(dir, OwnerFile), core.MaxRecordSize+1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, nil
 		}
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, core.MaxRecordSize+1))
-	if err != nil {
 		return nil, err
 	}
 	if b == nil {

@@ -590,9 +590,9 @@ func TestWaiterWakesOnEvent(t *testing.T) {
 	}
 	path := lockIn(t)
 	os.Mkdir(path, 0o777)
-	w := newWaiter(path, time.Hour)
+	w := New(Config{}).newWaiter(path, time.Hour)
 	defer w.close()
-	if w.watcher == nil {
+	if w.removals == nil {
 		t.Fatal("no watcher on the lock's directory")
 	}
 	w.next = time.Hour

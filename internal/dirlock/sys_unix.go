@@ -5,22 +5,44 @@ package dirlock
 import (
 	"errors"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// openNoFollow opens a file for reading without following a symlink in
-// its last component: an owner record is read by everyone who judges the
-// lock, and a symlink planted there must not make them read (or block on)
-// a file of someone else's choosing. O_NONBLOCK keeps a planted FIFO from
-// hanging the reader.
-func openNoFollow(path string) (*os.File, error) {
+// readSmallFile reads up to limit bytes of the file at path, without
+// following a symlink in its last component: an owner record is read by
+// everyone who judges the lock, and a symlink planted there must not make
+// them read a file of someone else's choosing. O_NONBLOCK keeps a planted
+// FIFO from hanging the reader (it reads as empty, or fails: unreadable).
+// Plain system calls, not an *os.File: this runs on every read-back,
+// release and judgement, and an *os.File costs two more calls (a flags
+// query and a poller registration that fails for regular files).
+func readSmallFile(path string, limit int) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	defer unix.Close(fd)
+	buf := make([]byte, 0, min(limit, 1024))
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(limit, 2*cap(buf))-len(buf))
+		}
+		n, err := unix.Read(fd, buf[len(buf):min(cap(buf), limit)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
 }
 
 // dirRef is a lock directory this process created, held open for as long
@@ -55,19 +77,30 @@ func (d *dirRef) identity() os.FileInfo { return d.fi }
 // createOwner writes the owner record exclusively (O_EXCL): our directory
 // was empty when we made it, so a record already there means the directory
 // is not the one we think, and overwriting it would put our token into
-// another holder's lock.
+// another holder's lock. No fsync: the record matters only while its
+// writer lives (a crash of the machine ends every holder, and a record
+// lost with it leaves an ownerless lock, judged by age), and every reader
+// reads through the same page cache.
 func (d *dirRef) createOwner(b []byte) error {
 	fd, err := unix.Openat(int(d.f.Fd()), OwnerFile, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return &os.PathError{Op: "create", Path: d.f.Name() + "/" + OwnerFile, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), OwnerFile)
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr != nil {
-		return werr
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return &os.PathError{Op: "write", Path: d.f.Name() + "/" + OwnerFile, Err: err}
+		}
+		b = b[n:]
 	}
-	return cerr
+	if err := unix.Close(fd); err != nil {
+		return &os.PathError{Op: "close", Path: d.f.Name() + "/" + OwnerFile, Err: err}
+	}
+	return nil
 }
 
 // withdrawOwner removes the owner record from our directory, wherever it

@@ -2,6 +2,7 @@ package dirlock
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,9 +11,16 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// openNoFollow opens a file for reading. Windows has no O_NOFOLLOW; the
-// owner record is opened by path.
-func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
+// readSmallFile reads up to limit bytes of the file at path. Windows has
+// no O_NOFOLLOW; the owner record is opened by path.
+func readSmallFile(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)))
+}
 
 // dirRef is a lock directory this process created. On Windows no handle
 // is kept open: an open directory handle makes every other process's

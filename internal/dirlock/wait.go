@@ -3,11 +3,8 @@ package dirlock
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // minPoll is where the backoff starts: the first retry after a busy
@@ -15,18 +12,26 @@ import (
 const minPoll = time.Millisecond
 
 // waiter sleeps between attempts of one acquisition. It wakes early when
-// the lock's parent directory reports the lock path removed or renamed
-// (inotify on Linux, ReadDirectoryChangesW on Windows), and otherwise after
-// a jittered exponential backoff capped at MaxPoll, the fallback where no
-// events arrive (network filesystems). Jitter, because a fixed retry wakes
-// every waiter at the same instant to re-race, and with N waiters serving
-// all of them then takes about N·H(N) rounds: the seed measured a fixed
-// retry losing an item in 12 of 20 runs against 2 of 20 jittered.
+// the lock path is reported removed or renamed (removals: inotify on Linux,
+// ReadDirectoryChangesW on Windows), and otherwise after a jittered
+// exponential backoff capped at MaxPoll, the fallback where no events
+// arrive (network filesystems). Jitter, because a fixed retry wakes every
+// waiter at the same instant to re-race, and with N waiters serving all of
+// them then takes about N·H(N) rounds: the seed measured a fixed retry
+// losing an item in 12 of 20 runs against 2 of 20 jittered.
 type waiter struct {
-	base    string
-	watcher *fsnotify.Watcher
-	next    time.Duration
-	maxPoll time.Duration
+	removals removals // nil: backoff only
+	next     time.Duration
+	maxPoll  time.Duration
+}
+
+// removals is a subscription to the removal (or renaming away) of one
+// lock path. C receives, without blocking the sender, after such an event;
+// a signal may be spurious (an overflowed event queue, a watch that
+// ended), never missing while the subscription lasts.
+type removals interface {
+	C() <-chan struct{}
+	close()
 }
 
 // eventsWork says where directory events are used. kqueue (macOS, BSD)
@@ -34,23 +39,15 @@ type waiter struct {
 // lock's parent directory; there the backoff alone serves.
 const eventsWork = runtime.GOOS == "linux" || runtime.GOOS == "windows"
 
-func newWaiter(path string, maxPoll time.Duration) *waiter {
-	w := &waiter{base: filepath.Base(path), next: minPoll, maxPoll: maxPoll}
-	if eventsWork {
-		if fw, err := fsnotify.NewWatcher(); err == nil {
-			if err := fw.Add(filepath.Dir(path)); err == nil {
-				w.watcher = fw
-			} else {
-				fw.Close()
-			}
-		}
-	}
-	return w
+// newWaiter subscribes to the removal of path before returning, so that a
+// release after the caller's next look is never missed.
+func (p *Protocol) newWaiter(path string, maxPoll time.Duration) *waiter {
+	return &waiter{removals: p.watchRemovals(path), next: minPoll, maxPoll: maxPoll}
 }
 
 func (w *waiter) close() {
-	if w != nil && w.watcher != nil {
-		w.watcher.Close()
+	if w != nil && w.removals != nil {
+		w.removals.close()
 	}
 }
 
@@ -71,36 +68,19 @@ func (w *waiter) backoff(until time.Time) time.Duration {
 // ctx ends (returning its error). byEvent reports a wake by the lock's
 // removal.
 func (w *waiter) sleep(ctx context.Context, d time.Duration) (byEvent bool, err error) {
+	var removed <-chan struct{}
+	if w.removals != nil {
+		removed = w.removals.C()
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w.watcher != nil {
-		events, errs = w.watcher.Events, w.watcher.Errors
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-timer.C:
-			return false, nil
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			if ev.Has(fsnotify.Remove|fsnotify.Rename) && filepath.Base(ev.Name) == w.base {
-				return true, nil
-			}
-		case _, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
-			// An overflowed event queue may have dropped the one we wait
-			// for: look now.
-			return false, nil
-		}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-timer.C:
+		return false, nil
+	case <-removed:
+		return true, nil
 	}
 }
 

@@ -1,0 +1,9 @@
+//go:build !linux && !windows
+
+package dirlock
+
+// watchHub is empty where directory events are not used (see eventsWork).
+type watchHub struct{}
+
+// watchRemovals: no events here; waiters poll with backoff.
+func (p *Protocol) watchRemovals(path string) removals { return nil }
