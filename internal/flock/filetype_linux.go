@@ -25,3 +25,23 @@ func fileType(fd int) (uint32, error) {
 	}
 	return uint32(st.Mode) & unix.S_IFMT, nil
 }
+
+// fileID returns the device and inode of the open file fd, or, when path
+// is not empty, of path itself (not following a final symlink). Like
+// fileType it asks statx for no timestamps, so that Check, which runs
+// between the owner-record writes, does not make them dearer.
+func fileID(fd int, path string) (dev, ino uint64, err error) {
+	var stx unix.Statx_t
+	if path == "" {
+		err = unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO, &stx)
+	} else {
+		err = unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &stx)
+	}
+	if err == unix.ENOSYS {
+		return statID(fd, path)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino, nil
+}

@@ -12,3 +12,7 @@ func fileType(fd int) (uint32, error) {
 	}
 	return uint32(st.Mode) & unix.S_IFMT, nil
 }
+
+// fileID returns the device and inode of the open file fd, or, when path
+// is not empty, of path itself (not following a final symlink).
+func fileID(fd int, path string) (dev, ino uint64, err error) { return statID(fd, path) }

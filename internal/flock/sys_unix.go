@@ -113,17 +113,32 @@ func (f *lockFile) size() (int64, error) {
 // namedBy reports whether path still names the file f is open on. A
 // missing path is "no"; an error means it cannot tell.
 func (f *lockFile) namedBy(path string) (bool, error) {
-	var fst, pst unix.Stat_t
-	if err := unix.Fstat(f.sysfd(), &fst); err != nil {
+	fdev, fino, err := fileID(f.sysfd(), "")
+	if err != nil {
 		return false, err
 	}
-	if err := unix.Lstat(path, &pst); err != nil {
+	pdev, pino, err := fileID(0, path)
+	if err != nil {
 		if err == unix.ENOENT {
 			return false, nil
 		}
 		return false, err
 	}
-	return fst.Dev == pst.Dev && fst.Ino == pst.Ino, nil
+	return fdev == pdev && fino == pino, nil
+}
+
+// statID is fileID by fstat or lstat.
+func statID(fd int, path string) (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if path == "" {
+		err = unix.Fstat(fd, &st)
+	} else {
+		err = unix.Lstat(path, &st)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return uint64(st.Dev), uint64(st.Ino), nil
 }
 
 // procFd is the descriptor for proc.LockHolders.
