@@ -236,7 +236,13 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 			results = append(results, r)
 		}
 	}
-	cmdline := "go run . " + strings.Join(os.Args[1:], " ")
+	cmdline := "go run ."
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " '\"()$*?") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		cmdline += " " + a
+	}
 	wakeAfter, meanAfter, err := wakeupLatency(self, 2000)
 	if err != nil {
 		return err
@@ -246,7 +252,7 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 	if se.base != "" {
 		load += "; runs under " + se.base + " (" + fsType(se.base) + ")"
 	} else {
-		load += "; runs under " + os.TempDir() + " (" + fsType(os.TempDir()) + ")"
+		load += "; runs in the temporary directory (" + fsType(os.TempDir()) + ")"
 	}
 	if err := writeTable(filepath.Join(out, "results.md"), results, list, counts, cmdline, load, se.notes, time.Since(began)); err != nil {
 		return err
