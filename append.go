@@ -28,24 +28,12 @@ func Append(ctx context.Context, path string, data []byte, opts ...Option) error
 }
 
 // appendTo is Append with the file system as a parameter, for tests.
-func appendTo(ctx context.Context, fsys atomicfile.FS, path string, data []byte, opts []Option) (err error) {
-	const op = "append"
-	c := newConfig(opts)
-	if _, err := atomicfile.Resolve(fsys, path); err != nil {
-		return fileError(op, path, err)
-	}
-	l, err := Acquire(ctx, path, append(opts[:len(opts):len(opts)], exclusive)...)
-	if err != nil {
-		return relabel(op, err)
-	}
-	defer func() {
-		if rerr := l.Release(); err == nil && rerr != nil {
-			err = relabel(op, rerr)
+func appendTo(ctx context.Context, fsys atomicfile.FS, path string, data []byte, opts []Option) error {
+	return guarded(ctx, "append", fsys, path, opts, func(c *config, l *Lock) error {
+		// Resolved again under the lock: the file may have changed meanwhile.
+		if err := atomicfile.AppendTo(fsys, path, c.mustExist, data, l.Check); err != nil {
+			return fileError("append", path, err)
 		}
-	}()
-	// Resolved again under the lock: the file may have changed meanwhile.
-	if err := atomicfile.AppendTo(fsys, path, c.mustExist, data, l.Check); err != nil {
-		return fileError(op, path, err)
-	}
-	return nil
+		return nil
+	})
 }

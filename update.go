@@ -54,10 +54,34 @@ func exclusive(c *config) { c.shared = false }
 
 // update is Update with the file system as a parameter, so tests can make
 // any step fail (a full disk, a read-only directory).
-func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []byte) ([]byte, error), opts []Option) (err error) {
-	const op = "update"
+func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []byte) ([]byte, error), opts []Option) error {
+	return guarded(ctx, "update", fsys, path, opts, func(c *config, l *Lock) error {
+		// The file may have been created or replaced while we waited, so
+		// atomicfile.Update resolves it again under the lock. fn's own
+		// error is returned unwrapped.
+		var fnErr error
+		err := atomicfile.Update(fsys, path, c.mustExist, func(old []byte) ([]byte, error) {
+			data, err := fn(old)
+			fnErr = err
+			return data, err
+		}, l.Check)
+		if fnErr != nil {
+			return fnErr
+		}
+		if err != nil {
+			return fileError("update", path, err)
+		}
+		return nil
+	})
+}
+
+// guarded runs body under the exclusive lock of path, the part Update and
+// Append share. The file is resolved once before the lock is taken, so that
+// a directory or device is refused before a lock file is created beside
+// it. body's error is returned as it is (body wraps its own file errors);
+// a failed Release is reported when body succeeded.
+func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, opts []Option, body func(c *config, l *Lock) error) (err error) {
 	c := newConfig(opts)
-	// Refuse a directory or device before creating a lock file beside it.
 	if _, err := atomicfile.Resolve(fsys, path); err != nil {
 		return fileError(op, path, err)
 	}
@@ -70,22 +94,7 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 			err = relabel(op, rerr)
 		}
 	}()
-	// The file may have been created or replaced while we waited, so
-	// atomicfile.Update resolves it again under the lock. fn's own error is
-	// returned unwrapped.
-	var fnErr error
-	err = atomicfile.Update(fsys, path, c.mustExist, func(old []byte) ([]byte, error) {
-		data, err := fn(old)
-		fnErr = err
-		return data, err
-	}, l.Check)
-	if fnErr != nil {
-		return fnErr
-	}
-	if err != nil {
-		return fileError(op, path, err)
-	}
-	return nil
+	return body(c, l)
 }
 
 // relabel gives a lock error from Acquire or Release the operation's name,
