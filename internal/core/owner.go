@@ -211,13 +211,20 @@ func Decode(b []byte) (o *Owner, ok bool) {
 	return &rec, true
 }
 
-// DecodeFence returns the fencing token of a record: what Decode would
-// find in its fence field, and ok=false when Decode would fail. Reading
-// the previous token is part of every exclusive acquisition, so for a
-// record laid out as AppendEncode writes it (fence first) it checks the
-// JSON is well-formed and reads the number without decoding the rest. Any
-// record where that shortcut could disagree with Decode (another key that
-// may fold to "fence", an escape that may spell one) takes the full path.
+// DecodeFence returns the fencing token of a record. Reading the previous
+// token is part of every exclusive acquisition, so a record laid out as
+// AppendEncode writes it, `{"fence":N,` first and `}` last, is read
+// without parsing the rest: N is what Decode finds there whenever Decode
+// accepts the record. The middle is deliberately not validated (that was
+// most of an acquisition's CPU time). Such a record only comes from one
+// pwrite of our encoder, which another process never sees in part; only a
+// crash of the machine can tear it, and then the fence, in the first
+// bytes, is the newer or the older write's, either of which a successor
+// may safely count on from (the lock file is never synced, so a machine
+// crash can lose the newest record in any case). Any other record, or one
+// where the shortcut could disagree with Decode (another key that may fold
+// to "fence", an escape that may spell one), is decoded in full, and
+// ok=false then means Decode fails on it.
 func DecodeFence(b []byte) (fence uint64, ok bool) {
 	if len(b) > MaxRecordSize {
 		return 0, false
@@ -235,8 +242,9 @@ func DecodeFence(b []byte) (fence uint64, ok bool) {
 			}
 			v = v*10 + d
 		}
+		// (JSON allows no leading zero: "007" is left to Decode.)
 		if i > 0 && i < len(rest) && (rest[i] == ',' || rest[i] == '}') &&
-			!mayNameFence(rest[i:]) && json.Valid(t) {
+			(rest[0] != '0' || i == 1) && t[len(t)-1] == '}' && !mayNameFence(rest[i:]) {
 			return v, true
 		}
 	}
@@ -257,15 +265,18 @@ func mayNameFence(b []byte) bool {
 	if bytes.Contains(b, []byte(`\u`)) {
 		return true
 	}
-	// Look at each 'n' or 'N' (rare in a record) for "ence" around it.
-	for i := 1; i+2 < len(b); i++ {
-		j := bytes.IndexAny(b[i:len(b)-2], "nN")
-		if j < 0 {
-			return false
-		}
-		i += j
-		if b[i-1]|0x20 == 'e' && b[i+1]|0x20 == 'c' && b[i+2]|0x20 == 'e' {
-			return true
+	// Look at each 'n' and each 'N' (few in a record) for "ence" around
+	// it, with IndexByte, which is vectorised (IndexAny here cost 1.6x).
+	for _, n := range []byte("nN") {
+		for i := 0; ; i++ {
+			j := bytes.IndexByte(b[i:], n)
+			if j < 0 {
+				break
+			}
+			i += j
+			if i >= 1 && i+2 < len(b) && b[i-1]|0x20 == 'e' && b[i+1]|0x20 == 'c' && b[i+2]|0x20 == 'e' {
+				return true
+			}
 		}
 	}
 	return false
