@@ -172,7 +172,7 @@ func (h *handle) lostError(op string) error {
 func (h *handle) File() *os.File { return h.f.file() }
 
 // Check reports ErrReleased after Release, and ErrLost when the lock path
-// no longer names the file this lock is on (one fstat and one lstat).
+// no longer names the file this lock is on (one stat of the path).
 func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

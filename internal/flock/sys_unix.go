@@ -23,6 +23,7 @@ import (
 type lockFile struct {
 	fd   int
 	path string
+	id   fileKey // the file's device and inode, from the open
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -110,35 +111,39 @@ func (f *lockFile) size() (int64, error) {
 	return st.Size, nil
 }
 
-// namedBy reports whether path still names the file f is open on. A
+// fileKey identifies a file: device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+// namedBy reports whether path still names the file f is open on (whose
+// identity was taken when it was opened: an open file's never changes). A
 // missing path is "no"; an error means it cannot tell.
 func (f *lockFile) namedBy(path string) (bool, error) {
-	fdev, fino, err := fileID(f.sysfd(), "")
-	if err != nil {
-		return false, err
-	}
-	pdev, pino, err := fileID(0, path)
+	id, err := pathID(path)
 	if err != nil {
 		if err == unix.ENOENT {
 			return false, nil
 		}
 		return false, err
 	}
-	return fdev == pdev && fino == pino, nil
+	return id == f.id, nil
 }
 
-// statID is fileID by fstat or lstat.
-func statID(fd int, path string) (dev, ino uint64, err error) {
+// fstatType is fileType by fstat.
+func fstatType(fd int) (uint32, fileKey, error) {
 	var st unix.Stat_t
-	if path == "" {
-		err = unix.Fstat(fd, &st)
-	} else {
-		err = unix.Lstat(path, &st)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fileKey{}, err
 	}
-	if err != nil {
-		return 0, 0, err
+	return uint32(st.Mode) & unix.S_IFMT, fileKey{uint64(st.Dev), uint64(st.Ino)}, nil
+}
+
+// lstatID is pathID by lstat.
+func lstatID(path string) (fileKey, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fileKey{}, err
 	}
-	return uint64(st.Dev), uint64(st.Ino), nil
+	return fileKey{uint64(st.Dev), uint64(st.Ino)}, nil
 }
 
 // procFd is the descriptor for proc.LockHolders.
@@ -167,11 +172,12 @@ func openLockFile(path string) (f *lockFile, writable bool, err error) {
 	if err != nil {
 		return nil, false, openError(path, err)
 	}
-	if err := checkRegular(fd, path); err != nil {
+	id, err := checkRegular(fd, path)
+	if err != nil {
 		unix.Close(fd)
 		return nil, false, err
 	}
-	return &lockFile{fd: fd, path: path}, writable, nil
+	return &lockFile{fd: fd, path: path, id: id}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
@@ -183,11 +189,12 @@ func openForInspect(path string) (*lockFile, error) {
 		}
 		return nil, openError(path, err)
 	}
-	if err := checkRegular(fd, path); err != nil {
+	id, err := checkRegular(fd, path)
+	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &lockFile{fd: fd, path: path}, nil
+	return &lockFile{fd: fd, path: path, id: id}, nil
 }
 
 // openRetry is open(2), retried when a signal interrupts it (possible on
@@ -201,16 +208,18 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 	}
 }
 
-func checkRegular(fd int, path string) error {
-	mode, err := fileType(fd)
+// checkRegular refuses anything but a regular file, and returns the
+// file's identity.
+func checkRegular(fd int, path string) (fileKey, error) {
+	mode, id, err := fileType(fd)
 	if err != nil {
-		return &core.Error{Op: "open", Path: path, Err: err}
+		return id, &core.Error{Op: "open", Path: path, Err: err}
 	}
 	if mode != unix.S_IFREG {
-		return &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
+		return id, &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
 			Hint: "it is a " + describeMode(mode) + "; remove it or choose another lock path"}
 	}
-	return nil
+	return id, nil
 }
 
 func describeMode(m uint32) string {
