@@ -30,7 +30,10 @@ const padSlack = 256
 // there. A file larger than core.MaxRecordSize is not read at all (a nil
 // record with its size): it is corrupt by definition.
 func readRecord(f *lockFile, buf []byte) (size int64, raw []byte, err error) {
-	n, err := f.readAt(buf, 0)
+	// One pread: a short read of a regular file is its end, and the
+	// record is normally a few hundred bytes. (readAt would ask again to
+	// be told so.)
+	n, err := f.readOnce(buf, 0)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -85,6 +85,21 @@ func (f *lockFile) readAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// readOnce is one pread at offset off, retried only when interrupted
+// before reading anything.
+func (f *lockFile) readOnce(b []byte, off int64) (int, error) {
+	fd := f.sysfd()
+	for {
+		n, err := unix.Pread(fd, b, off)
+		if err != unix.EINTR {
+			if n < 0 {
+				n = 0
+			}
+			return n, err
+		}
+	}
+}
+
 func (f *lockFile) writeAt(b []byte, off int64) error {
 	fd := f.sysfd()
 	for len(b) > 0 {

@@ -34,6 +34,9 @@ func (f *lockFile) readAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// readOnce is readAt: ReadAt stops at the end of the file by itself.
+func (f *lockFile) readOnce(b []byte, off int64) (int, error) { return f.readAt(b, off) }
+
 func (f *lockFile) writeAt(b []byte, off int64) error {
 	_, err := f.f.WriteAt(b, off)
 	return err
