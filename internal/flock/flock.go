@@ -192,8 +192,8 @@ func (h *handle) Check() error {
 	return nil
 }
 
-// Release unlocks before closing: if the descriptor was inherited by a
-// child that still runs, closing alone would leave the lock with the child.
+// Release unlocks and closes (see lockFile.release: once the descriptor was
+// handed to a command, closing alone would leave the lock with the command).
 // Once Check has found the lock lost, every Release says so.
 func (h *handle) Release() error {
 	h.mu.Lock()
@@ -206,8 +206,7 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.markReleased()
-	uerr := h.f.unlock()
-	cerr := h.f.close()
+	uerr, cerr := h.f.release()
 	if uerr != nil {
 		return &core.Error{Op: "release", Path: h.path, Err: uerr}
 	}

@@ -302,6 +302,24 @@ func (f *lockFile) unlock() error {
 	return unix.Flock(f.sysfd(), unix.LOCK_UN)
 }
 
+// release unlocks and closes. A descriptor never handed out as an
+// *os.File (see file) is the only reference to its open file description:
+// the lock was taken on a descriptor opened O_CLOEXEC and never
+// duplicated, so closing it releases the lock, and the explicit unlock,
+// one system call of every release, is left out. (A fork in progress
+// elsewhere in the process holds a copy only until its exec, which closes
+// it.) Once the file was handed out, a command may share the description,
+// so the lock is dropped explicitly first.
+func (f *lockFile) release() (unlockErr, closeErr error) {
+	f.mu.Lock()
+	shared := f.os != nil
+	f.mu.Unlock()
+	if shared {
+		unlockErr = f.unlock()
+	}
+	return unlockErr, f.close()
+}
+
 func isBusy(err error) bool {
 	return errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, unix.EAGAIN)
 }

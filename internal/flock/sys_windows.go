@@ -164,6 +164,12 @@ func (f *lockFile) unlock() error {
 	return windows.UnlockFileEx(windows.Handle(f.f.Fd()), 0, 1, 0, ol)
 }
 
+// release unlocks and closes.
+func (f *lockFile) release() (unlockErr, closeErr error) {
+	unlockErr = f.unlock()
+	return unlockErr, f.close()
+}
+
 func isBusy(err error) bool {
 	return errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING)
 }
