@@ -76,13 +76,13 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 }
 
 // guarded runs body under the exclusive lock of path, the part Update and
-// Append share. The file is resolved once before the lock is taken, so that
+// Append share. The file is located once before the lock is taken, so that
 // a directory or device is refused before a lock file is created beside
-// it. body's error is returned as it is (body wraps its own file errors);
+// it (body checks it again, in full, under the lock). body's error is returned as it is (body wraps its own file errors);
 // a failed Release is reported when body succeeded.
 func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, opts []Option, body func(c *config, l *Lock) error) (err error) {
 	c := newConfig(opts)
-	if _, err := atomicfile.Resolve(fsys, path); err != nil {
+	if _, err := atomicfile.Locate(fsys, path); err != nil {
 		return fileError(op, path, err)
 	}
 	l, err := Acquire(ctx, path, append(opts[:len(opts):len(opts)], exclusive)...)

@@ -87,7 +87,7 @@ func runAppend(args []string) int {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if _, err := atomicfile.Resolve(atomicfile.OS{}, file); err != nil {
+	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
 		return fail(op, fileError(op, file, err), lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)

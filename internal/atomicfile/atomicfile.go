@@ -136,7 +136,17 @@ type Target struct {
 // Resolve follows symlinks from path to the file they end at, which need
 // not exist (a dangling link names the file to create), and checks that
 // the file, if it exists, is a regular file we may write.
-func Resolve(fsys FS, path string) (*Target, error) {
+func Resolve(fsys FS, path string) (*Target, error) { return resolve(fsys, path, true) }
+
+// Locate is Resolve without asking the kernel whether this process may
+// write the file: only its type and permission bits are checked, which
+// the lstat that follows the links returns anyway. It serves callers for
+// which that one system call is wasted: an append, whose open for writing
+// asks the kernel the same question, and the check before a lock is
+// taken, which is repeated in full under the lock.
+func Locate(fsys FS, path string) (*Target, error) { return resolve(fsys, path, false) }
+
+func resolve(fsys FS, path string, access bool) (*Target, error) {
 	p := path
 	for range maxLinks {
 		fi, err := fsys.Lstat(p)
@@ -155,8 +165,10 @@ func Resolve(fsys FS, path string) (*Target, error) {
 			case fi.Mode().Perm()&0o222 == 0:
 				return nil, &fs.PathError{Op: "open", Path: p, Err: ErrReadOnly}
 			}
-			if err := fsys.Writable(p); err != nil {
-				return nil, err
+			if access {
+				if err := fsys.Writable(p); err != nil {
+					return nil, err
+				}
 			}
 			return &Target{Path: p, Info: fi}, nil
 		}
@@ -300,10 +312,11 @@ func Update(fsys FS, path string, mustExist bool, fn func(old []byte) ([]byte, e
 }
 
 // AppendTo is the append to a file whose lock the caller holds: it
-// resolves path, refuses a missing file if mustExist, calls check (a lock
-// that was lost must not write), and appends data with Append.
+// locates path (see Locate), refuses a missing file if mustExist, calls
+// check (a lock that was lost must not write), and appends data with
+// Append.
 func AppendTo(fsys FS, path string, mustExist bool, data []byte, check func() error) error {
-	t, err := Resolve(fsys, path)
+	t, err := Locate(fsys, path)
 	if err != nil {
 		return err
 	}
