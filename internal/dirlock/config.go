@@ -47,6 +47,9 @@ const (
 	EnvPatience  = "HOLD_DIR_PATIENCE"
 	EnvCeiling   = "HOLD_DIR_CEILING"
 	EnvMaxPoll   = "HOLD_DIR_MAX_POLL"
+	// EnvGate set to "0", "off" or "false" turns the waiting gate off (see
+	// Config.Ungated); it is not a duration.
+	EnvGate = "HOLD_DIR_GATE"
 )
 
 // Config holds the timing knobs of the portable protocol. A zero (or
@@ -83,6 +86,12 @@ type Config struct {
 	Ceiling time.Duration
 	// MaxPoll caps the jittered exponential backoff between attempts.
 	MaxPoll time.Duration
+	// Ungated turns off the waiting gate (see GateSuffix), so every local
+	// waiter contends for the directory itself, as hold did before the gate
+	// existed. For comparisons; the gate never fails an acquisition, so
+	// there is no need to turn it off for correctness. Also set by
+	// HOLD_DIR_GATE=0.
+	Ungated bool
 }
 
 // Resolve returns c with every unset field filled from the environment
@@ -108,6 +117,7 @@ func (c Config) Resolve(lookup func(string) string) Config {
 		Patience:  pick(c.Patience, EnvPatience, 0),
 		Ceiling:   pick(c.Ceiling, EnvCeiling, 0),
 		MaxPoll:   pick(c.MaxPoll, EnvMaxPoll, DefaultMaxPoll),
+		Ungated:   c.Ungated || gateOff(lookup(EnvGate)),
 	}
 	if r.Stale < r.Grace {
 		r.Stale = r.Grace
@@ -143,4 +153,13 @@ func ParseDuration(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// gateOff reads HOLD_DIR_GATE: only an explicit "off" turns the gate off.
+func gateOff(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "0", "off", "false", "no":
+		return true
+	}
+	return false
 }

@@ -59,6 +59,7 @@ const (
 	faultGuardJudged     = "guard.judged"     // an old guard judged, not yet evicted
 	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
 	faultReleaseMoved    = "release.moved"    // lock moved to its tomb, tomb not yet deleted
+	faultGateHeld        = "gate.held"        // waiting gate taken, no pass made yet
 )
 
 // Protocol implements core.Protocol and core.Breaker with lock directories.
@@ -184,9 +185,35 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		a.logger = func(msg string, args ...any) { req.Logger.Debug(msg, append([]any{"path", req.Path}, args...)...) }
 	}
 
+	pol := newPolicy(req.Path, p.cfg, start)
+	if !p.cfg.Ungated {
+		// The waiting gate (see GateSuffix): among this machine's waiters
+		// only its holder runs the loop below. It is let go of as soon as
+		// the acquisition ends, won or not (the deferred release), so the
+		// next local waiter starts watching while this one holds the lock.
+		var g core.Handle
+		if wait {
+			var err error
+			if g, err = a.enterGate(ctx, pol); err != nil {
+				return nil, err
+			}
+		} else {
+			var busy bool
+			if g, busy = a.tryGate(); busy {
+				// Another local waiter is ahead: the lock is busy, and its
+				// holder is whoever has the directory.
+				a.seen = p.judge(a.path)
+				return nil, a.busy()
+			}
+		}
+		if g != nil {
+			defer g.Release()
+			p.hit(faultGateHeld)
+		}
+	}
+
 	var w *waiter
 	defer func() { w.close() }()
-	pol := newPolicy(req.Path, p.cfg, start)
 	immediate := 0
 	// woken: the last sleep ended because the lock was removed. The lock
 	// a failed mkdir then finds was made a moment ago by the winner of
@@ -198,7 +225,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
-			return nil, a.timeout(fmt.Sprintf("waited %s, the ceiling, while the lock kept changing hands", p.cfg.Ceiling))
+			return nil, a.timeout(ceilingBound(p.cfg))
 		}
 		out, h, err := a.pass(woken)
 		woken = false
@@ -227,7 +254,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			continue
 		}
 		if pol.wedged() {
-			return nil, a.timeout(fmt.Sprintf("the lock stayed with one holder for %s (patience)", p.cfg.Patience))
+			return nil, a.timeout(patienceBound(p.cfg))
 		}
 		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
 			return nil, a.waitEnded(err)

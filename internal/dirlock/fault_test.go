@@ -18,7 +18,7 @@ import (
 var faultPoints = []string{
 	faultAfterMkdir, faultAfterStamp, faultAfterReadBack,
 	faultInGuard, faultJudged, faultReclaimMoved, faultGuardJudged,
-	faultReleaseVerified, faultReleaseMoved,
+	faultReleaseVerified, faultReleaseMoved, faultGateHeld,
 }
 
 // TestFaultPoints kills workers with SIGKILL at each step of the protocol

@@ -28,9 +28,16 @@ import (
 const watchMask = unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_ONLYDIR
 
 // hubIdle is how long an inotify instance with nobody waiting is kept: a
-// process taking a busy lock in a loop keeps it (and its watches) instead
-// of paying for a new one on every wait, and a Protocol that is dropped
-// releases it soon after.
+// process taking a busy lock in a loop keeps it instead of paying for a new
+// one on every wait, and a Protocol that is dropped releases it soon after.
+//
+// Its watches are not kept: a directory's watch is removed as soon as the
+// last waiter on anything in it is gone. A watch with nobody waiting still
+// wakes this process (its reader) for every release and every tomb deleted
+// in that directory; with the waiting gate, every local waiter but one
+// sleeps on the gate without a subscription, and idle watches kept by each
+// of them turned every release back into a wake-up of every waiting
+// process. Adding a watch again costs one inotify_add_watch(2).
 const hubIdle = 2 * time.Second
 
 // watchHub is a Protocol's source of directory events (Linux).
@@ -139,6 +146,19 @@ func (h *watchHub) unsubscribe(s *subscription) {
 				delete(byName, s.name)
 			}
 		}
+	}
+	if byName := ino.byWD[s.wd]; len(byName) == 0 && !ino.closed {
+		// Nobody waits on anything in this directory any more: drop its
+		// watch (see hubIdle). The IN_IGNORED this causes finds no
+		// subscribers and, the directory's entry being gone or already
+		// another watch's, removes nothing else.
+		delete(ino.byWD, s.wd)
+		for dir, wd := range ino.dirs {
+			if wd == s.wd {
+				delete(ino.dirs, dir)
+			}
+		}
+		unix.InotifyRmWatch(ino.fd, uint32(s.wd))
 	}
 	ino.subs--
 	if ino.subs == 0 && !ino.closed && h.ino == ino {

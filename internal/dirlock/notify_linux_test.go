@@ -60,9 +60,20 @@ func TestSharedWatchWakesOnlyItsLock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter on b.lock was not woken by its removal")
 	}
-	for _, w := range []removals{wa, wb, wa2} {
+	watched := func() int {
+		p.watches.mu.Lock()
+		defer p.watches.mu.Unlock()
+		return len(ino.dirs)
+	}
+	for i, w := range []removals{wa, wb, wa2} {
 		w.close()
 		w.close() // idempotent
+		// The directory's watch lasts while anyone waits in it, and not a
+		// moment longer: an idle watch would still wake this process for
+		// every release in the directory.
+		if want := map[bool]int{true: 0, false: 1}[i == 2]; watched() != want {
+			t.Fatalf("after %d of 3 waiters left: %d watches, want %d", i+1, watched(), want)
+		}
 	}
 	deadline := time.Now().Add(hubIdle + 10*time.Second)
 	for {

@@ -112,8 +112,14 @@ func TestAcquireReleaseOnDisk(t *testing.T) {
 	if err := h.Check(); !errors.Is(err, core.ErrReleased) {
 		t.Fatalf("Check after release: %v", err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); len(left) != 0 {
-		t.Fatalf("release left %v behind", left)
+	// Only the waiting gate stays: like a kernel lock file, it is never
+	// deleted.
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
+	if len(left) != 1 || left[0] != path+GateSuffix {
+		t.Fatalf("release left %v behind, want only the gate", left)
+	}
+	if fi, err := os.Lstat(path + GateSuffix); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("gate is not a plain file: %v", err)
 	}
 }
 

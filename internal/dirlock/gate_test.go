@@ -1,0 +1,308 @@
+//go:build unix
+
+package dirlock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+// logSink collects the debug messages of acquisitions.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *logSink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(b)
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func loggedRequest(path string, sink *logSink) *core.Request {
+	r := request(path)
+	r.Logger = slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return r
+}
+
+// holdGate takes the waiting gate of path the way a waiter would, so an
+// acquisition started afterwards must wait on the gate.
+func holdGate(t *testing.T, path string) core.Handle {
+	t.Helper()
+	g, err := flock.Protocol{}.TryAcquire(request(path + GateSuffix))
+	if err != nil {
+		t.Fatalf("taking the gate: %v", err)
+	}
+	return g
+}
+
+// gateBusy reports whether someone holds the gate of path.
+func gateBusy(t *testing.T, path string) bool {
+	t.Helper()
+	g, err := flock.Protocol{}.TryAcquire(request(path + GateSuffix))
+	if err == nil {
+		g.Release()
+		return false
+	}
+	if !errors.Is(err, core.ErrBusy) {
+		t.Fatalf("trying the gate: %v", err)
+	}
+	return true
+}
+
+// eventually polls cond (generously: only to catch a hang).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after 30s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Gated workers (processes) contending: the count is exact and the O_EXCL
+// marker never finds two holders. The gate is shown in use: it exists, a
+// plain file, and its record names one of the workers.
+func TestGatedWorkersCount(t *testing.T) {
+	const workers, iters = 8, 25
+	target := filepath.Join(t.TempDir(), "counter")
+	ws := make([]*worker, workers)
+	pids := map[int]bool{}
+	for i := range ws {
+		ws[i] = startWorker(t, "count", append([]string{envTarget + "=" + target, envIters + "=" + strconv.Itoa(iters)}, fastEnv...)...)
+		pids[ws[i].cmd.Process.Pid] = true
+	}
+	for i, w := range ws {
+		if err := w.wait(t); err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, w.stderr)
+		}
+	}
+	if n := checkCount(t, target); n != workers*iters {
+		t.Fatalf("count %d, want %d", n, workers*iters)
+	}
+	raw, err := os.ReadFile(target + ".lock" + GateSuffix)
+	if err != nil {
+		t.Fatalf("no gate: %v", err)
+	}
+	o, ok := core.Decode(raw)
+	if !ok || !pids[o.PID] {
+		t.Fatalf("the gate's record %q names none of the workers", raw)
+	}
+	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("lock left behind: %v", err)
+	}
+}
+
+// A waiter SIGKILLed while it holds the gate (next in line, waiting on the
+// directory) does not wedge the waiter behind it: the kernel frees the
+// gate, and the next waiter takes the lock once the holder releases.
+func TestKilledGateHolderDoesNotWedge(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "counter")
+	path := target + ".lock"
+	p := New(fastConfig())
+	h, err := p.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	first := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
+	eventually(t, "the first waiter holds the gate", func() bool { return gateBusy(t, path) })
+	second := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
+	// Where the kernel lists blocked lock requests, see the second waiter
+	// asleep on the gate before its predecessor is killed.
+	if n := blockedOn(t, path+GateSuffix); n >= 0 {
+		eventually(t, "the second waiter sleeps on the gate", func() bool { return blockedOn(t, path+GateSuffix) > 0 })
+		t.Logf("the second waiter sleeps on the gate")
+	}
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	if err := first.wait(t); !killedBySignal(err) {
+		t.Fatalf("first waiter: %v", err)
+	}
+	// The second waiter now has the gate and waits on the directory,
+	// which is still ours.
+	eventually(t, "the second waiter takes the gate", func() bool { return gateBusy(t, path) })
+	if err := h.Check(); err != nil {
+		t.Fatalf("the holder's lock: %v", err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	second.expect(t, "held")
+	second.stdin.Close()
+	second.expect(t, "released")
+}
+
+// The Patience/Ceiling rule holds for a waiter asleep on the gate: the
+// lock changing hands every 40 ms behind the gate re-arms a 150 ms
+// patience, the ceiling still ends the wait; a lock that stays with one
+// holder ends it after the patience window. The waiter never gets past the
+// gate (the test holds it), which its log shows: it never starts waiting
+// on the directory. Once it gives up, its abandoned gate wait does not
+// keep the gate.
+func TestPatienceBehindGate(t *testing.T) {
+	path := lockIn(t)
+	pp := os.Getppid()
+	start, _ := proc.StartTime(pp)
+	holder := core.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "h0", StartedAt: time.Now(), Command: []string{"churn"}}
+	stamp(t, path, holder)
+	g := holdGate(t, path)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(40 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			o := holder
+			o.ID = "h" + time.Now().Format("150405.000000")
+			tmp := filepath.Join(path, "tmp")
+			os.WriteFile(tmp, o.Encode(), 0o644)
+			os.Rename(tmp, filepath.Join(path, OwnerFile))
+		}
+	}()
+	p := New(Config{Patience: 150 * time.Millisecond, Ceiling: 1500 * time.Millisecond, MaxPoll: 20 * time.Millisecond})
+	var sink logSink
+	t0 := time.Now()
+	_, err := p.Acquire(context.Background(), loggedRequest(path, &sink))
+	waited := time.Since(t0)
+	close(stop)
+	wg.Wait()
+	if err == nil || !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "ceiling") {
+		t.Fatalf("a lock changing hands every 40ms timed out a gated waiter with 150ms patience after %v: %v", waited, err)
+	}
+	if !strings.Contains(err.Error(), "churn") || !strings.Contains(err.Error(), "alive") {
+		t.Errorf("timeout does not name the holder: %v", err)
+	}
+
+	_, err = p.Acquire(context.Background(), loggedRequest(path, &sink))
+	if err == nil || !errors.Is(err, core.ErrTimeout) || !strings.Contains(err.Error(), "patience") {
+		t.Fatalf("want a patience timeout on a wedged holder, got %v", err)
+	}
+	if log := sink.String(); strings.Contains(log, "waiting for lock") || strings.Contains(log, "gate unusable") {
+		t.Fatalf("the waiter got past a gate it could not have had:\n%s", log)
+	}
+
+	// The abandoned waits hand the gate straight on: once the test lets
+	// go of it, it becomes free.
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the gate is free", func() bool { return !gateBusy(t, path) })
+	t.Logf("ceiling after %v; %v", waited.Round(time.Millisecond), err)
+}
+
+// The caller's context ends a wait on the gate, and the error names the
+// directory's holder.
+func TestContextEndsGateWait(t *testing.T) {
+	path := lockIn(t)
+	p := New(fastConfig())
+	mustTake(t, p, path)
+	g := holdGate(t, path)
+	defer g.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := New(fastConfig()).Acquire(ctx, request(path))
+	var e *core.Error
+	if !errors.Is(err, core.ErrTimeout) || !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
+		t.Fatalf("want ErrTimeout naming the holder, got %v", err)
+	}
+	// TryAcquire behind a busy gate: busy, naming the directory's holder.
+	if e := mustBusy(t, New(fastConfig()), path); e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
+		t.Fatalf("busy behind the gate does not name the holder: %v", e)
+	}
+}
+
+// A gate that cannot be used (here a directory sits at its path) is
+// skipped: acquisitions run ungated, waiting and handing over as before.
+func TestUnusableGateGoesUngated(t *testing.T) {
+	path := lockIn(t)
+	if err := os.Mkdir(path+GateSuffix, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	p := New(fastConfig())
+	var sink logSink
+	h, err := p.TryAcquire(loggedRequest(path, &sink))
+	if err != nil {
+		t.Fatalf("TryAcquire with an unusable gate: %v", err)
+	}
+	if !strings.Contains(sink.String(), "gate unusable") {
+		t.Fatalf("the gate was not found unusable:\n%s", sink.String())
+	}
+	mustBusy(t, New(fastConfig()), path)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h2, err := New(fastConfig()).Acquire(ctx, request(path))
+		if err == nil {
+			err = h2.Release()
+		}
+		got <- err
+	}()
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("ungated waiter: %v", err)
+	}
+	if fi, err := os.Lstat(path + GateSuffix); err != nil || !fi.IsDir() {
+		t.Fatalf("the thing at the gate's path was touched: %v", err)
+	}
+}
+
+// Ungated (HOLD_DIR_GATE=0) acquisitions neither make nor use a gate.
+func TestUngatedConfig(t *testing.T) {
+	path := lockIn(t)
+	p := New(Config{Ungated: true})
+	h, err := p.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if _, err := os.Lstat(path + GateSuffix); !os.IsNotExist(err) {
+		t.Fatalf("an ungated acquisition made a gate: %v", err)
+	}
+	for v, off := range map[string]bool{"": false, "1": false, "on": false, "0": true, "off": true, " False ": true, "no": true} {
+		lookup := func(k string) string {
+			if k == EnvGate {
+				return v
+			}
+			return ""
+		}
+		if got := (Config{}).Resolve(lookup).Ungated; got != off {
+			t.Errorf("%s=%q: Ungated %v, want %v", EnvGate, v, got, off)
+		}
+	}
+}
