@@ -3,9 +3,12 @@ package fairq
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +126,93 @@ func holdCounter(t *testing.T, design, path string) func() {
 		t.Fatal(err)
 	}
 	return func() { unix.Close(q.fd) }
+}
+
+// predecessorLog is a slog handler that records the predecessor of every
+// "waiting in fair queue" debug event.
+type predecessorLog struct {
+	mu    sync.Mutex
+	preds []uint64
+}
+
+func (l *predecessorLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *predecessorLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *predecessorLog) WithGroup(string) slog.Handler            { return l }
+func (l *predecessorLog) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "predecessor" {
+			l.mu.Lock()
+			l.preds = append(l.preds, a.Value.Uint64())
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (l *predecessorLog) list() []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.preds)
+}
+
+// TestOFDWaitPastGap: a waiter whose context cannot end waits on the ticket
+// just below its own without asking first. When that ticket was never held
+// (here the counter skipped five numbers, as a crash after taking a number
+// would), the wait ends at once and the waiter must still find and wait
+// behind the earlier waiter further down, then get the lock after it.
+func TestOFDWaitPastGap(t *testing.T) {
+	path := lockPath(t)
+	p := newProtocol(ofdDesign)
+	main := holdMain(t, path)
+	type result struct {
+		h   core.Handle
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		h, err := p.Acquire(context.Background(), request(path))
+		first <- result{h, err}
+	}()
+	waitFor(t, "first waiter is queued", func() bool { return len(lockedSlots(t, path)) == 1 })
+	k := lockedSlots(t, path)[0]
+	if err := os.WriteFile(path+queueFileSuffix, []byte(ticketName(k+5)+"\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	log := &predecessorLog{}
+	second := make(chan error, 1)
+	go func() {
+		req := request(path)
+		req.Logger = slog.New(log)
+		h, err := p.Acquire(context.Background(), req)
+		if err == nil {
+			err = h.Release()
+		}
+		second <- err
+	}()
+	waitFor(t, "second waiter waits behind the first", func() bool { return slices.Contains(log.list(), k) })
+	if err := main.Release(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-first
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("second waiter done while the first holds the lock (%v)", err)
+	default:
+	}
+	if err := r.h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := log.list(), []uint64{k + 5, k}; !slices.Equal(got, want) {
+		t.Fatalf("second waiter waited on tickets %v, want %v (the one just below its own, then the first waiter's)", got, want)
+	}
+	if left := lockedSlots(t, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
 }

@@ -84,6 +84,9 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 		return nil, q.error("mark queue head", err)
 	}
 	if wait {
+		if ctx.Done() == nil {
+			beforeBlocking()
+		}
 		return p.inner.Acquire(ctx, req)
 	}
 	return p.inner.TryAcquire(req)
@@ -295,6 +298,7 @@ func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, u
 // closes it once the lock is granted, so an abandoned wait holds nothing.
 func waitFlock(ctx context.Context, fd, how int) error {
 	if ctx.Done() == nil {
+		beforeBlocking()
 		return flockRetry(fd, how)
 	}
 	done := make(chan error, 1)

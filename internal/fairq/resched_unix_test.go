@@ -1,0 +1,29 @@
+//go:build unix
+
+package fairq
+
+import (
+	"testing"
+	"time"
+)
+
+// TestYieldGate: the gate lets one caller through, then none until
+// yieldEvery has passed since the one it let through.
+func TestYieldGate(t *testing.T) {
+	var g yieldGate
+	start := 10 * yieldEvery
+	if !g.due(start) {
+		t.Fatal("first call: not let through")
+	}
+	for _, at := range []time.Duration{start, start + yieldEvery/2, start + yieldEvery - 1} {
+		if g.due(at) {
+			t.Fatalf("let through again %v after the last", at-start)
+		}
+	}
+	if !g.due(start + yieldEvery) {
+		t.Fatal("not let through yieldEvery after the last")
+	}
+	if g.due(start + yieldEvery + 1) {
+		t.Fatal("let through twice in a row")
+	}
+}
