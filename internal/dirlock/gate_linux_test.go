@@ -9,12 +9,13 @@ import (
 )
 
 // blockedOn counts the lock requests the kernel lists as blocked on the
-// file at path (/proc/locks marks them "->").
+// file at path (/proc/locks marks them "->"): 0 when there is no such
+// file, -1 when the kernel cannot be asked.
 func blockedOn(t *testing.T, path string) int {
 	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
-		t.Fatal(err)
+		return 0
 	}
 	ino := strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)
 	b, err := os.ReadFile("/proc/locks")

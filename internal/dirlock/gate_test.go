@@ -132,8 +132,10 @@ func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 	second := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
 	// Where the kernel lists blocked lock requests, see the second waiter
 	// asleep on the gate before its predecessor is killed.
+	// (It sleeps on the gate file, or in the gate's queue.)
+	asleep := func() int { return blockedOn(t, path+GateSuffix) + max(blockedOn(t, path+GateSuffix+".queue"), 0) }
 	if n := blockedOn(t, path+GateSuffix); n >= 0 {
-		eventually(t, "the second waiter sleeps on the gate", func() bool { return blockedOn(t, path+GateSuffix) > 0 })
+		eventually(t, "the second waiter sleeps on the gate", func() bool { return asleep() > 0 })
 		t.Logf("the second waiter sleeps on the gate")
 	}
 	first.cmd.Process.Signal(syscall.SIGKILL)
