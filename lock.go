@@ -172,7 +172,7 @@ func (c *config) request(target string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.Self(), Logger: c.logger}
+	req := &Request{Path: path, Shared: c.shared, Owner: proc.Self(), Logger: c.logger, BeforeCreate: c.beforeCreate}
 	req.Owner.ID = newID()
 	if len(c.fields) > 0 {
 		req.Owner.Fields = make(map[string]string, len(c.fields))

@@ -22,6 +22,8 @@ type config struct {
 	mustExist bool
 	// fair: wait in the FIFO queue in front of the protocol (Fair).
 	fair bool
+	// beforeCreate: see core.Request.BeforeCreate (set by guarded).
+	beforeCreate func() error
 }
 
 func newConfig(opts []Option) *config {

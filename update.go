@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/flock"
 )
 
 // Update changes the file at path under its lock, so that concurrent
@@ -76,18 +77,29 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 }
 
 // guarded runs body under the exclusive lock of path, the part Update and
-// Append share. The file is located once before the lock is taken, so that
-// a directory or device is refused before a lock file is created beside
-// it (body checks it again, in full, under the lock). body's error is returned as it is (body wraps its own file errors);
-// a failed Release is reported when body succeeded.
+// Append share. A directory or device is refused before a lock file is
+// created beside it: the file is located (see atomicfile.Locate) before
+// the lock is taken, or, with the kernel-lock protocol, only if the lock
+// file does not exist yet, so that the usual call spends no system call
+// on it (body checks the file again, in full, under the lock). body's
+// error is returned as it is (body wraps its own file errors); a failed
+// Release is reported when body succeeded.
 func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, opts []Option, body func(c *config, l *Lock) error) (err error) {
 	c := newConfig(opts)
-	if _, err := atomicfile.Locate(fsys, path); err != nil {
+	precheck := func() error {
+		_, err := atomicfile.Locate(fsys, path)
+		return err
+	}
+	lockOpts := append(opts[:len(opts):len(opts)], exclusive)
+	if _, kernel := c.protocol.(flock.Protocol); kernel {
+		lockOpts = append(lockOpts, func(c *config) { c.beforeCreate = precheck })
+	} else if err := precheck(); err != nil {
 		return fileError(op, path, err)
 	}
-	l, err := Acquire(ctx, path, append(opts[:len(opts):len(opts)], exclusive)...)
+	l, err := Acquire(ctx, path, lockOpts...)
 	if err != nil {
-		return relabel(op, err)
+		// A lock error, or the precheck's file error.
+		return fileError(op, path, err)
 	}
 	defer func() {
 		if rerr := l.Release(); err == nil && rerr != nil {

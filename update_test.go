@@ -313,6 +313,22 @@ func TestUpdateRefusesDirectory(t *testing.T) {
 	}
 }
 
+// When the lock file exists already the check before the lock is skipped
+// (it only guards the lock file's creation): the check under the lock
+// must refuse the directory all the same, for Update and Append.
+func TestGuardedRefusesDirectoryWithExistingLockFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	os.Mkdir(dir, 0o755)
+	writeFile(t, dir+".lock", "", 0o666)
+	err := Update(context.Background(), dir, func([]byte) ([]byte, error) {
+		t.Error("fn called for a directory")
+		return nil, nil
+	})
+	checkHoldError(t, err, "update", syscall.EISDIR)
+	err = Append(context.Background(), dir, []byte("x\n"))
+	checkHoldError(t, err, "append", syscall.EISDIR)
+}
+
 func TestUpdateRefusesReadOnlyFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ro")
 	writeFile(t, path, "keep", 0o444)

@@ -21,6 +21,13 @@ type Request struct {
 	// Logger receives debug events when the caller asked for them; nil
 	// means silence.
 	Logger *slog.Logger
+	// BeforeCreate, when set, is called before the lock file is created,
+	// and only then; its error ends the acquisition and is returned as it
+	// is. Only the kernel-lock protocol calls it: Update and Append use it
+	// to refuse a target that can never be written before a lock file
+	// appears beside it, without a check on every call (the lock file
+	// exists nearly always). With other protocols they check first.
+	BeforeCreate func() error
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable

@@ -44,7 +44,7 @@ func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, 
 }
 
 func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
-	f, writable, err := openLockFile(req.Path)
+	f, writable, err := openLockFile(req.Path, req.BeforeCreate)
 	if err != nil {
 		return nil, err
 	}

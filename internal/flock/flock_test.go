@@ -28,7 +28,7 @@ func freeSoon(t *testing.T, path string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		f, _, err := openLockFile(path)
+		f, _, err := openLockFile(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestFileAndRelease(t *testing.T) {
 // hold on a read-only file) is still found, through /proc/locks on Linux.
 func TestHolderWithoutRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.lock")
-	f, _, err := openLockFile(path)
+	f, _, err := openLockFile(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	if !ok || !o.Released || o.Fence != h.Fence() {
 		t.Fatalf("after release the record is %s, want it marked released with fence %d", b, h.Fence())
 	}
-	f, _, err := openLockFile(path)
+	f, _, err := openLockFile(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,11 +173,25 @@ func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 // inherit the lock unless we pass it on purpose.
 //
 // When the file exists but is not writable by us (another user's lock
-// file, an immutable one, a read-only filesystem), it is opened read-only: flock(2) works on any descriptor, so the
-// lock still works, only without our owner record.
-func openLockFile(path string) (f *lockFile, writable bool, err error) {
+// file, an immutable one, a read-only filesystem), it is opened read-only:
+// flock(2) works on any descriptor, so the lock still works, only without
+// our owner record.
+//
+// With beforeCreate, an existing file is opened first without O_CREAT, so
+// that beforeCreate runs only when the file is about to be created.
+func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable bool, err error) {
 	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
-	fd, err := openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, 0o666)
+	create := unix.O_CREAT
+	if beforeCreate != nil {
+		create = 0
+	}
+	fd, err := openRetry(path, unix.O_RDWR|create|flags, 0o666)
+	if err == unix.ENOENT && create == 0 {
+		if err := beforeCreate(); err != nil {
+			return nil, false, err
+		}
+		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, 0o666)
+	}
 	writable = true
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
 		if rfd, rerr := openRetry(path, unix.O_RDONLY|flags, 0); rerr == nil {

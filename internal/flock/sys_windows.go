@@ -73,7 +73,7 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 // Windows).
 func (f *lockFile) procFd() uintptr { return f.f.Fd() }
 
-func openLockFile(path string) (*lockFile, bool, error) {
+func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, false, &core.Error{Op: "open", Path: path, Err: err}
@@ -84,7 +84,19 @@ func openLockFile(path string) (*lockFile, bool, error) {
 	// then refuses it.
 	const flags = windows.FILE_ATTRIBUTE_NORMAL | windows.FILE_FLAG_OPEN_REPARSE_POINT
 	writable := true
-	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, windows.OPEN_ALWAYS, flags, 0)
+	disposition := uint32(windows.OPEN_ALWAYS)
+	if beforeCreate != nil {
+		// An existing file first, so that beforeCreate runs only when
+		// the file is about to be created.
+		disposition = windows.OPEN_EXISTING
+	}
+	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, disposition, flags, 0)
+	if err == windows.ERROR_FILE_NOT_FOUND && beforeCreate != nil {
+		if err := beforeCreate(); err != nil {
+			return nil, false, err
+		}
+		h, err = windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, windows.OPEN_ALWAYS, flags, 0)
+	}
 	if err == windows.ERROR_ACCESS_DENIED {
 		if rh, rerr := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, flags, 0); rerr == nil {
 			h, err, writable = rh, nil, false
