@@ -183,7 +183,11 @@ func TestInteropHoldHolderKilled(t *testing.T) {
 	if err := holder.wait(t); !killedBySignal(err) {
 		t.Fatalf("holder: %v", err)
 	}
-	try := node("try", target, strconv.Itoa(nodeStaleMs))
+	// Node judges the dead holder's lock by its age alone. Its stale
+	// setting here is long, so that a slow start of node on a loaded
+	// machine cannot make the lock look stale to it: the point is that
+	// Node must wait while hold, which checks the pid, need not.
+	try := node("try", target, strconv.Itoa(60_000))
 	try.expect(t, "busy")
 	h, err := New(interopConfig()).TryAcquire(request(target + ".lock"))
 	if err != nil {
