@@ -31,7 +31,11 @@
 //     unlock the counter. A successor can therefore never find a ticket
 //     that is numbered but not yet held by a live waiter.
 //  2. Wait: find the predecessor, the highest ticket below one's own that
-//     is still held, and block on a shared kernel lock on it.
+//     is still held, and block on a shared kernel lock on it. (On Linux a
+//     waiter whose context cannot end skips the search the first time and
+//     blocks on the ticket just below its own: in a queue with waiters
+//     that is the predecessor, and if it is not held the wait ends at once
+//     and step 4's search below it follows.)
 //  3. Head: with no held ticket below its own, a waiter takes the main lock
 //     through the wrapped protocol.
 //  4. Leave: as soon as it holds the main lock (or gives up), the waiter
@@ -61,6 +65,17 @@
 // dies; a ticket file created but not yet locked is found unlocked and
 // removed; a number taken but never used is skipped by the search for the
 // predecessor.
+//
+// Under contention every hand-off wakes a process that sleeps in the
+// kernel, and that wake-up is most of its cost. Measured on a 2-CPU
+// virtual machine (bench, 8 fair workers): from a waiter dropping its
+// ticket to its successor running took 27 µs at the median, mostly the
+// scheduler's delay in starting the successor on the other CPU, which had
+// gone idle; the successor then needs about 15 µs of system calls (the
+// probe, opening and locking the lock file, its owner record) before it
+// holds the lock and wakes the next. A pipe ping-pong between two busy
+// processes wakes in 5 µs there. See resched_unix.go for why a waiter
+// passes through the Go scheduler before it blocks.
 //
 // Fair mode needs kernel locks on the queue's filesystem. It is
 // implemented on unix; elsewhere Acquire fails with core.ErrUnsupported.

@@ -24,6 +24,11 @@ import (
 // The head needs no mark: a waiter whose predecessor has left asks the
 // kernel (F_OFD_GETLK over every slot below its own) whether any earlier
 // waiter is still queued.
+//
+// An acquisition whose context cannot end makes ten system calls on the
+// queue, contended or not: open and statx it; lock the counter, read it,
+// lock the new slot, write the counter, unlock it; wait on the slot below
+// (at once done if nobody holds it); one probe below that; close.
 
 // slotBase is the offset of ticket 0's byte, past the counter's text.
 const slotBase = 1 << 20

@@ -17,10 +17,11 @@ import (
 // call it takes the P away (starting another thread to poll the network),
 // and every such retake sends the monitor back to waking up every 20 µs.
 // In a process that queues for a lock over and over, the monitor so never
-// rests. Measured here (bench, 8 fair workers on 2 CPUs): two monitor
-// wake-ups per acquisition, a third of all the CPU time the workers used,
-// and 4 context switches per acquisition where the hand-offs need one or
-// two.
+// rests. Measured with 8 processes looping on a fair lock on 2 CPUs: two
+// monitor wake-ups per acquisition, a third of all the CPU time the
+// processes used, and 3.5 to 4 context switches per acquisition where the
+// hand-offs need one or two (1.6 with the yield below; at 30 processes, 12
+// without it and 2.4 with it).
 //
 // Going through the scheduler (runtime.Gosched) moves the tick. It costs a
 // thread wake-up of its own when another P is idle, so a waiter does it
