@@ -69,12 +69,13 @@
 // Under contention every hand-off wakes a process that sleeps in the
 // kernel, and that wake-up is most of its cost. Measured on a 2-CPU
 // virtual machine (bench, 8 fair workers): from a waiter dropping its
-// ticket to its successor running took 27 µs at the median, mostly the
-// scheduler's delay in starting the successor on the other CPU, which had
-// gone idle; the successor then needs about 15 µs of system calls (the
-// probe, opening and locking the lock file, its owner record) before it
-// holds the lock and wakes the next. A pipe ping-pong between two busy
-// processes wakes in 5 µs there. See resched_unix.go for why a waiter
+// ticket to its successor running took 27 µs at the median, mostly
+// scheduling delay (the successor waits behind its waker, which goes on
+// with its own work, or for the other CPU to come back from idle); the
+// successor then needs about 15 µs of system calls (the probe, opening and
+// locking the lock file, its owner record) before it holds the lock and
+// wakes the next. A pipe ping-pong between two busy processes wakes in
+// 5 µs there. See resched_unix.go for why a waiter
 // passes through the Go scheduler before it blocks.
 //
 // Fair mode needs kernel locks on the queue's filesystem. It is
