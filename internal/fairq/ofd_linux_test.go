@@ -176,7 +176,19 @@ func TestOFDWaitPastGap(t *testing.T) {
 	}()
 	waitFor(t, "first waiter is queued", func() bool { return len(lockedSlots(t, path)) == 1 })
 	k := lockedSlots(t, path)[0]
-	if err := os.WriteFile(path+queueFileSuffix, []byte(ticketName(k+5)+"\n"), 0o666); err != nil {
+	// Under the counter's lock, so that the first waiter has published
+	// its number before this overwrites it.
+	q, err := openOFDQueue(path + queueFileSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the counter is free", func() bool {
+		_, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
+		return err == nil
+	})
+	err = os.WriteFile(path+queueFileSuffix, []byte(ticketName(k+5)+"\n"), 0o666)
+	unix.Close(q.fd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	log := &predecessorLog{}
