@@ -47,6 +47,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 type ofdQueue struct {
 	path string
 	fd   int
+	id   fileKey // the file fd is open on, as openOFDQueue found it
 }
 
 func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
@@ -133,7 +134,7 @@ func openOFDQueue(path string) (*ofdQueue, error) {
 		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrNotRegular,
 			Hint: "the fair queue must be a regular file; remove what is there"}
 	}
-	q.fd = fd
+	q.fd, q.id = fd, id
 	return q, nil
 }
 
@@ -348,9 +349,8 @@ func (q *ofdQueue) reopen() (int, error) {
 	if err != nil {
 		return -1, q.error("open queue", err)
 	}
-	a, aerr := fileID(q.fd)
-	b, berr := fileID(fd)
-	if err := errors.Join(aerr, berr); err != nil || a != b {
+	id, err := fileID(fd)
+	if err != nil || id != q.id {
 		unix.Close(fd)
 		if err == nil {
 			err = errors.New("the queue file was replaced while in use")
