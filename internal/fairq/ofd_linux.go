@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/resched"
 )
 
 // On Linux the queue is one file, "<lock path>.queue", and tickets are
@@ -109,7 +110,7 @@ func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) 
 	}
 	if wait {
 		if ctx.Done() == nil {
-			beforeBlocking()
+			resched.BeforeBlocking()
 		}
 		return p.inner.Acquire(ctx, req)
 	}
@@ -199,7 +200,7 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
 	_, err = lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
 	if err != nil && busy(err) && ctx.Done() == nil {
-		beforeBlocking()
+		resched.BeforeBlocking()
 		_, err = lock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 	}
 	if err == nil {
@@ -306,7 +307,7 @@ func (q *ofdQueue) held(from, n uint64) (uint64, error) {
 func (q *ofdQueue) waitFor(ctx context.Context, pred uint64) error {
 	off := slotBase + int64(pred)
 	if ctx.Done() == nil {
-		beforeBlocking()
+		resched.BeforeBlocking()
 		// The read lock stays until the queue file is closed: it is on a
 		// slot nobody locks again, and probes ask for read locks, which it
 		// does not block. That saves a system call per wait.

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/resched"
 )
 
 // The queue works on raw descriptors and *at system calls relative to the
@@ -85,7 +86,7 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 	}
 	if wait {
 		if ctx.Done() == nil {
-			beforeBlocking()
+			resched.BeforeBlocking()
 		}
 		return p.inner.Acquire(ctx, req)
 	}
@@ -298,7 +299,7 @@ func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, u
 // closes it once the lock is granted, so an abandoned wait holds nothing.
 func waitFlock(ctx context.Context, fd, how int) error {
 	if ctx.Done() == nil {
-		beforeBlocking()
+		resched.BeforeBlocking()
 		return flockRetry(fd, how)
 	}
 	done := make(chan error, 1)

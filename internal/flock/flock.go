@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/resched"
 )
 
 // Protocol implements core.Protocol with kernel locks. The zero value is
@@ -96,6 +97,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 // Otherwise the caller keeps f, locked when err is nil.
 func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, err error) {
 	if ctx.Done() == nil {
+		resched.BeforeBlocking()
 		return false, f.lock(shared, true)
 	}
 	done := make(chan error, 1)

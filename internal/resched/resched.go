@@ -1,6 +1,7 @@
-//go:build unix
-
-package fairq
+// Package resched keeps the Go runtime's monitor thread quiet in a process
+// whose goroutines do little but block in system calls, as lock waiters
+// do.
+package resched
 
 import (
 	"runtime"
@@ -8,10 +9,11 @@ import (
 	"time"
 )
 
-// A fair waiter that waits with a context that cannot end makes its
-// blocking system calls on its own goroutine: that goroutine then does
-// nothing but run briefly and block in the kernel, again and again, and
-// never passes through the Go scheduler. The runtime's monitor thread
+// A lock waiter that waits with a context that cannot end makes its
+// blocking system calls (flock(2), F_OFD_SETLKW) on the caller's
+// goroutine: in a loop that takes a lock again and again, that goroutine
+// does nothing but run briefly and block in the kernel, and never passes
+// through the Go scheduler. The runtime's monitor thread
 // (sysmon) treats a P whose scheduling tick has not moved for 10 ms as
 // hogged: from then on, every time it finds that goroutine in a system
 // call it takes the P away (starting another thread to poll the network),
@@ -52,9 +54,9 @@ func (g *yieldGate) due(now time.Duration) bool {
 // watches the process's Ps, not its goroutines.
 var processYield yieldGate
 
-// beforeBlocking is called just before a blocking system call made on the
+// BeforeBlocking is called just before a blocking system call made on the
 // caller's goroutine (a wait that no context can end).
-func beforeBlocking() {
+func BeforeBlocking() {
 	if processYield.due(time.Since(epoch)) {
 		runtime.Gosched()
 	}

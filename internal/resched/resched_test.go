@@ -1,6 +1,4 @@
-//go:build unix
-
-package fairq
+package resched
 
 import (
 	"testing"
