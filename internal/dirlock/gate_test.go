@@ -18,7 +18,6 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
-	"github.com/hold-dev/hold/internal/proc"
 )
 
 // logSink collects the debug messages of acquisitions.
@@ -165,53 +164,9 @@ func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 // keep the gate.
 func TestPatienceBehindGate(t *testing.T) {
 	path := lockIn(t)
-	pp := os.Getppid()
-	start, _ := proc.StartTime(pp)
-	holder := core.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "h0", StartedAt: time.Now(), Command: []string{"churn"}}
-	stamp(t, path, holder)
 	g := holdGate(t, path)
-
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(40 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			o := holder
-			o.ID = "h" + time.Now().Format("150405.000000")
-			tmp := filepath.Join(path, "tmp")
-			os.WriteFile(tmp, o.Encode(), 0o644)
-			os.Rename(tmp, filepath.Join(path, OwnerFile))
-		}
-	}()
-	p := New(Config{Patience: 150 * time.Millisecond, Ceiling: 1500 * time.Millisecond, MaxPoll: 20 * time.Millisecond})
 	var sink logSink
-	t0 := time.Now()
-	_, err := p.Acquire(context.Background(), loggedRequest(path, &sink))
-	waited := time.Since(t0)
-	close(stop)
-	wg.Wait()
-	if err == nil || !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("want a timeout, got %v", err)
-	}
-	if !strings.Contains(err.Error(), "ceiling") {
-		t.Fatalf("a lock changing hands every 40ms timed out a gated waiter with 150ms patience after %v: %v", waited, err)
-	}
-	if !strings.Contains(err.Error(), "churn") || !strings.Contains(err.Error(), "alive") {
-		t.Errorf("timeout does not name the holder: %v", err)
-	}
-
-	_, err = p.Acquire(context.Background(), loggedRequest(path, &sink))
-	if err == nil || !errors.Is(err, core.ErrTimeout) || !strings.Contains(err.Error(), "patience") {
-		t.Fatalf("want a patience timeout on a wedged holder, got %v", err)
-	}
+	waited, err := patienceRule(t, path, func() *core.Request { return loggedRequest(path, &sink) })
 	if log := sink.String(); strings.Contains(log, "waiting for lock") || strings.Contains(log, "gate unusable") {
 		t.Fatalf("the waiter got past a gate it could not have had:\n%s", log)
 	}

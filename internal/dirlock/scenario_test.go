@@ -359,13 +359,24 @@ func TestReclaimRaceInProcess(t *testing.T) {
 // the holder.
 func TestPatienceAndCeiling(t *testing.T) {
 	path := lockIn(t)
+	waited, err := patienceRule(t, path, func() *core.Request { return request(path) })
+	t.Logf("ceiling after %v; %v", waited.Round(time.Millisecond), err)
+}
+
+// patienceRule runs the seed's scenario on path: the lock is stamped with a
+// live holder (this test's parent, command "churn") and handed round
+// without ever being freed, the owner record replaced atomically with a
+// new token every 40 ms. A waiter with 150 ms patience must then be ended
+// by the 1.5 s ceiling, not by its patience, with an error naming the
+// holder; once the lock stays with one holder, patience must end the wait.
+// req makes each waiter's request. It returns how long the first wait
+// took and the second wait's error.
+func patienceRule(t *testing.T, path string, req func() *core.Request) (waited time.Duration, last error) {
+	t.Helper()
 	pp := os.Getppid()
 	start, _ := proc.StartTime(pp)
 	holder := core.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "h0", StartedAt: time.Now(), Command: []string{"churn"}}
 	stamp(t, path, holder)
-
-	// Hand the lock round without ever freeing it: replace the owner
-	// record atomically with a new token every 40 ms.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -373,7 +384,7 @@ func TestPatienceAndCeiling(t *testing.T) {
 		defer wg.Done()
 		tick := time.NewTicker(40 * time.Millisecond)
 		defer tick.Stop()
-		for n := 1; ; n++ {
+		for {
 			select {
 			case <-stop:
 				return
@@ -388,8 +399,8 @@ func TestPatienceAndCeiling(t *testing.T) {
 	}()
 	p := New(Config{Patience: 150 * time.Millisecond, Ceiling: 1500 * time.Millisecond, MaxPoll: 20 * time.Millisecond})
 	t0 := time.Now()
-	_, err := p.Acquire(context.Background(), request(path))
-	waited := time.Since(t0)
+	_, err := p.Acquire(context.Background(), req())
+	waited = time.Since(t0)
 	close(stop)
 	wg.Wait()
 	if err == nil || !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
@@ -403,11 +414,11 @@ func TestPatienceAndCeiling(t *testing.T) {
 	}
 
 	// Now the lock stays with one holder: patience ends the wait.
-	_, err = p.Acquire(context.Background(), request(path))
+	_, err = p.Acquire(context.Background(), req())
 	if err == nil || !errors.Is(err, core.ErrTimeout) || !strings.Contains(err.Error(), "patience") {
 		t.Fatalf("want a patience timeout on a wedged holder, got %v", err)
 	}
-	t.Logf("ceiling after %v; %v", waited.Round(time.Millisecond), err)
+	return waited, err
 }
 
 // The caller's context is the hard bound, and its error names the holder.
