@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hold-dev/hold/internal/core"
@@ -27,6 +28,14 @@ func (p *Protocol) Inspect(path string) (*core.Status, error) {
 	if err != nil {
 		return nil, p.opError("inspect", path, context.Background(), err, nil)
 	}
+	st, _ := p.statusOf(path, resp)
+	return st, nil
+}
+
+// statusOf describes the lock at path from a Get of its prefix sorted by
+// creation (WithFirstCreate): free, or held by the oldest key, which it
+// also returns.
+func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*core.Status, *mvccpb.KeyValue) {
 	st := &core.Status{Path: path, Protocol: p.Name(), State: core.Free}
 	if len(resp.Kvs) == 0 {
 		return st, nil
@@ -35,7 +44,7 @@ func (p *Protocol) Inspect(path string) (*core.Status, error) {
 	st.State = core.HeldExclusive
 	st.Holder = holderOf(kv)
 	st.Fence = uint64(kv.CreateRevision)
-	return st, nil
+	return st, kv
 }
 
 // Break removes the holder of the lock at path by revoking its lease (which
@@ -55,14 +64,10 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	if err != nil {
 		return nil, p.opError("break", path, context.Background(), err, nil)
 	}
-	st := &core.Status{Path: path, Protocol: p.Name(), State: core.Free}
-	if len(resp.Kvs) == 0 {
+	st, kv := p.statusOf(path, resp)
+	if kv == nil {
 		return st, nil
 	}
-	kv := resp.Kvs[0]
-	st.State = core.HeldExclusive
-	st.Holder = holderOf(kv)
-	st.Fence = uint64(kv.CreateRevision)
 	if !force && st.Holder.Alive != core.Dead {
 		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
 			Hint: "the holder may still run; its lease ends the lock within its TTL if it does not, or force the break"}
