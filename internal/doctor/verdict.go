@@ -57,23 +57,8 @@ func summarize(r *Report, own *Assessment) string {
 // filesystem is and on the flock/fcntl interaction.
 func assessFlock(r *Report) Assessment {
 	a := Assessment{Protocol: "flock"}
-	for _, name := range []string{ProbeLockExclusive, ProbeLockShared, ProbeLockExit} {
-		p := r.Probe(name)
-		if p != nil && p.Result == Fail {
-			a.Verdict, a.Reason = Unsafe, "kernel locks do not work here: "+p.Detail
-			return a
-		}
-	}
-	for _, name := range []string{ProbeLockExclusive, ProbeLockShared, ProbeLockExit} {
-		p := r.Probe(name)
-		switch {
-		case p == nil:
-			a.Verdict, a.Reason = Unknown, name+" did not run"
-			return a
-		case p.Result == Error:
-			a.Verdict, a.Reason = Unknown, name+" could not be carried out: "+p.Detail
-			return a
-		}
+	if prerequisitesFail(r, &a, "kernel locks do not work here: ", ProbeLockExclusive, ProbeLockShared, ProbeLockExit) {
+		return a
 	}
 	fs := r.Filesystem
 	interact := r.FlockFcntlInteract
@@ -104,24 +89,8 @@ func assessFlock(r *Report) Assessment {
 // faster.
 func assessDir(r *Report) Assessment {
 	a := Assessment{Protocol: "dir"}
-	prereq := []string{ProbeMkdir, ProbeCreateExcl, ProbeRename, ProbeClock}
-	for _, name := range prereq {
-		p := r.Probe(name)
-		if p != nil && p.Result == Fail {
-			a.Verdict, a.Reason = Unsafe, "the portable protocol's prerequisites fail: "+p.Detail
-			return a
-		}
-	}
-	for _, name := range prereq {
-		p := r.Probe(name)
-		switch {
-		case p == nil:
-			a.Verdict, a.Reason = Unknown, name+" did not run"
-			return a
-		case p.Result == Error:
-			a.Verdict, a.Reason = Unknown, name+" could not be carried out: "+p.Detail
-			return a
-		}
+	if prerequisitesFail(r, &a, "the portable protocol's prerequisites fail: ", ProbeMkdir, ProbeCreateExcl, ProbeRename, ProbeClock) {
+		return a
 	}
 	fs := r.Filesystem
 	switch {
@@ -135,4 +104,28 @@ func assessDir(r *Report) Assessment {
 		a.Verdict, a.Reason = Safe, fmt.Sprintf("mkdir, O_EXCL create and rename are atomic on %s", fs)
 	}
 	return a
+}
+
+// prerequisitesFail gives a its verdict when the probes a protocol rests on
+// do not all pass, and reports whether it did: Unsafe if any of them failed
+// (the first failure's detail after failPrefix), otherwise Unknown if one
+// did not run or could not be carried out.
+func prerequisitesFail(r *Report, a *Assessment, failPrefix string, names ...string) bool {
+	for _, name := range names {
+		if p := r.Probe(name); p != nil && p.Result == Fail {
+			a.Verdict, a.Reason = Unsafe, failPrefix+p.Detail
+			return true
+		}
+	}
+	for _, name := range names {
+		switch p := r.Probe(name); {
+		case p == nil:
+			a.Verdict, a.Reason = Unknown, name+" did not run"
+			return true
+		case p.Result == Error:
+			a.Verdict, a.Reason = Unknown, name+" could not be carried out: "+p.Detail
+			return true
+		}
+	}
+	return false
 }
