@@ -99,7 +99,7 @@ func TestAppendConcurrentProcesses(t *testing.T) {
 	const procs, each = 16, 100
 	path := filepath.Join(t.TempDir(), "queue.md")
 	var cmds []*exec.Cmd
-	var outs []*syncBuffer
+	var outs []*LockedBuffer
 	for i := range procs {
 		cmd, out := startGuardedWorker(t, "guarded-append", "GUARDED_FILE="+path,
 			fmt.Sprint("GUARDED_ID=", i), fmt.Sprint("GUARDED_N=", each))

@@ -2,7 +2,6 @@ package hold_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -229,7 +227,7 @@ func coreHoldWorker() int {
 // coreWorker is a running worker process.
 type coreWorker struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *hold.LockedBuffer
 	done chan struct{}
 	err  error // the exit error, valid once done is closed
 }
@@ -244,7 +242,7 @@ func startCoreWorker(t testing.TB, role string, env ...string) *coreWorker {
 func startCoreWorkerCmd(t testing.TB, cmd *exec.Cmd, role string, env ...string) *coreWorker {
 	t.Helper()
 	cmd.Env = append(append(os.Environ(), hold.WorkerEnv+"="+role), env...)
-	w := &coreWorker{cmd: cmd, out: new(lockedBuffer), done: make(chan struct{})}
+	w := &coreWorker{cmd: cmd, out: new(hold.LockedBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -305,25 +303,6 @@ func (w *coreWorker) report(t testing.TB, bound time.Duration) coreReport {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's output and a test
-// reading it at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // eventually polls cond every few milliseconds until it holds, failing the

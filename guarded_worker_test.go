@@ -33,14 +33,14 @@ func init() {
 
 // startGuardedWorker starts the test binary as a worker in role with the
 // given environment additions; its output goes to the returned buffer.
-func startGuardedWorker(t testing.TB, role string, env ...string) (*exec.Cmd, *syncBuffer) {
+func startGuardedWorker(t testing.TB, role string, env ...string) (*exec.Cmd, *LockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), WorkerEnv+"="+role), env...)
 	// Under -race a process sleeps a second at exit by default; workers
 	// need not.
 	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	out := new(syncBuffer)
+	out := new(LockedBuffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func tempFiles(t testing.TB, target string) []string {
 }
 
 // waitOutput waits until the worker printed want or d passed.
-func waitOutput(t testing.TB, out *syncBuffer, want string, d time.Duration) {
+func waitOutput(t testing.TB, out *LockedBuffer, want string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !strings.Contains(out.String(), want) {
@@ -205,20 +205,21 @@ func waitOutput(t testing.TB, out *syncBuffer, want string, d time.Duration) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a test may read while a worker's output is
-// still being copied into it.
-type syncBuffer struct {
+// LockedBuffer is a bytes.Buffer a test may read while a worker's output is
+// still being copied into it. Exported (in a test file only) so that the
+// external test package's workers use it too.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *LockedBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *LockedBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

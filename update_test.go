@@ -421,7 +421,7 @@ func TestUpdateConcurrentProcesses(t *testing.T) {
 	const procs, each = 16, 50
 	path := filepath.Join(t.TempDir(), "counter.json")
 	var cmds []*exec.Cmd
-	var outs []*syncBuffer
+	var outs []*LockedBuffer
 	for range procs {
 		cmd, out := startGuardedWorker(t, "guarded-increment", "GUARDED_FILE="+path, fmt.Sprint("GUARDED_N=", each))
 		cmds, outs = append(cmds, cmd), append(outs, out)
