@@ -46,6 +46,16 @@ func waitKeys(t testing.TB, c *clientv3.Client, key string, n int64) {
 }
 
 // holderKey returns the holder's key-value.
+// mustAcquire takes the lock on key through p, or fails the test.
+func mustAcquire(t testing.TB, p *etcd.Protocol, key string) *hold.Lock {
+	t.Helper()
+	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func holderKV(t testing.TB, c *clientv3.Client, key string) *clientv3.GetResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -272,10 +282,7 @@ func TestLostOnRevokedLease(t *testing.T) {
 	p := dial(t)
 	c := rawClient(t)
 	key := uniqueKey(t)
-	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, p, key)
 	kv := holderKV(t, c, key).Kvs[0]
 	if _, err := c.Revoke(context.Background(), clientv3.LeaseID(kv.Lease)); err != nil {
 		t.Fatal(err)
@@ -302,10 +309,7 @@ func TestCheckSeesDeletedKey(t *testing.T) {
 	p := dial(t)
 	c := rawClient(t)
 	key := uniqueKey(t)
-	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, p, key)
 	if _, err := c.Delete(context.Background(), key+"/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
@@ -322,10 +326,7 @@ func TestCheckSeesDeletedKey(t *testing.T) {
 	}
 
 	// Release alone finds it out too.
-	l, err = hold.Acquire(context.Background(), "", lockOpts(p, key)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustAcquire(t, p, key)
 	if _, err := c.Delete(context.Background(), key+"/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
@@ -372,10 +373,7 @@ func TestLostOnOverwrite(t *testing.T) {
 	p := dial(t)
 	c := rawClient(t)
 	key := uniqueKey(t)
-	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, p, key)
 	kv := holderKV(t, c, key).Kvs[0]
 	if _, err := c.Put(context.Background(), string(kv.Key), "{}", clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil {
 		t.Fatal(err)
@@ -422,10 +420,7 @@ func TestInteropWithConcurrencyMutex(t *testing.T) {
 func TestBreak(t *testing.T) {
 	p := dial(t)
 	key := uniqueKey(t)
-	l, err := hold.Acquire(context.Background(), "", lockOpts(p, key)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, p, key)
 	if _, err := p.Break(key, false); !errors.Is(err, hold.ErrBusy) {
 		t.Fatalf("Break of a live holder without force = %v, want ErrBusy", err)
 	}
