@@ -319,20 +319,28 @@ func TestFileAndRelease(t *testing.T) {
 	h2.Release()
 }
 
-// TestHolderWithoutRecord: a holder that writes no record (flock(1), or
-// hold on a read-only file) is still found, through /proc/locks on Linux.
-func TestHolderWithoutRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.lock")
+// lockWithoutRecord takes the lock at path exclusively the way flock(1)
+// does, writing no owner record, until the test ends.
+func lockWithoutRecord(t *testing.T, path string) *lockFile {
+	t.Helper()
 	f, _, err := openLockFile(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.close()
+	t.Cleanup(func() { f.close() })
 	if err := f.lock(false, false); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestHolderWithoutRecord: a holder that writes no record (flock(1), or
+// hold on a read-only file) is still found, through /proc/locks on Linux.
+func TestHolderWithoutRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	f := lockWithoutRecord(t, path)
 	var p Protocol
-	_, err = p.TryAcquire(request(path, false))
+	_, err := p.TryAcquire(request(path, false))
 	var e *core.Error
 	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("%v", err)
@@ -364,14 +372,7 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	if !ok || !o.Released || o.Fence != h.Fence() {
 		t.Fatalf("after release the record is %s, want it marked released with fence %d", b, h.Fence())
 	}
-	f, _, err := openLockFile(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
-	if err := f.lock(false, false); err != nil {
-		t.Fatal(err)
-	}
+	f := lockWithoutRecord(t, path)
 	_, err = p.TryAcquire(request(path, false))
 	var e *core.Error
 	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) || e.Holder == nil {
