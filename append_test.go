@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -98,18 +97,9 @@ func TestAppendFailureTruncatesBack(t *testing.T) {
 func TestAppendConcurrentProcesses(t *testing.T) {
 	const procs, each = 16, 100
 	path := filepath.Join(t.TempDir(), "queue.md")
-	var cmds []*exec.Cmd
-	var outs []*LockedBuffer
-	for i := range procs {
-		cmd, out := startGuardedWorker(t, "guarded-append", "GUARDED_FILE="+path,
-			fmt.Sprint("GUARDED_ID=", i), fmt.Sprint("GUARDED_N=", each))
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("worker %d: %v: %s", i, err, outs[i])
-		}
-	}
+	runGuardedWorkers(t, procs, func(i int) []string {
+		return []string{"guarded-append", "GUARDED_FILE=" + path, fmt.Sprint("GUARDED_ID=", i), fmt.Sprint("GUARDED_N=", each)}
+	})
 	checkRecords(t, path, procs, each)
 }
 

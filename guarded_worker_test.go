@@ -193,6 +193,24 @@ func tempFiles(t testing.TB, target string) []string {
 	return m
 }
 
+// runGuardedWorkers starts n workers at once, worker i with the role and
+// environment args(i) returns (role first), and waits for them all; a
+// worker that fails fails the test, with its output.
+func runGuardedWorkers(t *testing.T, n int, args func(i int) []string) {
+	t.Helper()
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*LockedBuffer, n)
+	for i := range n {
+		a := args(i)
+		cmds[i], outs[i] = startGuardedWorker(t, a[0], a[1:]...)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("worker %d: %v: %s", i, err, outs[i])
+		}
+	}
+}
+
 // waitOutput waits until the worker printed want or d passed.
 func waitOutput(t testing.TB, out *LockedBuffer, want string, d time.Duration) {
 	t.Helper()

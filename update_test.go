@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -420,17 +419,9 @@ func TestUpdateWaitsForHolder(t *testing.T) {
 func TestUpdateConcurrentProcesses(t *testing.T) {
 	const procs, each = 16, 50
 	path := filepath.Join(t.TempDir(), "counter.json")
-	var cmds []*exec.Cmd
-	var outs []*LockedBuffer
-	for range procs {
-		cmd, out := startGuardedWorker(t, "guarded-increment", "GUARDED_FILE="+path, fmt.Sprint("GUARDED_N=", each))
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("worker %d: %v: %s", i, err, outs[i])
-		}
-	}
+	runGuardedWorkers(t, procs, func(int) []string {
+		return []string{"guarded-increment", "GUARDED_FILE=" + path, fmt.Sprint("GUARDED_N=", each)}
+	})
 	var c counter
 	if err := json.Unmarshal([]byte(readFile(t, path)), &c); err != nil {
 		t.Fatal(err)
