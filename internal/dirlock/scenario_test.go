@@ -474,11 +474,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 // the heartbeat), and Check and Release report ErrLost.
 func TestLostWhenDeleted(t *testing.T) {
 	path := lockIn(t)
-	p := New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second})
-	h, err := p.TryAcquire(request(path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustTake(t, New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second}), path)
 	hd := h.(*handle)
 	hd.mu.Lock()
 	before := hd.beats
@@ -514,11 +510,7 @@ func TestLostWhenDeleted(t *testing.T) {
 // ErrLost and leaves the successor's lock alone.
 func TestLostWhenReplaced(t *testing.T) {
 	path := lockIn(t)
-	p := New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second})
-	h, err := p.TryAcquire(request(path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustTake(t, New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second}), path)
 	os.RemoveAll(path)
 	succ := mustTake(t, New(fastConfig()), path)
 	if err := h.Check(); !errors.Is(err, core.ErrLost) {
@@ -540,11 +532,7 @@ func TestLostWhenReplaced(t *testing.T) {
 // Lost lock: the owner record swapped inside our directory (same inode).
 func TestLostWhenRecordReplaced(t *testing.T) {
 	path := lockIn(t)
-	p := New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second})
-	h, err := p.TryAcquire(request(path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustTake(t, New(Config{Heartbeat: 50 * time.Millisecond, Stale: time.Second}), path)
 	o := *h.Owner()
 	o.ID = "someone else"
 	os.WriteFile(filepath.Join(path, OwnerFile), o.Encode(), 0o644)
