@@ -10,8 +10,8 @@ import (
 
 // Without open file description locks (Linux only), the queue is a
 // directory of ticket files.
-func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
-	return p.acquireTickets(ctx, req, wait)
+func front(ctx context.Context, req *core.Request, wait, ticketFiles bool) (*Place, error) {
+	return frontTickets(ctx, req, wait)
 }
 
 func waiting(lockPath string) (int, error) { return waitingTickets(lockPath) }

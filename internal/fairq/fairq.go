@@ -84,9 +84,12 @@ package fairq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/resched"
 )
 
 // QueueSuffix is appended to a lock path to name its queue directory.
@@ -130,6 +133,65 @@ func (p Protocol) Name() string { return p.inner.Name() }
 // Inspect reports the main lock's state; the queue does not change who holds
 // the lock.
 func (p Protocol) Inspect(path string) (*core.Status, error) { return p.inner.Inspect(path) }
+
+// acquire is the one path of Acquire and TryAcquire: reach the front of
+// the queue, take the main lock, leave the queue. Leaving waits until the
+// main lock is held (or the attempt failed): the successor must not start
+// for the main lock before this waiter holds it, or the two would race for
+// it as plain waiters do.
+func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	pl, err := front(ctx, req, wait, p.ticketFiles)
+	if err == errQueued {
+		return nil, busyError(p, req.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer pl.Leave()
+	if wait {
+		if ctx.Done() == nil {
+			resched.BeforeBlocking()
+		}
+		return p.inner.Acquire(ctx, req)
+	}
+	return p.inner.TryAcquire(req)
+}
+
+// Place is a waiter's place at the front of a queue. Every waiter that
+// joins the queue after it waits until it leaves (or dies: the kernel then
+// drops its place).
+type Place struct {
+	leave func()
+	once  sync.Once
+}
+
+// Leave gives up the place; the next waiter moves to the front. Later
+// calls do nothing.
+func (pl *Place) Leave() { pl.once.Do(pl.leave) }
+
+// errQueued is front's answer, when told not to wait, to a queue with
+// waiters ahead.
+var errQueued = errors.New("waiters are queued ahead")
+
+// Front is the queue without a lock behind it. It joins the queue of the
+// lock at req.Path and, when wait is set, waits until every waiter that
+// joined earlier has left; the caller is then at the front of the queue
+// and keeps every later waiter back until it calls Leave. This orders
+// waiters for something that is not a kernel lock (the portable protocol
+// uses it to let one local waiter at a time contend for its directory).
+//
+// Without wait, Front returns an error wrapping core.ErrBusy when anyone
+// is queued ahead. When ctx ends, the place is given up and the error
+// wraps core.WaitError(ctx.Err()). Fair queues exist on unix; elsewhere
+// the error wraps core.ErrUnsupported.
+func Front(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
+	pl, err := front(ctx, req, wait, false)
+	if err == errQueued {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy,
+			Hint: "waiters are queued ahead"}
+	}
+	return pl, err
+}
 
 // Acquire joins the queue, waits for every fair waiter that arrived earlier,
 // then takes the main lock. When ctx ends it leaves the queue at once (its

@@ -5,6 +5,7 @@ package fairq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -488,4 +490,65 @@ func testTimeoutWhileJoining(t *testing.T, design string) {
 		t.Fatalf("after the counter is free again: %v", err)
 	}
 	h.Release()
+}
+
+// TestFront: the queue alone, with no lock behind it, admits one waiter at
+// a time, in arrival order. The one at the front keeps every later waiter
+// back until it leaves; a waiter that will not wait is told busy while
+// anyone is queued; and nothing is left queued at the end.
+func TestFront(t *testing.T) { forDesigns(t, testFront) }
+
+func testFront(t *testing.T, design string) {
+	path := lockPath(t)
+	tickets := design == ticketsDesign
+	ctx := context.Background()
+	first, err := front(ctx, request(path), true, tickets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front(ctx, request(path), false, tickets); err != errQueued {
+		t.Fatalf("front without waiting, behind the front: got %v, want errQueued", err)
+	}
+	if design == ofdDesign {
+		// The exported form reports it as busy.
+		if _, err := Front(ctx, request(path), false); !errors.Is(err, core.ErrBusy) {
+			t.Fatalf("Front without waiting: got %v, want ErrBusy", err)
+		}
+	}
+	const waiters = 4
+	var inside atomic.Int32
+	order := make(chan int, waiters)
+	errs := make(chan error, waiters)
+	for i := 1; i <= waiters; i++ {
+		go func() {
+			pl, err := front(ctx, request(path), true, tickets)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if n := inside.Add(1); n != 1 {
+				errs <- fmt.Errorf("waiter %d at the front with %d others", i, n-1)
+			}
+			order <- i
+			time.Sleep(time.Millisecond)
+			inside.Add(-1)
+			pl.Leave()
+			errs <- nil
+		}()
+		// Join one at a time, so that arrival order is known.
+		waitFor(t, "waiter queued", func() bool { return len(queued(t, design, path)) == i+1 })
+	}
+	first.Leave()
+	first.Leave() // idempotent
+	for i := 1; i <= waiters; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		if got := <-order; got != i {
+			t.Fatalf("waiter %d reached the front in place %d", got, i)
+		}
+	}
+	if left := queued(t, design, path); len(left) != 0 {
+		t.Fatalf("tickets left behind: %v", left)
+	}
 }

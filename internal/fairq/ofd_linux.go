@@ -37,11 +37,11 @@ const slotBase = 1 << 20
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = ".queue"
 
-func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
-	if p.ticketFiles {
-		return p.acquireTickets(ctx, req, wait)
+func front(ctx context.Context, req *core.Request, wait, ticketFiles bool) (*Place, error) {
+	if ticketFiles {
+		return frontTickets(ctx, req, wait)
 	}
-	return p.acquireOFD(ctx, req, wait)
+	return frontOFD(ctx, req, wait)
 }
 
 // ofdQueue is one waiter's open queue file.
@@ -51,17 +51,17 @@ type ofdQueue struct {
 	id   fileKey // the file fd is open on, as openOFDQueue found it
 }
 
-func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+// frontOFD is front on the queue file. Closing the file's descriptor
+// leaves the queue: the kernel drops every OFD lock of it, the waiter's
+// own slot with the rest.
+func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
 	q, err := openOFDQueue(req.Path + queueFileSuffix)
 	if err != nil {
 		return nil, err
 	}
-	// Closing the descriptor leaves the queue: the kernel drops every OFD
-	// lock of it. That happens only once the main lock is held, so that
-	// the successor does not race this waiter for it.
-	defer unix.Close(q.fd)
 	me, err := q.join(ctx)
 	if err != nil {
+		unix.Close(q.fd)
 		if ctx.Err() != nil {
 			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
 				Hint: "gave up while waiting to join the fair queue"}
@@ -71,6 +71,7 @@ func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) 
 	if req.Logger != nil {
 		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me)
 	}
+	pl := &Place{leave: func() { unix.Close(q.fd) }}
 	below, first := me, true
 	for {
 		var pred uint64
@@ -83,19 +84,22 @@ func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) 
 			pred = me - 1
 		} else {
 			if pred, err = q.highestLive(below, first); err != nil {
+				pl.Leave()
 				return nil, err
 			}
 		}
 		if pred == 0 {
-			break
+			return pl, nil
 		}
 		if !wait {
-			return nil, busyError(p, req.Path)
+			pl.Leave()
+			return nil, errQueued
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me, "predecessor", pred)
 		}
 		if err := q.waitFor(ctx, pred); err != nil {
+			pl.Leave()
 			if ctx.Err() != nil {
 				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
 					Hint: "gave up while queued behind earlier fair waiters"}
@@ -108,13 +112,6 @@ func (p Protocol) acquireOFD(ctx context.Context, req *core.Request, wait bool) 
 		// gone when it was chosen.
 		below, first = pred, false
 	}
-	if wait {
-		if ctx.Done() == nil {
-			resched.BeforeBlocking()
-		}
-		return p.inner.Acquire(ctx, req)
-	}
-	return p.inner.TryAcquire(req)
 }
 
 // openOFDQueue opens (creating) the queue file. O_NOFOLLOW and the type

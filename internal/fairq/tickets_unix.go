@@ -19,24 +19,23 @@ import (
 // queue, and resolving the directory's path once keeps a directory renamed
 // or replaced meanwhile from splitting one waiter's view of the queue.
 
-func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+// frontTickets is front on the queue directory. Leaving removes the
+// waiter's ticket, then closes it.
+func frontTickets(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
 	q, err := openQueue(req.Path)
 	if err != nil {
 		return nil, err
 	}
-	defer q.close()
 	me, err := q.join(ctx)
 	if err != nil {
+		q.close()
 		if ctx.Err() != nil {
 			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
 				Hint: "gave up while waiting to join the fair queue"}
 		}
 		return nil, err
 	}
-	// Leaving the queue is deferred past the main lock's acquisition: the
-	// successor must not start for the main lock before this waiter holds
-	// it, or the two would race for it as plain waiters do.
-	defer q.leave(me)
+	pl := &Place{leave: func() { q.leave(me); q.close() }}
 	if req.Logger != nil {
 		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me.n)
 	}
@@ -45,6 +44,7 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 	for {
 		pred, err := q.livePredecessor(below)
 		if err != nil {
+			pl.Leave()
 			return nil, err
 		}
 		if pred == nil {
@@ -52,12 +52,14 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 		}
 		if !wait {
 			unix.Close(pred.fd)
-			return nil, busyError(p, req.Path)
+			pl.Leave()
+			return nil, errQueued
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me.n, "predecessor", pred.n)
 		}
 		if err := waitShared(ctx, pred.fd); err != nil {
+			pl.Leave()
 			if ctx.Err() != nil {
 				// waitShared has handed pred.fd to a goroutine that closes it.
 				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
@@ -75,22 +77,17 @@ func (p Protocol) acquireTickets(ctx context.Context, req *core.Request, wait bo
 		if marked {
 			break
 		}
-		// The predecessor gave up or died before reaching the head: the
+		// The predecessor gave up or died before reaching the front: the
 		// waiters it was behind may still be queued. Every ticket between
 		// it and this one was already gone when it was chosen.
 		below = pred.n
 	}
 
 	if _, err := unix.Pwrite(me.fd, []byte{headMark}, 0); err != nil {
+		pl.Leave()
 		return nil, q.error("mark queue head", err)
 	}
-	if wait {
-		if ctx.Done() == nil {
-			resched.BeforeBlocking()
-		}
-		return p.inner.Acquire(ctx, req)
-	}
-	return p.inner.TryAcquire(req)
+	return pl, nil
 }
 
 // queue is an open queue directory.
