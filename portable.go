@@ -42,10 +42,10 @@ import (
 // (by default 10 × Patience) bounds that extended wait. The error says
 // which bound expired and who holds the lock.
 //
-// Waiters of one machine queue in arrival order for a kernel lock on
-// "<lock path>.gate" (with its fair queue beside it), and only the one at
-// the head contends for the directory: a release wakes one waiter, not
-// all of them. Where kernel locks do not work the gate is skipped and
+// Waiters of one machine queue in arrival order at a waiting gate (the
+// fair queue "<lock path>.gate.queue", with no lock behind it), and only
+// the one at the front contends for the directory: a release wakes one
+// waiter, not all of them. Where kernel locks do not work the gate is skipped and
 // every waiter contends as the Node tools do; HOLD_DIR_GATE=0 skips it
 // too. The directory remains the lock: the gate only orders the waiting.
 //

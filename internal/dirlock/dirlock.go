@@ -191,23 +191,23 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		// only its holder runs the loop below. It is let go of as soon as
 		// the acquisition ends, won or not (the deferred release), so the
 		// next local waiter starts watching while this one holds the lock.
-		var g core.Handle
+		var leave func()
 		if wait {
 			var err error
-			if g, err = a.enterGate(ctx, pol); err != nil {
+			if leave, err = a.enterGate(ctx, pol); err != nil {
 				return nil, err
 			}
 		} else {
 			var busy bool
-			if g, busy = a.tryGate(); busy {
+			if leave, busy = a.tryGate(); busy {
 				// Another local waiter is ahead: the lock is busy, and its
 				// holder is whoever has the directory.
 				a.seen = p.judge(a.path)
 				return nil, a.busy()
 			}
 		}
-		if g != nil {
-			defer g.Release()
+		if leave != nil {
+			defer leave()
 			p.hit(faultGateHeld)
 		}
 	}
@@ -221,13 +221,21 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	// pid lives) is skipped: with many waiters, every one of them would
 	// otherwise do that work on every hand-off. A holder that died is
 	// still found at the next timed retry, at most MaxPoll later.
-	woken := false
+	//
+	// timed: a sleep has ended by its timer. Until then a waiting
+	// acquisition does not judge either: the first timed retry comes
+	// within 1.5 ms (minPoll, jittered), so a dead holder's lock is
+	// reclaimed that much later, while a waiter that has just reached the
+	// front of the gate, which nearly always finds the lock its
+	// predecessor took a moment ago, saves the judgement on every
+	// hand-off. A TryAcquire judges at once: it has no retry.
+	woken, timed := false, false
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
 			return nil, a.timeout(ceilingBound(p.cfg))
 		}
-		out, h, err := a.pass(woken)
+		out, h, err := a.pass(woken || wait && !timed)
 		woken = false
 		switch out {
 		case passHeld:
@@ -259,6 +267,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
 			return nil, a.waitEnded(err)
 		}
+		timed = timed || !woken
 	}
 }
 

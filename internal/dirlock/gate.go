@@ -3,45 +3,17 @@ package dirlock
 import (
 	"context"
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
-	"github.com/hold-dev/hold/internal/fairq"
-	"github.com/hold-dev/hold/internal/flock"
 )
 
-// gateProto is the lock behind the gate: the kernel lock of package flock,
-// with package fairq's queue in front of it where that exists (unix), so
-// local waiters pass the gate in arrival order.
-//
-// Why the queue: a kernel lock hands nothing over; it wakes a waiter and
-// lets it try again. A holder that releases the directory and asks again
-// at once (any worker loop) finds the gate free, because the waiter the
-// kernel woke when the gate was last let go of has not run yet, and takes
-// it back: the lock then goes round one process instead of being handed
-// on. Measured here with the package's hand-off benchmark on tmpfs, 8
-// processes: about 830 hand-offs/s with the plain kernel lock as the gate
-// (acquisitions by another process; 3600-4200 acquisitions/s in all),
-// 3550-3620 with the queue, where nearly every acquisition is a hand-off;
-// 30 processes: 690-910 against 1200-1660. The queue costs an uncontended
-// acquisition some 20-40 µs more on tmpfs.
-//
-// Safety never rests on the queue, nor on the gate: the directory is the
-// lock.
-var gateProto = func() core.Protocol {
-	if runtime.GOOS == "windows" {
-		// No queue there (fairq is unix-only): the plain kernel lock still
-		// ends the herd, without the order.
-		return flock.Protocol{}
-	}
-	return fairq.New(flock.Protocol{})
-}()
-
-// GateSuffix names the waiting gate: "<lock path>.gate", a plain file
-// beside the lock that only hold uses (Node tools never look at it); on
-// unix the gate's queue adds "<lock path>.gate.queue" (Linux) or a
-// directory "<lock path>.gate.q" (see package fairq).
+// GateSuffix names the waiting gate: "<lock path>.gate", the path the
+// gate's queue is named after. On Linux the gate is the queue file
+// "<lock path>.gate.queue"; on other unix systems the queue directory
+// "<lock path>.gate.q"; on Windows, where there is no queue, the file
+// "<lock path>.gate" with a kernel lock on it. Only hold uses them (Node
+// tools never look).
 //
 // The problem it solves: every waiter on this machine was woken by every
 // release, and they all raced for the one mkdir; with tens of waiters the
@@ -49,42 +21,53 @@ var gateProto = func() core.Protocol {
 // lock in front of the winner's mkdir and stamp and the releaser's
 // cleanup, and hand-offs got slower than proper-lockfile's.
 //
-// The gate is a kernel lock on that file (see gateProto). Among the
-// waiters of this machine, only the one holding the gate runs the acquire
-// loop; the others sleep in the kernel, which wakes them one at a time and
-// frees the gate of a process that dies. The directory remains the lock:
-// the gate holder still contends, by mkdir, with other hosts, Node tools
-// and hold processes that could not use the gate, and every rule of the
-// loop (judging, reclaim, read-back) applies unchanged.
+// The gate is package fairq's queue with no lock behind it (fairq.Front):
+// among the waiters of this machine, only the one at the front of the
+// queue runs the acquire loop; the others sleep in the kernel, each on the
+// place of the one before it, and a release wakes one process, not all of
+// them. The kernel drops the place of a process that dies. The directory
+// remains the lock: the waiter at the front still contends, by mkdir,
+// with other hosts, Node tools and hold processes that could not use the
+// gate, and every rule of the loop (judging, reclaim, read-back) applies
+// unchanged.
 //
-// The gate is held while waiting, not while holding: the winner of the
-// directory lets go of the gate at once, so the next local waiter already
+// Why a queue and not a kernel lock alone (the first gate here was one,
+// with the queue in front of it): a kernel lock hands nothing over; it
+// wakes a waiter and lets it try again, so a holder that releases the
+// directory and asks again at once (any worker loop) finds the gate free,
+// because the waiter the kernel woke has not run yet, and the lock goes
+// round one process. The queue puts that holder behind everyone already
+// waiting. The kernel lock behind the queue ordered nothing more, and
+// cost every hand-off a second wake-up (the next waiter left the queue for
+// the lock, and the one behind it moved up) and seven system calls.
+//
+// The front is kept while waiting, not while holding: the winner of the
+// directory leaves the queue at once, so the next local waiter already
 // watches the directory (inotify) while the lock is held, and takes it the
-// moment it is released, instead of first being woken by the release of
-// the gate. Holding the gate for the whole hold would also break `hold
-// break`: breaking a hung holder's lock removes the directory, but a gate
-// held by the hung process would keep every local waiter asleep behind
-// it. Here the gate holder is a waiter that watches the directory, so a
-// break frees the lock as it always did.
+// moment it is released. Keeping the front for the whole hold would also
+// break `hold break`: breaking a hung holder's lock removes the directory,
+// but a front kept by the hung process would keep every local waiter
+// asleep behind it. Here the front is a waiter that watches the
+// directory, so a break frees the lock as it always did.
 //
-// The gate file is never deleted, for the reason a kernel lock file never
-// is: a waiter that opened the old file would lock an inode without a name
-// while a newcomer locks a fresh one. Nothing depends on the gate being
-// unique, though: two gates only mean two local contenders, as without
-// one.
+// The queue is never deleted, for the reason a kernel lock file never is:
+// a waiter that opened the old one would queue on an inode without a name
+// while a newcomer queues on a fresh one. Nothing depends on the gate
+// being unique, though: two gates only mean two local contenders, as
+// without one.
 //
-// A gate that cannot be used (the filesystem refuses kernel locks, a file
-// cannot be created or opened, say in a read-only directory or because
-// something else sits at its path) is skipped: the acquisition runs
-// ungated, exactly as without a gate. The gate alone never fails an
-// acquisition. Where flock(2) is only local (some NFS mounts) it orders
-// only this machine's waiters, which is all it is for.
+// A gate that cannot be used (the filesystem refuses kernel locks, the
+// queue cannot be created or opened, say in a read-only directory or
+// because something else sits at its path) is skipped: the acquisition
+// runs ungated, exactly as without a gate. The gate alone never fails an
+// acquisition. Where kernel locks are only local (some NFS mounts) it
+// orders only this machine's waiters, which is all it is for.
 const GateSuffix = ".gate"
 
 // gateResult is the end of a gate wait run on its own goroutine.
 type gateResult struct {
-	h   core.Handle
-	err error
+	leave func()
+	err   error
 }
 
 // gateRequest is the request for the gate of a: the same owner, so the
@@ -93,19 +76,13 @@ func (a *attempt) gateRequest() *core.Request {
 	return &core.Request{Path: a.path + GateSuffix, Owner: a.owner}
 }
 
-// tryGate takes the gate if it is free. busy reports a gate held by
-// another local waiter; a nil handle without busy means the gate cannot
-// be used and the caller goes on ungated.
-//
-// It asks the kernel lock alone, not the queue in front of it: a call that
-// never waits has no place to keep in a queue, and the queue's own
-// TryAcquire, finding waiters queued, probes the kernel lock to name its
-// holder, which for that instant makes another TryAcquire of the gate
-// fail: two racing TryAcquires on a free lock would then both answer busy.
-func (a *attempt) tryGate() (g core.Handle, busy bool) {
-	h, err := flock.Protocol{}.TryAcquire(a.gateRequest())
+// tryGate takes the gate if nobody is queued at it. busy reports a
+// waiter ahead; a nil leave without busy means the gate cannot be used and
+// the caller goes on ungated.
+func (a *attempt) tryGate() (leave func(), busy bool) {
+	leave, err := openGate(context.Background(), a.gateRequest(), false)
 	if err == nil {
-		return h, false
+		return leave, false
 	}
 	if errors.Is(err, core.ErrBusy) {
 		a.logger("hold: waiting gate busy", "err", err)
@@ -115,19 +92,20 @@ func (a *attempt) tryGate() (g core.Handle, busy bool) {
 	return nil, false
 }
 
-// enterGate waits for the gate. It returns the gate, or a nil handle and
-// nil error when the gate cannot be used (go on ungated), or the error
+// enterGate waits for the gate. It returns the function that lets go of
+// it, or nil and a nil error when the gate cannot be used (go on ungated),
+// or the error
 // that ends the acquisition: the caller's context, or the Patience/Ceiling
 // rule, which must hold while a waiter sleeps here just as in the acquire
 // loop (pol is the acquisition's one policy, shared with that loop).
-func (a *attempt) enterGate(ctx context.Context, pol *policy) (core.Handle, error) {
+func (a *attempt) enterGate(ctx context.Context, pol *policy) (func(), error) {
 	req := a.gateRequest()
 	if pol.nextDeadline().IsZero() {
 		// No patience rule: the caller's context is the only bound, and
-		// the kernel lock's own wait observes it (and never leaves the
-		// gate held by a wait it abandons).
-		h, err := gateProto.Acquire(ctx, req)
-		return a.gateEntered(ctx, h, err)
+		// the queue's own wait observes it (and never leaves a place
+		// queued for a wait it abandons).
+		leave, err := openGate(ctx, req, true)
+		return a.gateEntered(ctx, leave, err)
 	}
 	// With a patience rule the wait must be looked at on every window's
 	// end, without giving up its place: one wait, on its own goroutine,
@@ -138,21 +116,21 @@ func (a *attempt) enterGate(ctx context.Context, pol *policy) (core.Handle, erro
 	gctx, cancel := context.WithCancel(ctx)
 	done := make(chan gateResult, 1)
 	go func() {
-		h, err := gateProto.Acquire(gctx, req)
-		done <- gateResult{h, err}
+		leave, err := openGate(gctx, req, true)
+		done <- gateResult{leave, err}
 	}()
 	// The first window is measured against the lock as it is when this
 	// waiter starts waiting, as in the loop.
 	pol.noteWaiting()
 	timer := time.NewTimer(time.Until(pol.nextDeadline()))
 	defer timer.Stop()
-	giveUp := func(err error) (core.Handle, error) {
+	giveUp := func(err error) (func(), error) {
 		cancel()
 		// The wait returns promptly once cancelled; a gate granted at the
 		// last instant is handed straight on.
 		go func() {
-			if r := <-done; r.h != nil {
-				r.h.Release()
+			if r := <-done; r.leave != nil {
+				r.leave()
 			}
 		}()
 		return nil, err
@@ -161,7 +139,7 @@ func (a *attempt) enterGate(ctx context.Context, pol *policy) (core.Handle, erro
 		select {
 		case r := <-done:
 			cancel()
-			return a.gateEntered(ctx, r.h, r.err)
+			return a.gateEntered(ctx, r.leave, r.err)
 		case <-timer.C:
 		}
 		// The same checks, in the same order, as the loop's.
@@ -176,9 +154,9 @@ func (a *attempt) enterGate(ctx context.Context, pol *policy) (core.Handle, erro
 }
 
 // gateEntered sorts out how a gate wait ended.
-func (a *attempt) gateEntered(ctx context.Context, h core.Handle, err error) (core.Handle, error) {
+func (a *attempt) gateEntered(ctx context.Context, leave func(), err error) (func(), error) {
 	if err == nil {
-		return h, nil
+		return leave, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, a.waitEnded(ctxErr)

@@ -35,3 +35,20 @@ func blockedOn(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// gateQueue is the path of the gate's queue: one file on Linux.
+func gateQueue(path string) string { return path + GateSuffix + ".queue" }
+
+// blockGate makes the gate of path unusable by putting a directory where
+// its queue file goes, and returns what it put there.
+func blockGate(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	if err := os.Mkdir(gateQueue(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(gateQueue(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}

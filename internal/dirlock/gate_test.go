@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
-	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/fairq"
 )
 
 // logSink collects the debug messages of acquisitions.
@@ -44,29 +44,35 @@ func loggedRequest(path string, sink *logSink) *core.Request {
 	return r
 }
 
-// holdGate takes the waiting gate of path the way a waiter would, so an
-// acquisition started afterwards must wait on the gate.
-func holdGate(t *testing.T, path string) core.Handle {
+// holdGate takes the front of path's waiting gate the way a waiter
+// would, so an acquisition started afterwards must wait at the gate.
+func holdGate(t *testing.T, path string) *fairq.Place {
 	t.Helper()
-	g, err := flock.Protocol{}.TryAcquire(request(path + GateSuffix))
+	g, err := fairq.Front(context.Background(), request(path+GateSuffix), false)
 	if err != nil {
 		t.Fatalf("taking the gate: %v", err)
 	}
 	return g
 }
 
-// gateBusy reports whether someone holds the gate of path.
+// gateBusy reports whether anyone is queued at the gate of path.
 func gateBusy(t *testing.T, path string) bool {
 	t.Helper()
-	g, err := flock.Protocol{}.TryAcquire(request(path + GateSuffix))
-	if err == nil {
-		g.Release()
-		return false
+	n, err := fairq.Waiting(path + GateSuffix)
+	if err != nil {
+		t.Fatalf("looking at the gate: %v", err)
 	}
-	if !errors.Is(err, core.ErrBusy) {
-		t.Fatalf("trying the gate: %v", err)
+	return n > 0
+}
+
+// gateFiles lists what the gate of path left on disk.
+func gateFiles(t *testing.T, path string) []string {
+	t.Helper()
+	m, err := filepath.Glob(path + GateSuffix + "*")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return true
+	return m
 }
 
 // eventually polls cond (generously: only to catch a hang).
@@ -82,16 +88,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // Gated workers (processes) contending: the count is exact and the O_EXCL
-// marker never finds two holders. The gate is shown in use: it exists, a
-// plain file, and its record names one of the workers.
+// marker never finds two holders. The gate is shown in use (its queue
+// exists), and nobody is left queued at it.
 func TestGatedWorkersCount(t *testing.T) {
 	const workers, iters = 8, 25
 	target := filepath.Join(t.TempDir(), "counter")
 	ws := make([]*worker, workers)
-	pids := map[int]bool{}
 	for i := range ws {
 		ws[i] = startWorker(t, "count", append([]string{envTarget + "=" + target, envIters + "=" + strconv.Itoa(iters)}, fastEnv...)...)
-		pids[ws[i].cmd.Process.Pid] = true
 	}
 	for i, w := range ws {
 		if err := w.wait(t); err != nil {
@@ -101,22 +105,20 @@ func TestGatedWorkersCount(t *testing.T) {
 	if n := checkCount(t, target); n != workers*iters {
 		t.Fatalf("count %d, want %d", n, workers*iters)
 	}
-	raw, err := os.ReadFile(target + ".lock" + GateSuffix)
-	if err != nil {
-		t.Fatalf("no gate: %v", err)
+	if len(gateFiles(t, target+".lock")) == 0 {
+		t.Fatal("the workers made no gate")
 	}
-	o, ok := core.Decode(raw)
-	if !ok || !pids[o.PID] {
-		t.Fatalf("the gate's record %q names none of the workers", raw)
+	if gateBusy(t, target+".lock") {
+		t.Fatal("a waiter is still queued at the gate")
 	}
 	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
 		t.Fatalf("lock left behind: %v", err)
 	}
 }
 
-// A waiter SIGKILLed while it holds the gate (next in line, waiting on the
-// directory) does not wedge the waiter behind it: the kernel frees the
-// gate, and the next waiter takes the lock once the holder releases.
+// A waiter SIGKILLed at the front of the gate (next in line, waiting on
+// the directory) does not wedge the waiter behind it: the kernel drops its
+// place, and the next waiter takes the lock once the holder releases.
 func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "counter")
 	path := target + ".lock"
@@ -127,23 +129,29 @@ func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 	}
 	defer h.Release()
 	first := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
-	eventually(t, "the first waiter holds the gate", func() bool { return gateBusy(t, path) })
+	queued := func() int {
+		n, err := fairq.Waiting(path + GateSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	eventually(t, "the first waiter is at the gate", func() bool { return queued() == 1 })
 	second := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
+	eventually(t, "the second waiter queues behind it", func() bool { return queued() == 2 })
 	// Where the kernel lists blocked lock requests, see the second waiter
-	// asleep on the gate before its predecessor is killed.
-	// (It sleeps on the gate file, or in the gate's queue.)
-	asleep := func() int { return blockedOn(t, path+GateSuffix) + max(blockedOn(t, path+GateSuffix+".queue"), 0) }
-	if n := blockedOn(t, path+GateSuffix); n >= 0 {
-		eventually(t, "the second waiter sleeps on the gate", func() bool { return asleep() > 0 })
-		t.Logf("the second waiter sleeps on the gate")
+	// asleep in the gate's queue before its predecessor is killed.
+	if n := blockedOn(t, gateQueue(path)); n >= 0 {
+		eventually(t, "the second waiter sleeps at the gate", func() bool { return blockedOn(t, gateQueue(path)) > 0 })
+		t.Logf("the second waiter sleeps at the gate")
 	}
 	first.cmd.Process.Signal(syscall.SIGKILL)
 	if err := first.wait(t); !killedBySignal(err) {
 		t.Fatalf("first waiter: %v", err)
 	}
-	// The second waiter now has the gate and waits on the directory,
+	// The second waiter is now at the front and waits on the directory,
 	// which is still ours.
-	eventually(t, "the second waiter takes the gate", func() bool { return gateBusy(t, path) })
+	eventually(t, "the second waiter reaches the front", func() bool { return queued() == 1 })
 	if err := h.Check(); err != nil {
 		t.Fatalf("the holder's lock: %v", err)
 	}
@@ -173,9 +181,7 @@ func TestPatienceBehindGate(t *testing.T) {
 
 	// The abandoned waits hand the gate straight on: once the test lets
 	// go of it, it becomes free.
-	if err := g.Release(); err != nil {
-		t.Fatal(err)
-	}
+	g.Leave()
 	eventually(t, "the gate is free", func() bool { return !gateBusy(t, path) })
 	t.Logf("ceiling after %v; %v", waited.Round(time.Millisecond), err)
 }
@@ -187,7 +193,7 @@ func TestContextEndsGateWait(t *testing.T) {
 	p := New(fastConfig())
 	mustTake(t, p, path)
 	g := holdGate(t, path)
-	defer g.Release()
+	defer g.Leave()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := New(fastConfig()).Acquire(ctx, request(path))
@@ -201,13 +207,12 @@ func TestContextEndsGateWait(t *testing.T) {
 	}
 }
 
-// A gate that cannot be used (here a directory sits at its path) is
-// skipped: acquisitions run ungated, waiting and handing over as before.
+// A gate that cannot be used (here something of the wrong kind sits at
+// its queue's path) is skipped: acquisitions run ungated, waiting and
+// handing over as before.
 func TestUnusableGateGoesUngated(t *testing.T) {
 	path := lockIn(t)
-	if err := os.Mkdir(path+GateSuffix, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	blocker := blockGate(t, path)
 	p := New(fastConfig())
 	var sink logSink
 	h, err := p.TryAcquire(loggedRequest(path, &sink))
@@ -234,7 +239,7 @@ func TestUnusableGateGoesUngated(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("ungated waiter: %v", err)
 	}
-	if fi, err := os.Lstat(path + GateSuffix); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(gateQueue(path)); err != nil || !os.SameFile(fi, blocker) {
 		t.Fatalf("the thing at the gate's path was touched: %v", err)
 	}
 }
@@ -248,8 +253,8 @@ func TestUngatedConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Release()
-	if _, err := os.Lstat(path + GateSuffix); !os.IsNotExist(err) {
-		t.Fatalf("an ungated acquisition made a gate: %v", err)
+	if made := gateFiles(t, path); len(made) != 0 {
+		t.Fatalf("an ungated acquisition made a gate: %v", made)
 	}
 	for v, off := range map[string]bool{"": false, "1": false, "on": false, "0": true, "off": true, " False ": true, "no": true} {
 		lookup := func(k string) string {

@@ -113,9 +113,10 @@ func newPolicy(path string, cfg Config, start time.Time) *policy {
 
 // noteWaiting samples the lock the caller starts waiting on, at the first
 // busy attempt, so the first window is measured against it (not against
-// nothing, which would always look like progress).
+// nothing, which would always look like progress). Without a patience
+// rule there is no window, and nothing to sample.
 func (p *policy) noteWaiting() {
-	if !p.sampled {
+	if !p.sampled && !p.window.IsZero() {
 		p.sampled = true
 		p.last = takeFingerprint(p.path)
 	}

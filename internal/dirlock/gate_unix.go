@@ -1,0 +1,20 @@
+//go:build unix
+
+package dirlock
+
+import (
+	"context"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/fairq"
+)
+
+// openGate takes a place in the gate's queue and, with wait, waits to
+// reach its front (see GateSuffix). leave gives the place up.
+func openGate(ctx context.Context, req *core.Request, wait bool) (leave func(), err error) {
+	pl, err := fairq.Front(ctx, req, wait)
+	if err != nil {
+		return nil, err
+	}
+	return pl.Leave, nil
+}
