@@ -75,6 +75,9 @@ type Protocol struct {
 	// watches serves every waiter of this Protocol with one source of
 	// directory events (see watchRemovals).
 	watches watchHub
+	// blocks keeps an inotify instance for waiters that sleep in blocking
+	// system calls (see blockingWatch).
+	blocks blockPool
 
 	// fault, when set (by tests only), is called at each fault point.
 	fault func(point string)
@@ -258,7 +261,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			// mkdir and the watch would otherwise be missed.
 			a.logger("hold: waiting for lock", "holder", a.seen.why)
 			pol.noteWaiting()
-			w = p.newWaiter(req.Path, p.cfg.MaxPoll)
+			w = p.newWaiter(req.Path, p.cfg.MaxPoll, ctx.Done() == nil)
 			continue
 		}
 		if pol.wedged() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -587,27 +588,56 @@ func TestInspectAndBreak(t *testing.T) {
 }
 
 // Where the OS reports directory events, a waiter wakes when the lock is
-// removed, not when its backoff ends: here the backoff is an hour.
+// removed, not when its backoff ends: here the backoff is an hour. Both
+// kinds of sleep are shown: on the Protocol's shared watch (a context that
+// can end) and, on Linux, in blocking calls on a watch of the waiter's own
+// (a context that cannot), which also drops the events of the watches it
+// had before.
 func TestWaiterWakesOnEvent(t *testing.T) {
 	if !eventsWork {
 		t.Skip("no directory events on this OS: waiters poll")
 	}
-	path := lockIn(t)
-	os.Mkdir(path, 0o777)
-	w := New(Config{}).newWaiter(path, time.Hour)
-	defer w.close()
-	if w.removals == nil {
-		t.Fatal("no watcher on the lock's directory")
-	}
-	w.next = time.Hour
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		os.Rename(path, path+".rm-test")
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if byEvent, err := w.sleep(ctx, w.backoff(time.Time{})); err != nil || !byEvent {
-		t.Fatalf("waiter not woken by the lock's removal: %v", err)
+	p := New(Config{})
+	for round, block := range []bool{false, true, true} {
+		path := lockIn(t)
+		os.Mkdir(path, 0o777)
+		w := p.newWaiter(path, time.Hour, block)
+		if w.removals == nil && w.blocking == nil {
+			t.Fatal("no watcher on the lock's directory")
+		}
+		if block && runtime.GOOS == "linux" && w.blocking == nil {
+			t.Fatal("no blocking watch on Linux")
+		}
+		w.next = time.Hour
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			os.Rename(path, path+".rm-test")
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if !block {
+			defer cancel()
+		} else {
+			// A context that cannot end is what selects the blocking sleep.
+			cancel()
+			ctx = context.Background()
+		}
+		if byEvent, err := w.sleep(ctx, w.backoff(time.Time{})); err != nil || !byEvent {
+			t.Fatalf("round %d (block %v): waiter not woken by the lock's removal: %v", round, block, err)
+		}
+		// A wait with nothing happening ends by its time, not by the
+		// events just seen nor by the end of this watch.
+		w.close()
+		if block {
+			w = p.newWaiter(path, time.Hour, block)
+			start := time.Now()
+			if byEvent, _ := w.sleep(ctx, 30*time.Millisecond); byEvent {
+				t.Fatalf("round %d: a new watch woke on an old event", round)
+			}
+			if waited := time.Since(start); waited < 30*time.Millisecond {
+				t.Fatalf("round %d: slept %v of 30ms", round, waited)
+			}
+			w.close()
+		}
 	}
 }
 

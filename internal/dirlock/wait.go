@@ -20,7 +20,8 @@ const minPoll = time.Millisecond
 // them then takes about N·H(N) rounds: the seed measured a fixed retry
 // losing an item in 12 of 20 runs against 2 of 20 jittered.
 type waiter struct {
-	removals removals // nil: backoff only
+	removals removals       // nil: backoff only
+	blocking *blockingWatch // instead of removals, for a context that cannot end
 	next     time.Duration
 	maxPoll  time.Duration
 }
@@ -41,13 +42,28 @@ const eventsWork = runtime.GOOS == "linux" || runtime.GOOS == "windows"
 
 // newWaiter subscribes to the removal of path before returning, so that a
 // release after the caller's next look is never missed.
-func (p *Protocol) newWaiter(path string, maxPoll time.Duration) *waiter {
-	return &waiter{removals: p.watchRemovals(path), next: minPoll, maxPoll: maxPoll}
+// A waiter whose context cannot end (block) sleeps in blocking system
+// calls on a watch of its own where there is one (see blockingWatch).
+func (p *Protocol) newWaiter(path string, maxPoll time.Duration, block bool) *waiter {
+	w := &waiter{next: minPoll, maxPoll: maxPoll}
+	if block {
+		w.blocking = p.newBlockingWatch(path)
+	}
+	if w.blocking == nil {
+		w.removals = p.watchRemovals(path)
+	}
+	return w
 }
 
 func (w *waiter) close() {
-	if w != nil && w.removals != nil {
+	if w == nil {
+		return
+	}
+	if w.removals != nil {
 		w.removals.close()
+	}
+	if w.blocking != nil {
+		w.blocking.close()
 	}
 }
 
@@ -68,6 +84,9 @@ func (w *waiter) backoff(until time.Time) time.Duration {
 // ctx ends (returning its error). byEvent reports a wake by the lock's
 // removal.
 func (w *waiter) sleep(ctx context.Context, d time.Duration) (byEvent bool, err error) {
+	if w.blocking != nil {
+		return w.blocking.wait(d), nil
+	}
 	var removed <-chan struct{}
 	if w.removals != nil {
 		removed = w.removals.C()
