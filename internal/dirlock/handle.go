@@ -154,7 +154,11 @@ func (h *handle) Release() error {
 		return h.lostError("release")
 	}
 	h.p.hit(faultReleaseVerified)
-	res, err := removeIfSame(h.path, h.dir.identity(), expect{stamp: h.stamp}, func() { h.p.hit(faultReleaseMoved) })
+	res, err := removeIfSame(h.path, h.dir.identity(), expect{stamp: h.stamp}, func() {
+		// The lock is free from here on: let a waiter run first.
+		h.p.hit(faultReleaseMoved)
+		yieldCPU()
+	})
 	switch res {
 	case removed:
 		if err != nil {
