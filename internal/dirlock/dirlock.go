@@ -32,7 +32,6 @@
 package dirlock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -401,11 +400,11 @@ func check(path string, d *dirRef, stamp []byte) ownership {
 	if !os.SameFile(fi, d.identity()) {
 		return notOurs
 	}
-	raw, err := readRecord(path)
+	same, err := isStamp(path, stamp)
 	if err != nil {
 		return inconclusive
 	}
-	if !bytes.Equal(raw, stamp) {
+	if !same {
 		return notOurs
 	}
 	return ours

@@ -1,7 +1,6 @@
 package dirlock
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -60,8 +59,12 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 	if same && fi.IsDir() {
 		// The record of what we moved must be the one judged. If it
 		// cannot be read at all, the identity, which matched, decides.
-		if raw, rerr := readRecord(tomb); rerr == nil {
-			same = want.matches(raw)
+		if want.stamp != nil {
+			if ours, rerr := isStamp(tomb, want.stamp); rerr == nil {
+				same = ours
+			}
+		} else if raw, rerr := readRecord(tomb); rerr == nil {
+			same = want.tokenIn(raw)
 		}
 	}
 	if !same {
@@ -88,10 +91,9 @@ type expect struct {
 	stamp []byte
 }
 
-func (e expect) matches(raw []byte) bool {
-	if e.stamp != nil {
-		return bytes.Equal(raw, e.stamp)
-	}
+// tokenIn reports whether raw carries the expected token (an expect
+// without a stamp; a stamp is compared by isStamp).
+func (e expect) tokenIn(raw []byte) bool {
 	var got string
 	if raw != nil {
 		if o, ok := core.Decode(raw); ok {

@@ -1,6 +1,7 @@
 package dirlock
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -20,6 +21,16 @@ func readSmallFile(path string, limit int) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, int64(limit)))
+}
+
+// isStamp reports whether the owner record of the lock directory dir is
+// stamp, byte for byte: ours (see the unix version).
+func isStamp(dir string, stamp []byte) (bool, error) {
+	raw, err := readRecord(dir)
+	if err != nil {
+		return false, err
+	}
+	return raw != nil && bytes.Equal(raw, stamp), nil
 }
 
 // dirRef is a lock directory this process created. On Windows no handle
