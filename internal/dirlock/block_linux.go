@@ -149,6 +149,10 @@ func (b *blockingWatch) drain() bool {
 		if n <= 0 || err != nil {
 			return found
 		}
+		// A read that did not fill the buffer took every queued event:
+		// no second read just to hear EAGAIN. Events that arrive after it
+		// wake the next poll.
+		last := n < len(buf)-unix.SizeofInotifyEvent-unix.NAME_MAX-1
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			nameStart := off + unix.SizeofInotifyEvent
@@ -168,6 +172,9 @@ func (b *blockingWatch) drain() bool {
 					found = true
 				}
 			}
+		}
+		if last {
+			return found
 		}
 	}
 }

@@ -166,6 +166,8 @@ type attempt struct {
 	seen    judgement // the last judgement of a busy lock
 	// reclaimed is set once this acquisition removed a stale lock.
 	reclaimed bool
+	// gated: this acquisition passed the waiting gate.
+	gated bool
 }
 
 // acquire is the protocol's one acquire loop.
@@ -209,6 +211,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			}
 		}
 		if leave != nil {
+			a.gated = true
 			defer leave()
 			p.hit(faultGateHeld)
 		}
@@ -277,12 +280,14 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 // of a stale lock (unless skipJudge); on success, the stamp and its
 // read-back. It never sleeps, except to ride out an unreadable read-back.
 func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
-	if skipJudge {
+	if skipJudge && !a.gated {
 		// Woken by a release, with every other waiter: most of them find
 		// the lock retaken already. A stat sees that without the parent
 		// directory's lock, which mkdir takes even to fail, and which the
 		// winner's mkdir and stamp and the releaser's cleanup all need:
-		// a herd of failing mkdirs would queue in front of them.
+		// a herd of failing mkdirs would queue in front of them. Past the
+		// gate there is no herd, and the stat would only delay the mkdir
+		// that takes the lock.
 		if _, err := os.Lstat(a.path); err == nil {
 			return passBusy, nil, nil
 		}
