@@ -44,8 +44,8 @@ import (
 //
 // Waiters of one machine queue in arrival order at a waiting gate (the
 // fair queue "<lock path>.gate.queue", with no lock behind it), and only
-// the one at the front contends for the directory: a release wakes one
-// waiter, not all of them. Where kernel locks do not work the gate is skipped and
+// the one at the front contends for the directory; the holder keeps its
+// place until it releases, so a release wakes exactly the next waiter. Where kernel locks do not work the gate is skipped and
 // every waiter contends as the Node tools do; HOLD_DIR_GATE=0 skips it
 // too. The directory remains the lock: the gate only orders the waiting.
 //

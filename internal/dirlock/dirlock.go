@@ -168,6 +168,9 @@ type attempt struct {
 	reclaimed bool
 	// gated: this acquisition passed the waiting gate.
 	gated bool
+	// leaveGate gives up this acquisition's place at the gate; the handle
+	// takes it over when the lock is won.
+	leaveGate func()
 }
 
 // acquire is the protocol's one acquire loop.
@@ -192,9 +195,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	pol := newPolicy(req.Path, p.cfg, start)
 	if !p.cfg.Ungated {
 		// The waiting gate (see GateSuffix): among this machine's waiters
-		// only its holder runs the loop below. It is let go of as soon as
-		// the acquisition ends, won or not (the deferred release), so the
-		// next local waiter starts watching while this one holds the lock.
+		// only the one at its front runs the loop below. A winner keeps
+		// its place until it lets go of the lock (its handle takes
+		// leaveGate over); an acquisition that fails gives it up at once.
 		var leave func()
 		if wait {
 			var err error
@@ -212,7 +215,12 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		}
 		if leave != nil {
 			a.gated = true
-			defer leave()
+			a.leaveGate = leave
+			defer func() {
+				if a.leaveGate != nil {
+					a.leaveGate()
+				}
+			}()
 			p.hit(faultGateHeld)
 		}
 	}
@@ -226,21 +234,13 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	// pid lives) is skipped: with many waiters, every one of them would
 	// otherwise do that work on every hand-off. A holder that died is
 	// still found at the next timed retry, at most MaxPoll later.
-	//
-	// timed: a sleep has ended by its timer. Until then a waiting
-	// acquisition does not judge either: the first timed retry comes
-	// within 1.5 ms (minPoll, jittered), so a dead holder's lock is
-	// reclaimed that much later, while a waiter that has just reached the
-	// front of the gate, which nearly always finds the lock its
-	// predecessor took a moment ago, saves the judgement on every
-	// hand-off. A TryAcquire judges at once: it has no retry.
-	woken, timed := false, false
+	woken := false
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
 			return nil, a.timeout(ceilingBound(p.cfg))
 		}
-		out, h, err := a.pass(woken || wait && !timed)
+		out, h, err := a.pass(woken)
 		woken = false
 		switch out {
 		case passHeld:
@@ -272,7 +272,6 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
 			return nil, a.waitEnded(err)
 		}
-		timed = timed || !woken
 	}
 }
 
@@ -344,7 +343,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		return passAgain, nil, nil
 	}
 	a.p.hit(faultAfterReadBack)
-	return passHeld, a.p.newHandle(a.path, owner, stamp, d), nil
+	leave := a.leaveGate
+	a.leaveGate = nil
+	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave), nil
 }
 
 // Read-back retries: an unreadable (not missing) stamp on Windows is

@@ -116,10 +116,21 @@ func TestGatedWorkersCount(t *testing.T) {
 	}
 }
 
-// A waiter SIGKILLed at the front of the gate (next in line, waiting on
-// the directory) does not wedge the waiter behind it: the kernel drops its
-// place, and the next waiter takes the lock once the holder releases.
-func TestKilledGateHolderDoesNotWedge(t *testing.T) {
+// gateQueued is how many places the gate of path has taken: the holder's
+// and its waiters'.
+func gateQueued(t *testing.T, path string) int {
+	t.Helper()
+	n, err := fairq.Waiting(path + GateSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A waiter SIGKILLed while it sleeps at the gate, next in line behind the
+// holder, does not wedge the waiter behind it: the kernel drops its place,
+// and the next waiter takes the lock once the holder releases.
+func TestKilledGateWaiterDoesNotWedge(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "counter")
 	path := target + ".lock"
 	p := New(fastConfig())
@@ -128,30 +139,25 @@ func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	first := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
-	queued := func() int {
-		n, err := fairq.Waiting(path + GateSuffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+	// The holder keeps its place at the front of the gate.
+	if n := gateQueued(t, path); n != 1 {
+		t.Fatalf("%d places at the gate with only the holder", n)
 	}
-	eventually(t, "the first waiter is at the gate", func() bool { return queued() == 1 })
+	first := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
+	eventually(t, "the first waiter queues behind the holder", func() bool { return gateQueued(t, path) == 2 })
 	second := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
-	eventually(t, "the second waiter queues behind it", func() bool { return queued() == 2 })
-	// Where the kernel lists blocked lock requests, see the second waiter
-	// asleep in the gate's queue before its predecessor is killed.
+	eventually(t, "the second waiter queues behind it", func() bool { return gateQueued(t, path) == 3 })
+	// Where the kernel lists blocked lock requests, see both waiters
+	// asleep in the gate's queue before the first is killed.
 	if n := blockedOn(t, gateQueue(path)); n >= 0 {
-		eventually(t, "the second waiter sleeps at the gate", func() bool { return blockedOn(t, gateQueue(path)) > 0 })
-		t.Logf("the second waiter sleeps at the gate")
+		eventually(t, "the waiters sleep at the gate", func() bool { return blockedOn(t, gateQueue(path)) >= 2 })
+		t.Logf("the waiters sleep at the gate")
 	}
 	first.cmd.Process.Signal(syscall.SIGKILL)
 	if err := first.wait(t); !killedBySignal(err) {
 		t.Fatalf("first waiter: %v", err)
 	}
-	// The second waiter is now at the front and waits on the directory,
-	// which is still ours.
-	eventually(t, "the second waiter reaches the front", func() bool { return queued() == 1 })
+	eventually(t, "the killed waiter's place is gone", func() bool { return gateQueued(t, path) == 2 })
 	if err := h.Check(); err != nil {
 		t.Fatalf("the holder's lock: %v", err)
 	}
@@ -161,6 +167,36 @@ func TestKilledGateHolderDoesNotWedge(t *testing.T) {
 	second.expect(t, "held")
 	second.stdin.Close()
 	second.expect(t, "released")
+	eventually(t, "every place is given up", func() bool { return gateQueued(t, path) == 0 })
+}
+
+// A holder whose lock is broken (its directory removed, as `hold break`
+// does) gives up its place at the gate at its next heartbeat, so a local
+// waiter queued behind it takes the lock without the holder releasing.
+func TestBrokenHolderLetsGateWaitersThrough(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "counter")
+	path := target + ".lock"
+	h, err := New(fastConfig()).TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	w := startWorker(t, "hold", append([]string{envTarget + "=" + target}, fastEnv...)...)
+	eventually(t, "the waiter queues behind the holder", func() bool { return gateQueued(t, path) == 2 })
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, "held")
+	select {
+	case <-h.Lost():
+	default:
+		t.Fatal("the waiter got through while the holder's Lost had not fired")
+	}
+	if err := h.Release(); !errors.Is(err, core.ErrLost) {
+		t.Fatalf("Release of the broken lock: %v", err)
+	}
+	w.stdin.Close()
+	w.expect(t, "released")
 }
 
 // The Patience/Ceiling rule holds for a waiter asleep on the gate: the
@@ -191,9 +227,7 @@ func TestPatienceBehindGate(t *testing.T) {
 func TestContextEndsGateWait(t *testing.T) {
 	path := lockIn(t)
 	p := New(fastConfig())
-	mustTake(t, p, path)
-	g := holdGate(t, path)
-	defer g.Leave()
+	mustTake(t, p, path) // and with it the front of the gate
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := New(fastConfig()).Acquire(ctx, request(path))

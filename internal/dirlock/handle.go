@@ -36,10 +36,16 @@ type handle struct {
 	beats    int       // heartbeats run, for tests
 	released bool
 	lostWhy  string // non-empty once lost
+	// leaveGate gives up the place at the waiting gate this holder kept
+	// (idempotent; a no-op when the acquisition was ungated).
+	leaveGate func()
 }
 
-func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dirRef) *handle {
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lost: make(chan struct{}), lastOK: time.Now()}
+func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dirRef, leaveGate func()) *handle {
+	if leaveGate == nil {
+		leaveGate = func() {}
+	}
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lost: make(chan struct{}), lastOK: time.Now(), leaveGate: leaveGate}
 	p.setActive(owner.ID, true)
 	h.mu.Lock()
 	h.timer = time.AfterFunc(p.cfg.Heartbeat, h.beat)
@@ -98,6 +104,7 @@ func (h *handle) markLostLocked(why string) {
 	}
 	h.lostWhy = why
 	close(h.lost)
+	h.leaveGate()
 }
 
 func (h *handle) lostError(op string) error {
@@ -139,6 +146,7 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.timer.Stop()
+	defer h.leaveGate()
 	defer h.dir.close()
 	defer h.p.setActive(h.owner.ID, false)
 
@@ -155,8 +163,10 @@ func (h *handle) Release() error {
 	}
 	h.p.hit(faultReleaseVerified)
 	res, err := removeIfSame(h.path, h.dir.identity(), expect{stamp: h.stamp}, func() {
-		// The lock is free from here on: let a waiter run first.
+		// The lock is free from here on: wake the next local waiter and
+		// let it run first.
 		h.p.hit(faultReleaseMoved)
+		h.leaveGate()
 		yieldCPU()
 	})
 	switch res {
