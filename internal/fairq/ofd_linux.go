@@ -95,8 +95,15 @@ func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error)
 	}
 	pl := &Place{leave: func() { unix.Close(q.fd) }}
 	if wait && me > stageTickets {
-		// If that ticket has left already, the wait returns at once.
-		if err := q.waitFor(ctx, me-stageTickets); err != nil {
+		// Only when that ticket is still queued: in a short queue it left
+		// long ago, and asking costs one call where waiting costs two.
+		var err error
+		if live, herr := q.held(me-stageTickets, 1); herr != nil {
+			err = herr
+		} else if live != 0 {
+			err = q.waitFor(ctx, me-stageTickets)
+		}
+		if err != nil {
 			pl.Leave()
 			if ctx.Err() != nil {
 				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
