@@ -44,17 +44,22 @@ const slotBase = 1 << 20
 // Why: the Go runtime's monitor thread takes the P away from a goroutine
 // that has been in one system call for 10 ms, and after every such retake
 // it polls every 20 µs again for the next millisecond or more, in each
-// waiting process. With 30 processes queued for a lock that changes hands
-// every 150-350 µs, every wait lasts 5-10 ms or more; once some exceed
-// 10 ms the monitors' polling slows the hand-offs, which lengthens every
-// wait, and the queue settles into a state where that polling took a fifth
-// of all CPU time (perf, 30 processes on 2 CPUs) and hand-offs ran at half
-// the rate. Two waits of about 16 hand-offs each mostly stay under 10 ms,
-// for one more wake-up per waiter. Measured with the portable protocol's
-// gate (this queue), 30 processes, tmpfs, alternating runs of the bench
-// harness: 2,570-2,820 hand-offs/s and 31-33 context switches per
-// acquisition with one wait, 3,360-3,560 and 13-14 with two.
-const stageTickets = 16
+// waiting process. In a queue long enough that waits pass 10 ms, the
+// monitors' polling slows the hand-offs, which lengthens every wait, and
+// the queue settles into a state where that polling took a fifth of all
+// CPU time (perf, 30 processes on 2 CPUs) and hand-offs ran at half the
+// rate. Measured with the portable protocol's gate (this queue) when its
+// hand-offs took 300-400 µs, 30 processes, tmpfs, alternating runs of the
+// bench harness, with stageTickets 16: 2,570-2,820 hand-offs/s and 31-33
+// context switches per acquisition with one wait, 3,360-3,560 and 13-14
+// with two.
+//
+// The second wait is one more wake-up, though, which a queue whose waits
+// stay short pays for nothing: once hand-offs took about 100 µs, 30 fair
+// waiters ran 10,550-11,920 hand-offs/s with stageTickets 16 and
+// 11,910-12,920 without staging (four alternating runs each). 32 tickets
+// of 300 µs still stay under 10 ms.
+const stageTickets = 32
 
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = ".queue"
