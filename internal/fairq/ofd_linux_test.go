@@ -228,3 +228,61 @@ func TestOFDWaitPastGap(t *testing.T) {
 		t.Fatalf("tickets left behind: %v", left)
 	}
 }
+
+// A waiter more than stageTickets back waits in two steps (see
+// stageTickets), and still reaches the front exactly when the last
+// waiter ahead of it leaves: never before, whichever way they leave.
+func TestOFDStagedWait(t *testing.T) {
+	path := lockPath(t)
+	ahead := make([]*ofdQueue, stageTickets+3)
+	for i := range ahead {
+		q, err := openOFDQueue(path + queueFileSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if q.fd >= 0 {
+				unix.Close(q.fd)
+			}
+		}()
+		if _, err := q.join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ahead[i] = q
+	}
+	reached := make(chan error, 1)
+	go func() {
+		pl, err := Front(context.Background(), request(path), true)
+		if err == nil {
+			pl.Leave()
+		}
+		reached <- err
+	}()
+	waitFor(t, "the waiter queued", func() bool { return len(lockedSlots(t, path)) == len(ahead)+1 })
+	// Leave out of order: first the one its staged wait is on, then the
+	// rest from the back, the first last.
+	stage := len(ahead) + 1 - stageTickets // its ticket number
+	order := []int{stage - 1}
+	for i := len(ahead) - 1; i >= 0; i-- {
+		if i != stage-1 {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		select {
+		case err := <-reached:
+			t.Fatalf("reached the front with %d waiters still ahead (%v)", len(lockedSlots(t, path))-1, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		unix.Close(ahead[i].fd)
+		ahead[i].fd = -1
+	}
+	select {
+	case err := <-reached:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("never reached the front once everyone ahead had left")
+	}
+}
