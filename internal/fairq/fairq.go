@@ -234,6 +234,21 @@ func parseTicket(name string) (uint64, bool) {
 	return n, true
 }
 
+// Hints of waitEnded: where in the queue the caller's context ended.
+const (
+	whileJoining = "gave up while waiting to join the fair queue"
+	whileQueued  = "gave up while queued behind earlier fair waiters"
+)
+
+// waitEnded is the error of a step in the queue that failed: the caller's
+// context ended (hint says where), or err itself.
+func waitEnded(ctx context.Context, req *core.Request, hint string, err error) error {
+	if ctx.Err() != nil {
+		return &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()), Hint: hint}
+	}
+	return err
+}
+
 // busyError is what TryAcquire returns when fair waiters are queued ahead.
 func busyError(p Protocol, path string) error {
 	e := &core.Error{Op: "acquire", Path: path, Err: core.ErrBusy,

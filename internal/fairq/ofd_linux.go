@@ -89,11 +89,7 @@ func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error)
 	me, err := q.join(ctx)
 	if err != nil {
 		unix.Close(q.fd)
-		if ctx.Err() != nil {
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
-				Hint: "gave up while waiting to join the fair queue"}
-		}
-		return nil, err
+		return nil, waitEnded(ctx, req, whileJoining, err)
 	}
 	if req.Logger != nil {
 		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me)
@@ -110,11 +106,7 @@ func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error)
 		}
 		if err != nil {
 			pl.Leave()
-			if ctx.Err() != nil {
-				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
-					Hint: "gave up while queued behind earlier fair waiters"}
-			}
-			return nil, err
+			return nil, waitEnded(ctx, req, whileQueued, err)
 		}
 	}
 	below, first := me, true
@@ -145,11 +137,7 @@ func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error)
 		}
 		if err := q.waitFor(ctx, pred); err != nil {
 			pl.Leave()
-			if ctx.Err() != nil {
-				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
-					Hint: "gave up while queued behind earlier fair waiters"}
-			}
-			return nil, err
+			return nil, waitEnded(ctx, req, whileQueued, err)
 		}
 		// The predecessor has left: it got the main lock, gave up or died.
 		// Only in the first case are all earlier waiters gone too, so look

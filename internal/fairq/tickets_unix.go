@@ -29,11 +29,7 @@ func frontTickets(ctx context.Context, req *core.Request, wait bool) (*Place, er
 	me, err := q.join(ctx)
 	if err != nil {
 		q.close()
-		if ctx.Err() != nil {
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
-				Hint: "gave up while waiting to join the fair queue"}
-		}
-		return nil, err
+		return nil, waitEnded(ctx, req, whileJoining, err)
 	}
 	pl := &Place{leave: func() { q.leave(me); q.close() }}
 	if req.Logger != nil {
@@ -60,13 +56,13 @@ func frontTickets(ctx context.Context, req *core.Request, wait bool) (*Place, er
 		}
 		if err := waitShared(ctx, pred.fd); err != nil {
 			pl.Leave()
-			if ctx.Err() != nil {
-				// waitShared has handed pred.fd to a goroutine that closes it.
-				return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()),
-					Hint: "gave up while queued behind earlier fair waiters"}
+			if ctx.Err() == nil {
+				// Otherwise waitShared has handed pred.fd to a goroutine
+				// that closes it.
+				unix.Close(pred.fd)
+				err = q.error("wait in queue", err)
 			}
-			unix.Close(pred.fd)
-			return nil, q.error("wait in queue", err)
+			return nil, waitEnded(ctx, req, whileQueued, err)
 		}
 		marked := hasHeadMark(pred.fd)
 		// The predecessor removes its ticket before unlocking it; one that
