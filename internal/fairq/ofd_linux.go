@@ -3,6 +3,8 @@ package fairq
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -56,10 +58,25 @@ const slotBase = 1 << 20
 //
 // The second wait is one more wake-up, though, which a queue whose waits
 // stay short pays for nothing: once hand-offs took about 100 µs, 30 fair
-// waiters ran 10,550-11,920 hand-offs/s with stageTickets 16 and
-// 11,910-12,920 without staging (four alternating runs each). 32 tickets
-// of 300 µs still stay under 10 ms.
-const stageTickets = 32
+// waiters ran 10,550-11,920 hand-offs/s staging at 16 tickets and
+// 11,910-12,920 without (four alternating runs each). So a process stages
+// only while its waits are long (see stageAfter), and the portable
+// protocol's gate, whose hand-offs take 100-250 µs depending on the load,
+// stages in a busy spell and not otherwise: staging at 32 tickets instead
+// (never, with 30 waiters) let half of six runs fall back into the
+// monitor's polling (11-15 context switches per acquisition against 5-6,
+// 4,400-5,400 hand-offs/s against 6,700-7,900).
+const stageTickets = 16
+
+// stageAfter is how long this process's last wait in a queue must have
+// lasted for the next one to be staged: well under the 10 ms that matter,
+// so that a queue slowing down stages before any wait reaches them.
+const stageAfter = 4 * time.Millisecond
+
+// lastWait is how long the last wait in a queue lasted in this process,
+// in nanoseconds: the runtime's monitor, which the staging is about, is
+// one per process too.
+var lastWait atomic.Int64
 
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = ".queue"
@@ -95,7 +112,11 @@ func frontOFD(ctx context.Context, req *core.Request, wait bool) (*Place, error)
 		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me)
 	}
 	pl := &Place{leave: func() { unix.Close(q.fd) }}
-	if wait && me > stageTickets {
+	if wait {
+		start := time.Now()
+		defer func() { lastWait.Store(int64(time.Since(start))) }()
+	}
+	if wait && me > stageTickets && time.Duration(lastWait.Load()) > stageAfter {
 		// Only when that ticket is still queued: in a short queue it left
 		// long ago, and asking costs one call where waiting costs two.
 		var err error

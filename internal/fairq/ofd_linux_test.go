@@ -229,10 +229,14 @@ func TestOFDWaitPastGap(t *testing.T) {
 	}
 }
 
-// A waiter more than stageTickets back waits in two steps (see
-// stageTickets), and still reaches the front exactly when the last
-// waiter ahead of it leaves: never before, whichever way they leave.
+// A waiter more than stageTickets back, in a process whose last wait was
+// long, waits in two steps (see stageTickets), and still reaches the
+// front exactly when the last waiter ahead of it leaves: never before,
+// whichever way they leave.
 func TestOFDStagedWait(t *testing.T) {
+	// As if this process's last wait had been long: stage this one.
+	defer lastWait.Store(lastWait.Load())
+	lastWait.Store(int64(time.Second))
 	path := lockPath(t)
 	ahead := make([]*ofdQueue, stageTickets+3)
 	for i := range ahead {
