@@ -32,8 +32,8 @@ import (
 // the queue, contended or not: open and statx it; lock the counter, read
 // it, lock the new slot, write the counter, unlock it; wait on the slot
 // below (at once done if nobody holds it) and drop that read lock; one
-// probe below that; close. A waiter more than stageTickets back waits
-// (and drops) once more.
+// probe below that; close. A waiter more than stageTickets back, in a
+// process whose last wait was long, waits (and drops) once more.
 
 // slotBase is the offset of ticket 0's byte, past the counter's text.
 const slotBase = 1 << 20
