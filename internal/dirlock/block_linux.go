@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -153,26 +152,15 @@ func (b *blockingWatch) drain() bool {
 		// no second read just to hear EAGAIN. Events that arrive after it
 		// wake the next poll.
 		last := n < len(buf)-unix.SizeofInotifyEvent-unix.NAME_MAX-1
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			nameStart := off + unix.SizeofInotifyEvent
-			off = nameStart + int(ev.Len)
+		eachEvent(buf[:n], func(ev *unix.InotifyEvent, name string) {
 			switch {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				found = true
 			case ev.Wd != b.wd:
-			case ev.Mask&unix.IN_IGNORED != 0:
+			case ev.Mask&unix.IN_IGNORED != 0, name == b.name:
 				found = true
-			case ev.Len > 0 && off <= n:
-				name := buf[nameStart:off]
-				for len(name) > 0 && name[len(name)-1] == 0 {
-					name = name[:len(name)-1]
-				}
-				if string(name) == b.name {
-					found = true
-				}
 			}
-		}
+		})
 		if last {
 			return found
 		}

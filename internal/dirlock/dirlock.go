@@ -166,10 +166,8 @@ type attempt struct {
 	seen    judgement // the last judgement of a busy lock
 	// reclaimed is set once this acquisition removed a stale lock.
 	reclaimed bool
-	// gated: this acquisition passed the waiting gate.
-	gated bool
-	// leaveGate gives up this acquisition's place at the gate; the handle
-	// takes it over when the lock is won.
+	// leaveGate gives up this acquisition's place at the gate (nil when
+	// ungated); the handle takes it over when the lock is won.
 	leaveGate func()
 }
 
@@ -214,7 +212,6 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			}
 		}
 		if leave != nil {
-			a.gated = true
 			a.leaveGate = leave
 			defer func() {
 				if a.leaveGate != nil {
@@ -279,7 +276,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 // of a stale lock (unless skipJudge); on success, the stamp and its
 // read-back. It never sleeps, except to ride out an unreadable read-back.
 func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
-	if skipJudge && !a.gated {
+	if skipJudge && a.leaveGate == nil {
 		// Woken by a release, with every other waiter: most of them find
 		// the lock retaken already. A stat sees that without the parent
 		// directory's lock, which mkdir takes even to fail, and which the

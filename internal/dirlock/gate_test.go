@@ -58,11 +58,7 @@ func holdGate(t *testing.T, path string) *fairq.Place {
 // gateBusy reports whether anyone is queued at the gate of path.
 func gateBusy(t *testing.T, path string) bool {
 	t.Helper()
-	n, err := fairq.Waiting(path + GateSuffix)
-	if err != nil {
-		t.Fatalf("looking at the gate: %v", err)
-	}
-	return n > 0
+	return gateQueued(t, path) > 0
 }
 
 // gateFiles lists what the gate of path left on disk.

@@ -203,10 +203,7 @@ func (h *watchHub) read(ino *inotify) {
 func (h *watchHub) dispatch(ino *inotify, buf []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
-		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-		nameStart := off + unix.SizeofInotifyEvent
-		off = nameStart + int(ev.Len)
+	eachEvent(buf, func(ev *unix.InotifyEvent, name string) {
 		switch {
 		case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 			ino.signalAll()
@@ -223,15 +220,29 @@ func (h *watchHub) dispatch(ino *inotify, buf []byte) {
 					delete(ino.dirs, dir)
 				}
 			}
-		case ev.Len > 0 && off <= len(buf):
-			name := buf[nameStart:off]
-			for len(name) > 0 && name[len(name)-1] == 0 {
-				name = name[:len(name)-1]
-			}
-			for s := range ino.byWD[ev.Wd][string(name)] {
+		case name != "":
+			for s := range ino.byWD[ev.Wd][name] {
 				s.signal()
 			}
 		}
+	})
+}
+
+// eachEvent calls fn for each inotify event in buf, with the name it
+// carries ("" for none), without its NUL padding.
+func eachEvent(buf []byte, fn func(ev *unix.InotifyEvent, name string)) {
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		nameStart := off + unix.SizeofInotifyEvent
+		off = nameStart + int(ev.Len)
+		var name []byte
+		if ev.Len > 0 && off <= len(buf) {
+			name = buf[nameStart:off]
+			for len(name) > 0 && name[len(name)-1] == 0 {
+				name = name[:len(name)-1]
+			}
+		}
+		fn(ev, string(name))
 	}
 }
 
