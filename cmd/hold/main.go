@@ -4,119 +4,19 @@
 //	hold run [flags] TARGET -- COMMAND [ARGS...]
 //	hold run [flags] TARGET -c 'shell command'
 //	hold status [--json] TARGET...
-//	hold demo [-n WRITERS] [-m RECORDS]
 //
 // Its flags and exit codes follow flock(1); see `hold help` and the README.
-// Every subcommand lives in its own file and registers itself from init();
-// lockflags.go explains how to add one.
+// This executable links only the local protocols. A target naming a network
+// backend (etcd://...) is served by the companion command hold-remote, which
+// `go install github.com/hold-dev/hold/cmd/...@latest` installs beside it.
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
-	"runtime/debug"
-	"slices"
-	"strings"
+
+	"github.com/hold-dev/hold/internal/cli"
 )
 
-// command is one subcommand of hold.
-type command struct {
-	// name is the word after "hold", e.g. "run".
-	name string
-	// summary is one line for the list of commands in `hold help`.
-	summary string
-	// usage is the synopsis, without "hold ": "run [flags] TARGET -- COMMAND".
-	// Several forms go on separate lines.
-	usage string
-	// help is printed after the flags by `hold CMD --help`: what the
-	// command does beyond the flags, its exit status, caveats.
-	help string
-	// hidden commands are internal (e.g. the demo's writer processes) and
-	// are not listed in `hold help`.
-	hidden bool
-	// run executes the command with the arguments after its name and
-	// returns the process exit status. It parses its own flags with
-	// newFlagSet, so that `hold CMD --help` shows exactly its flags.
-	run func(args []string) int
-}
-
-// commands holds every subcommand, filled by the init functions of the
-// files that define them and only read afterwards.
-var commands = map[string]*command{}
-
-// register adds a subcommand. Call it from an init function in the
-// subcommand's own file.
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("hold: subcommand registered twice: " + c.name)
-	}
-	commands[c.name] = c
-}
-
 func main() {
-	os.Exit(dispatch(os.Args[1:]))
-}
-
-// dispatch runs the subcommand named by args[0] and returns the exit status.
-func dispatch(args []string) int {
-	if len(args) == 0 {
-		printUsage(os.Stderr)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run([]string{"--help"})
-			}
-		}
-		printUsage(os.Stdout)
-		return 0
-	case "--version", "version":
-		fmt.Println("hold", version())
-		return 0
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "hold: unknown command %q\n", args[0])
-		printUsage(os.Stderr)
-		return exitUsage
-	}
-	return c.run(args[1:])
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "hold: run commands under cross-process locks (flock(1)-compatible), see who holds them")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage:")
-	names := make([]string, 0, len(commands))
-	for name, c := range commands {
-		if !c.hidden {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		for _, u := range strings.Split(commands[name].usage, "\n") {
-			fmt.Fprintf(w, "  hold %s\n", u)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	for _, name := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'hold help COMMAND' or 'hold COMMAND --help' for a command's flags.")
-	fmt.Fprint(w, exitCodeHelp)
-}
-
-// version is the module version hold was built from ("(devel)" for a
-// build from a work tree).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
+	os.Exit(cli.Main())
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/etcd"
+	"github.com/hold-dev/hold/internal/cli"
+)
+
+// The etcd address scheme: a target "etcd://host:port[,host:port...]/key"
+// takes the lock on an etcd cluster. Connection settings come from flags or
+// from the environment, never from the address, so that credentials stay
+// out of process lists and `hold status` output.
+
+// etcdDialTimeout bounds how long hold waits for a first connection.
+const etcdDialTimeout = 5 * time.Second
+
+func init() {
+	cli.RegisterScheme("etcd", resolveEtcd)
+}
+
+// resolveEtcd connects to the cluster an etcd:// target names and returns
+// the protocol and the key.
+func resolveEtcd(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
+	eps, key, err := etcd.ParseAddress(target)
+	if err != nil {
+		return nil, "", cli.Usagef("%v", err)
+	}
+	ttl := etcd.DefaultTTL
+	if v := cli.EtcdTTL.Value(fs); v != "" {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || secs < 1 || secs > 24*3600 {
+			return nil, "", cli.Usagef("--ttl wants a number of seconds between 1 and 86400, not %q", v)
+		}
+		ttl = time.Duration(secs * float64(time.Second))
+	}
+	cfg := etcd.Config{
+		Endpoints:   eps,
+		CAFile:      cli.EtcdCA.Value(fs),
+		CertFile:    cli.EtcdCert.Value(fs),
+		KeyFile:     cli.EtcdKey.Value(fs),
+		Username:    cli.EtcdUser.Value(fs),
+		Password:    cli.EtcdPassword.Value(fs),
+		DialTimeout: etcdDialTimeout,
+	}
+	if (cfg.Username == "") != (cfg.Password == "") {
+		return nil, "", cli.Usagef("etcd needs both a user and a password (--etcd-user/$HOLD_ETCD_USER, $HOLD_ETCD_PASSWORD), or neither")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), etcdDialTimeout+time.Second)
+	defer cancel()
+	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+cli.EtcdPassword.Flag))
+	if err != nil {
+		return nil, "", err
+	}
+	return p, key, nil
+}

@@ -1,0 +1,18 @@
+// Command hold-remote is hold with its network backends linked in: it serves
+// targets such as etcd://host:port/key. Users run hold, which hands a command
+// line naming such a target over to hold-remote (found beside the hold
+// executable, else on PATH); hold-remote accepts every command hold does.
+//
+// The backends live here rather than in hold so that a local lock never pays
+// for initialising their clients.
+package main
+
+import (
+	"os"
+
+	"github.com/hold-dev/hold/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main())
+}

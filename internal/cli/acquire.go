@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hold-dev/hold"
+)
+
+// How the waiting message behaves: it appears once a wait has lasted
+// waitNoticeAfter, then is refreshed in place every terminalRefresh on a
+// terminal, or repeated as a new line at most every logRefresh otherwise
+// (a log should not fill up with one line per second).
+const (
+	waitNoticeAfter = time.Second
+	terminalRefresh = time.Second
+	logRefresh      = 5 * time.Second
+)
+
+// acquire takes the lock as the flags say: at once or not at all with -n,
+// waiting at most -w otherwise, until ctx ends in any case. While it waits
+// it tells stderr who holds the lock (always on a terminal, with --verbose
+// otherwise). A wait ended by a signal (see interruptible) returns a
+// *signalError, so the exit status becomes 128+signal.
+func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, error) {
+	start := time.Now()
+	var (
+		l   *hold.Lock
+		err error
+	)
+	if s.nonblock {
+		l, err = hold.TryAcquire(s.target, s.opts...)
+	} else {
+		wctx := ctx
+		if s.timeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, s.timeout)
+			defer cancel()
+		}
+		stopNotice := s.noticeWhileWaiting(stderr)
+		l, err = hold.Acquire(wctx, s.target, s.opts...)
+		stopNotice()
+		if err != nil {
+			var sig *signalError
+			if errors.As(context.Cause(ctx), &sig) {
+				err = &signalError{sig: sig.sig, err: err}
+			}
+		}
+	}
+	if err == nil && s.verbose {
+		fmt.Fprintf(stderr, "hold: acquired %s (%s, token %d) after %s\n",
+			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
+	}
+	return l, err
+}
+
+// noticeWhileWaiting starts the waiting message; the returned function
+// stops it and clears a message left on a terminal line. It returns only
+// when nothing more will be printed.
+func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
+	terminal := isTerminal(stderr)
+	if !terminal && !s.verbose {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		refresh := logRefresh
+		if terminal {
+			refresh = terminalRefresh
+		}
+		timer := time.NewTimer(waitNoticeAfter)
+		defer timer.Stop()
+		shown := false
+		for {
+			select {
+			case <-done:
+				if shown && terminal {
+					fmt.Fprint(stderr, "\r\033[K")
+				}
+				return
+			case <-timer.C:
+			}
+			msg := s.waitingMessage(time.Since(start))
+			if terminal {
+				// One line, cut to the terminal's width: a wrapped line
+				// could not be rewritten in place.
+				if w := terminalWidth(stderr); w > 1 {
+					if r := []rune(msg); len(r) >= w {
+						msg = string(r[:w-2]) + "…"
+					}
+				}
+				fmt.Fprint(stderr, "\r\033[K"+msg)
+			} else {
+				fmt.Fprintln(stderr, msg)
+			}
+			shown = true
+			timer.Reset(refresh)
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// waitingMessage says what we wait for and who holds it, e.g.
+// "hold: waiting 3s for data.lock, held by pid 4242 (make) on host a1 for 12.4s, alive".
+func (s *lockSpec) waitingMessage(waited time.Duration) string {
+	st, err := s.inspect()
+	if err != nil {
+		return fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), s.target)
+	}
+	msg := fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), st.Path)
+	switch {
+	case st.State == hold.Free:
+		// Released a moment ago; the kernel is handing it over.
+		return msg + ", just released"
+	case st.Holder != nil:
+		return msg + fmt.Sprintf(", %s by %s", st.State, st.Holder)
+	}
+	return msg + ", " + st.State.String()
+}
+
+func modeName(shared bool) string {
+	if shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// roundDuration shortens a duration for people: 1.2s, 250ms, 3m4s.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/atomicfile"
+)
+
+func init() {
+	register(&command{
+		name:    "append",
+		summary: "append a line (or stdin) to FILE under its lock, whole or not at all",
+		usage:   "append [flags] FILE TEXT...\nappend [flags] FILE -",
+		help:    appendHelp,
+		run:     runAppend,
+	})
+}
+
+const appendHelp = `
+Appends the TEXT words, joined by spaces, plus a newline (none with
+--no-newline), or with - everything on stdin as it is, to FILE. It takes the
+lock FILE.lock (or --lock-file, --name), the same lock 'hold run FILE' and
+'hold update FILE' take, writes once with O_APPEND and fsyncs, so concurrent
+appenders never interleave and a record reported written is on disk. If the
+write fails (a full disk), FILE is cut back to its size before the write: no
+torn record stays. A missing FILE is created unless --must-exist. Stdin is
+read before the lock is taken. Flags go before FILE.
+
+Exit status: 0 when appended; 1 (or -E) when the lock is busy (-n) or the
+wait timed out (-w); 66 when FILE cannot be opened (a directory, no
+permission, missing with --must-exist); 73 when the disk is full or
+read-only; see 'hold help' for the rest.
+`
+
+func runAppend(args []string) int {
+	fs := newFlagSet("append", false)
+	var lf lockFlags
+	lf.addTo(fs)
+	noNewline := fs.Bool("no-newline", false, "do not add a newline after TEXT")
+	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of creating it")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	rest := fs.Args()
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 || rest[0] == "" {
+		return fail("append", usagef("missing FILE: hold append [flags] FILE TEXT... (or - for stdin)"), lf.conflictExit)
+	}
+	file, words := rest[0], rest[1:]
+	if len(words) > 0 && words[0] == "--" {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return fail("append", usagef("nothing to append: give TEXT, or - to append stdin"), lf.conflictExit)
+	}
+	if lf.shared {
+		return fail("append", usagef("append needs an exclusive lock; --shared does not apply"), lf.conflictExit)
+	}
+	var data []byte
+	if len(words) == 1 && words[0] == "-" {
+		var err error
+		if data, err = io.ReadAll(os.Stdin); err != nil {
+			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin"}, lf.conflictExit)
+		}
+	} else {
+		text := strings.Join(words, " ")
+		if !*noNewline {
+			text += "\n"
+		}
+		data = []byte(text)
+	}
+	return guarded("append", &lf, file, func(l *hold.Lock) error {
+		return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, data, l.Check)
+	})
+}
+
+// guarded is what append and update share: it refuses a FILE that can
+// never be written (a directory) before creating a lock beside it, takes
+// the lock as the flags say, runs work under it, and turns the outcome
+// into a message and an exit status. Errors about FILE become *hold.Error
+// with op and a hint, as the library's Update and Append return them.
+func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
+	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
+		return fail(op, fileError(op, file, err), lf.conflictExit)
+	}
+	spec, err := lf.resolve(file)
+	if err != nil {
+		return fail(op, err, lf.conflictExit)
+	}
+	defer spec.close()
+	ctx, stopWait := interruptible(context.Background())
+	l, err := spec.acquire(ctx, os.Stderr)
+	interrupted := context.Cause(ctx)
+	stopWait()
+	if err != nil {
+		return fail(op, err, spec.conflictExit)
+	}
+	var sig *signalError
+	if errors.As(interrupted, &sig) {
+		l.Release()
+		return fail(op, sig, spec.conflictExit)
+	}
+	err = work(l)
+	if rerr := l.Release(); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err == nil {
+		return 0
+	}
+	var fe *filterError
+	if errors.As(err, &fe) {
+		return failFilter(op, file, fe)
+	}
+	if errors.As(err, &sig) {
+		return fail(op, err, spec.conflictExit)
+	}
+	return fail(op, fileError(op, file, err), spec.conflictExit)
+}
+
+// fileError labels an error about FILE the way the library does.
+func fileError(op, file string, err error) error {
+	var he *hold.Error
+	var usage *usageError
+	var exec *execError
+	if errors.As(err, &he) || errors.As(err, &usage) || errors.As(err, &exec) {
+		return err
+	}
+	return &hold.Error{Op: op, Path: file, Err: err, Hint: atomicfile.Hint(err)}
+}

@@ -1,0 +1,20 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+)
+
+// --fair: wait in line (hold.Fair) on every subcommand that takes a lock.
+func init() {
+	registerLockFlag(func(fs *pflag.FlagSet) func() ([]hold.Option, error) {
+		fair := fs.Bool("fair", false, "wait in line: fair waiters get the lock first come, first served (unix)")
+		return func() ([]hold.Option, error) {
+			if *fair {
+				return []hold.Option{hold.Fair()}, nil
+			}
+			return nil, nil
+		}
+	})
+}

@@ -1,0 +1,420 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of `hold append` and `hold update`. They use the hold binary that
+// TestMain builds, and /bin/sh and tr as filters: both are on every unix.
+
+// runHoldIn runs the hold binary in dir with stdin and waits for it.
+func runHoldIn(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, holdBin, args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("hold %v: %v", args, err)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// ourTemps lists hold's temp files beside file.
+func ourTemps(t *testing.T, file string) []string {
+	m, _ := filepath.Glob(filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".hold-*.tmp"))
+	return m
+}
+
+// runConcurrently runs procs goroutines, each starting each hold processes
+// in turn with the arguments args(p, i) returns, and fails on the first
+// error.
+func runConcurrently(t *testing.T, dir string, procs, each int, args func(p, i int) []string) {
+	t.Helper()
+	errs := make(chan error, procs)
+	for p := range procs {
+		go func() {
+			for i := range each {
+				cmd := exec.Command(holdBin, args(p, i)...)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("hold %v: %v: %s", cmd.Args[1:], err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	timeout := time.After(10 * hangLimit)
+	for range procs {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout:
+			t.Fatal("processes did not finish")
+		}
+	}
+}
+
+// TestAppendManyProcesses: 32 processes run `hold append` 100 times each
+// on one file; every record must be there exactly once, whole.
+func TestAppendManyProcesses(t *testing.T) {
+	t.Parallel()
+	const procs, each = 32, 100
+	dir := t.TempDir()
+	// Records vary in length so that they straddle buffer boundaries.
+	word := func(p, i int) string { return strings.Repeat(string(rune('a'+i%26)), 10+(p*31+i*17)%400) }
+	runConcurrently(t, dir, procs, each, func(p, i int) []string {
+		return []string{"append", "queue.md", fmt.Sprintf("p%d", p), fmt.Sprintf("r%d", i), word(p, i)}
+	})
+	lines := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(dir, "queue.md")), "\n"), "\n")
+	if len(lines) != procs*each {
+		t.Errorf("%d lines, want %d", len(lines), procs*each)
+	}
+	seen := map[string]bool{}
+	for n, line := range lines {
+		var p, i int
+		var w string
+		if k, _ := fmt.Sscanf(line, "p%d r%d %s", &p, &i, &w); k != 3 || line != fmt.Sprintf("p%d r%d %s", p, i, word(p, i)) {
+			t.Fatalf("line %d is torn or interleaved: %.80q", n+1, line)
+		}
+		if seen[line] {
+			t.Fatalf("line %d appears twice: %.40q", n+1, line)
+		}
+		seen[line] = true
+	}
+	if len(seen) != procs*each {
+		t.Errorf("%d distinct records, want %d", len(seen), procs*each)
+	}
+}
+
+// incrementFilter reads {"n":N} and prints {"n":N+1}, with nothing but sh.
+const incrementFilter = `IFS= read -r line; n=${line#*:}; n=${n%\}}; printf '{"n":%d}\n' $((n+1))`
+
+// TestUpdateManyProcesses: 16 processes run `hold update` 50 times each,
+// each incrementing a number in a JSON file; no increment may be lost.
+func TestUpdateManyProcesses(t *testing.T) {
+	t.Parallel()
+	const procs, each = 16, 50
+	dir := t.TempDir()
+	file := filepath.Join(dir, "counter.json")
+	os.WriteFile(file, []byte(`{"n":0}`+"\n"), 0o644)
+	runConcurrently(t, dir, procs, each, func(p, i int) []string {
+		return []string{"update", "counter.json", "--", "sh", "-c", incrementFilter}
+	})
+	if got, want := readFile(t, file), fmt.Sprintf(`{"n":%d}`+"\n", procs*each); got != want {
+		t.Errorf("counter %q, want %q: updates were lost", got, want)
+	}
+	if tmp := ourTemps(t, file); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+}
+
+// TestUpdateSIGKILLAtRandomMoments kills `hold update` of a large file at
+// random moments: the file must always be exactly the old or the new
+// content, and the next successful update must leave no temp file.
+func TestUpdateSIGKILLAtRandomMoments(t *testing.T) {
+	t.Parallel()
+	const trials = 50
+	dir := t.TempDir()
+	file := filepath.Join(dir, "big.txt")
+	lower := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), (4<<20)/44)
+	upper := bytes.ToUpper(lower)
+	os.WriteFile(file, lower, 0o644)
+	swapCase := []string{"update", "big.txt", "--", "tr", "a-zA-Z", "A-Za-z"}
+
+	start := time.Now()
+	if r := runHold(t, dir, swapCase...); r.code != 0 {
+		t.Fatalf("uninterrupted update: exit %d: %s", r.code, r.stderr)
+	}
+	full := time.Since(start)
+
+	var sawOld, sawNew, temps int
+	for range trials {
+		before, _ := os.ReadFile(file)
+		cmd := exec.Command(holdBin, swapCase...)
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(full) * 3 / 2)))
+		cmd.Process.Kill()
+		cmd.Wait()
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case bytes.Equal(got, before):
+			sawOld++
+		case bytes.Equal(got, lower), bytes.Equal(got, upper):
+			sawNew++
+		default:
+			t.Fatalf("after SIGKILL the file is neither old nor new content (%d bytes)", len(got))
+		}
+		temps += len(ourTemps(t, file))
+	}
+	t.Logf("one update took %v; %d kills: %d left the old content, %d the new; temp files seen after kills: %d (summed)",
+		full, trials, sawOld, sawNew, temps)
+	if r := runHold(t, dir, swapCase...); r.code != 0 {
+		t.Fatalf("update after the kills: exit %d: %s", r.code, r.stderr)
+	}
+	if tmp := ourTemps(t, file); len(tmp) > 0 {
+		t.Errorf("temp files left after a successful update: %v", tmp)
+	}
+}
+
+func TestUpdateFilterFailures(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.json")
+	const original = `{"keep":true}` + "\n"
+	os.WriteFile(file, []byte(original), 0o644)
+	cases := []struct {
+		name   string
+		filter []string
+		code   int
+		stderr []string
+	}{
+		{"exits non-zero", []string{"sh", "-c", "cat >/dev/null; echo 'jq: parse error' >&2; exit 3"}, 3,
+			[]string{"jq: parse error", "exited with status 3", "left unchanged"}},
+		{"prints nothing", []string{"sh", "-c", "cat >/dev/null"}, 65,
+			[]string{"printed nothing", "--allow-empty", "left unchanged"}},
+		{"cannot start", []string{"./no-such-filter"}, 69,
+			[]string{"cannot run ./no-such-filter"}},
+		{"killed by a signal", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9,
+			[]string{"was killed", "left unchanged"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runHold(t, dir, append([]string{"update", "f.json", "--"}, c.filter...)...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d; stderr: %s", r.code, c.code, r.stderr)
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr lacks %q: %s", s, r.stderr)
+				}
+			}
+			if got := readFile(t, file); got != original {
+				t.Errorf("file changed to %q", got)
+			}
+			if tmp := ourTemps(t, file); len(tmp) > 0 {
+				t.Errorf("temp files left: %v", tmp)
+			}
+		})
+	}
+
+	// Empty output is accepted when asked for.
+	if r := runHold(t, dir, "update", "--allow-empty", "f.json", "--", "sh", "-c", "cat >/dev/null"); r.code != 0 {
+		t.Fatalf("--allow-empty: exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, file); got != "" {
+		t.Errorf("--allow-empty left %q", got)
+	}
+}
+
+// TestUpdateSIGTERMWhileFilterRuns: the filter (and what it started) is
+// killed, the file is untouched, and hold says why with 128+SIGTERM.
+func TestUpdateSIGTERMWhileFilterRuns(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, []byte("original\n"), 0o644)
+	// The filter starts a child of its own and records both pids.
+	filter := `sleep 60 & echo "$$ $!" > pids.tmp; mv pids.tmp pids; wait`
+	cmd, stderr := startHold(t, dir, "update", "f", "--", "sh", "-c", filter)
+	waitFor(t, filepath.Join(dir, "pids"))
+	var shPid, sleepPid int
+	fmt.Sscan(readFile(t, filepath.Join(dir, "pids")), &shPid, &sleepPid)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := waitExit(t, cmd); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	msg := stderr()
+	for _, s := range []string{"SIGTERM", "killed", "left unchanged"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message lacks %q: %s", s, msg)
+		}
+	}
+	if got := readFile(t, file); got != "original\n" {
+		t.Errorf("file changed to %q", got)
+	}
+	for _, pid := range []int{shPid, sleepPid} {
+		if processExists(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("filter process %d outlived hold", pid)
+		}
+	}
+	if tmp := ourTemps(t, file); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+}
+
+// TestUpdateSIGKILLKillsFilter: even a hold killed outright takes its
+// filter with it (Linux: PR_SET_PDEATHSIG), and the file is untouched.
+func TestUpdateSIGKILLKillsFilter(t *testing.T) {
+	if !isLinux() {
+		t.Skip("only Linux can tie a child's life to its parent")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, []byte("original\n"), 0o644)
+	cmd, _ := startHold(t, dir, "update", "f", "--", "sh", "-c", `echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 60`)
+	waitFor(t, filepath.Join(dir, "pid"))
+	var pid int
+	fmt.Sscan(readFile(t, filepath.Join(dir, "pid")), &pid)
+	cmd.Process.Kill()
+	waitExit(t, cmd)
+	deadline := time.Now().Add(hangLimit)
+	for processExists(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("filter %d outlived a killed hold", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := readFile(t, file); got != "original\n" {
+		t.Errorf("file changed to %q", got)
+	}
+}
+
+func TestUpdateCLIFiles(t *testing.T) {
+	dir := t.TempDir()
+	// A symlink: the file it points to changes, the link stays a link.
+	os.Mkdir(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "real"), []byte("a\n"), 0o640)
+	os.Symlink("data/real", filepath.Join(dir, "link"))
+	if r := runHold(t, dir, "update", "link", "--", "sed", "s/a/b/"); r.code != 0 {
+		t.Fatalf("update through a symlink: exit %d: %s", r.code, r.stderr)
+	}
+	if fi, _ := os.Lstat(filepath.Join(dir, "link")); fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link is no longer a link")
+	}
+	if got := readFile(t, filepath.Join(dir, "data", "real")); got != "b\n" {
+		t.Errorf("target %q", got)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "data", "real")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("permission %v, want 0640", fi.Mode().Perm())
+	}
+
+	// A missing file starts empty, or fails with --must-exist.
+	if r := runHold(t, dir, "update", "new", "--", "sh", "-c", "cat; echo first"); r.code != 0 {
+		t.Fatalf("missing file: exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, filepath.Join(dir, "new")); got != "first\n" {
+		t.Errorf("new file %q", got)
+	}
+	if r := runHold(t, dir, "update", "--must-exist", "absent", "--", "cat"); r.code != 66 || !strings.Contains(r.stderr, "absent") {
+		t.Errorf("--must-exist on a missing file: exit %d, want 66: %s", r.code, r.stderr)
+	}
+
+	// A directory is refused before any lock file is made beside it.
+	os.Mkdir(filepath.Join(dir, "d"), 0o755)
+	if r := runHold(t, dir, "update", "d", "--", "cat"); r.code == 0 || !strings.Contains(r.stderr, "is a directory") {
+		t.Errorf("directory: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d.lock")); err == nil {
+		t.Error("a lock file was made beside a directory")
+	}
+
+	// A read-only file is refused, even for root.
+	os.WriteFile(filepath.Join(dir, "ro"), []byte("keep\n"), 0o444)
+	os.Chmod(filepath.Join(dir, "ro"), 0o444)
+	if r := runHold(t, dir, "update", "ro", "--", "sed", "s/keep/lost/"); r.code != 66 || !strings.Contains(r.stderr, "chmod") {
+		t.Errorf("read-only file: exit %d, want 66: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, filepath.Join(dir, "ro")); got != "keep\n" {
+		t.Errorf("read-only file changed: %q", got)
+	}
+
+	// Usage errors.
+	for _, args := range [][]string{{"update"}, {"update", "f"}, {"update", "f", "--"}, {"update", "-s", "f", "--", "cat"}} {
+		if r := runHold(t, dir, args...); r.code != 64 {
+			t.Errorf("hold %v: exit %d, want 64: %s", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestAppendCLI(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "log")
+	steps := []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"append", "log", "hello", "world"}},
+		{"", []string{"append", "--no-newline", "log", "no", "newline"}},
+		{"", []string{"append", "log", "--", "-n", "is text here"}},
+		{"from stdin\nwhole\n", []string{"append", "log", "-"}},
+	}
+	for _, s := range steps {
+		if r := runHoldIn(t, dir, s.stdin, s.args...); r.code != 0 {
+			t.Fatalf("hold %v: exit %d: %s", s.args, r.code, r.stderr)
+		}
+	}
+	if got, want := readFile(t, file), "hello world\nno newline-n is text here\nfrom stdin\nwhole\n"; got != want {
+		t.Errorf("content %q, want %q", got, want)
+	}
+	if r := runHold(t, dir, "append", "--must-exist", "absent", "x"); r.code != 66 {
+		t.Errorf("--must-exist: exit %d, want 66: %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"append"}, {"append", "log"}, {"append", "-s", "log", "x"}} {
+		if r := runHold(t, dir, args...); r.code != 64 {
+			t.Errorf("hold %v: exit %d, want 64: %s", args, r.code, r.stderr)
+		}
+	}
+	os.Mkdir(filepath.Join(dir, "d"), 0o755)
+	if r := runHold(t, dir, "append", "d", "x"); r.code == 0 || !strings.Contains(r.stderr, "is a directory") {
+		t.Errorf("directory: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestAppendWaitsForRun: hold append takes the same lock as hold run, so
+// it waits for a running command and -n reports the holder.
+func TestAppendWaitsForRun(t *testing.T) {
+	dir := t.TempDir()
+	runCmd, _ := startHold(t, dir, "run", "log", "-c", `echo ready > ready.tmp; mv ready.tmp ready; while [ ! -e go ]; do sleep 0.02; done; echo from-run >> log`)
+	waitFor(t, filepath.Join(dir, "ready"))
+	if r := runHold(t, dir, "append", "-n", "log", "too", "early"); r.code != 1 || !strings.Contains(r.stderr, "held by") {
+		t.Errorf("append -n while run holds the lock: exit %d, want 1 naming the holder: %s", r.code, r.stderr)
+	}
+	var wg sync.WaitGroup
+	var r result
+	wg.Add(1)
+	go func() { defer wg.Done(); r = runHold(t, dir, "append", "log", "after-run") }()
+	time.Sleep(200 * time.Millisecond) // makes it likely that append waits; correctness does not depend on it
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	wg.Wait()
+	waitExit(t, runCmd)
+	if r.code != 0 {
+		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
+	}
+	// The lock is held until the command has written, so the append
+	// cannot come first.
+	if got := readFile(t, filepath.Join(dir, "log")); got != "from-run\nafter-run\n" {
+		t.Errorf("log %q, want the run's line before the append's", got)
+	}
+}

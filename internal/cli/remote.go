@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+)
+
+// The network backends live in a companion executable, hold-remote. Linking
+// them into hold would make every local lock pay for them: the etcd client
+// alone brings gRPC and protobuf, whose package initialisation took about
+// 2 ms of hold's 4 ms start before anything was locked. So hold knows only
+// the names of the remote address schemes and their flags. When a command
+// line names such a target, hold hands the whole command line over to
+// hold-remote (an exec on unix, so the process, its pid, its signals and
+// its exit status stay the user's), before it has locked or started
+// anything. hold-remote is this same command with the backends registered.
+
+// remoteCommand is the companion's executable name.
+const remoteCommand = "hold-remote"
+
+// remoteEnv is set for hold-remote when hold hands over to it, so that a
+// companion that somehow lacks a backend fails instead of handing back.
+const remoteEnv = "HOLD_REMOTE_HANDOFF"
+
+// remoteSchemes are the address schemes hold-remote serves.
+var remoteSchemes = []string{"etcd", "postgres", "postgresql"}
+
+// Setting is a connection setting of a network backend: a flag, and the
+// environment variable used when the flag is not given. Secrets belong in
+// the variable: a flag shows in process lists.
+type Setting struct {
+	Flag, Env, Usage string
+}
+
+// Value returns the setting's flag value if the flag was given on fs,
+// else its environment variable.
+func (s Setting) Value(fs *pflag.FlagSet) string {
+	if fs != nil {
+		if f := fs.Lookup(s.Flag); f != nil && f.Changed {
+			return f.Value.String()
+		}
+	}
+	return os.Getenv(s.Env)
+}
+
+// The etcd settings. They are defined here, not in hold-remote, so that
+// hold parses a command line that uses them before handing it over.
+var (
+	EtcdCA       = Setting{"etcd-ca", "HOLD_ETCD_CA", "CA certificate `FILE` to verify etcd's servers (TLS)"}
+	EtcdCert     = Setting{"etcd-cert", "HOLD_ETCD_CERT", "client certificate `FILE` for etcd (TLS)"}
+	EtcdKey      = Setting{"etcd-key", "HOLD_ETCD_KEY", "client key `FILE` for etcd (TLS)"}
+	EtcdUser     = Setting{"etcd-user", "HOLD_ETCD_USER", "etcd user `NAME`"}
+	EtcdPassword = Setting{"etcd-password", "HOLD_ETCD_PASSWORD", "etcd `PASSWORD` (prefer the environment variable: a flag shows in process lists)"}
+	EtcdTTL      = Setting{"ttl", "HOLD_ETCD_TTL", "lease TTL in `SECONDS` for etcd locks: how long a crashed holder blocks others, and how long a paused one keeps the lock"}
+)
+
+// EtcdDefaultTTL is the etcd package's DefaultTTL in seconds, repeated here
+// for the flag's help text (hold-remote's tests check that they agree).
+const EtcdDefaultTTL = 15
+
+// remoteSettings are every backend's settings, defined as lock flags.
+var remoteSettings = []Setting{EtcdCA, EtcdCert, EtcdKey, EtcdUser, EtcdPassword, EtcdTTL}
+
+func init() {
+	registerLockFlag(func(fs *pflag.FlagSet) func() ([]hold.Option, error) {
+		for _, s := range remoteSettings {
+			usage := s.Usage + " (default $" + s.Env
+			if s == EtcdTTL {
+				usage += fmt.Sprintf(", else %d", EtcdDefaultTTL)
+			}
+			fs.String(s.Flag, "", usage+")")
+		}
+		return func() ([]hold.Option, error) { return nil, nil }
+	})
+}
+
+// SchemeResolver turns an address-style target ("etcd://host:port/key")
+// into the protocol serving it and the lock path (or key) within it. fs is
+// the subcommand's parsed flag set, or nil.
+type SchemeResolver = schemeResolver
+
+// RegisterScheme makes targets of the form "SCHEME://..." resolve through
+// r. hold-remote calls it from init functions for its backends.
+func RegisterScheme(scheme string, r SchemeResolver) { registerScheme(scheme, r) }
+
+// Usagef returns a usage error (exit 64), for resolvers outside this
+// package.
+func Usagef(format string, args ...any) error { return usagef(format, args...) }
+
+// addressScheme returns the scheme of an address-style target, or "".
+func addressScheme(target string) string {
+	scheme, _, ok := strings.Cut(target, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, `/\`) {
+		return ""
+	}
+	return scheme
+}
+
+// isRemoteScheme reports whether scheme is served by hold-remote.
+func isRemoteScheme(scheme string) bool {
+	for _, s := range remoteSchemes {
+		if s == scheme {
+			return true
+		}
+	}
+	return false
+}
+
+// handOffIfRemote hands the command line over to hold-remote when one of
+// targets names a network backend this executable does not link. It
+// returns only when none does (nil), or with the error that kept it from
+// handing over; on unix a successful hand-over never returns, and on
+// Windows it exits with the companion's status.
+func handOffIfRemote(targets ...string) error {
+	for _, t := range targets {
+		scheme := addressScheme(t)
+		if scheme == "" || !isRemoteScheme(scheme) {
+			continue
+		}
+		if _, linked := schemes[scheme]; linked {
+			return nil
+		}
+		if os.Getenv(remoteEnv) != "" {
+			return fmt.Errorf("%s://: this %s executable does not serve the scheme it was handed", scheme, remoteCommand)
+		}
+		return handOff(scheme)
+	}
+	return nil
+}
+
+// handOff runs hold-remote with this process's arguments in its place.
+func handOff(scheme string) error {
+	exe, err := findRemote()
+	if err != nil {
+		return &execError{cmd: remoteCommand, err: fmt.Errorf("%w; %s:// targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, scheme, remoteCommand)}
+	}
+	env := append(os.Environ(), remoteEnv+"=1")
+	argv := append([]string{exe}, os.Args[1:]...)
+	return execRemote(exe, argv, env)
+}
+
+// findRemote looks for hold-remote beside this executable, then on PATH.
+func findRemote() (string, error) {
+	name := remoteCommand
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if self, err := os.Executable(); err == nil {
+		if resolved, err := filepath.EvalSymlinks(self); err == nil {
+			self = resolved
+		}
+		p := filepath.Join(filepath.Dir(self), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(remoteCommand)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%s not found beside hold or on PATH", remoteCommand)
+		}
+		return "", err
+	}
+	return p, nil
+}

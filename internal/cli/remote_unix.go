@@ -1,0 +1,12 @@
+//go:build unix
+
+package cli
+
+import "syscall"
+
+// execRemote replaces this process with the companion: same pid, same
+// descriptors, same terminal, and the companion's exit status is the user's.
+func execRemote(exe string, argv, env []string) error {
+	err := syscall.Exec(exe, argv, env)
+	return &execError{cmd: exe, err: err}
+}

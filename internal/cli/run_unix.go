@@ -1,0 +1,51 @@
+//go:build unix
+
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold"
+)
+
+// passLock hands a kernel lock's descriptor to the command as fd 3, unless
+// closeFD (-o) says not to. It reports whether it did.
+func passLock(cmd *exec.Cmd, l *hold.Lock, closeFD bool) bool {
+	f := l.File()
+	if f == nil || closeFD {
+		return false
+	}
+	cmd.ExtraFiles = []*os.File{f}
+	return true
+}
+
+// exitStatusOf is the shell's rule: the exit code, or 128+N for a command
+// killed by signal N.
+func exitStatusOf(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignalBase + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func isInterrupt(sig os.Signal) bool { return sig == syscall.SIGINT }
+
+// terminalSignalsOurGroup reports whether hold runs in the foreground
+// process group of its terminal. Ctrl-C then sends SIGINT to the whole
+// group, the command (which stays in hold's group) included, so
+// forwarding it would deliver it twice.
+func terminalSignalsOurGroup() bool {
+	for _, fd := range []int{0, 1, 2} {
+		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
+			return pgrp == unix.Getpgrp()
+		}
+	}
+	return false
+}
+
+// terminate asks the process to stop.
+func terminate(p *os.Process) { p.Signal(syscall.SIGTERM) }

@@ -1,0 +1,52 @@
+//go:build unix
+
+package cli
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwardedSignals are the signals hold catches: they end a wait, and
+// `hold run` passes them on to its command.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// notifySignals starts catching forwardedSignals; stop restores the
+// default behaviour.
+func notifySignals() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, forwardedSignals...)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// signalName returns "SIGINT" etc.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if n := unix.SignalName(s); n != "" {
+			return n
+		}
+	}
+	return sig.String()
+}
+
+// isTerminal reports whether f is a terminal. Asking for the window size
+// works on every unix, and fails for files, pipes and /dev/null.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return err == nil
+}
+
+// terminalWidth returns the width of the terminal f in columns, 0 if unknown.
+func terminalWidth(f *os.File) int {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// isFilesystemFullOS: on unix the portable errno checks suffice.
+func isFilesystemFullOS(error) bool { return false }

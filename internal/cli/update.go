@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/atomicfile"
+)
+
+func init() {
+	register(&command{
+		name:    "update",
+		summary: "rewrite FILE through a filter command under its lock, atomically",
+		usage:   "update [flags] FILE -- FILTER [ARGS...]",
+		help:    updateHelp,
+		run:     runUpdate,
+	})
+}
+
+const updateHelp = `
+Takes the lock FILE.lock (or --lock-file, --name), the same lock 'hold run
+FILE' and 'hold append FILE' take, runs FILTER with FILE's content on stdin
+(empty if FILE does not exist, unless --must-exist), and replaces FILE with
+what FILTER prints, atomically: a temp file beside FILE is written, synced,
+given FILE's permission bits and renamed over it, and the directory is
+synced. Readers see the old content or the new, never a mix. If FILE is a
+symlink, the file it points to is replaced and the link stays. Output equal
+to the old content writes nothing. Example:
+
+  hold update hooks.json -- jq '.hooks += ["x"]'
+
+FILE is left untouched, and nothing is written, when FILTER cannot start
+(exit 69), exits non-zero (hold exits with the same status), is killed by a
+signal N (128+N), or prints nothing: empty output is refused (exit 65)
+unless --allow-empty, because a filter that fails silently would otherwise
+wipe FILE. FILTER's stderr is passed through. SIGINT, SIGTERM or SIGHUP to
+hold while FILTER runs kill FILTER (and its process group) and hold exits
+128+N with FILE untouched; FILTER never outlives hold (on Linux not even
+when hold is killed with SIGKILL). A signal that arrives after FILTER has
+finished lets the short write complete.
+
+Other exit statuses: 1 (or -E) when the lock is busy (-n) or the wait timed
+out (-w); 66 when FILE cannot be opened or replaced for lack of permission;
+73 when the disk is full or read-only; see 'hold help' for the rest.
+`
+
+// filterGrace is how long a filter whose output is done may keep its
+// stdout open through a background child before hold stops waiting.
+const filterGrace = 5 * time.Second
+
+// filterError is a filter that ran and failed: its exit status becomes
+// hold's.
+type filterError struct {
+	argv0  string
+	status int
+	// why says what happened in words: "exited with status 3", "was
+	// killed by SIGSEGV", "printed nothing".
+	why string
+}
+
+func (e *filterError) Error() string { return fmt.Sprintf("filter %s %s", e.argv0, e.why) }
+
+// failFilter reports a failed filter and returns its status.
+func failFilter(op, file string, fe *filterError) int {
+	fmt.Fprintf(os.Stderr, "hold %s: %s: %v; %s left unchanged\n", op, file, fe, file)
+	return fe.status
+}
+
+func runUpdate(args []string) int {
+	fs := newFlagSet("update", false)
+	var lf lockFlags
+	lf.addTo(fs)
+	allowEmpty := fs.Bool("allow-empty", false, "accept empty output from FILTER (empties FILE)")
+	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of starting from empty content")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || rest[0] == "--" {
+		return fail("update", usagef("missing FILE: hold update [flags] FILE -- FILTER [ARGS...]"), lf.conflictExit)
+	}
+	file, argv := rest[0], rest[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return fail("update", usagef("missing FILTER: hold update [flags] FILE -- FILTER [ARGS...]"), lf.conflictExit)
+	}
+	if lf.shared {
+		return fail("update", usagef("update needs an exclusive lock; --shared does not apply"), lf.conflictExit)
+	}
+
+	// Catch signals from before the lock is taken to the end, so that one
+	// arriving while FILTER runs reaches us and not the default handler.
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
+
+	return guarded("update", &lf, file, func(l *hold.Lock) error {
+		return atomicfile.Update(atomicfile.OS{}, file, *mustExist, func(old []byte) ([]byte, error) {
+			out, err := runFilter(l, file, argv, old, sigs, lf.verbose)
+			if err != nil {
+				return nil, err
+			}
+			if len(out) == 0 && !*allowEmpty {
+				return nil, &filterError{argv0: argv[0], status: exitLockError,
+					why: "printed nothing (refusing to empty the file; use --allow-empty)"}
+			}
+			select {
+			case sig := <-sigs:
+				return nil, &signalError{sig: sig, err: fmt.Errorf("%s left unchanged", file)}
+			default:
+			}
+			return out, nil
+		}, l.Check)
+	})
+}
+
+// runFilter runs argv with in on stdin and returns its stdout. A signal on
+// sigs kills it (with its process group) and returns a *signalError; a
+// filter that cannot start gives an *execError, one that fails a
+// *filterError.
+func runFilter(l *hold.Lock, file string, argv []string, in []byte, sigs <-chan os.Signal, verbose bool) ([]byte, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"HOLD_TARGET="+file,
+		"HOLD_LOCK_FILE="+l.Path(),
+		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
+	)
+	cmd.WaitDelay = filterGrace
+	ownGroup(cmd)
+	tieChildToParent(cmd)
+
+	// Started on a thread kept for the filter's life, so that the
+	// parent-death signal (Linux) means "hold died"; see startLocked.
+	exited, err := startLocked(cmd)
+	if err != nil {
+		return nil, &execError{cmd: argv[0], err: err}
+	}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "hold: running filter %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
+	}
+	select {
+	case err := <-exited:
+		if cmd.ProcessState == nil {
+			return nil, &execError{cmd: argv[0], err: err}
+		}
+		if status := exitStatusOf(cmd.ProcessState); status != 0 {
+			why := fmt.Sprintf("exited with status %d", status)
+			if status > exitSignalBase && !cmd.ProcessState.Exited() {
+				why = fmt.Sprintf("was killed (%s)", cmd.ProcessState)
+			}
+			return nil, &filterError{argv0: argv[0], status: status, why: why}
+		}
+		if err != nil { // exited 0, but its output could not be collected
+			return nil, &filterError{argv0: argv[0], status: exitOSError, why: "output was not collected: " + err.Error()}
+		}
+		return out.Bytes(), nil
+	case sig := <-sigs:
+		killGroup(cmd.Process)
+		<-exited
+		return nil, &signalError{sig: sig, err: fmt.Errorf("filter %s (pid %d) killed; %s left unchanged", argv[0], cmd.Process.Pid, file)}
+	}
+}
