@@ -146,4 +146,11 @@ var (
 	ErrNotRegular = core.ErrNotRegular
 	// ErrReleased: the lock was already released.
 	ErrReleased = core.ErrReleased
+	// ErrForeign: the lock path holds something hold did not create (a
+	// data file, another tool's file, a hard link, a directory with other
+	// content). hold never writes into it nor deletes it; see LockFile
+	// for locking such a file the way flock(1) does.
+	ErrForeign = core.ErrForeign
+	// ErrNoToken: a held lock has no fencing token (see Lock.TokenError).
+	ErrNoToken = core.ErrNoToken
 )

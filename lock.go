@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -103,8 +104,25 @@ func (l *Lock) Release() error { return l.h.Release() }
 // the resource refuse writes carrying a smaller token than it has seen: that
 // keeps a holder that was paused past losing its lock from doing harm. For a
 // shared hold it is the token of the last exclusive holder. Zero means no
-// token is available (a lock file this process may not write).
+// token is available; TokenError says why.
 func (l *Lock) Token() uint64 { return l.h.Fence() }
+
+// TokenError returns nil when Token is a fencing token, and otherwise an
+// *Error matching ErrNoToken whose Hint says why there is none: the lock
+// file is not hold's to write (a file named with LockFile that holds data
+// or belongs to another tool, one with several hard links, another user's
+// file, one this process may not write), or the protocol keeps no tokens
+// (the portable protocol). Such a lock still excludes every other holder;
+// only its record and token are missing.
+func (l *Lock) TokenError() error {
+	if r, ok := l.h.(core.TokenReasoner); ok {
+		return r.TokenError()
+	}
+	if l.h.Fence() != 0 {
+		return nil
+	}
+	return &Error{Op: "token", Path: l.path, Err: ErrNoToken, Hint: "the " + l.proto + " protocol keeps no fencing token"}
+}
 
 // Owner returns the owner record this holder published.
 func (l *Lock) Owner() Owner { return *l.h.Owner() }
@@ -172,7 +190,11 @@ func (c *config) request(target string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.Self(), Logger: c.logger, BeforeCreate: c.beforeCreate}
+	req := &Request{Path: path, Shared: c.shared, Owner: proc.Self(), Logger: c.logger, BeforeCreate: c.beforeCreate,
+		Explicit: c.lockFile != ""}
+	if c.omitCommand || !proc.RecordCommand() {
+		req.Owner.Command = nil
+	}
 	req.Owner.ID = newID()
 	if len(c.fields) > 0 {
 		req.Owner.Fields = make(map[string]string, len(c.fields))

@@ -24,6 +24,8 @@ type config struct {
 	fair bool
 	// beforeCreate: see core.Request.BeforeCreate (set by guarded).
 	beforeCreate func() error
+	// omitCommand: leave the command line out of the owner record.
+	omitCommand bool
 }
 
 func newConfig(opts []Option) *config {
@@ -48,6 +50,15 @@ func newConfig(opts []Option) *config {
 func Shared() Option { return func(c *config) { c.shared = true } }
 
 // LockFile uses exactly path as the lock path, instead of "<target>.lock".
+//
+// hold writes its owner record and token into a lock file only when the
+// file is provably its own: empty, or holding a record of hold's, with one
+// link. A file named here that holds anything else (the data file itself,
+// as in flock(1)'s `flock data.json CMD`, or another tool's file) is
+// locked without being written, as flock(1) locks it: the lock excludes
+// every other holder, but the holder has no record and Token is 0
+// (Lock.TokenError says why). To have the record and the token, lock a
+// separate file.
 func LockFile(path string) Option {
 	return func(c *config) { c.lockFile = path; c.name = ""; c.named = false }
 }
@@ -80,3 +91,11 @@ func WithProtocol(p Protocol) Option { return func(c *config) { c.protocol = p }
 // Logger sends debug events (waiting, acquired, released) to l. Without it
 // hold logs nothing.
 func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// OmitCommand leaves this process's command line out of the owner record,
+// so that `hold status` and waiters see the holder's pid, host and start
+// time but not what it runs. The command line is recorded by default, with
+// values that look like secrets masked (see the README); the environment
+// variable HOLD_RECORD_COMMAND=0 leaves it out for every lock a process
+// takes.
+func OmitCommand() Option { return func(c *config) { c.omitCommand = true } }

@@ -30,6 +30,15 @@ var (
 	// ErrReleased means the operation needs a held lock and this one has
 	// already been released.
 	ErrReleased = errors.New("lock already released")
+	// ErrForeign means the lock path holds something hold did not create
+	// (a data file, another tool's file, a hard link, a directory with
+	// other content), which hold will neither write, nor delete, nor use
+	// as a lock of its own.
+	ErrForeign = errors.New("lock path holds something hold did not create")
+	// ErrNoToken means a held lock has no fencing token: its lock file is
+	// not hold's to write (another user's, foreign content), or its
+	// protocol keeps none.
+	ErrNoToken = errors.New("no fencing token")
 )
 
 // Liveness says whether a lock holder's process still runs.

@@ -28,6 +28,20 @@ type Request struct {
 	// appears beside it, without a check on every call (the lock file
 	// exists nearly always). With other protocols they check first.
 	BeforeCreate func() error
+	// Explicit says that the caller named the lock path itself (LockFile),
+	// rather than letting hold derive it from a target or a name. A lock
+	// file hold did not create is then locked without being written, as
+	// flock(1) would lock it; a derived path holding such a file is
+	// refused (ErrForeign), because the user never asked to lock it.
+	Explicit bool
+}
+
+// TokenReasoner is implemented by handles that can say why they have no
+// fencing token.
+type TokenReasoner interface {
+	// TokenError returns nil when Fence is a fencing token, and otherwise
+	// an *Error matching ErrNoToken whose Hint says why.
+	TokenError() error
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable

@@ -2,24 +2,30 @@ package flock
 
 import "golang.org/x/sys/unix"
 
-// fileType returns the S_IFMT bits of the open file fd and its identity
-// (device and inode), which Check later compares with the lock path's.
+// fileType returns the S_IFMT bits of the open file fd, its identity
+// (device and inode), which Check later compares with the lock path's, and
+// its link count and owner, which decide whether hold may write into it.
 //
-// It asks statx for the type and inode alone. A full fstat would also read the
+// It asks statx for those alone. A full fstat would also read the
 // timestamps, and since Linux 6.13 a file whose timestamps were read gets
 // fine-grained ones on its next change: the owner-record write that follows
 // then has to dirty the inode every time. Measured here (ext4, kernel
 // 6.18): fstat+pwrite 2.9 µs, statx(STATX_TYPE)+pwrite 1.8 µs, pwrite
 // alone 1.2 µs.
-func fileType(fd int) (mode uint32, id fileKey, err error) {
+func fileType(fd int) (fileInfo, error) {
 	var stx unix.Statx_t
-	const want = unix.STATX_TYPE | unix.STATX_INO
-	err = unix.Statx(fd, "", unix.AT_EMPTY_PATH, want, &stx)
+	const want = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_UID
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, want, &stx)
 	if err == nil && stx.Mask&want == want {
-		return uint32(stx.Mode) & unix.S_IFMT, fileKey{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}, nil
+		return fileInfo{
+			mode:  uint32(stx.Mode) & unix.S_IFMT,
+			id:    fileKey{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino},
+			links: uint64(stx.Nlink),
+			uid:   stx.Uid,
+		}, nil
 	}
 	if err != nil && err != unix.ENOSYS {
-		return 0, fileKey{}, err
+		return fileInfo{}, err
 	}
 	return fstatType(fd)
 }

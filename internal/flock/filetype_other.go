@@ -2,8 +2,9 @@
 
 package flock
 
-// fileType returns the S_IFMT bits of the open file fd and its identity.
-func fileType(fd int) (mode uint32, id fileKey, err error) { return fstatType(fd) }
+// fileType returns the S_IFMT bits of the open file fd, its identity, link
+// count and owner.
+func fileType(fd int) (fileInfo, error) { return fstatType(fd) }
 
 // pathID returns the device and inode of path itself (not following a
 // final symlink).

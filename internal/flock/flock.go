@@ -51,6 +51,14 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	}
 	err = f.lock(req.Shared, false)
 	if err != nil && isBusy(err) {
+		if wait && !req.Explicit {
+			// Before sleeping: a derived path holding another tool's
+			// file is refused now, not after the wait.
+			if ferr := checkForeign(f, req.Path); ferr != nil {
+				f.close()
+				return nil, ferr
+			}
+		}
 		if !wait {
 			h := holderOf(f, false)
 			f.close()
@@ -70,11 +78,11 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		f.close()
 		return nil, lockError(req.Path, err)
 	}
-	h := &handle{f: f, path: req.Path, owner: req.Owner, releasedAt: -1}
+	h := &handle{f: f, path: req.Path, owner: req.Owner}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
-	if err := h.publish(writable); err != nil {
+	if err := h.publish(writable, req.Explicit); err != nil {
 		h.Release()
 		return nil, err
 	}
@@ -121,9 +129,11 @@ type handle struct {
 	f     *lockFile
 	path  string
 	owner core.Owner
-	// releasedAt is the offset of the record's released flag, or -1
-	// when this holder wrote no record.
-	releasedAt int64
+	// recordLen is the length of the record this holder wrote, 0 when it
+	// wrote none.
+	recordLen int
+	// tokenErr says why this holder has no token (see TokenError).
+	tokenErr error
 
 	mu       sync.Mutex
 	released bool
@@ -132,6 +142,9 @@ type handle struct {
 }
 
 func (h *handle) Fence() uint64 { return h.owner.Fence }
+
+// TokenError says why Fence is 0, or nil when it is a token.
+func (h *handle) TokenError() error { return h.tokenErr }
 
 // Owner returns a copy of the published record; the caller may change it.
 func (h *handle) Owner() *core.Owner {
@@ -207,7 +220,7 @@ func (h *handle) Release() error {
 		return nil
 	}
 	h.released = true
-	h.markReleased()
+	h.erase()
 	uerr, cerr := h.f.release()
 	if uerr != nil {
 		return &core.Error{Op: "release", Path: h.path, Err: uerr}

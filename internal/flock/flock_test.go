@@ -184,7 +184,7 @@ func TestRecordRewrite(t *testing.T) {
 	short := int64(len(h.owner.Encode()))
 	check("much shorter record cut", short, 4)
 
-	if err := os.WriteFile(path, []byte(`{"fence":18446744073709551615}`), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(`{"fence":18446744073709551615,"released":true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h = acquire(nil)

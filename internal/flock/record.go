@@ -1,7 +1,7 @@
 package flock
 
 import (
-	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"time"
@@ -80,27 +80,86 @@ func lastFence(size int64, raw []byte) uint64 {
 	return uint64(time.Now().UnixMicro())
 }
 
-// publish stamps the owner record and, for an exclusive hold, the next
-// fencing token. On a lock file this process may not write (another user's)
-// the lock still works: the record is left out and the fence is zero,
-// meaning "no token".
-func (h *handle) publish(writable bool) error {
-	if h.owner.Shared && !writable {
-		// Nothing to write, and a reader's token is only informative:
-		// spare the read too.
-		return nil
+// Whether hold may write into a lock file is decided here, and nowhere
+// else. It writes only into a file that is provably its own: one link (a
+// hard link would carry the record into another file), and content that
+// is empty or an owner record (core.IsOwnContent). Anything else is the
+// user's data or another tool's file: a derived lock path holding one is
+// refused (ErrForeign) and an explicit one (LockFile, --lock-file) is
+// locked without being written, as flock(1) locks it. A file this process
+// may not write, or another user's when running as root, is locked without
+// a record too, whatever the path.
+
+// foreign returns why the lock file f, whose content is raw (size bytes;
+// raw is nil when it was too large to read), is not hold's, or "".
+func foreign(f *lockFile, size int64, raw []byte) string {
+	if n := f.linkCount(); n != 1 {
+		return fmt.Sprintf("it has %d hard links, so it is another file's too", n)
 	}
+	if raw == nil && size > 0 || !core.IsOwnContent(raw) {
+		return fmt.Sprintf("it holds %d bytes that are not a hold owner record (data, or another tool's file)", size)
+	}
+	return ""
+}
+
+// foreignError refuses a derived lock path that holds what hold did not
+// create.
+func foreignError(path, why string) error {
+	return &core.Error{Op: "acquire", Path: path, Err: core.ErrForeign,
+		Hint: why + "; hold never writes into such a file. Lock a separate file: name another target, or --name NAME; " +
+			"--lock-file " + path + " locks it as flock(1) does, without an owner record or token. " +
+			"If it is a lock file of hold's that a crash damaged, remove it"}
+}
+
+// checkForeign is the look at a derived lock path before waiting on it:
+// a file hold would refuse once it held the lock is refused at once, not
+// after a wait. It reads the file without the lock, which is enough to
+// refuse data (the check under the lock, in publish, decides writing).
+func checkForeign(f *lockFile, path string) error {
+	var buf [readSize]byte
+	size, raw, err := readRecord(f, buf[:])
+	if err != nil {
+		return nil // publish reads again and reports it
+	}
+	if why := foreign(f, size, raw); why != "" {
+		return foreignError(path, why)
+	}
+	return nil
+}
+
+// publish stamps the owner record and, for an exclusive hold, the next
+// fencing token, when the lock file is hold's to write (see above). Where
+// it is not, the lock is kept with no record and no token (Fence 0), and
+// tokenErr says why; for a derived lock path holding foreign content it
+// returns ErrForeign instead, and the caller lets the lock go.
+func (h *handle) publish(writable, explicit bool) error {
 	var buf [readSize]byte
 	size, raw, err := readRecord(h.f, buf[:])
 	if err != nil {
 		return &core.Error{Op: "read owner record", Path: h.path, Err: err}
 	}
+	if why := foreign(h.f, size, raw); why != "" {
+		if !explicit {
+			return foreignError(h.path, why)
+		}
+		h.noRecord(why + ", so hold locks it without writing an owner record")
+		return nil
+	}
+	switch {
+	case !writable:
+		h.noRecord("this process may not write the lock file, so it holds no owner record of this holder")
+		if h.owner.Shared {
+			// A reader's token is only informative: the last one written.
+			h.owner.Fence, h.tokenErr = lastFence(size, raw), nil
+		}
+		return nil
+	case h.f.otherUsers():
+		h.noRecord("the lock file belongs to another user, and hold running as root does not write into it")
+		return nil
+	}
 	last := lastFence(size, raw)
 	if h.owner.Shared {
 		h.owner.Fence = last
-		return nil
-	}
-	if !writable {
 		return nil
 	}
 	if last == math.MaxUint64 {
@@ -110,7 +169,11 @@ func (h *handle) publish(writable bool) error {
 	}
 	h.owner.Fence = last + 1
 	b := h.owner.AppendEncode(buf[:0])
-	flagAt := int64(bytes.Index(b[:min(len(b), 64)], []byte(releasedFalse)))
+	if len(b) > core.MaxRecordSize {
+		// The next holder would take it for a stranger's file.
+		return &core.Error{Op: "write owner record", Path: h.path, Err: fmt.Errorf("record of %d bytes is larger than %d", len(b), core.MaxRecordSize),
+			Hint: "the extra fields (Field, --field) are too large"}
+	}
 	pad := size - int64(len(b))
 	if pad > 0 && pad <= padSlack {
 		// Overwrite all of the old record: pad before the final newline.
@@ -123,14 +186,11 @@ func (h *handle) publish(writable bool) error {
 	if err := h.f.writeAt(b, 0); err != nil {
 		return &core.Error{Op: "write owner record", Path: h.path, Err: err}
 	}
-	if flagAt >= 0 {
-		// Only now: marking a record we failed to write would damage
-		// the previous holder's.
-		h.releasedAt = flagAt + int64(len(releasedFalse)-len("false"))
-	}
+	// Only now: overwriting a record we failed to write would damage the
+	// previous holder's.
+	h.recordLen = len(b)
 	if size > int64(len(b)) {
-		// After a much longer record, a foreign or a huge file: cut it
-		// down to ours.
+		// After a much longer record: cut it down to ours.
 		if err := h.f.truncate(int64(len(b))); err != nil {
 			return &core.Error{Op: "write owner record", Path: h.path, Err: err}
 		}
@@ -138,18 +198,24 @@ func (h *handle) publish(writable bool) error {
 	return nil
 }
 
-// releasedFalse is how an unreleased record says so; markReleased
-// overwrites its "false" with "true " (the same length: the space is
-// JSON whitespace).
-const releasedFalse = `,"released":false`
+// noRecord notes that this holder writes no record, and why.
+func (h *handle) noRecord(why string) {
+	h.owner.Fence = 0
+	h.tokenErr = &core.Error{Op: "token", Path: h.path, Err: core.ErrNoToken, Hint: why}
+}
 
-// markReleased flags the record this holder wrote as a leftover, so that
-// whoever reads it while the lock is held by another (one that writes no
-// record, or has not written it yet) does not name this process as the
-// holder. Best effort: the record is only diagnostics.
-func (h *handle) markReleased() {
-	if h.releasedAt > 0 {
-		h.f.writeAt([]byte("true "), h.releasedAt)
+// erase replaces the record this holder wrote with a past record: the
+// token, for the next holder to continue from, and the released flag, so
+// that whoever reads it while the lock is held by another (one that
+// writes no record, or has not written it yet) does not name this process.
+// Nothing else of the holder stays on disk: not its command line, which
+// may carry secrets, nor its fields. One write of the same length covers
+// the whole record. Best effort: if it fails, the full record stays, and
+// the next holder overwrites it.
+func (h *handle) erase() {
+	if h.recordLen > 0 {
+		var buf [readSize]byte
+		h.f.writeAt(core.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0)
 	}
 }
 
@@ -184,11 +250,12 @@ func holderOf(f *lockFile, thorough bool) *core.Holder {
 	return h
 }
 
-// readOwner reads and decodes the record in f; nil when there is none
-// or it cannot be read.
+// readOwner reads and decodes the record in f; nil when there is none,
+// it cannot be read, or the file holds something other than a record of
+// hold's (data of the user's must never be reported as a holder).
 func readOwner(f *lockFile) *core.Owner {
 	var buf [readSize]byte
-	if _, raw, err := readRecord(f, buf[:]); err == nil && raw != nil {
+	if _, raw, err := readRecord(f, buf[:]); err == nil && core.IsRecord(raw) {
 		rec, _ := core.Decode(raw)
 		return rec
 	}

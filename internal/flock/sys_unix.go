@@ -24,6 +24,10 @@ type lockFile struct {
 	fd   int
 	path string
 	id   fileKey // the file's device and inode, from the open
+	// links and uid are the file's link count and owner at the open:
+	// they decide whether hold may write its record into it (mayWrite).
+	links uint64
+	uid   uint32
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -143,14 +147,38 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return id == f.id, nil
 }
 
+// fileInfo is what the open of a lock file learns about it.
+type fileInfo struct {
+	mode  uint32 // S_IFMT bits
+	id    fileKey
+	links uint64
+	uid   uint32
+}
+
 // fstatType is fileType by fstat.
-func fstatType(fd int) (uint32, fileKey, error) {
+func fstatType(fd int) (fileInfo, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, fileKey{}, err
+		return fileInfo{}, err
 	}
-	return uint32(st.Mode) & unix.S_IFMT, fileKey{uint64(st.Dev), uint64(st.Ino)}, nil
+	return fileInfo{
+		mode:  uint32(st.Mode) & unix.S_IFMT,
+		id:    fileKey{uint64(st.Dev), uint64(st.Ino)},
+		links: uint64(st.Nlink),
+		uid:   st.Uid,
+	}, nil
 }
+
+// otherUsers reports whether the file belongs to another user while this
+// process runs as root. Root may write anyone's file, but a lock file
+// another user made is theirs: hold locks it without writing into it, as
+// it does a file it may not write.
+func (f *lockFile) otherUsers() bool {
+	return unix.Geteuid() == 0 && f.uid != 0
+}
+
+// links returns the file's link count at the open.
+func (f *lockFile) linkCount() uint64 { return f.links }
 
 // lstatID is pathID by lstat.
 func lstatID(path string) (fileKey, error) {
@@ -201,12 +229,12 @@ func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable
 	if err != nil {
 		return nil, false, openError(path, err)
 	}
-	id, err := checkRegular(fd, path)
+	fi, err := checkRegular(fd, path)
 	if err != nil {
 		unix.Close(fd)
 		return nil, false, err
 	}
-	return &lockFile{fd: fd, path: path, id: id}, writable, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
@@ -218,12 +246,12 @@ func openForInspect(path string) (*lockFile, error) {
 		}
 		return nil, openError(path, err)
 	}
-	id, err := checkRegular(fd, path)
+	fi, err := checkRegular(fd, path)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &lockFile{fd: fd, path: path, id: id}, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid}, nil
 }
 
 // openRetry is open(2), retried when a signal interrupts it (possible on
@@ -237,18 +265,18 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 	}
 }
 
-// checkRegular refuses anything but a regular file, and returns the
-// file's identity.
-func checkRegular(fd int, path string) (fileKey, error) {
-	mode, id, err := fileType(fd)
+// checkRegular refuses anything but a regular file, and returns what the
+// open learned of the file.
+func checkRegular(fd int, path string) (fileInfo, error) {
+	fi, err := fileType(fd)
 	if err != nil {
-		return id, &core.Error{Op: "open", Path: path, Err: err}
+		return fi, &core.Error{Op: "open", Path: path, Err: err}
 	}
-	if mode != unix.S_IFREG {
-		return id, &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
-			Hint: "it is a " + describeMode(mode) + "; remove it or choose another lock path"}
+	if fi.mode != unix.S_IFREG {
+		return fi, &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
+			Hint: "it is a " + describeMode(fi.mode) + "; remove it or choose another lock path"}
 	}
-	return id, nil
+	return fi, nil
 }
 
 func describeMode(m uint32) string {

@@ -69,6 +69,20 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return os.SameFile(fi, pi), nil
 }
 
+// otherUsers: Windows has no root that writes everyone's files unasked
+// (an administrator's write to another user's file is a permission the
+// file grants), so ownership is left to the file's access control.
+func (f *lockFile) otherUsers() bool { return false }
+
+// linkCount returns the file's number of hard links.
+func (f *lockFile) linkCount() uint64 {
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(windows.Handle(f.f.Fd()), &info); err != nil {
+		return 0 // unknown: not provably hold's to write
+	}
+	return uint64(info.NumberOfLinks)
+}
+
 // procFd is the handle for proc.LockHolders (which has nothing to say on
 // Windows).
 func (f *lockFile) procFd() uintptr { return f.f.Fd() }

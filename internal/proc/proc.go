@@ -22,12 +22,13 @@ var self = sync.OnceValue(func() core.Owner {
 		PID:       pid,
 		Host:      host,
 		ProcStart: start,
-		Command:   append([]string(nil), os.Args...),
+		Command:   MaskSecrets(os.Args),
 	}
 })
 
 // Self returns a record describing this process (PID, Host, ProcStart,
-// Command), without ID, time or fence. The Command slice is a fresh copy.
+// Command), without ID, time or fence. The Command slice is a fresh copy,
+// with values that look like secrets masked (MaskSecrets).
 func Self() core.Owner {
 	o := self()
 	o.Command = append([]string(nil), o.Command...)
