@@ -22,6 +22,8 @@
 package hold
 
 import (
+	"errors"
+
 	"github.com/hold-dev/hold/internal/core"
 )
 
@@ -153,4 +155,7 @@ var (
 	ErrForeign = core.ErrForeign
 	// ErrNoToken: a held lock has no fencing token (see Lock.TokenError).
 	ErrNoToken = core.ErrNoToken
+	// ErrLockIsTarget: Update or Append was asked to lock the very file
+	// it changes (LockFile naming the target). Nothing is written.
+	ErrLockIsTarget = errors.New("the lock file is the file being changed")
 )

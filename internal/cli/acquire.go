@@ -51,6 +51,13 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			}
 		}
 	}
+	if err == nil {
+		// flock(1)'s idiom, --lock-file naming the data file itself, works,
+		// but without an owner record or token: say so once.
+		if terr := l.TokenError(); errors.Is(terr, hold.ErrForeign) {
+			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
+		}
+	}
 	if err == nil && s.verbose {
 		fmt.Fprintf(stderr, "hold: acquired %s (%s, token %d) after %s\n",
 			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
@@ -145,4 +152,13 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// hintOf returns the hint of a hold error, or its message.
+func hintOf(err error) string {
+	var e *hold.Error
+	if errors.As(err, &e) && e.Hint != "" {
+		return e.Hint
+	}
+	return err.Error()
 }

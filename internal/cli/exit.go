@@ -17,7 +17,7 @@ const (
 	exitConflict     = 1  // the lock is held (-n) or the wait timed out (-w); -E changes it
 	exitUsage        = 64 // EX_USAGE: bad flags or arguments
 	exitLockError    = 65 // EX_DATAERR: the lock could not be used (unsupported filesystem, lost, ...)
-	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened (missing directory, not a regular file, no permission)
+	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened or is not hold's (missing directory, not a regular file, data at the lock path, no permission)
 	exitExecFailed   = 69 // EX_UNAVAILABLE: the command could not be started
 	exitOSError      = 71 // EX_OSERR: another operating-system error
 	exitCannotCreate = 73 // EX_CANTCREAT: read-only or full filesystem
@@ -31,7 +31,8 @@ Exit status:
   1       the lock is busy (-n) or the wait timed out (-w); set another with -E N
   64      usage error: bad flag or argument
   65      the lock could not be used (unsupported filesystem, lost lock)
-  66      the lock file cannot be opened (missing directory, not a regular file, no permission)
+  66      the lock path cannot be used: missing directory, not a regular file, no
+          permission, or something hold did not create (data, another tool's file)
   69      the command could not be started
   71      other operating-system error
   73      read-only or full filesystem
@@ -88,7 +89,7 @@ func exitCode(err error, conflict int) int {
 			return exitSignalBase + int(n)
 		}
 		return exitSignalBase + 2
-	case errors.As(err, &usage), errors.Is(err, hold.ErrInvalidName):
+	case errors.As(err, &usage), errors.Is(err, hold.ErrInvalidName), errors.Is(err, hold.ErrLockIsTarget):
 		return exitUsage
 	case errors.Is(err, hold.ErrBusy), errors.Is(err, hold.ErrTimeout):
 		return conflict
@@ -96,7 +97,7 @@ func exitCode(err error, conflict int) int {
 		return exitExecFailed
 	case isFilesystemFull(err):
 		return exitCannotCreate
-	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
 		return exitCannotOpen
 	case errors.Is(err, hold.ErrUnsupported), errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
 		return exitLockError

@@ -143,6 +143,7 @@ func (h *handle) publish(writable, explicit bool) error {
 			return foreignError(h.path, why)
 		}
 		h.noRecord(why + ", so hold locks it without writing an owner record")
+		h.tokenErr.(*core.Error).Err = fmt.Errorf("%w: %w", core.ErrNoToken, core.ErrForeign)
 		return nil
 	}
 	switch {
