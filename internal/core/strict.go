@@ -286,3 +286,17 @@ func (s *scanner) fields() bool {
 		}
 	}
 }
+
+// IsLockRecord reports whether b is a lock owner record hold recognises:
+// one of its own (IsRecord), or one that names a process and an
+// acquisition the way career-ops' dir-lock and hold's portable protocol
+// write owner.json (a positive pid, and a token or a start time). It
+// decides what the portable protocol may delete: a lock directory holding
+// only such a record, or nothing.
+func IsLockRecord(b []byte) bool {
+	if IsRecord(b) {
+		return true
+	}
+	o, ok := Decode(b)
+	return ok && o.PID > 0 && (o.ID != "" || !o.StartedAt.IsZero())
+}

@@ -208,6 +208,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 				// Another local waiter is ahead: the lock is busy, and its
 				// holder is whoever has the directory.
 				a.seen = p.judge(a.path)
+				if a.seen.verdict == foreign {
+					return nil, foreignError("acquire", a.path, a.seen.why)
+				}
 				return nil, a.busy()
 			}
 		}
@@ -431,6 +434,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passAgain, nil, nil
 	case live:
 		return passBusy, nil, nil
+	case foreign:
+		return passFailed, nil, foreignError("acquire", a.path, a.seen.why)
 	}
 	guardFI, err := a.takeGuard()
 	if err != nil {
@@ -450,6 +455,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passAgain, nil, nil
 	case live:
 		return passBusy, nil, nil
+	case foreign:
+		return passFailed, nil, foreignError("acquire", a.path, j.why)
 	}
 	a.p.hit(faultJudged)
 	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })

@@ -8,8 +8,14 @@ import (
 // (nothing there), held, or stale (there, but its holder is gone by the
 // same rules a reclaim applies), with the owner record and the holder's
 // liveness.
+//
+// What is not a lock at all (a directory with other files, a data file:
+// see content.go) is an error matching core.ErrForeign.
 func (p *Protocol) Inspect(path string) (*core.Status, error) {
-	st, _ := p.inspect(path)
+	st, j := p.inspect(path)
+	if j.verdict == foreign {
+		return nil, foreignError("inspect", path, j.why)
+	}
 	return st, nil
 }
 
@@ -43,8 +49,12 @@ func (p *Protocol) Describe(path string) string {
 // at). It returns the state it found.
 func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	st, j := p.inspect(path)
-	if j.verdict == vanished {
+	switch j.verdict {
+	case vanished:
 		return st, nil
+	case foreign:
+		// Not even with force: it is not a lock.
+		return nil, foreignError("break", path, j.why)
 	}
 	if force {
 		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil); err != nil {

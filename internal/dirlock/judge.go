@@ -30,6 +30,9 @@ const (
 	// licence to delete: by the time we act the path may hold a lock
 	// created legitimately in between.
 	vanished
+	// foreign: what is there is not a lock (see content.go): an error,
+	// never a wait and never a delete.
+	foreign
 )
 
 // judgement is one look at a lock path: what was there and what it means.
@@ -82,10 +85,18 @@ func (p *Protocol) judge(path string) judgement {
 	}
 	j := judgement{fi: fi, age: now.Sub(fi.ModTime())}
 	if !fi.IsDir() {
-		// A plain file (or symlink) at the lock path is never a live lock of
-		// this protocol: it is a leftover, typically of a tool that locked
-		// with an O_EXCL file of the same name. Reading it as "could not
-		// look" would pin it live for ever; the age rule reclaims it.
+		// A plain file at the lock path is never a live lock of this
+		// protocol. Empty or holding a lock record, it is a leftover,
+		// typically of a tool that locked with an O_EXCL file of the same
+		// name: reading it as "could not look" would pin it live for ever,
+		// so the age rule reclaims it. Anything else is the user's.
+		why, err := foreignContent(path, fi)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return judgement{verdict: vanished, why: "lock vanished"}
+		case why != "":
+			return judgement{verdict: foreign, fi: fi, why: why}
+		}
 		j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path"
 		return p.byAge(j)
 	}
@@ -95,11 +106,30 @@ func (p *Protocol) judge(path string) judgement {
 		j.why = "owner record exists but cannot be read: " + j.unreadable.Error()
 		return j
 	}
+	if j.owner != nil && j.owner.PID > 0 {
+		j.alive = proc.Judge(j.owner)
+	}
+	if j.alive != core.Alive {
+		// Not a live holder's: before anything may reclaim it, or wait
+		// for it to age, it must be a lock at all. (A live holder's
+		// directory is not listed: that is the common case under
+		// contention, and nothing there will be deleted.)
+		why, err := foreignDir(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return judgement{verdict: vanished, why: "lock vanished"}
+		case why != "":
+			return judgement{verdict: foreign, fi: fi, owner: j.owner, why: why}
+		case err != nil:
+			j.verdict = live
+			j.why = "the lock directory cannot be listed: " + err.Error()
+			return j
+		}
+	}
 	if j.owner == nil || j.owner.PID <= 0 {
 		j.why = "no owner record (or an unusable one)"
 		return p.byAge(j)
 	}
-	j.alive = proc.Judge(j.owner)
 	switch j.alive {
 	case core.Dead:
 		j.verdict = stale

@@ -70,17 +70,45 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 	if !same {
 		// Not what we judged: someone's fresh lock. Put it back where it
 		// was, unless the path has been taken again meanwhile; then its
-		// holder's heartbeat finds the lock gone and reports it lost.
+		// holder's heartbeat finds the lock gone and reports it lost, and
+		// the tomb is deleted only if it is a lock.
 		if err := renameNoReplace(tomb, path); err != nil {
-			os.RemoveAll(tomb)
+			if fi, lerr := os.Lstat(tomb); lerr == nil {
+				if why, cerr := foreignContent(tomb, fi); why == "" && cerr == nil {
+					removeTomb(tomb, fi.IsDir())
+				}
+			}
 		}
 		return changed, nil
 	}
-	if err := removeTomb(tomb); err != nil && !isRemoveContention(err) {
+	// What was moved is the object judged; its content is judged again
+	// before anything is deleted: something may have been put into it
+	// since.
+	if why, err := foreignContent(tomb, fi); why != "" || err != nil {
+		if why == "" {
+			why = "its content could not be checked: " + err.Error()
+		}
+		return changed, putBack(path, tomb, why)
+	}
+	if err := removeTomb(tomb, fi.IsDir()); err != nil && !isRemoveContention(err) {
+		if errors.Is(err, errNotLock) {
+			// Something arrived between the check and the delete.
+			return removed, putBack(path, tomb, "files that are not a lock's arrived in it")
+		}
 		// The lock path is free already; the tomb is litter, not a lock.
 		return removed, err
 	}
 	return removed, nil
+}
+
+// putBack returns what a removal moved aside and then found not to be a
+// lock to where it was. If the lock path has been taken again meanwhile,
+// it stays at its tomb name, and the error says where.
+func putBack(path, tomb, why string) error {
+	if err := renameNoReplace(tomb, path); err != nil {
+		return foreignError("remove", path, why+"; it was left, untouched, at "+tomb)
+	}
+	return foreignError("remove", path, why)
 }
 
 // expect is what the owner record of a judged lock must still be for it
@@ -103,14 +131,30 @@ func (e expect) tokenIn(raw []byte) bool {
 	return got == e.token
 }
 
-// removeTomb deletes a moved-aside lock: normally an owner record and the
-// directory, two calls; anything else falls back to RemoveAll.
-func removeTomb(tomb string) error {
-	os.Remove(filepath.Join(tomb, OwnerFile))
-	if err := rmdir(tomb); err == nil || errors.Is(err, fs.ErrNotExist) {
+// errNotLock reports a tomb that held more than a lock when it was to be
+// deleted.
+var errNotLock = errors.New("not a lock")
+
+// removeTomb deletes a moved-aside lock, already judged to be one: an
+// owner record and the directory, two calls, or the plain file. It never
+// deletes anything else: a directory that is not empty once its record is
+// gone fails with errNotLock and stays.
+func removeTomb(tomb string, isDir bool) error {
+	if !isDir {
+		if err := os.Remove(tomb); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		return nil
 	}
-	return os.RemoveAll(tomb)
+	os.Remove(filepath.Join(tomb, OwnerFile))
+	err := rmdir(tomb)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if isNotEmpty(err) {
+		return errNotLock
+	}
+	return err
 }
 
 // randomHex returns n random bytes in hex.

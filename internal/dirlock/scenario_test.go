@@ -277,31 +277,38 @@ func TestUnreadableOwnerWaits(t *testing.T) {
 	}
 }
 
-// A corrupt record is readable but meaningless: the age rule decides.
-func TestCorruptOwnerJudgedByAge(t *testing.T) {
+// A corrupt record does not prove a lock: the directory is refused at
+// once, however old, and nothing is deleted.
+func TestCorruptOwnerIsNotALock(t *testing.T) {
 	path := lockIn(t)
 	os.Mkdir(path, 0o777)
-	os.WriteFile(filepath.Join(path, OwnerFile), []byte(`{"pid": 12, "tok`), 0o644)
+	corrupt := []byte(`{"pid": 12, "tok`)
+	os.WriteFile(filepath.Join(path, OwnerFile), corrupt, 0o644)
+	backdate(t, path, time.Hour)
 	p := New(Config{Stale: time.Second, Grace: time.Second})
-	mustBusy(t, p, path)
-	backdate(t, path, 5*time.Second)
-	mustTake(t, p, path)
+	mustForeign(t, p, path, "not a lock record")
+	if b, err := os.ReadFile(filepath.Join(path, OwnerFile)); err != nil || string(b) != string(corrupt) {
+		t.Fatalf("owner.json after the refusal: %q, %v", b, err)
+	}
 }
 
-// A plain file at the lock path is a leftover, reclaimed by age.
+// An empty plain file, or one holding a lock record, at the lock path is
+// a leftover, reclaimed by age.
 func TestPlainFileLeftover(t *testing.T) {
-	path := lockIn(t)
-	os.WriteFile(path, []byte("4242\n"), 0o644)
-	p := New(Config{Stale: time.Second, Grace: time.Second})
-	e := mustBusy(t, p, path)
-	if !strings.Contains(e.Hint, "leftover file") {
-		t.Errorf("busy error does not name the leftover: %v", e)
-	}
-	backdate(t, path, 5*time.Second)
-	mustTake(t, p, path)
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.IsDir() {
-		t.Fatalf("lock path after reclaim: %v %v", fi, err)
+	for _, content := range []string{"", `{"pid":4242,"token":"t","started_at":"2026-11-30T12:00:00Z"}`} {
+		path := lockIn(t)
+		os.WriteFile(path, []byte(content), 0o644)
+		p := New(Config{Stale: time.Second, Grace: time.Second})
+		e := mustBusy(t, p, path)
+		if !strings.Contains(e.Hint, "leftover file") {
+			t.Errorf("busy error does not name the leftover: %v", e)
+		}
+		backdate(t, path, 5*time.Second)
+		mustTake(t, p, path)
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.IsDir() {
+			t.Fatalf("lock path after reclaim: %v %v", fi, err)
+		}
 	}
 }
 

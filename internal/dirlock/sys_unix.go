@@ -171,3 +171,9 @@ func rmdir(path string) error {
 	}
 	return nil
 }
+
+// isNotEmpty reports the failure of rmdir on a directory that is not
+// empty (POSIX allows EEXIST for it too).
+func isNotEmpty(err error) bool {
+	return errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)
+}

@@ -119,3 +119,9 @@ func rmdir(path string) error { return os.Remove(path) }
 
 // yieldCPU: measured on Linux only (see sys_linux.go); nothing here.
 func yieldCPU() {}
+
+// isNotEmpty reports the failure of removing a directory that is not
+// empty.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, windows.ERROR_DIR_NOT_EMPTY)
+}

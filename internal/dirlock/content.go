@@ -1,0 +1,112 @@
+package dirlock
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// What the protocol may delete is decided here, and nowhere else. A lock
+// path is provably a lock, or a lock's leftover, when it is:
+//
+//   - an empty directory (proper-lockfile's lock, or one of ours between
+//     mkdir and stamp);
+//   - a directory holding only an owner record (owner.json that is empty,
+//     as a crash between its creation and its write leaves it, or a lock
+//     record: core.IsLockRecord);
+//   - an empty plain file, or one holding a lock record (a leftover of a
+//     tool that locked with an O_EXCL file of the same name).
+//
+// Anything else there (a directory of photos, a data file, a symlink, a
+// FIFO) is the user's: it is never deleted, never waited on, and every
+// attempt to lock it fails at once with core.ErrForeign. The content is
+// judged before a reclaim moves anything aside, and again, on what was
+// moved, before anything is deleted (removeIfSame).
+
+// maxEntries bounds how much of a directory is listed to judge it: a lock
+// directory holds at most its owner record.
+const maxEntries = 8
+
+// foreignContent returns why what is at path (fi its Lstat) is not a lock,
+// or "" when it is one (see above). err reports a look that failed; a path
+// that cannot be examined is not judged foreign on that alone.
+func foreignContent(path string, fi os.FileInfo) (why string, err error) {
+	switch {
+	case fi.IsDir():
+		return foreignDir(path)
+	case !fi.Mode().IsRegular():
+		return "a " + kindOf(fi.Mode()) + " is at the lock path", nil
+	}
+	b, err := readSmallFile(path, core.MaxRecordSize+1)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "a file hold cannot read is at the lock path", nil
+	}
+	if len(b) == 0 || core.IsLockRecord(b) {
+		return "", nil
+	}
+	return fmt.Sprintf("a file of %d bytes that is not a lock record is at the lock path", fi.Size()), nil
+}
+
+// foreignDir is foreignContent for a directory.
+func foreignDir(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	names, err := f.Readdirnames(maxEntries)
+	f.Close()
+	if err != nil && len(names) == 0 {
+		if errors.Is(err, io.EOF) {
+			return "", nil
+		}
+		return "", err
+	}
+	var others []string
+	for _, n := range names {
+		if n != OwnerFile {
+			others = append(others, n)
+			continue
+		}
+		b, err := readSmallFile(filepath.Join(path, n), core.MaxRecordSize+1)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // withdrawn meanwhile
+			}
+			return "", err
+		}
+		if len(b) > 0 && !core.IsLockRecord(b) {
+			return "the directory's " + OwnerFile + " is not a lock record", nil
+		}
+	}
+	if len(others) == 0 {
+		return "", nil
+	}
+	more := ""
+	if len(names) == maxEntries {
+		more = ", …"
+	}
+	return fmt.Sprintf("the directory holds files that are not a lock's (%s%s)", strings.Join(quoteAll(others), ", "), more), nil
+}
+
+func quoteAll(s []string) []string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return q
+}
+
+// foreignError is the error for a lock path holding what is not a lock.
+func foreignError(op, path, why string) error {
+	return &core.Error{Op: op, Path: path, Err: core.ErrForeign,
+		Hint: why + "; hold never deletes or waits on such a thing. Choose another lock path (another target, --lock-file or --name), or move it away if it is yours to move"}
+}
