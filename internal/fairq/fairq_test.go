@@ -324,8 +324,8 @@ func testTryAcquire(t *testing.T, design string) {
 // TestAbandonedTicketsAreSkipped (ticket files) simulates crashes: a ticket file created
 // but never locked (a crash between creating and locking it), a gap in the
 // numbers (a crash between writing the counter and creating the ticket),
-// and a damaged counter. A waiter must go straight past all of them and
-// clean up.
+// and an empty counter (a crash between creating it and its first write).
+// A waiter must go straight past all of them and clean up.
 func TestAbandonedTicketsAreSkipped(t *testing.T) {
 	path := lockPath(t)
 	q := path + QueueSuffix
@@ -337,7 +337,7 @@ func TestAbandonedTicketsAreSkipped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(q, counterName), []byte("garbage"), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(q, counterName), nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -356,6 +356,40 @@ func TestAbandonedTicketsAreSkipped(t *testing.T) {
 	}
 	if n, ok := parseTicket(strings.TrimSpace(string(b))); !ok || n != 8 {
 		t.Fatalf("counter is %q, want ticket 8 (above every ticket found)", b)
+	}
+}
+
+// TestForeignQueueDirectory (ticket files): a directory at the queue's
+// path that is not a queue, or whose counter holds something else, is
+// refused with ErrForeign, and nothing is created or written in it.
+func TestForeignQueueDirectory(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"user's directory": {"notes.txt": "mine"},
+		"foreign counter":  {counterName: "not a number"},
+	} {
+		path := lockPath(t)
+		q := path + QueueSuffix
+		if err := os.Mkdir(q, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		for f, c := range files {
+			if err := os.WriteFile(filepath.Join(q, f), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := newProtocol(ticketsDesign).TryAcquire(request(path))
+		if !errors.Is(err, core.ErrForeign) {
+			t.Fatalf("%s: got %v, want ErrForeign", name, err)
+		}
+		entries, _ := os.ReadDir(q)
+		if len(entries) != len(files) {
+			t.Fatalf("%s: the directory now holds %v", name, entries)
+		}
+		for f, c := range files {
+			if b, _ := os.ReadFile(filepath.Join(q, f)); string(b) != c {
+				t.Fatalf("%s: %s now holds %q", name, f, b)
+			}
+		}
 	}
 }
 

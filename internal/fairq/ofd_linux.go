@@ -3,6 +3,7 @@ package fairq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -186,8 +187,40 @@ func openOFDQueue(path string) (*ofdQueue, error) {
 		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrNotRegular,
 			Hint: "the fair queue must be a regular file; remove what is there"}
 	}
+	if why := notQueueFile(fd); why != "" {
+		unix.Close(fd)
+		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrForeign,
+			Hint: why + "; hold writes only into a queue file of its own. Choose another lock path, or move it away if it is yours to move"}
+	}
 	q.fd, q.id = fd, id
 	return q, nil
+}
+
+// notQueueFile returns why the open file fd is not a fair queue file of
+// hold's, or "". A queue file holds at most its counter line, a ticket
+// number and a newline (the tickets themselves are byte-range locks, not
+// data), and has one link. Anything else at its name is someone's data,
+// which the counter's write would damage.
+func notQueueFile(fd int) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "it cannot be examined: " + err.Error()
+	}
+	if st.Nlink != 1 {
+		return fmt.Sprintf("it has %d hard links", st.Nlink)
+	}
+	if st.Size == 0 {
+		return ""
+	}
+	var buf [ticketDigits + 2]byte
+	n, _ := unix.Pread(fd, buf[:], 0)
+	if st.Size != ticketDigits+1 || n != ticketDigits+1 || buf[ticketDigits] != '\n' {
+		return fmt.Sprintf("it holds %d bytes that are not a queue counter", st.Size)
+	}
+	if _, ok := parseTicket(string(buf[:ticketDigits])); !ok {
+		return "it holds something other than a queue counter"
+	}
+	return ""
 }
 
 // lock is one F_OFD_* call on n bytes at off.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,14 +59,12 @@ func TestOFDQueueFileRefusesSymlink(t *testing.T) {
 	}
 }
 
-// TestOFDDamagedCounter: a counter that went back or was damaged must not
-// hand out a ticket a waiter still holds, nor let a newcomer pass a queued
-// waiter.
-func TestOFDDamagedCounter(t *testing.T) {
+// TestOFDForeignQueueFile: a queue file that holds something other than
+// a counter is not hold's: newcomers are refused with ErrForeign and it is
+// not written, while the waiter already queued is not disturbed.
+func TestOFDForeignQueueFile(t *testing.T) {
 	path := lockPath(t)
 	p := newProtocol(ofdDesign)
-	// Some acquisitions first, so that the queued waiter's ticket is well
-	// above where a counter that restarted from zero would begin.
 	for i := 0; i < 5; i++ {
 		h, err := p.TryAcquire(request(path))
 		if err != nil {
@@ -85,23 +82,21 @@ func TestOFDDamagedCounter(t *testing.T) {
 		firstDone <- err
 	}()
 	waitFor(t, "first waiter is queued", func() bool { return len(lockedSlots(t, path)) == 1 })
-	if err := os.WriteFile(path+queueFileSuffix, []byte("garbage!"), 0o666); err != nil {
+	foreign := []byte("garbage!")
+	if err := os.WriteFile(path+queueFileSuffix, foreign, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
-		t.Fatalf("TryAcquire past a queued waiter: got %v, want ErrBusy", err)
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrForeign) {
+		t.Fatalf("TryAcquire with a foreign queue file: got %v, want ErrForeign", err)
 	}
-	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, core.ErrTimeout) {
-		t.Fatalf("second waiter: got %v, want a timeout behind the first", err)
+	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, core.ErrForeign) {
+		t.Fatalf("Acquire with a foreign queue file: got %v, want ErrForeign", err)
 	}
 	b, err := os.ReadFile(path + queueFileSuffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, ok := parseTicket(strings.TrimSpace(string(b[:ticketDigits]))); !ok || n < 7 {
-		t.Fatalf("counter %q: want a ticket above the queued one", b)
+	if err != nil || string(b) != string(foreign) {
+		t.Fatalf("queue file now %q, %v; want it untouched", b, err)
 	}
 	if err := main.Release(); err != nil {
 		t.Fatal(err)

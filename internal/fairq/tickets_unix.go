@@ -5,6 +5,7 @@ package fairq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 
@@ -115,8 +116,41 @@ func openQueue(lockPath string) (*queue, error) {
 	if err != nil {
 		return nil, q.error("open queue", err)
 	}
+	if why := notQueueDir(fd); why != "" {
+		unix.Close(fd)
+		return nil, &core.Error{Op: "open queue", Path: dir, Err: core.ErrForeign,
+			Hint: why + "; hold creates files only in a queue directory of its own. Choose another lock path, or move it away if it is yours to move"}
+	}
 	q.dfd = fd
 	return q, nil
+}
+
+// notQueueDir returns why the open directory dfd is not a queue of
+// hold's, or "". A queue holds its counter and ticket files; one with a
+// counter is taken as one (the counter's content is checked when it is
+// read), and one without is listed: empty, it is a new queue, and any
+// name that is not a ticket's makes it someone else's directory.
+func notQueueDir(dfd int) string {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, counterName, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+			return "its " + counterName + " is not a plain file of its own"
+		}
+		return ""
+	}
+	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "it cannot be listed: " + err.Error()
+	}
+	d := os.NewFile(uintptr(fd), "queue")
+	defer d.Close()
+	names, _ := d.Readdirnames(16)
+	for _, n := range names {
+		if _, ok := parseTicket(n); !ok {
+			return fmt.Sprintf("it holds %q, which is not a queue's", n)
+		}
+	}
+	return ""
 }
 
 func (q *queue) close() { unix.Close(q.dfd) }
@@ -148,9 +182,15 @@ func (q *queue) join(ctx context.Context) (*ticket, error) {
 		return nil, q.error("read queue counter", err)
 	}
 	last, ok := parseTicket(string(buf[:min(n, ticketDigits)]))
+	if !ok && n > 0 {
+		// Not a counter hold wrote: someone's file, which the counter's
+		// write would damage.
+		return nil, &core.Error{Op: "open queue", Path: q.dir, Err: core.ErrForeign,
+			Hint: "its " + counterName + " is not a queue counter; hold writes only into a queue of its own. Choose another lock path, or move it away if it is yours to move"}
+	}
 	if !ok {
-		// A new queue, or a counter someone damaged: start above every
-		// ticket on disk, so that numbers still only grow.
+		// A new queue: start above every ticket on disk, so that numbers
+		// still only grow.
 		if last, err = q.maxTicket(); err != nil {
 			return nil, err
 		}
