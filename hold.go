@@ -22,8 +22,6 @@
 package hold
 
 import (
-	"errors"
-
 	"github.com/hold-dev/hold/internal/core"
 )
 
@@ -157,5 +155,5 @@ var (
 	ErrNoToken = core.ErrNoToken
 	// ErrLockIsTarget: Update or Append was asked to lock the very file
 	// it changes (LockFile naming the target). Nothing is written.
-	ErrLockIsTarget = errors.New("the lock file is the file being changed")
+	ErrLockIsTarget = core.ErrLockIsTarget
 )

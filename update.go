@@ -3,8 +3,6 @@ package hold
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
@@ -88,9 +86,8 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 // Release is reported when body succeeded.
 func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, opts []Option, body func(c *config, l *Lock) error) (err error) {
 	c := newConfig(opts)
-	if c.lockFile != "" && sameFile(c.lockFile, path) {
-		return &Error{Op: op, Path: path, Err: ErrLockIsTarget,
-			Hint: "an " + op + " replaces or extends the file, so a lock on the file itself would guard nothing, and hold never writes into it; lock a separate file (the default " + path + ".lock, another LockFile, or Named)"}
+	if err := atomicfile.CheckLockFile(op, path, c.lockFile); err != nil {
+		return err
 	}
 	precheck := func() error {
 		_, err := atomicfile.Locate(fsys, path)
@@ -135,20 +132,4 @@ func fileError(op, path string, err error) error {
 		return relabel(op, err)
 	}
 	return &Error{Op: op, Path: path, Err: err, Hint: atomicfile.Hint(err)}
-}
-
-// sameFile reports whether two paths name one file: the same path, or,
-// when both exist, the same file by identity (a hard link, a symlink).
-func sameFile(a, b string) bool {
-	if aa, err := filepath.Abs(a); err == nil {
-		if bb, err := filepath.Abs(b); err == nil && aa == bb {
-			return true
-		}
-	}
-	ai, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	bi, err := os.Stat(b)
-	return err == nil && os.SameFile(ai, bi)
 }

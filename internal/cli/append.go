@@ -87,6 +87,9 @@ func runAppend(args []string) int {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
+	if err := atomicfile.CheckLockFile(op, file, lf.lockFile); err != nil {
+		return fail(op, err, lf.conflictExit)
+	}
 	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
 		return fail(op, fileError(op, file, err), lf.conflictExit)
 	}

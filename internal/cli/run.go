@@ -112,6 +112,12 @@ func splitRunArgs(rest []string, argsBeforeDash int, shell string, shellSet bool
 		// "--" came before any positional argument: no TARGET.
 		target = ""
 	} else {
+		if len(rest) == 0 && shellSet && shell != "" {
+			// `hold run --lock-file F -c 'cmd'`, as `flock F -c 'cmd'`:
+			// no TARGET (resolve says so if --lock-file or --name is
+			// missing too).
+			return "", shellCommand(shell), nil
+		}
 		if len(rest) == 0 {
 			return "", nil, usagef("missing TARGET and COMMAND: hold run [flags] TARGET -- COMMAND [ARGS...]")
 		}

@@ -39,6 +39,9 @@ var (
 	// not hold's to write (another user's, foreign content), or its
 	// protocol keeps none.
 	ErrNoToken = errors.New("no fencing token")
+	// ErrLockIsTarget means an update or append was asked to lock the
+	// very file it changes.
+	ErrLockIsTarget = errors.New("the lock file is the file being changed")
 )
 
 // Liveness says whether a lock holder's process still runs.

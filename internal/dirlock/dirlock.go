@@ -17,7 +17,9 @@
 // one, another host, a leftover of this very process) is stale when its
 // heartbeat is older than Stale, never younger than Grace. An owner record
 // that exists but cannot be read pins the lock live: unreadable is not
-// missing. A plain file at the lock path is a leftover, judged by age.
+// missing. An empty plain file, or one holding a lock record, at the lock
+// path is a leftover, judged by age. Anything else there is not a lock at
+// all (content.go): an error at once, never a wait or a delete.
 //
 // Reclaim is serialized behind a guard directory "<lock path>.recover"
 // (itself cleared once older than Grace) and deletes a lock only if what
