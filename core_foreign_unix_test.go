@@ -86,6 +86,7 @@ func TestReleaseLeavesNoPrivateData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Token() // the record is written once the token is asked for
 	held, _ := os.ReadFile(target + ".lock")
 	if !bytes.Contains(held, []byte("ACME-SECRET-PLAN")) || !bytes.Contains(held, []byte(`"command"`)) {
 		t.Fatalf("while held the record lacks the fields or the command: %s", held)
@@ -112,6 +113,7 @@ func TestReleaseLeavesNoPrivateData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Token()
 	if o := l.Owner(); len(o.Command) != 0 {
 		t.Errorf("OmitCommand: the record has the command %q", o.Command)
 	}

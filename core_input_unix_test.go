@@ -204,6 +204,7 @@ func TestForeignLockFileContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Token() // the record is written once the token is asked for
 	live, err := os.ReadFile(lockPath)
 	if err != nil {
 		t.Fatal(err)

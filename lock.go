@@ -2,10 +2,7 @@ package hold
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/hold-dev/hold/internal/core"
@@ -190,12 +187,13 @@ func (c *config) request(target string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.Self(), Logger: c.logger, BeforeCreate: c.beforeCreate,
+	// The owner's ID is left to the protocol: a kernel lock needs it only
+	// once its record is written, which a short hold never does.
+	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
 		Explicit: c.lockFile != ""}
 	if c.omitCommand || !proc.RecordCommand() {
 		req.Owner.Command = nil
 	}
-	req.Owner.ID = newID()
 	if len(c.fields) > 0 {
 		req.Owner.Fields = make(map[string]string, len(c.fields))
 		for k, v := range c.fields {
@@ -203,14 +201,4 @@ func (c *config) request(target string) (*Request, error) {
 		}
 	}
 	return req, nil
-}
-
-// newID returns a random acquisition id: 16 bytes, hex.
-func newID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		// crypto/rand does not fail on supported platforms (Go 1.24+).
-		panic(fmt.Sprintf("hold: crypto/rand: %v", err))
-	}
-	return hex.EncodeToString(b[:])
 }

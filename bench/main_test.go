@@ -31,7 +31,8 @@ func TestSuiteSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 2 | hold |", "| 2 | hold fair |", "| 2 | flock(2) |", "## Goals"} {
+	for _, want := range []string{"| 2 | hold |", "| 2 | hold fair |", "| 2 | flock(2) |", "## Goals",
+		"## Headline", "| uncontended Acquire+Release, in process", "| hand-offs/s, 2 processes"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, b)
 		}

@@ -83,7 +83,7 @@ func machine() string {
 	return fmt.Sprintf("%s, %d CPUs, %s, %s/%s", kernel, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-func writeTable(path string, results []*result, list []impl, counts []int, cmdline, load string, notes []string, took time.Duration) error {
+func writeTable(path string, head *headline, results []*result, list []impl, counts []int, cmdline, load string, notes []string, took time.Duration) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# hold benchmark results\n\n")
 	fmt.Fprintf(&b, "Command: `cd bench && %s` (took %s, %s).  \n", cmdline, took.Round(time.Second), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
@@ -91,6 +91,8 @@ func writeTable(path string, results []*result, list []impl, counts []int, cmdli
 	for _, note := range notes {
 		fmt.Fprintf(&b, "Note: %s.\n\n", note)
 	}
+	writeHeadline(&b, head, results, counts)
+	fmt.Fprintf(&b, "## Every implementation\n\n")
 	fmt.Fprintf(&b, "Each row: N worker processes take one lock in a loop around a tiny critical section ")
 	fmt.Fprintf(&b, "(read a 20-digit counter and write it back incremented, in place). ")
 	fmt.Fprintf(&b, "*Wait* is from asking for the lock to holding it; *hold* from holding it to the release returning. ")

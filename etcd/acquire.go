@@ -147,6 +147,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		return nil, err
 	}
 	w := &waiter{p: p, req: req, prefix: req.Path + "/", owner: req.Owner}
+	if w.owner.ID == "" {
+		w.owner.ID = core.NewID()
+	}
 	w.owner.Protocol = "etcd"
 	w.owner.Shared = false
 	w.owner.Fence = 0

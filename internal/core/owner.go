@@ -6,6 +6,8 @@ package core
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"slices"
@@ -280,4 +282,11 @@ func mayNameFence(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// NewID returns a random acquisition id for Owner.ID: 16 bytes, in hex.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails on supported platforms (Go 1.24+)
+	return hex.EncodeToString(b[:])
 }

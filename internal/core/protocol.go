@@ -15,8 +15,10 @@ type Request struct {
 	// Shared asks for a shared (reader) hold instead of an exclusive one.
 	Shared bool
 	// Owner is the record to publish once the lock is held. The caller fills
-	// in who it is (PID, Host, ID, ProcStart, Command, Fields); the protocol
-	// sets StartedAt, Fence, Shared and Protocol.
+	// in who it is (PID, Host, ProcStart, Command, Fields); the protocol
+	// sets StartedAt, Fence, Shared and Protocol, and the ID (NewID) when
+	// the caller left it empty. Command may be shared with other requests:
+	// it is only read.
 	Owner Owner
 	// Logger receives debug events when the caller asked for them; nil
 	// means silence.

@@ -300,3 +300,10 @@ func IsLockRecord(b []byte) bool {
 	o, ok := Decode(b)
 	return ok && o.PID > 0 && (o.ID != "" || !o.StartedAt.IsZero())
 }
+
+// IsPastRecord reports whether a record (one IsRecord accepts) says that
+// its holder has let go: "released" is true.
+func IsPastRecord(b []byte) bool {
+	s := scanner{b: b}
+	return s.lit(`{"fence":`) && s.uint(math.MaxUint64) && s.lit(`,"released":true`)
+}

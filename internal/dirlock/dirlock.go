@@ -182,7 +182,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	start := time.Now()
 	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner}
 	if a.owner.ID == "" {
-		a.owner.ID = randomHex(16)
+		a.owner.ID = core.NewID()
 	}
 	a.owner.Protocol = "dir"
 	a.owner.Shared = false

@@ -9,3 +9,7 @@ func fileType(fd int) (fileInfo, error) { return fstatType(fd) }
 // pathID returns the device and inode of path itself (not following a
 // final symlink).
 func pathID(path string) (fileKey, error) { return lstatID(path) }
+
+// kernelNamesHolders: nothing but the owner record can name a holder
+// here, so it is written at once.
+const kernelNamesHolders = false

@@ -78,16 +78,31 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		f.close()
 		return nil, lockError(req.Path, err)
 	}
-	h := &handle{f: f, path: req.Path, owner: req.Owner}
+	h := &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
-	if err := h.publish(writable, req.Explicit); err != nil {
+	eager, err := h.judge(req.Explicit)
+	if err != nil {
 		h.Release()
 		return nil, err
 	}
+	switch {
+	case eager:
+		h.mu.Lock()
+		h.publishLocked()
+		h.mu.Unlock()
+	case !req.Shared && h.tokenErr == nil && !kernelNamesHolders:
+		// Nothing but the record can name this holder to others.
+		h.mu.Lock()
+		h.publishLocked()
+		h.mu.Unlock()
+	case !req.Shared && h.tokenErr == nil:
+		lazy.add(h)
+		h.timer = time.AfterFunc(recordDelay, h.publishLate)
+	}
 	if req.Logger != nil {
-		req.Logger.Debug("hold: acquired", "path", req.Path, "fence", h.owner.Fence, "shared", req.Shared)
+		req.Logger.Debug("hold: acquired", "path", req.Path, "shared", req.Shared)
 	}
 	return h, nil
 }
@@ -126,28 +141,51 @@ func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, er
 
 // handle is one held kernel lock.
 type handle struct {
-	f     *lockFile
-	path  string
+	f        *lockFile
+	path     string
+	writable bool // the lock file was opened for writing
+
+	mu    sync.Mutex
 	owner core.Owner
+	// published: the record was written, or it was decided that none
+	// will be (see publishLocked).
+	published bool
+	// timer writes the record once the hold has lasted recordDelay.
+	timer *time.Timer
 	// recordLen is the length of the record this holder wrote, 0 when it
 	// wrote none.
 	recordLen int
 	// tokenErr says why this holder has no token (see TokenError).
 	tokenErr error
-
-	mu       sync.Mutex
 	released bool
 	lost     bool          // Check found the lock file removed or replaced
 	lostCh   chan struct{} // made by the first Lost call
 }
 
-func (h *handle) Fence() uint64 { return h.owner.Fence }
+// Fence returns the fencing token, writing the record first if it was not
+// written yet: a token is handed out only together with the record that
+// makes the next holder's larger.
+func (h *handle) Fence() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publishLocked()
+	return h.owner.Fence
+}
 
 // TokenError says why Fence is 0, or nil when it is a token.
-func (h *handle) TokenError() error { return h.tokenErr }
+func (h *handle) TokenError() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publishLocked()
+	return h.tokenErr
+}
 
-// Owner returns a copy of the published record; the caller may change it.
+// Owner returns a copy of the published record (writing it first if it
+// was not yet); the caller may change the copy.
 func (h *handle) Owner() *core.Owner {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publishLocked()
 	o := h.owner
 	o.Command = append([]string(nil), o.Command...)
 	if o.Fields != nil {
@@ -220,6 +258,12 @@ func (h *handle) Release() error {
 		return nil
 	}
 	h.released = true
+	if h.timer != nil {
+		h.timer.Stop()
+		if !h.published {
+			lazy.remove(h)
+		}
+	}
 	h.erase()
 	uerr, cerr := h.f.release()
 	if uerr != nil {

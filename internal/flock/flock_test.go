@@ -152,6 +152,7 @@ func TestRecordRewrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		h.Fence() // the record is written once the token is asked for
 		return h.(*handle)
 	}
 	check := func(what string, wantSize int64, fence uint64) {
@@ -274,6 +275,7 @@ func TestFileAndRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.Fence() // the record is written once the token is asked for
 	hf, ok := h.(interface{ File() *os.File })
 	if !ok {
 		t.Fatal("a kernel lock handle has no File")
@@ -363,6 +365,7 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.Fence() // the record is written once the token is asked for
 	if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte(`"released":false`)) {
 		t.Fatalf("a held lock's record: %s", b)
 	}

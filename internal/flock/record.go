@@ -89,6 +89,22 @@ func lastFence(size int64, raw []byte) uint64 {
 // locked without being written, as flock(1) locks it. A file this process
 // may not write, or another user's when running as root, is locked without
 // a record too, whatever the path.
+//
+// The record is written lazily. An acquisition takes the lock and judges
+// the file (usually without reading it, see verified); the record and the
+// token are written when someone asks for them (Fence, Owner: `hold run`
+// does, for HOLD_TOKEN), or once the hold has lasted recordDelay. A short
+// hold that nobody asks about costs what gofrs/flock's does: open, statx,
+// flock, close. Whoever looks in the meantime still never names a past
+// holder: the file then holds a past record (released), or nothing, and
+// readers fall back to the pids the kernel reports (/proc/locks). A file
+// holding a live record (its writer was killed) is rewritten at once, so
+// that nobody reads the dead writer as the holder.
+
+// recordDelay is how long a hold lasts before its record is written
+// unasked: long enough that a tight loop of short holds never writes,
+// short enough that a hold anyone waits on is soon named.
+const recordDelay = 2 * time.Millisecond
 
 // foreign returns why the lock file f, whose content is raw (size bytes;
 // raw is nil when it was too large to read), is not hold's, or "".
@@ -114,12 +130,15 @@ func foreignError(path, why string) error {
 // checkForeign is the look at a derived lock path before waiting on it:
 // a file hold would refuse once it held the lock is refused at once, not
 // after a wait. It reads the file without the lock, which is enough to
-// refuse data (the check under the lock, in publish, decides writing).
+// refuse data (the check under the lock decides writing).
 func checkForeign(f *lockFile, path string) error {
+	if f.linkCount() == 1 && verified.has(f) {
+		return nil
+	}
 	var buf [readSize]byte
 	size, raw, err := readRecord(f, buf[:])
 	if err != nil {
-		return nil // publish reads again and reports it
+		return nil // the check under the lock reads again and reports it
 	}
 	if why := foreign(f, size, raw); why != "" {
 		return foreignError(path, why)
@@ -127,41 +146,87 @@ func checkForeign(f *lockFile, path string) error {
 	return nil
 }
 
-// publish stamps the owner record and, for an exclusive hold, the next
-// fencing token, when the lock file is hold's to write (see above). Where
-// it is not, the lock is kept with no record and no token (Fence 0), and
-// tokenErr says why; for a derived lock path holding foreign content it
-// returns ErrForeign instead, and the caller lets the lock go.
-func (h *handle) publish(writable, explicit bool) error {
+// judge decides, once the lock is held, what this holder may do with the
+// file: for a derived path holding what is not hold's it returns
+// ErrForeign (the caller lets the lock go); for an explicit one it notes
+// that no record will be written. eager asks for the record at once: the
+// file holds a live record, whose writer is gone (its lock is ours now).
+func (h *handle) judge(explicit bool) (eager bool, err error) {
+	f := h.f
+	if f.linkCount() == 1 && verified.has(f) {
+		return false, nil
+	}
+	var buf [readSize]byte
+	size, raw, err := readRecord(f, buf[:])
+	if err != nil {
+		return false, &core.Error{Op: "read owner record", Path: h.path, Err: err}
+	}
+	if why := foreign(f, size, raw); why != "" {
+		if !explicit {
+			return false, foreignError(h.path, why)
+		}
+		h.foreign(why)
+		return false, nil
+	}
+	if size == 0 || core.IsPastRecord(raw) {
+		verified.add(f)
+		return false, nil
+	}
+	return true, nil
+}
+
+// foreign notes that the lock file is not hold's: no record, no token.
+func (h *handle) foreign(why string) {
+	h.noRecord(why + ", so hold locks it without writing an owner record")
+	h.tokenErr.(*core.Error).Err = fmt.Errorf("%w: %w", core.ErrNoToken, core.ErrForeign)
+	h.published = true
+}
+
+// publishLate is the timer's: the hold has lasted recordDelay.
+func (h *handle) publishLate() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publishLocked()
+}
+
+// publishLocked writes the owner record and, for an exclusive hold, the
+// next fencing token, once, if the lock file is hold's to write (see
+// above); a shared holder only reads the last token. Where the file is
+// not hold's to write, the lock is kept with no record and no token
+// (Fence 0), and tokenErr says why. The content is judged again here,
+// under the lock, from what is read for the token: this is the check that
+// licenses the write. Called with h.mu held.
+func (h *handle) publishLocked() {
+	if h.published || h.released {
+		return
+	}
+	h.published = true
+	if h.timer != nil {
+		lazy.remove(h)
+	}
 	var buf [readSize]byte
 	size, raw, err := readRecord(h.f, buf[:])
 	if err != nil {
-		return &core.Error{Op: "read owner record", Path: h.path, Err: err}
+		h.tokenErr = &core.Error{Op: "read owner record", Path: h.path, Err: err}
+		return
 	}
 	if why := foreign(h.f, size, raw); why != "" {
-		if !explicit {
-			return foreignError(h.path, why)
-		}
-		h.noRecord(why + ", so hold locks it without writing an owner record")
-		h.tokenErr.(*core.Error).Err = fmt.Errorf("%w: %w", core.ErrNoToken, core.ErrForeign)
-		return nil
-	}
-	switch {
-	case !writable:
-		h.noRecord("this process may not write the lock file, so it holds no owner record of this holder")
-		if h.owner.Shared {
-			// A reader's token is only informative: the last one written.
-			h.owner.Fence, h.tokenErr = lastFence(size, raw), nil
-		}
-		return nil
-	case h.f.otherUsers():
-		h.noRecord("the lock file belongs to another user, and hold running as root does not write into it")
-		return nil
+		h.foreign(why)
+		return
 	}
 	last := lastFence(size, raw)
 	if h.owner.Shared {
+		// A reader's token is only informative: the last one written.
 		h.owner.Fence = last
-		return nil
+		return
+	}
+	switch {
+	case !h.writable:
+		h.noRecord("this process may not write the lock file, so it holds no owner record of this holder")
+		return
+	case h.f.otherUsers():
+		h.noRecord("the lock file belongs to another user, and hold running as root does not write into it")
+		return
 	}
 	if last == math.MaxUint64 {
 		// Only a forged record gets here; wrapping to 0 would break the
@@ -169,11 +234,14 @@ func (h *handle) publish(writable, explicit bool) error {
 		last--
 	}
 	h.owner.Fence = last + 1
+	if h.owner.ID == "" {
+		h.owner.ID = core.NewID()
+	}
 	b := h.owner.AppendEncode(buf[:0])
 	if len(b) > core.MaxRecordSize {
 		// The next holder would take it for a stranger's file.
-		return &core.Error{Op: "write owner record", Path: h.path, Err: fmt.Errorf("record of %d bytes is larger than %d", len(b), core.MaxRecordSize),
-			Hint: "the extra fields (Field, --field) are too large"}
+		h.noRecord(fmt.Sprintf("the owner record would be %d bytes, more than %d: the extra fields (Field, --field) are too large", len(b), core.MaxRecordSize))
+		return
 	}
 	pad := size - int64(len(b))
 	if pad > 0 && pad <= padSlack {
@@ -185,18 +253,16 @@ func (h *handle) publish(writable, explicit bool) error {
 		b = append(b, '\n')
 	}
 	if err := h.f.writeAt(b, 0); err != nil {
-		return &core.Error{Op: "write owner record", Path: h.path, Err: err}
+		h.noRecord("writing the owner record failed: " + err.Error())
+		return
 	}
 	// Only now: overwriting a record we failed to write would damage the
 	// previous holder's.
 	h.recordLen = len(b)
 	if size > int64(len(b)) {
 		// After a much longer record: cut it down to ours.
-		if err := h.f.truncate(int64(len(b))); err != nil {
-			return &core.Error{Op: "write owner record", Path: h.path, Err: err}
-		}
+		h.f.truncate(int64(len(b)))
 	}
-	return nil
 }
 
 // noRecord notes that this holder writes no record, and why.
@@ -212,7 +278,7 @@ func (h *handle) noRecord(why string) {
 // Nothing else of the holder stays on disk: not its command line, which
 // may carry secrets, nor its fields. One write of the same length covers
 // the whole record. Best effort: if it fails, the full record stays, and
-// the next holder overwrites it.
+// the next holder overwrites it at once (judge: a live record).
 func (h *handle) erase() {
 	if h.recordLen > 0 {
 		var buf [readSize]byte
@@ -228,6 +294,7 @@ func (h *handle) erase() {
 // when the record does not explain the lock (no record, or a recorded
 // holder that is not alive).
 func holderOf(f *lockFile, thorough bool) *core.Holder {
+	lazy.publish(f)
 	rec := readOwner(f)
 	leftover := rec != nil && rec.Released
 	h := &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
@@ -289,6 +356,9 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 	}
 	defer f.close()
 	state := probe(f)
+	if state != core.Free {
+		lazy.publish(f)
+	}
 	rec := readOwner(f)
 	if rec != nil {
 		st.Fence = rec.Fence

@@ -25,9 +25,11 @@ type lockFile struct {
 	path string
 	id   fileKey // the file's device and inode, from the open
 	// links and uid are the file's link count and owner at the open:
-	// they decide whether hold may write its record into it (mayWrite).
+	// they decide whether hold may write its record into it.
 	links uint64
 	uid   uint32
+	// changed is the file's ctime and size at the open (see verified).
+	changed fileStamp
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -149,11 +151,19 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 
 // fileInfo is what the open of a lock file learns about it.
 type fileInfo struct {
-	mode  uint32 // S_IFMT bits
-	id    fileKey
-	links uint64
-	uid   uint32
+	mode    uint32 // S_IFMT bits
+	id      fileKey
+	links   uint64
+	uid     uint32
+	changed fileStamp
 }
+
+// fileStamp is a file's change time (nanoseconds) and size: what moves
+// whenever anyone writes to it.
+type fileStamp struct{ ctime, size int64 }
+
+// stamp returns the file's change time and size at the open.
+func (f *lockFile) stamp() (fileStamp, bool) { return f.changed, f.changed.ctime != 0 }
 
 // fstatType is fileType by fstat.
 func fstatType(fd int) (fileInfo, error) {
@@ -162,10 +172,11 @@ func fstatType(fd int) (fileInfo, error) {
 		return fileInfo{}, err
 	}
 	return fileInfo{
-		mode:  uint32(st.Mode) & unix.S_IFMT,
-		id:    fileKey{uint64(st.Dev), uint64(st.Ino)},
-		links: uint64(st.Nlink),
-		uid:   st.Uid,
+		mode:    uint32(st.Mode) & unix.S_IFMT,
+		id:      fileKey{uint64(st.Dev), uint64(st.Ino)},
+		links:   uint64(st.Nlink),
+		uid:     st.Uid,
+		changed: fileStamp{st.Ctim.Nano(), st.Size},
 	}, nil
 }
 
@@ -174,8 +185,12 @@ func fstatType(fd int) (fileInfo, error) {
 // another user made is theirs: hold locks it without writing into it, as
 // it does a file it may not write.
 func (f *lockFile) otherUsers() bool {
-	return unix.Geteuid() == 0 && f.uid != 0
+	return f.uid != 0 && euid() == 0
 }
+
+// euid is the process's effective user id, asked once: a process that
+// drops root later only makes otherUsers more careful than it need be.
+var euid = sync.OnceValue(unix.Geteuid)
 
 // links returns the file's link count at the open.
 func (f *lockFile) linkCount() uint64 { return f.links }
@@ -234,7 +249,7 @@ func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable
 		unix.Close(fd)
 		return nil, false, err
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid}, writable, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
@@ -251,7 +266,7 @@ func openForInspect(path string) (*lockFile, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid}, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed}, nil
 }
 
 // openRetry is open(2), retried when a signal interrupts it (possible on
@@ -378,3 +393,6 @@ func lockError(path string, err error) error {
 	}
 	return e
 }
+
+// key identifies the file for the verified cache.
+func (f *lockFile) key() fileKey { return f.id }

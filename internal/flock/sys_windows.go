@@ -74,6 +74,16 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 // file grants), so ownership is left to the file's access control.
 func (f *lockFile) otherUsers() bool { return false }
 
+// fileKey and fileStamp are what the verified cache keys on; Windows
+// gives no cheap change time at the open, so every acquisition reads the
+// file (stamp reports false).
+type (
+	fileKey   struct{ vol, idx uint64 }
+	fileStamp struct{ ctime, size int64 }
+)
+
+func (f *lockFile) stamp() (fileStamp, bool) { return fileStamp{}, false }
+
 // linkCount returns the file's number of hard links.
 func (f *lockFile) linkCount() uint64 {
 	var info windows.ByHandleFileInformation
@@ -208,3 +218,11 @@ func lockError(path string, err error) error {
 	}
 	return e
 }
+
+// key identifies the file for the verified cache (unused: stamp reports
+// false).
+func (f *lockFile) key() fileKey { return fileKey{} }
+
+// kernelNamesHolders: nothing but the owner record can name a holder on
+// Windows, so it is written at once.
+const kernelNamesHolders = false

@@ -35,6 +35,10 @@ func Self() core.Owner {
 	return o
 }
 
+// SelfShared is Self without the copy: its Command is shared by every
+// call and must not be modified (a protocol only encodes it).
+func SelfShared() core.Owner { return self() }
+
 // Hostname is this machine's host name as Self records it.
 func Hostname() string { return self().Host }
 

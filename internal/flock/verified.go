@@ -1,0 +1,87 @@
+package flock
+
+import "sync"
+
+// verified remembers lock files this process has read and found to be
+// hold's with no live record in them (empty, or a past record), by
+// identity and change time. An acquisition that finds the file unchanged
+// since then (same device, inode, ctime and size from the statx the open
+// makes anyway) need not read it again: that read was a fifth system call
+// on every acquisition. Any write to the file, by anyone, moves its ctime,
+// and the check under the lock that licenses writing (publishLocked) never
+// trusts this cache, so a stale entry can at worst delay the refusal of a
+// derived path that became foreign to the first write attempt.
+//
+// It is per process because what this process has read is a fact about
+// the process, like its pid; it is bounded, and simply emptied when full.
+var verified = fileCache{max: 256}
+
+type fileCache struct {
+	max int
+	mu  sync.Mutex
+	m   map[fileKey]fileStamp
+}
+
+// has reports whether f is unchanged since it was verified.
+func (c *fileCache) has(f *lockFile) bool {
+	st, ok := f.stamp()
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	got, found := c.m[f.key()]
+	c.mu.Unlock()
+	return found && got == st
+}
+
+// add remembers f as verified, as of its open.
+func (c *fileCache) add(f *lockFile) {
+	st, ok := f.stamp()
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = make(map[fileKey]fileStamp)
+	}
+	c.m[f.key()] = st
+	c.mu.Unlock()
+}
+
+// lazy lists the exclusive holders of this process whose record is not
+// written yet, by file. A waiter or Inspect in this process that finds
+// such a lock busy has the holder write its record first, so that it can
+// read it: within one process nobody ever sees a lazy holder as unknown.
+// (Other processes name it by the kernel's pid until recordDelay passes.)
+var lazy = holders{m: make(map[fileKey]*handle)}
+
+type holders struct {
+	mu sync.Mutex
+	m  map[fileKey]*handle
+}
+
+func (r *holders) add(h *handle) {
+	r.mu.Lock()
+	r.m[h.f.key()] = h
+	r.mu.Unlock()
+}
+
+// remove forgets h (not a newer holder of the same file).
+func (r *holders) remove(h *handle) {
+	r.mu.Lock()
+	if r.m[h.f.key()] == h {
+		delete(r.m, h.f.key())
+	}
+	r.mu.Unlock()
+}
+
+// publish has the lazy holder of f in this process, if any, write its
+// record now.
+func (r *holders) publish(f *lockFile) {
+	r.mu.Lock()
+	h := r.m[f.key()]
+	r.mu.Unlock()
+	if h != nil {
+		h.publishLate()
+	}
+}
