@@ -104,6 +104,8 @@ func appendLine(path, line string) error {
 //	CORE_SHARED=1     take a shared lock
 //	CORE_LOCKFILE     use exactly this lock file
 //	CORE_TRY=1        TryAcquire instead of waiting
+//	CORE_NO_TOKEN=1   never ask for the token (nor anything that writes
+//	                  the record)
 //	CORE_ABSENT       a file that must not exist once the lock is held (an
 //	                  exclusive holder's marker): exit 4 if it does
 //	CORE_MARK         a file to create while holding (removed before release)
@@ -146,7 +148,9 @@ func coreHoldWorker() int {
 		out.Encode(rep)
 		return 2
 	}
-	rep.Token = l.Token()
+	if os.Getenv("CORE_NO_TOKEN") != "1" {
+		rep.Token = l.Token()
+	}
 	if p := os.Getenv("CORE_ABSENT"); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			rep.Err = "acquired while " + p + " exists"
