@@ -206,6 +206,7 @@ func TestKilledHolderFreesWaiters(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	token := r.l.Token() // asked while held: tokens exist only with their record
 	if err := r.l.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +214,8 @@ func TestKilledHolderFreesWaiters(t *testing.T) {
 		t.Fatalf("waiting process: %v\n%s", err, waiter.out.String())
 	}
 	wr := waiter.report(t, hangBound)
-	if wr.Token <= hr.Token || r.l.Token() <= hr.Token || wr.Token == r.l.Token() {
-		t.Fatalf("tokens: killed holder %d, waiting process %d, waiting goroutine %d: want both above the holder's and distinct", hr.Token, wr.Token, r.l.Token())
+	if wr.Token <= hr.Token || token <= hr.Token || wr.Token == token {
+		t.Fatalf("tokens: killed holder %d, waiting process %d, waiting goroutine %d: want both above the holder's and distinct", hr.Token, wr.Token, token)
 	}
 }
 

@@ -102,6 +102,11 @@ func (l *Lock) Release() error { return l.h.Release() }
 // keeps a holder that was paused past losing its lock from doing harm. For a
 // shared hold it is the token of the last exclusive holder. Zero means no
 // token is available; TokenError says why.
+//
+// Ask while holding the lock. A kernel lock writes its record and token
+// only when they are asked for (or once it has been held a moment), so a
+// short hold nobody asks about costs no more than gofrs/flock's; asked
+// first after Release, Token is 0.
 func (l *Lock) Token() uint64 { return l.h.Fence() }
 
 // TokenError returns nil when Token is a fencing token, and otherwise an

@@ -141,10 +141,16 @@ func measureCLI(dir, holdBin string, runs int) (holdMed, flockMed time.Duration,
 	return median(hs), median(fs), nil
 }
 
-// buildHold builds cmd/hold into dir and returns the executable's path.
+// buildHold builds cmd/hold, from the hold module this suite is built
+// against, into dir and returns the executable's path.
 func buildHold(dir string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/hold-dev/hold").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the hold module: %w", err)
+	}
 	exe := filepath.Join(dir, "hold")
-	cmd := exec.Command("go", "build", "-o", exe, "github.com/hold-dev/hold/cmd/hold")
+	cmd := exec.Command("go", "build", "-o", exe, "./cmd/hold")
+	cmd.Dir = strings.TrimSpace(string(out))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building hold: %v: %s", err, out)
 	}

@@ -49,7 +49,23 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	if err != nil {
 		return nil, err
 	}
-	err = f.lock(req.Shared, false)
+	if wait && ctx.Done() == nil && req.Logger == nil {
+		// A wait nothing can end, with nobody to tell that it waits: one
+		// blocking flock(2), as gofrs/flock and lockedfile do. (Trying
+		// first without blocking costs every contended acquisition a
+		// system call.) A derived path holding another tool's file is
+		// refused before the wait, not after it.
+		if !req.Explicit {
+			if ferr := checkForeign(f, req.Path); ferr != nil {
+				f.close()
+				return nil, ferr
+			}
+		}
+		resched.BeforeBlocking()
+		err = f.lock(req.Shared, true)
+	} else {
+		err = f.lock(req.Shared, false)
+	}
 	if err != nil && isBusy(err) {
 		if wait && !req.Explicit {
 			// Before sleeping: a derived path holding another tool's

@@ -197,10 +197,16 @@ func (h *handle) publishLate() {
 // under the lock, from what is read for the token: this is the check that
 // licenses the write. Called with h.mu held.
 func (h *handle) publishLocked() {
-	if h.published || h.released {
+	if h.published {
 		return
 	}
 	h.published = true
+	if h.released {
+		// Nothing may be written once the lock is gone; a token is only
+		// ever handed out with the record that keeps the next one larger.
+		h.noRecord("the lock was released before its token or record was asked for; ask while holding it")
+		return
+	}
 	if h.timer != nil {
 		lazy.remove(h)
 	}
