@@ -37,6 +37,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	h = logged(h, c.logger, req.Path)
 	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
 }
 
@@ -53,6 +54,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	h = logged(h, c.logger, req.Path)
 	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
 }
 

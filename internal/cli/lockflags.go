@@ -274,6 +274,7 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 		}
 		s.opts = append(s.opts, hold.Field(k, v))
 	}
+	s.opts = append(s.opts, debugOptions()...)
 	for _, extra := range f.extra {
 		o, err := extra()
 		if err != nil {

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -79,9 +78,8 @@ func dispatch(args []string) int {
 		}
 		printUsage(os.Stdout)
 		return 0
-	case "--version", "version":
-		fmt.Println("hold", version())
-		return 0
+	case "--version":
+		return runVersion(nil)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -116,13 +114,4 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'hold help COMMAND' or 'hold COMMAND --help' for a command's flags.")
 	fmt.Fprint(w, exitCodeHelp)
-}
-
-// version is the module version hold was built from ("(devel)" for a
-// build from a work tree).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestDescribeBuild(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{nil, "(unknown version: built without module information)"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.2"},
+			Settings: vcs("vcs.revision", "abc", "vcs.modified", "true")}, "v1.4.2, go1.26.0"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
+			Settings: vcs("vcs.revision", "0123abcd", "vcs.time", "2026-11-30T10:00:00Z", "vcs.modified", "true")},
+			"revision 0123abcd of 2026-11-30T10:00:00Z, modified, go1.26.0"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
+			Settings: vcs("vcs.revision", "0123abcd", "vcs.modified", "false")},
+			"revision 0123abcd, go1.26.0"},
+	} {
+		if got := describeBuild(c.bi); got != c.want {
+			t.Errorf("describeBuild(%+v) = %q, want %q", c.bi, got, c.want)
+		}
+	}
+	got := describeBuild(&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}})
+	if !strings.Contains(got, "no revision recorded") {
+		t.Errorf("a devel build without VCS settings: %q, want it to say no revision was recorded", got)
+	}
+}
