@@ -4,7 +4,6 @@ package cli
 
 import "io/fs"
 
-
 // kernelTable is the kernel's lock table, which only Linux publishes
 // (/proc/locks); elsewhere it is empty.
 type kernelTable struct{}
