@@ -399,6 +399,10 @@ func newFlagSet(name string, interspersed bool) *pflag.FlagSet {
 // code at once: 0 after --help, 64 after a usage error (already printed).
 func parseFlags(fs *pflag.FlagSet, args []string) (code int, done bool) {
 	help := fs.BoolP("help", "h", false, "show this help")
+	if describeFlags != nil {
+		describeFlags(fs)
+		return 0, true
+	}
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) || (err == nil && *help) {
 		printCommandHelp(os.Stdout, fs)

@@ -90,17 +90,14 @@ func dispatch(args []string) int {
 	return c.run(args[1:])
 }
 
+// tagline says what hold is, in `hold help` and the man page's NAME.
+const tagline = "run commands under cross-process locks (flock(1)-compatible), see who holds them"
+
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "hold: run commands under cross-process locks (flock(1)-compatible), see who holds them")
+	fmt.Fprintln(w, "hold: "+tagline)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
-	names := make([]string, 0, len(commands))
-	for name, c := range commands {
-		if !c.hidden {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+	names := visibleCommands()
 	for _, name := range names {
 		for _, u := range strings.Split(commands[name].usage, "\n") {
 			fmt.Fprintf(w, "  hold %s\n", u)
@@ -114,4 +111,17 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'hold help COMMAND' or 'hold COMMAND --help' for a command's flags.")
 	fmt.Fprint(w, exitCodeHelp)
+}
+
+// visibleCommands lists the names of the commands `hold help` shows,
+// sorted: every one but the hidden ones.
+func visibleCommands() []string {
+	names := make([]string, 0, len(commands))
+	for name, c := range commands {
+		if !c.hidden {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
