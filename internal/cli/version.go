@@ -13,9 +13,10 @@ func init() {
 		usage:   "version",
 		help: `
 A released hold (go install ...@vX.Y.Z) prints its module version. A build
-from a source tree prints the VCS revision it was built from and whether the
-tree had uncommitted changes ("modified"), when the Go toolchain recorded
-them (it does unless built with -buildvcs=false). --version is the same.`,
+from a source tree prints the version the Go toolchain gave it, the VCS
+revision it was built from and whether the tree had uncommitted changes
+("modified"), when the toolchain recorded them (it does unless built with
+-buildvcs=false), and the Go version. --version is the same.`,
 		run: runVersion,
 	})
 }
@@ -33,10 +34,12 @@ func runVersion(args []string) int {
 	return 0
 }
 
-// describeBuild says what hold was built from: the module version of a
-// release, else the VCS revision and whether the tree was modified, else
-// that nothing is known. It also names the Go version, which decides the
-// runtime's behaviour as much as hold's own code does.
+// describeBuild says what hold was built from: the module version (a
+// release's tag, or the pseudo-version the Go toolchain derives from the
+// VCS for a build in a work tree), the VCS revision with its time and
+// whether the tree had uncommitted changes, when they were recorded, and
+// the Go version, which decides the runtime's behaviour as much as hold's
+// own code does.
 func describeBuild(bi *debug.BuildInfo) string {
 	if bi == nil {
 		return "(unknown version: built without module information)"
@@ -45,31 +48,30 @@ func describeBuild(bi *debug.BuildInfo) string {
 	if v == "" {
 		v = "(devel)"
 	}
-	if v == "(devel)" {
-		var rev, when string
-		modified := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				when = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		switch {
-		case rev == "":
-			v += " (no revision recorded: built outside a repository or with -buildvcs=false)"
-		default:
-			v = "revision " + rev
-			if when != "" {
-				v += " of " + when
-			}
-			if modified {
-				v += ", modified"
-			}
+	var rev, when string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
 		}
 	}
-	return fmt.Sprintf("%s, %s", v, bi.GoVersion)
+	switch {
+	case rev != "":
+		v += " (revision " + rev
+		if when != "" {
+			v += " of " + when
+		}
+		if modified {
+			v += ", modified"
+		}
+		v += ")"
+	case v == "(devel)":
+		v += " (no revision recorded: built outside a repository or with -buildvcs=false)"
+	}
+	return v + ", " + bi.GoVersion
 }

@@ -20,13 +20,16 @@ func TestDescribeBuild(t *testing.T) {
 	}{
 		{nil, "(unknown version: built without module information)"},
 		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.2"},
-			Settings: vcs("vcs.revision", "abc", "vcs.modified", "true")}, "v1.4.2, go1.26.0"},
+			Settings: vcs()}, "v1.4.2, go1.26.0"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.0.0-20261130124207-de892e2c6827+dirty"},
+			Settings: vcs("vcs.revision", "de892e2c6827aa", "vcs.time", "2026-11-30T12:42:07Z", "vcs.modified", "true")},
+			"v0.0.0-20261130124207-de892e2c6827+dirty (revision de892e2c6827aa of 2026-11-30T12:42:07Z, modified), go1.26.0"},
 		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
 			Settings: vcs("vcs.revision", "0123abcd", "vcs.time", "2026-11-30T10:00:00Z", "vcs.modified", "true")},
-			"revision 0123abcd of 2026-11-30T10:00:00Z, modified, go1.26.0"},
+			"(devel) (revision 0123abcd of 2026-11-30T10:00:00Z, modified), go1.26.0"},
 		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
 			Settings: vcs("vcs.revision", "0123abcd", "vcs.modified", "false")},
-			"revision 0123abcd, go1.26.0"},
+			"(devel) (revision 0123abcd), go1.26.0"},
 	} {
 		if got := describeBuild(c.bi); got != c.want {
 			t.Errorf("describeBuild(%+v) = %q, want %q", c.bi, got, c.want)
