@@ -65,14 +65,14 @@ var lsHiddenFlags = []string{"nonblock", "wait", "shared", "exclusive", "conflic
 
 func runLs(args []string) int {
 	fs := newFlagSet("ls", true)
+	asJSON := fs.Bool("json", false, "print one JSON object per lock per line")
+	recursive := fs.BoolP("recursive", "r", false, "descend into subdirectories")
+	all := fs.Bool("all", false, "list every hold lock held on this machine (Linux), wherever it is")
 	var lf lockFlags
 	lf.addTo(fs)
 	for _, name := range lsHiddenFlags {
 		_ = fs.MarkHidden(name)
 	}
-	asJSON := fs.Bool("json", false, "print one JSON object per lock per line")
-	recursive := fs.BoolP("recursive", "r", false, "descend into subdirectories")
-	all := fs.Bool("all", false, "list every hold lock held on this machine (Linux), wherever it is")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -277,8 +277,12 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 			return ierr
 		}
 		use = l.kernel.use(fi)
-		if !use.locked() && fi.Size() > 0 && !holdsRecord(path) {
-			return nil
+		if !use.locked() && fi.Size() > 0 {
+			// A file we cannot read may be anyone's: Inspect below
+			// then says why it cannot tell.
+			if ours, err := holdsRecord(path); err == nil && !ours {
+				return nil
+			}
 		}
 		// InspectAny: the file may have turned into a portable lock
 		// since the directory was read.
@@ -327,12 +331,12 @@ func heldFromHere(h *hold.Holder) bool {
 // holdsRecord reports whether the *.lock file at path holds an owner
 // record of hold (or what is left of one): such a file is a lock even
 // while nobody holds it. It reads the file's start without blocking.
-func holdsRecord(path string) bool {
+func holdsRecord(path string) (bool, error) {
 	b, err := readHead(path, 2048)
 	if err != nil {
-		return false
+		return false, err
 	}
-	return isOwnerRecord(b)
+	return isOwnerRecord(b), nil
 }
 
 // isOwnerRecord tells hold's owner records from the content of other

@@ -99,8 +99,10 @@ func (l *lister) listHeldEverywhere() error {
 		}
 		// The kernel lock alone does not make a file hold's here: flock
 		// is used on many files. It must look like a hold lock file.
-		if fi.Size() > 0 && !holdsRecord(path) {
-			continue
+		if fi.Size() > 0 {
+			if ours, err := holdsRecord(path); err != nil || !ours {
+				continue
+			}
 		}
 		if err := l.listLock(path, fs.FileInfoToDirEntry(fi), sideFilesOf(path)); err != nil {
 			l.report(err)
