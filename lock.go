@@ -35,6 +35,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	h = logged(h, c.logger, req.Path)
 	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
 }
 
@@ -51,6 +52,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	h = logged(h, c.logger, req.Path)
 	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
 }
 

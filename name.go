@@ -40,26 +40,33 @@ func ValidName(name string) bool {
 // nobody else. Otherwise someone could have prepared it to capture or
 // block our locks.
 func NamedDir() (string, error) {
+	dir, err := NamedDirPath()
+	if err != nil {
+		return "", err
+	}
+	if runtime.GOOS == "windows" {
+		return dir, os.MkdirAll(dir, 0o700)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	return dir, checkPrivateDir(dir)
+}
+
+// NamedDirPath returns where NamedDir keeps named locks without creating
+// or checking anything, for a caller that only looks (`hold ls`).
+func NamedDirPath() (string, error) {
 	if runtime.GOOS == "windows" {
 		base, err := os.UserCacheDir()
 		if err != nil {
 			return "", err
 		}
-		dir := filepath.Join(base, "hold", "locks")
-		return dir, os.MkdirAll(dir, 0o700)
+		return filepath.Join(base, "hold", "locks"), nil
 	}
 	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		dir := filepath.Join(x, "hold")
-		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-			return "", err
-		}
-		return dir, checkPrivateDir(dir)
+		return filepath.Join(x, "hold"), nil
 	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hold-%d", os.Getuid()))
-	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-		return "", err
-	}
-	return dir, checkPrivateDir(dir)
+	return filepath.Join(os.TempDir(), fmt.Sprintf("hold-%d", os.Getuid())), nil
 }
 
 // namedPath validates name and returns its lock path.

@@ -88,7 +88,8 @@ func Field(key, value string) Option {
 // WithProtocol uses p instead of the kernel lock.
 func WithProtocol(p Protocol) Option { return func(c *config) { c.protocol = p } }
 
-// Logger sends debug events (waiting, acquired, released) to l. Without it
+// Logger sends debug events (waiting, queued, acquired, released, lost,
+// and the protocol's own steps) to l at slog.LevelDebug. Without it
 // hold logs nothing.
 func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 

@@ -156,10 +156,11 @@ func runDemoWriter(args []string) int {
 	locked := args[3] == "lock"
 	io.Copy(io.Discard, os.Stdin)
 	ctx := context.Background()
+	debug := debugOptions() // the writers inherit HOLD_DEBUG
 	for j := range n {
 		rec := fmt.Sprintf("writer %s record %d", id, j)
 		if locked {
-			err = hold.Do(ctx, file, func(context.Context) error { return addRecord(file, rec) })
+			err = hold.Do(ctx, file, func(context.Context) error { return addRecord(file, rec) }, debug...)
 		} else {
 			err = addRecord(file, rec)
 		}

@@ -274,6 +274,7 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 		}
 		s.opts = append(s.opts, hold.Field(k, v))
 	}
+	s.opts = append(s.opts, debugOptions()...)
 	for _, extra := range f.extra {
 		o, err := extra()
 		if err != nil {
@@ -282,18 +283,11 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 		s.opts = append(s.opts, o...)
 	}
 
-	if scheme := addressScheme(target); scheme != "" {
-		if err := handOffIfRemote(target); err != nil {
-			return nil, err
-		}
-		resolve, known := schemes[scheme]
-		if !known {
-			return nil, usagef("unknown address scheme %q in %q (known: %s)", scheme, target, strings.Join(schemeNames(), ", "))
-		}
+	if addressScheme(target) != "" {
 		if f.lockFile != "" || f.name != "" {
 			return nil, usagef("--lock-file and --name do not apply to an address target like %q", target)
 		}
-		proto, lockPath, err := resolve(target, f.fs)
+		proto, lockPath, err := resolveAddress(target, f.fs)
 		if err != nil {
 			return nil, err
 		}
@@ -323,6 +317,22 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 		s.opts = append(s.opts, hold.Named(f.name))
 	}
 	return s, nil
+}
+
+// resolveAddress returns the protocol serving an address-style target
+// ("etcd://host:port/key") and the lock path (or key) within it, handing
+// the command line over to hold-remote first if this executable does not
+// serve the scheme. fs is the subcommand's parsed flag set, or nil.
+func resolveAddress(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
+	if err := handOffIfRemote(target); err != nil {
+		return nil, "", err
+	}
+	scheme := addressScheme(target)
+	resolve, known := schemes[scheme]
+	if !known {
+		return nil, "", usagef("unknown address scheme %q in %q (known: %s)", scheme, target, strings.Join(schemeNames(), ", "))
+	}
+	return resolve(target, fs)
 }
 
 // close releases what the protocol holds open (a network client).
@@ -389,6 +399,10 @@ func newFlagSet(name string, interspersed bool) *pflag.FlagSet {
 // code at once: 0 after --help, 64 after a usage error (already printed).
 func parseFlags(fs *pflag.FlagSet, args []string) (code int, done bool) {
 	help := fs.BoolP("help", "h", false, "show this help")
+	if describeFlags != nil {
+		describeFlags(fs)
+		return 0, true
+	}
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) || (err == nil && *help) {
 		printCommandHelp(os.Stdout, fs)

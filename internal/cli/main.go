@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -79,9 +78,8 @@ func dispatch(args []string) int {
 		}
 		printUsage(os.Stdout)
 		return 0
-	case "--version", "version":
-		fmt.Println("hold", version())
-		return 0
+	case "--version":
+		return runVersion(nil)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -92,17 +90,14 @@ func dispatch(args []string) int {
 	return c.run(args[1:])
 }
 
+// tagline says what hold is, in `hold help` and the man page's NAME.
+const tagline = "run commands under cross-process locks (flock(1)-compatible), see who holds them"
+
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "hold: run commands under cross-process locks (flock(1)-compatible), see who holds them")
+	fmt.Fprintln(w, "hold: "+tagline)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
-	names := make([]string, 0, len(commands))
-	for name, c := range commands {
-		if !c.hidden {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+	names := visibleCommands()
 	for _, name := range names {
 		for _, u := range strings.Split(commands[name].usage, "\n") {
 			fmt.Fprintf(w, "  hold %s\n", u)
@@ -110,19 +105,27 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
+	width := 0
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
+		width = max(width, len(name))
+	}
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, name, commands[name].summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'hold help COMMAND' or 'hold COMMAND --help' for a command's flags.")
 	fmt.Fprint(w, exitCodeHelp)
 }
 
-// version is the module version hold was built from ("(devel)" for a
-// build from a work tree).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// visibleCommands lists the names of the commands `hold help` shows,
+// sorted: every one but the hidden ones.
+func visibleCommands() []string {
+	names := make([]string, 0, len(commands))
+	for name, c := range commands {
+		if !c.hidden {
+			names = append(names, name)
+		}
 	}
-	return "(devel)"
+	slices.Sort(names)
+	return names
 }

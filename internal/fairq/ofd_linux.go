@@ -80,7 +80,7 @@ const stageAfter = 4 * time.Millisecond
 var lastWait atomic.Int64
 
 // queueFileSuffix names the Linux queue file.
-const queueFileSuffix = ".queue"
+const queueFileSuffix = QueueFileSuffix
 
 func front(ctx context.Context, req *core.Request, wait, ticketFiles bool) (*Place, error) {
 	if ticketFiles {

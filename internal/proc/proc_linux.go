@@ -1,12 +1,10 @@
 package proc
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,38 +83,26 @@ func Cmdline(pid int) string {
 // OFDLCK lock on the file open as fd, the way lslocks(8) finds them. It is
 // how hold names a holder that is not hold (flock(1), Python's filelock) or
 // that inherited the descriptor from a dead parent. A pid of -1 (an OFD lock,
-// which has no owning process) is left out. Nil when nothing is found.
+// which has no owning process) is left out, and so are blocked waiters. Nil
+// when nothing is found.
 func LockHolders(fd uintptr) []int {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(fd), &st); err != nil {
 		return nil
 	}
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
-	f, err := os.Open("/proc/locks")
+	locks, err := KernelLocks()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	major, minor := unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev))
 	var pids []int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF"; blocked
-		// waiters appear as "1: -> FLOCK ..." and are skipped.
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || fs[1] == "->" {
+	for _, l := range locks {
+		if l.Blocked || l.PID <= 0 || (l.Kind != "FLOCK" && l.Kind != "OFDLCK") {
 			continue
 		}
-		if fs[1] != "FLOCK" && fs[1] != "OFDLCK" {
-			continue
+		if l.Major == major && l.Minor == minor && l.Inode == st.Ino {
+			pids = append(pids, l.PID)
 		}
-		if !strings.EqualFold(fs[5], want) {
-			continue
-		}
-		pid, err := strconv.Atoi(fs[4])
-		if err != nil || pid <= 0 {
-			continue
-		}
-		pids = append(pids, pid)
 	}
 	return pids
 }

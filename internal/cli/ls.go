@@ -1,0 +1,382 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/dirlock"
+	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/proc"
+)
+
+func init() {
+	register(&command{
+		name:    "ls",
+		summary: "list the locks in directories: state, holder, token and waiters",
+		usage:   "ls [--json] [-r] [PATH...]\nls --all [--json]",
+		help: `
+Lists the locks in each directory PATH (default: the current directory and
+your named-lock directory), one line per lock: kernel lock files (*.lock),
+portable lock directories (*.lock, --protocol dir) and the waiters of fair
+queues. A PATH like etcd://host:port/prefix lists the etcd locks under that
+key prefix. -r descends into subdirectories. WAITERS counts fair waiters,
+local waiters of a portable lock and, on Linux, processes blocked on the
+kernel lock (/proc/locks); it is a snapshot.
+
+A *.lock file that is neither empty, nor holds an owner record, nor is
+locked right now is another tool's file (Cargo.lock, yarn.lock) and is not
+listed. On Linux, --all lists every such lock held on this machine, wherever
+its file is, from the kernel's lock table.
+
+Like status, ls never creates, changes or waits for anything. With --json it
+prints one object per lock per line: the fields of 'hold status --json' and
+waiters.
+
+Exit status: 0 when every PATH could be listed, 66 when one cannot be read,
+64 for bad usage.`,
+		run: runLs,
+	})
+}
+
+// lsReport is one line of `hold ls --json`: status's report and the
+// number of waiters.
+type lsReport struct {
+	*statusReport
+	Waiters int `json:"waiters"`
+}
+
+// lsHiddenFlags are the lock flags that mean nothing to ls; only the
+// connection settings of remote backends stay visible.
+var lsHiddenFlags = []string{"nonblock", "wait", "shared", "exclusive", "conflict-exit-code", "verbose",
+	"field", "lock-file", "name", "protocol", "fair"}
+
+func runLs(args []string) int {
+	fs := newFlagSet("ls", true)
+	asJSON := fs.Bool("json", false, "print one JSON object per lock per line")
+	recursive := fs.BoolP("recursive", "r", false, "descend into subdirectories")
+	all := fs.Bool("all", false, "list every hold lock held on this machine (Linux), wherever it is")
+	var lf lockFlags
+	lf.addTo(fs)
+	for _, name := range lsHiddenFlags {
+		_ = fs.MarkHidden(name)
+	}
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	paths := fs.Args()
+	// A network prefix is listed by hold-remote: hand over before anything
+	// is printed, so that it lists every PATH in order.
+	if err := handOffIfRemote(paths...); err != nil {
+		return fail("ls", err, exitConflict)
+	}
+	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: hold.Portable(),
+		kernel: readKernelTable()}
+	if *all {
+		if len(paths) > 0 || *recursive {
+			return fail("ls", usagef("--all takes no PATH and no -r: it lists the whole machine"), exitConflict)
+		}
+		if err := l.listHeldEverywhere(); err != nil {
+			return fail("ls", err, exitConflict)
+		}
+		return l.finish()
+	}
+	if len(paths) == 0 {
+		paths = defaultLsPaths()
+	}
+	for _, p := range paths {
+		if addressScheme(p) != "" {
+			l.report(l.listRemote(p, fs))
+			continue
+		}
+		l.report(l.listDir(p))
+	}
+	return l.finish()
+}
+
+// defaultLsPaths are the current directory and, when it exists and is
+// another directory, the named-lock directory. It is not created.
+func defaultLsPaths() []string {
+	paths := []string{"."}
+	named, err := hold.NamedDirPath()
+	if err != nil {
+		return paths
+	}
+	nfi, err := os.Stat(named)
+	if err != nil || !nfi.IsDir() {
+		return paths
+	}
+	if cfi, err := os.Stat("."); err == nil && os.SameFile(cfi, nfi) {
+		return paths
+	}
+	return append(paths, named)
+}
+
+// lister lists locks and prints them.
+type lister struct {
+	out       io.Writer
+	asJSON    bool
+	recursive bool
+	// portable inspects directory locks; one instance serves them all.
+	portable hold.Protocol
+	// kernel is the kernel's lock table, read once (Linux).
+	kernel kernelTable
+
+	rows []lsRow
+	code int
+}
+
+// lsRow is one lock found.
+type lsRow struct {
+	st      *hold.Status
+	waiters int
+}
+
+// report prints the error of listing something, if any, and goes on; the
+// exit status will say that something failed.
+func (l *lister) report(err error) {
+	if err != nil {
+		l.code = fail("ls", err, exitLockError)
+	}
+}
+
+// add records one lock.
+func (l *lister) add(st *hold.Status, waiters int) {
+	l.rows = append(l.rows, lsRow{st: st, waiters: waiters})
+}
+
+// finish prints what was found and returns the exit status.
+func (l *lister) finish() int {
+	if l.asJSON {
+		for _, r := range l.rows {
+			b, _ := json.Marshal(lsReport{statusReport: newStatusReport("", r.st), Waiters: r.waiters})
+			fmt.Fprintf(l.out, "%s\n", b)
+		}
+		return l.code
+	}
+	if len(l.rows) == 0 {
+		return l.code
+	}
+	tw := tabwriter.NewWriter(l.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tPROTOCOL\tSTATE\tTOKEN\tWAITERS\tHOLDER")
+	for _, r := range l.rows {
+		holder := "-"
+		if r.st.State != hold.Free && r.st.Holder != nil {
+			holder = r.st.Holder.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.st.Path, r.st.Protocol, r.st.State, r.st.Fence, r.waiters, holder)
+	}
+	tw.Flush()
+	return l.code
+}
+
+// sideFiles are what sits beside the locks of one directory: the queues
+// of fair waiters and of the portable protocol's waiting gate, by the lock
+// path they serve.
+type sideFiles struct {
+	queues map[string]bool // lock path -> has a fair queue
+	gates  map[string]bool // lock path -> has a waiting gate's queue
+}
+
+// listDir lists the locks in dir and, with -r, below it.
+func (l *lister) listDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &os.PathError{Op: "ls", Path: dir, Err: errors.New("not a directory (`hold status` shows one lock)")}
+	}
+	return l.walk(dir)
+}
+
+func (l *lister) walk(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && len(entries) == 0 {
+		return err
+	}
+	side := sideFiles{queues: map[string]bool{}, gates: map[string]bool{}}
+	var locks []fs.DirEntry
+	var subdirs []string
+	for _, e := range entries {
+		name := e.Name()
+		isDir := e.Type().IsDir()
+		if lock, ok := fairq.QueueOf(name, isDir); ok {
+			if gated, ok := strings.CutSuffix(lock, dirlock.GateSuffix); ok {
+				side.gates[filepath.Join(dir, gated)] = true
+			} else {
+				side.queues[filepath.Join(dir, lock)] = true
+			}
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, ".lock") && (isDir || e.Type().IsRegular()):
+			locks = append(locks, e)
+		case isDir && !strings.HasSuffix(name, dirlock.GuardSuffix):
+			subdirs = append(subdirs, filepath.Join(dir, name))
+		}
+	}
+	listed := map[string]bool{}
+	for _, e := range locks {
+		path := filepath.Join(dir, e.Name())
+		listed[path] = true
+		if err := l.listLock(path, e, side); err != nil {
+			l.report(err)
+		}
+	}
+	// A queue whose lock file does not exist yet (its first waiter is
+	// about to create it) still has waiters worth showing.
+	for path := range side.queues {
+		if !listed[path] {
+			if n, _ := fairq.Waiting(path); n > 0 {
+				l.add(&hold.Status{Path: path, Protocol: "flock"}, n)
+			}
+		}
+	}
+	if err != nil {
+		l.report(err)
+	}
+	if l.recursive {
+		for _, sub := range subdirs {
+			if err := l.walk(sub); err != nil {
+				l.report(err)
+			}
+		}
+	}
+	return nil
+}
+
+// listLock inspects the lock at path and adds it, unless it is a *.lock
+// file of another tool.
+func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
+	var (
+		st  *hold.Status
+		err error
+		use kernelUse
+	)
+	if e.IsDir() {
+		st, err = hold.Inspect("", hold.LockFile(path), hold.WithProtocol(l.portable))
+	} else {
+		fi, ierr := e.Info()
+		if ierr != nil {
+			if errors.Is(ierr, fs.ErrNotExist) {
+				return nil // gone since the directory was read
+			}
+			return ierr
+		}
+		use = l.kernel.use(fi)
+		if !use.locked() && fi.Size() > 0 {
+			// A file we cannot read may be anyone's: Inspect below
+			// then says why it cannot tell.
+			if ours, err := holdsRecord(path); err == nil && !ours {
+				return nil
+			}
+		}
+		// InspectAny: the file may have turned into a portable lock
+		// since the directory was read.
+		st, err = hold.InspectAny("", hold.LockFile(path))
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	l.add(st, l.waiters(st, use, side))
+	return nil
+}
+
+// waiters counts who waits for the lock st describes.
+func (l *lister) waiters(st *hold.Status, use kernelUse, side sideFiles) int {
+	n := use.blocked
+	if side.queues[st.Path] {
+		if q, _ := fairq.Waiting(st.Path); q > 0 {
+			n += q
+			if use.blocked > 0 {
+				// The head of the fair queue keeps its ticket while it
+				// blocks on the lock itself: it was counted twice.
+				n--
+			}
+		}
+	}
+	if side.gates[st.Path] {
+		g, _ := fairq.Waiting(st.Path + dirlock.GateSuffix)
+		if g > 0 && st.State == hold.HeldExclusive && heldFromHere(st.Holder) {
+			// A holder on this machine keeps its place at the gate
+			// until it lets go: it is not waiting.
+			g--
+		}
+		n += g
+	}
+	return n
+}
+
+// heldFromHere reports a holder that is a live hold process on this host.
+func heldFromHere(h *hold.Holder) bool {
+	return h != nil && h.Owner != nil && h.Alive == hold.Alive && h.Owner.Host == proc.Hostname()
+}
+
+// holdsRecord reports whether the *.lock file at path holds an owner
+// record of hold (or what is left of one): such a file is a lock even
+// while nobody holds it. It reads the file's start without blocking.
+func holdsRecord(path string) (bool, error) {
+	b, err := readHead(path, 2048)
+	if err != nil {
+		return false, err
+	}
+	return isOwnerRecord(b), nil
+}
+
+// isOwnerRecord tells hold's owner records from the content of other
+// tools' *.lock files: it decodes and names at least one field hold
+// writes, or it starts as hold's encoder starts every record (a record
+// torn by a crash, or longer than what was read).
+func isOwnerRecord(b []byte) bool {
+	if o, ok := core.Decode(b); ok {
+		return o.PID > 0 || o.Fence > 0 || o.Released || o.ID != "" || o.Protocol != ""
+	}
+	return bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte(`{"fence":`))
+}
+
+// lockLister is implemented by network protocols that can list the locks
+// under a key prefix (etcd).
+type lockLister interface {
+	List(ctx context.Context, prefix string, each func(st *hold.Status, waiters int)) error
+}
+
+// listRemote lists the locks under an address-style PATH.
+func (l *lister) listRemote(target string, fs *pflag.FlagSet) error {
+	proto, prefix, err := resolveAddress(target, fs)
+	if err != nil {
+		return err
+	}
+	defer closeProtocol(proto)
+	ls, ok := proto.(lockLister)
+	if !ok {
+		return usagef("cannot list %s locks", proto.Name())
+	}
+	return ls.List(context.Background(), prefix, l.add)
+}
+
+// sideFilesOf looks for the queues beside the lock at path, for a lock
+// found on its own rather than in a directory listing.
+func sideFilesOf(path string) sideFiles {
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	side := sideFiles{queues: map[string]bool{}, gates: map[string]bool{}}
+	side.queues[path] = exists(path+fairq.QueueFileSuffix) || exists(path+fairq.QueueSuffix)
+	gate := path + dirlock.GateSuffix
+	side.gates[path] = exists(gate+fairq.QueueFileSuffix) || exists(gate+fairq.QueueSuffix)
+	return side
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+)
+
+func init() {
+	register(&command{
+		name:    "version",
+		summary: "print hold's version: the module version, or the revision it was built from",
+		usage:   "version",
+		help: `
+A released hold (go install ...@vX.Y.Z) prints its module version. A build
+from a source tree prints the version the Go toolchain gave it, the VCS
+revision it was built from and whether the tree had uncommitted changes
+("modified"), when the toolchain recorded them (it does unless built with
+-buildvcs=false), and the Go version. --version is the same.`,
+		run: runVersion,
+	})
+}
+
+func runVersion(args []string) int {
+	fs := newFlagSet("version", true)
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail("version", usagef("version takes no arguments"), exitConflict)
+	}
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(os.Stdout, "hold", describeBuild(bi))
+	return 0
+}
+
+// describeBuild says what hold was built from: the module version (a
+// release's tag, or the pseudo-version the Go toolchain derives from the
+// VCS for a build in a work tree), the VCS revision with its time and
+// whether the tree had uncommitted changes, when they were recorded, and
+// the Go version, which decides the runtime's behaviour as much as hold's
+// own code does.
+func describeBuild(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "(unknown version: built without module information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, when string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	switch {
+	case rev != "":
+		v += " (revision " + rev
+		if when != "" {
+			v += " of " + when
+		}
+		if modified {
+			v += ", modified"
+		}
+		v += ")"
+	case v == "(devel)":
+		v += " (no revision recorded: built outside a repository or with -buildvcs=false)"
+	}
+	return v + ", " + bi.GoVersion
+}
