@@ -289,7 +289,9 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 		st, err = hold.InspectAny("", hold.LockFile(path))
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, hold.ErrForeign) {
+			// Gone, or not a lock at all (a directory of someone's
+			// files): nothing to list.
 			return nil
 		}
 		return err
@@ -340,14 +342,12 @@ func holdsRecord(path string) (bool, error) {
 }
 
 // isOwnerRecord tells hold's owner records from the content of other
-// tools' *.lock files: it decodes and names at least one field hold
-// writes, or it starts as hold's encoder starts every record (a record
-// torn by a crash, or longer than what was read).
+// tools' *.lock files: core.IsRecord, the one rule for what hold writes
+// into, or the start every record of hold's has (a record longer than
+// what was read, or one a crash tore: listed so that an operator sees
+// it, although hold locks such a file only as --lock-file).
 func isOwnerRecord(b []byte) bool {
-	if o, ok := core.Decode(b); ok {
-		return o.PID > 0 || o.Fence > 0 || o.Released || o.ID != "" || o.Protocol != ""
-	}
-	return bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte(`{"fence":`))
+	return core.IsRecord(b) || bytes.HasPrefix(b, []byte(`{"fence":`))
 }
 
 // lockLister is implemented by network protocols that can list the locks
