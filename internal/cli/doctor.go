@@ -164,7 +164,8 @@ func runDoctorPeer(args []string) int {
 }
 
 // printDoctorReport prints the report for a person: the filesystem, one
-// line per probe, and the verdict last.
+// line per probe, the other protocol's verdict, the notes, and the verdict
+// last.
 func printDoctorReport(w io.Writer, rep *doctor.Report) {
 	if rep.Filesystem.Type != "" || rep.Filesystem.Magic != "" {
 		kind := "local"
@@ -185,6 +186,9 @@ func printDoctorReport(w io.Writer, rep *doctor.Report) {
 		if a.Protocol != rep.Protocol {
 			fmt.Fprintf(w, "  (%s would be %s: %s)\n", a.Protocol, verdictWords(a.Verdict), a.Reason)
 		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note (%s): %s\n", n.About, n.Detail)
 	}
 	fmt.Fprintln(w, rep.Summary)
 }
