@@ -37,7 +37,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
+	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
 
 // TryAcquire takes the lock on target if nobody holds it, and never waits.
@@ -53,7 +53,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
+	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
 
 // Do acquires the lock on target, runs fn, and releases the lock whatever fn

@@ -24,6 +24,9 @@ type config struct {
 	fair bool
 	// beforeCreate: see core.Request.BeforeCreate (set by guarded).
 	beforeCreate func() error
+	// refuseMachineLocal: fail where kernel locks may stay on this
+	// machine (RefuseMachineLocal).
+	refuseMachineLocal bool
 }
 
 func newConfig(opts []Option) *config {

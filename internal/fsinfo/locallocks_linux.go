@@ -7,36 +7,52 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LocalLocksAt identifies the filesystem holding path (a directory, or a
-// file in it) and returns, with it, why kernel locks taken there may not be
-// seen by other machines, or "" when they are (see Filesystem.LocalLocks).
+// LocalLocksOf identifies the filesystem holding the open file f (a lock
+// file) and returns, with it, why kernel locks taken there may not be seen
+// by other machines, or "" when they are (see Filesystem.LocalLocks).
 //
 // It is meant to run on every acquisition of a kernel lock, so it costs one
-// statfs(2) on the filesystems where the magic number answers the question
-// (local disks, 9p and the host shares): fs then carries only Type and
-// Magic. Where the answer rests on mount options or a FUSE daemon's name,
-// it reads /proc/self/mountinfo once per filesystem and remembers the
-// answer, keyed by device number (from a stat(2)) and magic number.
-func LocalLocksAt(path string) (fs Filesystem, reason string, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return Filesystem{}, "", &os.PathError{Op: "statfs", Path: path, Err: err}
+// fstatfs(2) where the magic number answers the question (local disks, 9p
+// and the host shares): fs then carries only Type. Where the answer rests
+// on mount options or a FUSE daemon's name, it reads /proc/self/mountinfo
+// once per filesystem and remembers the answer, keyed by the device number
+// (one fstat(2)) and the magic number.
+func LocalLocksOf(f *os.File) (fs Filesystem, reason string, err error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return Filesystem{}, "", err
 	}
-	magic := magicOf(&st)
+	var (
+		st   unix.Statfs_t
+		sb   unix.Stat_t
+		serr error
+	)
+	magic := int64(-1)
+	cerr := sc.Control(func(fd uintptr) {
+		if serr = unix.Fstatfs(int(fd), &st); serr != nil {
+			return
+		}
+		magic = magicOf(&st)
+		if needsMountinfo(magic) {
+			serr = unix.Fstat(int(fd), &sb)
+		}
+	})
+	switch {
+	case cerr != nil:
+		return Filesystem{}, "", cerr
+	case serr != nil:
+		return Filesystem{}, "", &os.PathError{Op: "fstatfs", Path: f.Name(), Err: serr}
+	}
 	if !needsMountinfo(magic) {
-		fs = Filesystem{Type: magicNames[magic], Magic: hexMagic(magic)}
+		fs = Filesystem{Type: magicNames[magic]}
 		fs.classify()
 		return fs, fs.LocalLocks(), nil
-	}
-	var sb unix.Stat_t
-	if err := unix.Stat(path, &sb); err != nil {
-		return Filesystem{}, "", &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	key := mountKey{dev: sb.Dev, magic: magic}
 	if e, ok := mounts.get(key); ok {
 		return e.fs, e.reason, nil
 	}
-	fs = fromMountinfo(path, magic)
+	fs = fromMountinfo(f.Name(), magic)
 	reason = fs.LocalLocks()
 	mounts.put(key, mountAnswer{fs: fs, reason: reason})
 	return fs, reason, nil

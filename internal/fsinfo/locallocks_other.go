@@ -2,12 +2,15 @@
 
 package fsinfo
 
-// LocalLocksAt identifies the filesystem holding path (a directory, or a
-// file in it) and returns, with it, why kernel locks taken there may not be
-// seen by other machines, or "" when they are (see Filesystem.LocalLocks).
-// Here that is one statfs(2), whose type name says whether it is FUSE.
-func LocalLocksAt(path string) (fs Filesystem, reason string, err error) {
-	fs, err = Stat(path)
+import "os"
+
+// LocalLocksOf identifies the filesystem holding the open file f (a lock
+// file) and returns, with it, why kernel locks taken there may not be seen
+// by other machines, or "" when they are (see Filesystem.LocalLocks).
+// Here that is one statfs(2) of f's path, whose type name says whether it
+// is FUSE.
+func LocalLocksOf(f *os.File) (fs Filesystem, reason string, err error) {
+	fs, err = Stat(f.Name())
 	if err != nil {
 		return Filesystem{}, "", err
 	}
