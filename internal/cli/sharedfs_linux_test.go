@@ -27,6 +27,17 @@ import (
 // keeps it per mount, as it does for sshfs, s3fs, rclone...), while mkdir
 // and O_EXCL create reach the one directory underneath and stay atomic.
 
+// bindfsOptions are the FUSE options of the test mounts. hard_remove makes
+// unlink remove a file that some process still has open. Without it,
+// libfuse renames such a file to ".fuse_hidden..." in the same directory
+// until it is closed, as an NFS client renames it to ".nfs..." (a "silly
+// rename"): a release that deletes owner.json while a waiter is reading it
+// then cannot remove the lock's moved-aside directory (rmdir: directory
+// not empty), and Release reports "a leftover could not be removed"
+// although the lock was released. That happens on NFS too and is left to
+// the protocol's removal code; these tests measure exclusion.
+const bindfsOptions = "hard_remove"
+
 // sharedDir is one directory seen through two FUSE mounts.
 type sharedDir struct {
 	base string // the directory itself
@@ -53,7 +64,7 @@ func mountTwice(t *testing.T) sharedDir {
 		}
 	}
 	for _, m := range []string{d.a, d.b} {
-		out, err := exec.Command(bindfs, d.base, m).CombinedOutput()
+		out, err := exec.Command(bindfs, "-o", bindfsOptions, d.base, m).CombinedOutput()
 		if err != nil {
 			t.Skipf("FUSE is unavailable here: bindfs %s %s: %v: %s", d.base, m, err, out)
 		}
@@ -174,28 +185,23 @@ func TestSharedFSWarning(t *testing.T) {
 const incrementScript = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
 
 // TestSharedFSPortableCount increments one counter through both mounts at
-// once with the portable protocol, first with hold run workers on each
-// mount, then with Go library workers on each mount. No increment may be
-// lost. (Mixing the two kinds on a FUSE mount under load has been seen to
-// lose increments; that is an open problem of the protocol's identity
-// checks, not exercised here.)
+// once with the portable protocol: hold run workers and Go library workers
+// on each mount. No increment may be lost.
 func TestSharedFSPortableCount(t *testing.T) {
 	t.Parallel()
 	d := mountTwice(t)
 	var c counting
 	for _, m := range []string{d.a, d.b} {
 		c.cliWorkers(m, 2, 10)
-	}
-	c.check(t, d.base)
-	for _, m := range []string{d.a, d.b} {
 		c.goWorkers(m, 2, 20)
 	}
 	c.check(t, d.base)
 }
 
 // TestSharedFSNodeInterop: proper-lockfile (Node) workers on one mount and
-// hold run workers on the other increment one counter: proper-lockfile
-// and the portable protocol exclude each other across the two "machines".
+// hold, as run workers and as a Go library, on the other increment one
+// counter: proper-lockfile and the portable protocol exclude each other
+// across the two "machines".
 func TestSharedFSNodeInterop(t *testing.T) {
 	t.Parallel()
 	node, worker, ok := nodeLockfile()
@@ -204,7 +210,8 @@ func TestSharedFSNodeInterop(t *testing.T) {
 	}
 	d := mountTwice(t)
 	var c counting
-	c.cliWorkers(d.b, 2, 15)
+	c.cliWorkers(d.b, 2, 10)
+	c.goWorkers(d.b, 1, 20)
 	for range 2 {
 		c.start(15, func() error {
 			cmd := exec.Command(node, worker, "count", filepath.Join(d.a, "counter"), "15", "10000")
@@ -507,7 +514,7 @@ func BenchmarkSharedFSHandOff(b *testing.B) {
 		os.Mkdir(p, 0o755)
 	}
 	for _, m := range []string{ma, mb} {
-		if out, err := exec.Command(bindfs, base, m).CombinedOutput(); err != nil {
+		if out, err := exec.Command(bindfs, "-o", bindfsOptions, base, m).CombinedOutput(); err != nil {
 			b.Skipf("bindfs: %v: %s", err, out)
 		}
 		defer func() {
