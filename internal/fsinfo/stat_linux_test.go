@@ -61,3 +61,32 @@ func TestStatFilesystem(t *testing.T) {
 		t.Error("Stat of a missing directory succeeded")
 	}
 }
+
+// TestLocalLocksOf: a lock file on the test's temporary directory and on
+// /dev/shm (tmpfs) is on a filesystem whose kernel locks nobody else can
+// miss. (FUSE mounts are checked end to end by internal/cli's bindfs
+// tests.)
+func TestLocalLocksOf(t *testing.T) {
+	dirs := []string{t.TempDir()}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dirs = append(dirs, "/dev/shm")
+	}
+	for _, dir := range dirs {
+		f, err := os.CreateTemp(dir, "lock-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, reason, err := LocalLocksOf(f)
+		f.Close()
+		os.Remove(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs.Network || fs.FUSE {
+			t.Skipf("%s is on %s, not a local filesystem", dir, fs)
+		}
+		if reason != "" {
+			t.Errorf("%s (%s): %q, want nothing", dir, fs, reason)
+		}
+	}
+}
