@@ -86,3 +86,7 @@ func (h *loggedHandle) File() *os.File {
 	}
 	return nil
 }
+
+// unwrap returns the wrapped handle, for what Lock asks of a protocol's
+// handle beyond the Handle interface (TokenError).
+func (h *loggedHandle) unwrap() Handle { return h.Handle }

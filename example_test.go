@@ -80,3 +80,44 @@ func ExampleLock_Token() {
 	fmt.Println(tokens)
 	// Output: [1 2 3]
 }
+
+// Before trusting a kernel lock to keep out processes on other machines,
+// ask whether the filesystem lets them see it. MachineLocal reports what
+// hold's command warns about; RefuseMachineLocal makes it an error instead.
+func ExampleLock_MachineLocal() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "cache.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+	if err := l.MachineLocal(); errors.Is(err, hold.ErrMachineLocal) {
+		// An NFS mount with local locks, a FUSE filesystem, ...: other
+		// machines sharing dir would not see this lock.
+		fmt.Println("use hold.Portable() here:", err)
+		return
+	}
+	fmt.Println("other machines see this lock, or none share the directory")
+	// Output: other machines see this lock, or none share the directory
+}
+
+// On a filesystem where other machines may not see kernel locks, take the
+// portable protocol's lock instead of risking two holders at once.
+func ExampleRefuseMachineLocal() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "cache.db")
+
+	l, err := hold.Acquire(context.Background(), target, hold.RefuseMachineLocal())
+	if errors.Is(err, hold.ErrMachineLocal) {
+		l, err = hold.Acquire(context.Background(), target, hold.WithProtocol(hold.Portable()))
+	}
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+	fmt.Println(l.Protocol())
+	// Output: flock
+}

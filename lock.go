@@ -36,7 +36,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
-	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
+	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
 
 // TryAcquire takes the lock on target if nobody holds it, and never waits.
@@ -53,7 +53,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
-	return &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}, nil
+	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
 
 // Do acquires the lock on target, runs fn, and releases the lock whatever fn
@@ -119,7 +119,11 @@ func (l *Lock) Token() uint64 { return l.h.Fence() }
 // (the portable protocol). Such a lock still excludes every other holder;
 // only its record and token are missing.
 func (l *Lock) TokenError() error {
-	if r, ok := l.h.(core.TokenReasoner); ok {
+	h := l.h
+	if w, ok := h.(interface{ unwrap() Handle }); ok {
+		h = w.unwrap()
+	}
+	if r, ok := h.(core.TokenReasoner); ok {
 		return r.TokenError()
 	}
 	if l.h.Fence() != 0 {

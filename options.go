@@ -26,6 +26,9 @@ type config struct {
 	beforeCreate func() error
 	// omitCommand: leave the command line out of the owner record.
 	omitCommand bool
+	// refuseMachineLocal: fail where kernel locks may stay on this
+	// machine (RefuseMachineLocal).
+	refuseMachineLocal bool
 }
 
 func newConfig(opts []Option) *config {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -58,11 +59,29 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
 		}
 	}
+	if err == nil && s.warnMachineLocal {
+		warnMachineLocal(stderr, l)
+	}
 	if err == nil && s.verbose {
 		fmt.Fprintf(stderr, "hold: acquired %s (%s, token %d) after %s\n",
 			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
 	}
 	return l, err
+}
+
+// warnMachineLocal prints one line on stderr when l is a kernel lock on a
+// filesystem that may keep it on this machine (hold.Lock.MachineLocal).
+// The user did not choose the kernel lock, so tell them, once per
+// acquisition; an explicit --protocol flock or HOLD_PROTOCOL=flock is their
+// choice and is not second-guessed. The exit status does not change: the
+// lock does exclude processes on this machine. A failure to find out says
+// nothing, as before.
+func warnMachineLocal(stderr *os.File, l *hold.Lock) {
+	var herr *hold.Error
+	if err := l.MachineLocal(); errors.Is(err, hold.ErrMachineLocal) && errors.As(err, &herr) {
+		fmt.Fprintf(stderr, "hold: warning: %s: %v; if other machines (or other mounts) use this lock, pass --protocol dir (`hold doctor %s` checks)\n",
+			herr.Path, herr.Err, filepath.Dir(herr.Path))
+	}
 }
 
 // noticeWhileWaiting starts the waiting message; the returned function

@@ -27,11 +27,14 @@ interrupted: the filesystem's type (local, network, FUSE); whether a second
 process sees a kernel lock the first holds, exclusive and shared; whether
 flock(2) and fcntl locks interact (the sign of NFS emulation); whether the
 kernel frees the lock of a process that exits; whether mkdir is atomic under
-a race, O_EXCL create refuses an existing file and rename replaces atomically
-(what the portable protocol builds on); whether a directory's removal is
-reported by change notification; and the filesystem's clock against this
-machine's. The last line is the verdict: which protocol hold uses here and
-whether it is safe.
+a race and O_EXCL create refuses an existing file (what the portable protocol
+builds on); whether rename replaces atomically (what readers that do not lock
+need during 'hold update'); whether a directory's removal is reported by
+change notification; and the filesystem's clock against this machine's.
+
+Each protocol is judged only on what it needs; findings that matter to
+something else (rename, slow wake-ups) are printed as notes. The last line is
+the verdict: which protocol hold uses here and whether it is safe.
 
 The verdict is about the protocol --protocol (or HOLD_PROTOCOL) selects,
 flock by default. Doctor runs on one machine: on a network filesystem it
@@ -164,7 +167,8 @@ func runDoctorPeer(args []string) int {
 }
 
 // printDoctorReport prints the report for a person: the filesystem, one
-// line per probe, and the verdict last.
+// line per probe, the other protocol's verdict, the notes, and the verdict
+// last.
 func printDoctorReport(w io.Writer, rep *doctor.Report) {
 	if rep.Filesystem.Type != "" || rep.Filesystem.Magic != "" {
 		kind := "local"
@@ -185,6 +189,9 @@ func printDoctorReport(w io.Writer, rep *doctor.Report) {
 		if a.Protocol != rep.Protocol {
 			fmt.Fprintf(w, "  (%s would be %s: %s)\n", a.Protocol, verdictWords(a.Verdict), a.Reason)
 		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note (%s): %s\n", n.About, n.Detail)
 	}
 	fmt.Fprintln(w, rep.Summary)
 }

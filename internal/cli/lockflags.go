@@ -236,6 +236,10 @@ type lockSpec struct {
 	verbose bool
 	// conflictExit is the exit status for busy or timed out.
 	conflictExit int
+	// warnMachineLocal: the kernel lock was chosen by default (neither
+	// --protocol nor HOLD_PROTOCOL), so say so when the filesystem may
+	// keep it on this machine (see acquire).
+	warnMachineLocal bool
 }
 
 // resolve checks the flags and turns them, with target, into a lockSpec.
@@ -310,6 +314,7 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 	}
 	s.proto = proto
 	s.opts = append(s.opts, hold.WithProtocol(proto))
+	s.warnMachineLocal = f.protocol == defaultProtocol && os.Getenv(protocolEnv) == "" && (f.fs == nil || !f.fs.Changed("protocol"))
 	switch {
 	case f.lockFile != "":
 		s.opts = append(s.opts, hold.LockFile(f.lockFile))

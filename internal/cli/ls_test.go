@@ -113,10 +113,14 @@ func TestLsListsEveryKind(t *testing.T) {
 	os.Mkdir(stale, 0o755)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(stale, old, old)
-	// A directory whose owner.json is not a lock record is not a lock
-	// (hold refuses it): not listed.
+	// A young directory whose owner.json is not (yet) a lock record is
+	// waited on as held; an old one is not a lock (hold refuses it): not
+	// listed.
 	os.Mkdir(filepath.Join(top, "garbled.lock"), 0o755)
 	os.WriteFile(filepath.Join(top, "garbled.lock", "owner.json"), []byte("{\x00not json"), 0o644)
+	os.Mkdir(filepath.Join(top, "oldgarbled.lock"), 0o755)
+	os.WriteFile(filepath.Join(top, "oldgarbled.lock", "owner.json"), []byte("{\x00not json"), 0o644)
+	os.Chtimes(filepath.Join(top, "oldgarbled.lock"), old, old)
 
 	// The waiters queue up; wait until ls sees all of them.
 	var got map[string]lsLine
@@ -144,6 +148,7 @@ func TestLsListsEveryKind(t *testing.T) {
 		"empty.lock":      {"flock", "free", 0},
 		"torn.lock":       {"flock", "free", 0},
 		"stale.lock":      {"dir", "stale", 0},
+		"garbled.lock":    {"dir", "held exclusive", 0},
 	}
 	for path, w := range want {
 		l, ok := got[path]
@@ -160,7 +165,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	if l := got["kernel/T.lock"]; l.Token == 0 || !slices.Contains(l.KernelPIDs, kernelHolder.Process.Pid) {
 		t.Errorf("kernel/T.lock: token %d, kernel pids %v", l.Token, l.KernelPIDs)
 	}
-	for _, foreign := range []string{"Cargo.lock", "package.lock", "garbled.lock"} {
+	for _, foreign := range []string{"Cargo.lock", "package.lock", "oldgarbled.lock"} {
 		if _, ok := got[foreign]; ok {
 			t.Errorf("ls lists %s, another tool's file", foreign)
 		}
@@ -172,7 +177,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	// Without -r only the top directory; the text form has a line per
 	// lock with its holder.
 	r := runHold(t, top, "ls", ".")
-	if r.code != 0 || strings.Contains(r.stdout, "kernel/T.lock") || strings.Count(r.stdout, "\n") != 1+4 {
+	if r.code != 0 || strings.Contains(r.stdout, "kernel/T.lock") || strings.Count(r.stdout, "\n") != 1+5 {
 		t.Errorf("hold ls without -r: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runHold(t, kernelDir, "ls", ".")

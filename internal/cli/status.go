@@ -53,6 +53,10 @@ type statusReport struct {
 	Openers []opener `json:"openers,omitempty"`
 	// Note explains a surprising state.
 	Note string `json:"note,omitempty"`
+	// Judged says what decided a portable lock's state: the holder's
+	// liveness on this host, or, for a holder on another host or without
+	// a record, its heartbeat's age.
+	Judged string `json:"judged,omitempty"`
 }
 
 type holderReport struct {
@@ -123,7 +127,27 @@ func inspectTarget(lf *lockFlags, target string) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStatusReport(target, st), nil
+	r := newStatusReport(target, st)
+	if r.Held || st.State == hold.Stale {
+		r.Judged = portableJudgement(spec.proto, st)
+	}
+	return r, nil
+}
+
+// portableJudgement explains what decided the state of a portable lock
+// (see dirlock's Describe), with the protocol the flags chose when it is
+// the portable one (its HOLD_DIR_* timings), and "" for other locks.
+func portableJudgement(proto hold.Protocol, st *hold.Status) string {
+	if st.Protocol != "dir" {
+		return ""
+	}
+	if proto == nil || proto.Name() != "dir" {
+		proto = hold.Portable()
+	}
+	if d, ok := proto.(interface{ Describe(path string) string }); ok {
+		return d.Describe(st.Path)
+	}
+	return ""
 }
 
 func newStatusReport(target string, st *hold.Status) *statusReport {
@@ -217,6 +241,9 @@ func printStatus(w io.Writer, r *statusReport) {
 		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, o.Command)
 	}
 	fmt.Fprintf(w, "  token:     %d\n", r.Token)
+	if r.Judged != "" {
+		fmt.Fprintf(w, "  judged:    %s\n", r.Judged)
+	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note:      %s\n", r.Note)
 	}

@@ -56,6 +56,13 @@ func foreignContent(path string, fi os.FileInfo) (why string, err error) {
 	return fmt.Sprintf("a file of %d bytes that is not a lock record is at the lock path", fi.Size()), nil
 }
 
+// badRecord is foreignDir's answer for a directory that holds nothing but
+// an owner.json that is not a lock record. On a network or FUSE filesystem
+// a reader can see a record half written, or through a stale cache, for a
+// moment: the judgement waits such a directory out while its heartbeat is
+// young, and calls it foreign only once it is old (judge).
+const badRecord = "the directory's " + OwnerFile + " is not a lock record"
+
 // foreignDir is foreignContent for a directory.
 func foreignDir(path string) (string, error) {
 	f, err := os.Open(path)
@@ -72,6 +79,9 @@ func foreignDir(path string) (string, error) {
 	}
 	var others []string
 	for _, n := range names {
+		if isSillyRename(n) {
+			continue
+		}
 		if n != OwnerFile {
 			others = append(others, n)
 			continue
@@ -84,7 +94,7 @@ func foreignDir(path string) (string, error) {
 			return "", err
 		}
 		if len(b) > 0 && !core.IsLockRecord(b) {
-			return "the directory's " + OwnerFile + " is not a lock record", nil
+			return badRecord, nil
 		}
 	}
 	if len(others) == 0 {
@@ -109,4 +119,13 @@ func quoteAll(s []string) []string {
 func foreignError(op, path, why string) error {
 	return &core.Error{Op: op, Path: path, Err: core.ErrForeign,
 		Hint: why + "; hold never deletes or waits on such a thing. Choose another lock path (another target, --lock-file or --name), or move it away if it is yours to move"}
+}
+
+// isSillyRename reports the name a network or FUSE filesystem gives a file
+// that was deleted while still open (NFS's .nfsXXXX, libfuse's
+// .fuse_hiddenXXXX, Samba's .smbdeleteXXXX): inside a lock directory that
+// is an owner record a reader still had open when its holder removed it.
+// It is hold's own, and the filesystem removes it once the reader closes.
+func isSillyRename(name string) bool {
+	return strings.HasPrefix(name, ".nfs") || strings.HasPrefix(name, ".fuse_hidden") || strings.HasPrefix(name, ".smbdelete")
 }

@@ -169,3 +169,23 @@ func TestContentArrivingDuringReclaim(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// An owner record a reader still had open when it was removed stays
+// behind as a silly-renamed file (.nfsXXXX, .fuse_hiddenXXXX) on network
+// and FUSE filesystems: it is the lock's own, so the lock is reclaimed and
+// released as usual, and only the moved-aside tomb lingers.
+func TestSillyRenamedRecord(t *testing.T) {
+	path := lockIn(t)
+	stamp(t, path, core.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
+	if err := os.WriteFile(filepath.Join(path, ".fuse_hidden0000000a00000001"), []byte(`{"pid":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Config{Stale: time.Second, Grace: time.Second})
+	h := mustTake(t, p, path)
+	if err := h.Release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("the lock path after release: %v", err)
+	}
+}

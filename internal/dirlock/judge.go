@@ -118,6 +118,12 @@ func (p *Protocol) judge(path string) judgement {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return judgement{verdict: vanished, why: "lock vanished"}
+		case why == badRecord && j.age <= max(p.cfg.Stale, p.cfg.Grace):
+			// Possibly a record being written, seen through a
+			// filesystem's cache: wait while the heartbeat is young.
+			j.verdict = live
+			j.why = why + ", heartbeat " + j.age.Round(time.Millisecond).String() + " old"
+			return j
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, owner: j.owner, why: why}
 		case err != nil:

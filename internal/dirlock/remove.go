@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hold-dev/hold/internal/core"
 )
@@ -95,6 +96,11 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 			// Something arrived between the check and the delete.
 			return removed, putBack(path, tomb, "files that are not a lock's arrived in it")
 		}
+		if errors.Is(err, errLitter) {
+			// The lock path is free; the tomb goes once the reader of
+			// the old record closes it.
+			return removed, nil
+		}
 		// The lock path is free already; the tomb is litter, not a lock.
 		return removed, err
 	}
@@ -132,8 +138,19 @@ func (e expect) tokenIn(raw []byte) bool {
 }
 
 // errNotLock reports a tomb that held more than a lock when it was to be
-// deleted.
-var errNotLock = errors.New("not a lock")
+// deleted; errLitter one that keeps only an owner record a reader still
+// has open (see isSillyRename), which the filesystem removes later.
+var (
+	errNotLock = errors.New("not a lock")
+	errLitter  = errors.New("an owner record still open elsewhere keeps the moved-aside lock")
+)
+
+// Retries of rmdir while a silly-renamed record keeps a tomb: a reader
+// holds the record for the few microseconds of one read.
+const (
+	litterRetries = 20
+	litterPause   = 2 * time.Millisecond
+)
 
 // removeTomb deletes a moved-aside lock, already judged to be one: an
 // owner record and the directory, two calls, or the plain file. It never
@@ -147,14 +164,22 @@ func removeTomb(tomb string, isDir bool) error {
 		return nil
 	}
 	os.Remove(filepath.Join(tomb, OwnerFile))
-	err := rmdir(tomb)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return nil
+	for try := 0; ; try++ {
+		err := rmdir(tomb)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if !isNotEmpty(err) {
+			return err
+		}
+		switch why, _ := foreignDir(tomb); {
+		case why != "":
+			return errNotLock
+		case try == litterRetries:
+			return errLitter
+		}
+		time.Sleep(litterPause)
 	}
-	if isNotEmpty(err) {
-		return errNotLock
-	}
-	return err
 }
 
 // randomHex returns n random bytes in hex.

@@ -42,7 +42,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/hold-dev/hold/internal/fsinfo"
 )
+
+// Filesystem describes the filesystem that holds the checked directory
+// (see fsinfo.Filesystem, which also serves the lock path's check).
+type Filesystem = fsinfo.Filesystem
 
 // Verdict is the answer to "is hold safe here": Safe, Unsafe or Unknown.
 type Verdict string
@@ -114,6 +120,23 @@ type Assessment struct {
 	Reason string `json:"reason"`
 }
 
+// Note is a finding about one use of the filesystem that is not a
+// protocol's mutual exclusion.
+type Note struct {
+	// About names what the finding matters to: NoteUpdate (readers that
+	// do not take the lock while `hold update` replaces a file) or
+	// NoteWaiting (how soon portable-protocol waiters see a release).
+	About string `json:"about"`
+	// Detail says what was seen and what it means, in a sentence.
+	Detail string `json:"detail"`
+}
+
+// The subjects of notes.
+const (
+	NoteUpdate  = "update"
+	NoteWaiting = "waiting"
+)
+
 // Report is what a doctor run found.
 type Report struct {
 	// Path is the directory that was checked, made absolute.
@@ -135,8 +158,13 @@ type Report struct {
 	// written minus this machine's clock, in milliseconds (nil when not
 	// measured). Negative: the filesystem's clock is behind.
 	ClockSkewMillis *float64 `json:"clock_skew_ms,omitempty"`
-	// Assessments judge each filesystem protocol: flock, then dir.
+	// Assessments judge each filesystem protocol: flock, then dir. Each
+	// rests only on the probes that protocol needs.
 	Assessments []Assessment `json:"assessments"`
+	// Notes are findings that matter to something other than a
+	// protocol's exclusion: readers that do not lock during `hold
+	// update`, how fast waiters wake.
+	Notes []Note `json:"notes,omitempty"`
 	// Protocol is the protocol hold uses here, which Verdict is about.
 	Protocol string `json:"protocol"`
 	// Verdict says whether Protocol is safe here.
@@ -240,7 +268,7 @@ func (c Config) withDefaults() Config {
 		c.Watch = watchDir
 	}
 	if c.Filesystem == nil {
-		c.Filesystem = statFilesystem
+		c.Filesystem = fsinfo.Stat
 	}
 	if c.NotifyTimeout <= 0 {
 		c.NotifyTimeout = time.Second

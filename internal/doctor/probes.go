@@ -16,6 +16,7 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/fsinfo"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -52,13 +53,13 @@ func (r *run) probeFilesystem() (Result, string) {
 	}
 	r.report.Filesystem = fs
 	switch {
-	case fs.FUSE && fs.cls == classLocal:
+	case fs.FUSE && fs.Class == fsinfo.Local:
 		return Pass, fmt.Sprintf("%s: a FUSE filesystem over local storage", fs)
 	case fs.FUSE:
 		return Warn, fmt.Sprintf("%s: a FUSE filesystem; its daemon decides what locks mean", fs)
 	case fs.Network:
 		return Warn, fmt.Sprintf("%s: a network filesystem; other machines may share it", fs)
-	case fs.cls == classServerLocks:
+	case fs.Class == fsinfo.ServerLocks:
 		return Warn, fmt.Sprintf("%s on a network share; other machines may share it", fs)
 	case !fs.Known:
 		return Warn, fmt.Sprintf("%s: not a filesystem doctor knows", fs)
@@ -229,7 +230,7 @@ func (r *run) probeFlockFcntl(ctx context.Context) (Result, string) {
 		return Pass, "flock and fcntl locks conflict, as they always do on " + runtime.GOOS
 	case runtime.GOOS != "linux":
 		return Pass, "flock and fcntl locks are independent"
-	case interact && r.report.Filesystem.cls == classLocal:
+	case interact && r.report.Filesystem.Class == fsinfo.Local:
 		return Warn, "flock and fcntl locks conflict, which a local Linux filesystem never does: flock is being emulated with byte-range locks"
 	case interact:
 		return Pass, "flock and fcntl locks conflict: the kernel emulates flock with byte-range locks, as NFS and SMB clients do to send flock locks to the server"

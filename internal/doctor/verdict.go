@@ -3,12 +3,15 @@ package doctor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hold-dev/hold/internal/fsinfo"
 )
 
 // decide fills the assessments, the verdict and the summary from the
 // probes. It is the one place that turns observations into a verdict.
 func decide(r *Report) {
 	r.Assessments = []Assessment{assessFlock(r), assessDir(r)}
+	r.Notes = notes(r)
 	r.Recommended = ""
 	for _, a := range r.Assessments {
 		if a.Verdict == Safe {
@@ -63,16 +66,20 @@ func assessFlock(r *Report) Assessment {
 	fs := r.Filesystem
 	interact := r.FlockFcntlInteract
 	switch {
-	case fs.cls == classLocal:
+	case fs.Class == fsinfo.Local:
 		a.Verdict, a.Reason = Safe, fmt.Sprintf("kernel locks exclude across processes on %s, a local filesystem", fs)
-	case fs.cls == classServerLocks:
+	case fs.Class == fsinfo.ServerLocks:
 		a.Verdict, a.Reason = Safe, fmt.Sprintf("kernel locks exclude here, and on %s the server decides them for every machine (checked from this machine only)", fs)
-	case fs.cls == classEmulating && r.OS == "linux" && (fs.LocalLock == "flock" || fs.LocalLock == "all"):
+	case fs.Class == fsinfo.Emulating && r.OS == "linux" && (fs.LocalLock == "flock" || fs.LocalLock == "all"):
 		a.Verdict, a.Reason = Unsafe, fmt.Sprintf("on %s the client keeps flock locks to this machine, so processes on other machines sharing it never see them", fs)
-	case fs.cls == classEmulating && r.OS == "linux" && interact != nil && !*interact:
+	case len(fs.LockOptions) > 0 && r.OS == "linux":
+		a.Verdict, a.Reason = Unsafe, fmt.Sprintf("on %s %s, so processes on other machines sharing it never see them", fs, fs.LocalLocks())
+	case fs.Class == fsinfo.Emulating && r.OS == "linux" && interact != nil && !*interact:
 		a.Verdict, a.Reason = Unsafe, fmt.Sprintf("on %s flock locks stay in this machine's kernel (they do not conflict with fcntl locks, so they are not sent to the server): processes on other machines never see them", fs)
-	case fs.cls == classEmulating && r.OS == "linux" && interact != nil && *interact:
+	case fs.Class == fsinfo.Emulating && r.OS == "linux" && interact != nil && *interact:
 		a.Verdict, a.Reason = Safe, fmt.Sprintf("on %s the client sends flock locks to the server as byte-range locks (checked from this machine only)", fs)
+	case fs.FUSE && fs.LocalLocks() != "":
+		a.Verdict, a.Reason = Unknown, fmt.Sprintf("kernel locks exclude among processes using this mount on this machine, but on %s %s: whether other machines, or other mounts of the same files, see them is up to its FUSE daemon", fs, fs.LocalLocks())
 	case fs.FUSE:
 		a.Verdict, a.Reason = Unknown, fmt.Sprintf("kernel locks exclude among processes using this mount on this machine; whether anyone else sees them is up to the FUSE daemon of %s", fs)
 	case fs.Network:
@@ -83,27 +90,56 @@ func assessFlock(r *Report) Assessment {
 	return a
 }
 
-// assessDir judges the portable directory protocol: atomic mkdir and
-// O_EXCL create are its mutual exclusion, rename its safe publication,
-// and the clock its staleness rule. Change notification only makes it
+// assessDir judges the portable directory protocol on what its mutual
+// exclusion rests on: atomic mkdir and O_EXCL create, here and, by the
+// filesystem's nature, for every machine sharing it; and the clock, which
+// its staleness rule compares heartbeats against. Rename over an existing
+// file is not among them (the protocol never replaces a file; that is
+// `hold update`, see notes), and change notification only makes waiters
 // faster.
 func assessDir(r *Report) Assessment {
 	a := Assessment{Protocol: "dir"}
-	if prerequisitesFail(r, &a, "the portable protocol's prerequisites fail: ", ProbeMkdir, ProbeCreateExcl, ProbeRename, ProbeClock) {
+	if prerequisitesFail(r, &a, "the portable protocol's prerequisites fail: ", ProbeMkdir, ProbeCreateExcl, ProbeClock) {
 		return a
 	}
-	fs := r.Filesystem
-	switch {
-	case fs.FUSE && fs.cls != classLocal:
-		a.Verdict, a.Reason = Unknown, fmt.Sprintf("mkdir is atomic on this machine, but FUSE filesystems backed by object stores (%s) may not make it atomic across machines", fs)
-	case !fs.Known:
-		a.Verdict, a.Reason = Unknown, fmt.Sprintf("mkdir, O_EXCL create and rename are atomic on this machine, but %s is not a filesystem doctor knows", fs)
-	case fs.Network || fs.cls == classServerLocks:
-		a.Verdict, a.Reason = Safe, fmt.Sprintf("mkdir, O_EXCL create and rename are atomic, decided by the server of %s for every machine (checked from this machine only)", fs)
-	default:
-		a.Verdict, a.Reason = Safe, fmt.Sprintf("mkdir, O_EXCL create and rename are atomic on %s", fs)
-	}
+	a.Verdict, a.Reason = createAtomicity(r.Filesystem, false)
 	return a
+}
+
+// createAtomicity judges, once the probes showed mkdir and O_EXCL create
+// atomic on this machine, whether they are atomic for every machine that
+// shares fs. mirrored is true when fs is the directory a FUSE filesystem
+// passes them to.
+func createAtomicity(fs Filesystem, mirrored bool) (Verdict, string) {
+	switch {
+	case fs.FUSE && fs.Class == fsinfo.Local:
+		return Safe, fmt.Sprintf("mkdir and O_EXCL create are atomic on %s, a FUSE filesystem over local storage", fs)
+	case fs.FUSE && fs.Mirror != nil && !mirrored:
+		v, why := createAtomicity(*fs.Mirror, true)
+		return v, fmt.Sprintf("%s passes mkdir and create to %s, where %s", fs, fs.Source, why)
+	case fs.CreateDecidedCentrally():
+		return Safe, fmt.Sprintf("mkdir and O_EXCL create are atomic, decided by the server of %s for every machine (checked from this machine only)", fs)
+	case fs.FUSE:
+		return Unknown, fmt.Sprintf("mkdir and O_EXCL create are atomic on this machine, but a FUSE filesystem (%s) may not make them atomic across machines (object stores have no atomic create-if-absent)", fs)
+	case !fs.Known:
+		return Unknown, fmt.Sprintf("mkdir and O_EXCL create are atomic on this machine, but %s is not a filesystem doctor knows", fs)
+	case fs.Network || fs.Class == fsinfo.ServerLocks:
+		return Safe, fmt.Sprintf("mkdir and O_EXCL create are atomic, decided by the server of %s for every machine (checked from this machine only)", fs)
+	}
+	return Safe, fmt.Sprintf("mkdir and O_EXCL create are atomic on %s", fs)
+}
+
+// notes collects the findings that matter to something other than a
+// protocol's exclusion.
+func notes(r *Report) []Note {
+	var ns []Note
+	if p := r.Probe(ProbeRename); p != nil && p.Result == Fail {
+		ns = append(ns, Note{About: NoteUpdate, Detail: "readers that do not take the lock may see the file missing, torn or stale while `hold update` replaces it (" + p.Detail + "); the lock itself is unaffected, and readers that take it (hold run -s) are safe"})
+	}
+	if p := r.Probe(ProbeNotify); p != nil && p.Result == Warn {
+		ns = append(ns, Note{About: NoteWaiting, Detail: "portable-protocol waiters poll for a release instead of being woken (" + p.Detail + "): a hand-off takes up to the backoff cap (HOLD_DIR_MAX_POLL)"})
+	}
+	return ns
 }
 
 // prerequisitesFail gives a its verdict when the probes a protocol rests on

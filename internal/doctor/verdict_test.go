@@ -3,6 +3,8 @@ package doctor
 import (
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/fsinfo"
 )
 
 // passing returns a report in which every probe passed, on fs, as seen on
@@ -16,40 +18,11 @@ func passing(goos string, fs Filesystem, interact *bool) *Report {
 	return r
 }
 
-func named(typ string) Filesystem {
-	fs := Filesystem{Type: typ}
-	fs.classify()
-	return fs
-}
-
-func TestClassify(t *testing.T) {
-	cases := []struct {
-		typ                  string
-		known, network, fuse bool
-		cls                  class
-	}{
-		{"ext4", true, false, false, classLocal},
-		{"NTFS", true, false, false, classLocal},
-		{"nfs4", true, true, false, classEmulating},
-		{"smb3", true, true, false, classEmulating},
-		{"9p", true, true, false, classNetwork},
-		{"fuse.sshfs", true, true, true, classNetwork},
-		{"fuse.fuse-overlayfs", true, false, true, classLocal},
-		{"fuseblk.ntfs-3g", true, false, true, classLocal},
-		{"fuse.mystery", false, false, true, classUnknown},
-		{"weirdfs", false, false, false, classUnknown},
-	}
-	for _, c := range cases {
-		fs := named(c.typ)
-		if fs.Known != c.known || fs.Network != c.network || fs.FUSE != c.fuse || fs.cls != c.cls {
-			t.Errorf("%s: %+v", c.typ, fs)
-		}
-	}
-}
+func named(typ string) Filesystem { return fsinfo.Describe(typ, "", "") }
 
 func TestDecide(t *testing.T) {
 	yes, no := true, false
-	share := Filesystem{Type: "NTFS", Network: true, Known: true, cls: classServerLocks}
+	share := Filesystem{Type: "NTFS", Network: true, Known: true, Class: fsinfo.ServerLocks}
 	darwinNFS := named("nfs")
 	cases := []struct {
 		name  string

@@ -114,8 +114,11 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		h.publishLocked()
 		h.mu.Unlock()
 	case !req.Shared && h.tokenErr == nil:
+		h.listed = true
 		lazy.add(h)
+		h.mu.Lock() // the timer may fire before the assignment is done
 		h.timer = time.AfterFunc(recordDelay, h.publishLate)
+		h.mu.Unlock()
 	}
 	if req.Logger != nil {
 		req.Logger.Debug("hold: acquired", "path", req.Path, "shared", req.Shared)
@@ -168,6 +171,9 @@ type handle struct {
 	published bool
 	// timer writes the record once the hold has lasted recordDelay.
 	timer *time.Timer
+	// listed: the handle is in lazy, until its record is written or it
+	// is released.
+	listed bool
 	// recordLen is the length of the record this holder wrote, 0 when it
 	// wrote none.
 	recordLen int
@@ -276,10 +282,8 @@ func (h *handle) Release() error {
 	h.released = true
 	if h.timer != nil {
 		h.timer.Stop()
-		if !h.published {
-			lazy.remove(h)
-		}
 	}
+	h.unlist()
 	h.erase()
 	uerr, cerr := h.f.release()
 	if uerr != nil {

@@ -182,6 +182,14 @@ func (h *handle) foreign(why string) {
 	h.published = true
 }
 
+// unlist takes h out of lazy. Called with h.mu held.
+func (h *handle) unlist() {
+	if h.listed {
+		h.listed = false
+		lazy.remove(h)
+	}
+}
+
 // publishLate is the timer's: the hold has lasted recordDelay.
 func (h *handle) publishLate() {
 	h.mu.Lock()
@@ -207,9 +215,7 @@ func (h *handle) publishLocked() {
 		h.noRecord("the lock was released before its token or record was asked for; ask while holding it")
 		return
 	}
-	if h.timer != nil {
-		lazy.remove(h)
-	}
+	h.unlist()
 	var buf [readSize]byte
 	size, raw, err := readRecord(h.f, buf[:])
 	if err != nil {

@@ -1,11 +1,11 @@
 //go:build !linux && !darwin && !freebsd && !windows
 
-package doctor
+package fsinfo
 
 import "errors"
 
-// statFilesystem cannot identify filesystems on this platform; the
+// Stat cannot identify filesystems on this platform; the
 // verdict then rests on the probes alone and cannot be "safe".
-func statFilesystem(dir string) (Filesystem, error) {
+func Stat(dir string) (Filesystem, error) {
 	return Filesystem{}, errors.New("identifying the filesystem is not implemented on this platform")
 }

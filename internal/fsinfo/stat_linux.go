@@ -1,4 +1,4 @@
-package doctor
+package fsinfo
 
 import (
 	"bufio"
@@ -11,30 +11,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statFilesystem identifies the filesystem holding dir: statfs(2) gives
-// the type's magic number, which is what the kernel itself goes by, and
+// Stat identifies the filesystem holding path: statfs(2) gives the type's
+// magic number, which is what the kernel itself goes by, and
 // /proc/self/mountinfo (one small read) adds the exact name, the FUSE
-// subtype, the source and NFS's local_lock option.
-func statFilesystem(dir string) (Filesystem, error) {
+// subtype, the source and the mount options that keep locks local.
+func Stat(path string) (Filesystem, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return Filesystem{}, &os.PathError{Op: "statfs", Path: dir, Err: err}
+	if err := unix.Statfs(path, &st); err != nil {
+		return Filesystem{}, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
-	magic := int64(uint32(st.Type))
-	fs := Filesystem{Magic: fmt.Sprintf("%#x", magic), Type: magicNames[magic]}
+	fs := fromMountinfo(path, magicOf(&st))
+	if fs.FUSE && fs.Subtype == "" && filepath.IsAbs(fs.Source) {
+		// One level only: a mirror of a mirror is named, not followed.
+		var mst unix.Statfs_t
+		if fi, err := os.Stat(fs.Source); err == nil && fi.IsDir() && unix.Statfs(fs.Source, &mst) == nil {
+			m := fromMountinfo(fs.Source, magicOf(&mst))
+			fs.Mirror = &m
+		}
+	}
+	return fs, nil
+}
+
+// magicOf returns statfs's f_type as the unsigned 32-bit number the
+// kernel's constants are.
+func magicOf(st *unix.Statfs_t) int64 { return int64(uint32(st.Type)) }
+
+// fromMountinfo completes what statfs said (magic) with path's entry in
+// /proc/self/mountinfo, and classifies the result.
+func fromMountinfo(path string, magic int64) Filesystem {
+	fs := Filesystem{Magic: hexMagic(magic), Type: magicNames[magic]}
 	// An entry found by device number is this very filesystem, and its
 	// name is exact; one found only by path (a btrfs subvolume) is
 	// trusted only where the magic number says nothing.
-	if m, sameDev, ok := findMount(dir); ok && (sameDev || fs.Type == "") {
+	if m, sameDev, ok := findMount(path); ok && (sameDev || fs.Type == "") {
 		fs.Mount = m.point
 		fs.Source = m.source
 		fs.Type = m.fstype
-		if strings.HasPrefix(m.fstype, "nfs") {
-			fs.LocalLock = optionValue(m.options, "local_lock")
-		}
+		fs.noteLockOptions(m.options)
 	}
 	fs.classify()
-	return fs, nil
+	return fs
 }
 
 type mountEntry struct {
@@ -140,12 +156,5 @@ func within(path, mount string) bool {
 	return strings.HasPrefix(path, mount+"/")
 }
 
-// optionValue returns the value of key=value in a comma-separated list.
-func optionValue(options, key string) string {
-	for _, o := range strings.Split(options, ",") {
-		if v, ok := strings.CutPrefix(o, key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
+// hexMagic spells a magic number as Filesystem.Magic does: "0xef53".
+func hexMagic(magic int64) string { return fmt.Sprintf("%#x", magic) }

@@ -1,6 +1,6 @@
 //go:build darwin || freebsd
 
-package doctor
+package fsinfo
 
 import (
 	"os"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statFilesystem identifies the filesystem holding dir from statfs(2):
+// Stat identifies the filesystem holding dir from statfs(2):
 // f_fstypename names it ("apfs", "nfs", "smbfs", "macfuse") and the
 // MNT_LOCAL flag says whether the kernel considers it local, which also
 // covers types doctor has no table entry for.
-func statFilesystem(dir string) (Filesystem, error) {
+func Stat(dir string) (Filesystem, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return Filesystem{}, &os.PathError{Op: "statfs", Path: dir, Err: err}
@@ -28,7 +28,7 @@ func statFilesystem(dir string) (Filesystem, error) {
 	} else if !fs.Known && !fs.FUSE {
 		// The kernel vouches for it being local.
 		fs.Known = true
-		fs.cls = classLocal
+		fs.Class = Local
 	}
 	return fs, nil
 }

@@ -1,4 +1,4 @@
-package doctor
+package fsinfo
 
 import (
 	"os"
@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// statFilesystem identifies the volume holding dir: GetVolumePathName finds
+// Stat identifies the volume holding dir: GetVolumePathName finds
 // its root, GetVolumeInformation names its filesystem ("NTFS", "ReFS",
 // "FAT32") and GetDriveType says whether it is a network share.
-func statFilesystem(dir string) (Filesystem, error) {
+func Stat(dir string) (Filesystem, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Filesystem{}, err
@@ -37,7 +37,7 @@ func statFilesystem(dir string) (Filesystem, error) {
 		// "NTFS"), so the drive type decides.
 		fs.Network = true
 		fs.Known = true
-		fs.cls = classServerLocks
+		fs.Class = ServerLocks
 	}
 	return fs, nil
 }

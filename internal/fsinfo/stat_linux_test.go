@@ -1,4 +1,4 @@
-package doctor
+package fsinfo
 
 import (
 	"os"
@@ -40,7 +40,7 @@ func TestParseMountinfo(t *testing.T) {
 // root of a test's temporary directory, and /dev/shm (tmpfs) where it
 // exists.
 func TestStatFilesystem(t *testing.T) {
-	fs, err := statFilesystem(t.TempDir())
+	fs, err := Stat(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +49,44 @@ func TestStatFilesystem(t *testing.T) {
 	}
 	t.Logf("temp dir: %+v", fs)
 	if _, err := os.Stat("/dev/shm"); err == nil {
-		fs, err := statFilesystem("/dev/shm")
+		fs, err := Stat("/dev/shm")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fs.Type != "tmpfs" || fs.Magic != "0x1021994" || !fs.Known || fs.Network || fs.cls != classLocal {
+		if fs.Type != "tmpfs" || fs.Magic != "0x1021994" || !fs.Known || fs.Network || fs.Class != Local {
 			t.Errorf("/dev/shm: %+v", fs)
 		}
 	}
-	if _, err := statFilesystem("/no/such/dir"); err == nil {
-		t.Error("statFilesystem of a missing directory succeeded")
+	if _, err := Stat("/no/such/dir"); err == nil {
+		t.Error("Stat of a missing directory succeeded")
+	}
+}
+
+// TestLocalLocksOf: a lock file on the test's temporary directory and on
+// /dev/shm (tmpfs) is on a filesystem whose kernel locks nobody else can
+// miss. (FUSE mounts are checked end to end by internal/cli's bindfs
+// tests.)
+func TestLocalLocksOf(t *testing.T) {
+	dirs := []string{t.TempDir()}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dirs = append(dirs, "/dev/shm")
+	}
+	for _, dir := range dirs {
+		f, err := os.CreateTemp(dir, "lock-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, reason, err := LocalLocksOf(f)
+		f.Close()
+		os.Remove(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs.Network || fs.FUSE {
+			t.Skipf("%s is on %s, not a local filesystem", dir, fs)
+		}
+		if reason != "" {
+			t.Errorf("%s (%s): %q, want nothing", dir, fs, reason)
+		}
 	}
 }
