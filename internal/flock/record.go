@@ -1,6 +1,7 @@
 package flock
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -129,8 +130,10 @@ func foreignError(path, why string) error {
 
 // checkForeign is the look at a derived lock path before waiting on it:
 // a file hold would refuse once it held the lock is refused at once, not
-// after a wait. It reads the file without the lock, which is enough to
-// refuse data (the check under the lock decides writing).
+// after a wait. It reads without the lock, so it may catch a holder in the
+// middle of rewriting its record (a new record over the tail of a longer
+// one, before the truncate): what starts as every record of hold's starts
+// is left to the check under the lock, which decides.
 func checkForeign(f *lockFile, path string) error {
 	if f.linkCount() == 1 && verified.has(f) {
 		return nil
@@ -140,11 +143,17 @@ func checkForeign(f *lockFile, path string) error {
 	if err != nil {
 		return nil // the check under the lock reads again and reports it
 	}
+	if bytes.HasPrefix(raw, []byte(recordStart)) && f.linkCount() == 1 {
+		return nil
+	}
 	if why := foreign(f, size, raw); why != "" {
 		return foreignError(path, why)
 	}
 	return nil
 }
+
+// recordStart is how every owner record of hold's begins.
+const recordStart = `{"fence":`
 
 // judge decides, once the lock is held, what this holder may do with the
 // file: for a derived path holding what is not hold's it returns
