@@ -96,7 +96,7 @@ func TestLazyTokensIncrease(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%3 == 2 {
-			time.Sleep(5 * time.Millisecond) // past the delay: written unasked
+			time.Sleep(15 * time.Millisecond) // past the delay: written unasked
 		}
 		tok := l.Token()
 		if tok <= last || errors.Is(l.TokenError(), hold.ErrNoToken) {

@@ -141,8 +141,13 @@ func coreHoldWorker() int {
 		var he *hold.Error
 		if errors.As(err, &he) {
 			rep.IsHoldErr = true
-			if he.Holder != nil && he.Holder.Owner != nil {
-				rep.HolderPID = he.Holder.Owner.PID
+			switch h := he.Holder; {
+			case h != nil && h.Owner != nil:
+				rep.HolderPID = h.Owner.PID
+			case h != nil && len(h.PIDs) == 1:
+				// A holder whose record is not written yet (a lazy
+				// kernel lock) is named by the kernel's pid.
+				rep.HolderPID = h.PIDs[0]
 			}
 		}
 		out.Encode(rep)
