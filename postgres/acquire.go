@@ -95,7 +95,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		query = waitSQL
 	}
 	createdSchema := false
-	for attempt := 0; ; attempt++ {
+	for {
 		c, reused, err := p.get(ctx)
 		if err != nil {
 			return nil, relabel(err, "acquire", name)
@@ -123,9 +123,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 				}
 				createdSchema = true
 				continue
-			case reused && attempt == 0 && !errors.As(err, &pgErr):
+			case reused && sessionGone(err):
 				// The idle session was ended by the server (a
-				// restart, an idle timeout): try a new one.
+				// restart, an idle timeout): try another one.
 				continue
 			}
 			return nil, p.queryError("acquire", name, err)
@@ -149,6 +149,16 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		}
 		return newHandle(p, c, name, key, owner), nil
 	}
+}
+
+// sessionGone reports whether err says the session ended: the server's
+// fatal error, or a broken connection.
+func sessionGone(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC"
+	}
+	return true
 }
 
 // createSchema creates the sequence and the table, serialized with other
@@ -196,8 +206,7 @@ func (p *Protocol) collision(name string, key int64) error {
 // did not answer or whose connection broke is ErrUnreachable; an error the
 // server sent (permission denied, ...) is kept as is.
 func (p *Protocol) queryError(op, name string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC" {
+	if !sessionGone(err) {
 		return &core.Error{Op: op, Path: name, Err: err}
 	}
 	return &core.Error{Op: op, Path: name, Err: fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)}

@@ -316,11 +316,11 @@ func ParseAddress(addr string) (connString, name string, err error) {
 	return connString, name, nil
 }
 
-// redactURL hides the password of a postgres:// URL and any password
-// parameter, for messages and owner records.
+// redactURL hides the password of a URL ("scheme://user:password@...")
+// and any password parameter, for messages and owner records.
 func redactURL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+	if !ok || scheme == "" || strings.ContainsAny(scheme, " /") {
 		return s
 	}
 	if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
