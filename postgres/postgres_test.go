@@ -509,11 +509,11 @@ func TestKeyCollision(t *testing.T) {
 // an unreachable server fails fast, and passwords never show.
 func TestBadAddressesAndNames(t *testing.T) {
 	for _, addr := range []string{
-		"postgres://u:s3cret@host:5432/db",         // no lock name
-		"postgres://u:s3cret@host:5432/db#",        // empty lock name
-		"mysql://u:s3cret@host/db#x",               // another scheme
-		"postgres://u:s3cret@host:5432/db#a%01b",   // control character
-		"postgres://u:s3cret@host:5432/db#a%zzb",   // bad escape
+		"postgres://u:s3cret@host:5432/db",       // no lock name
+		"postgres://u:s3cret@host:5432/db#",      // empty lock name
+		"mysql://u:s3cret@host/db#x",             // another scheme
+		"postgres://u:s3cret@host:5432/db#a%01b", // control character
+		"postgres://u:s3cret@host:5432/db#a%zzb", // bad escape
 		"postgres://u:s3cret@host:5432/db#" + strings.Repeat("n", 600),
 	} {
 		_, _, err := postgres.ParseAddress(addr)

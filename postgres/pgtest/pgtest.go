@@ -101,8 +101,8 @@ type Server struct {
 	// uid and gid are the user the server runs as, when asUser.
 	uid, gid int
 	asUser   bool
-	cmd            *exec.Cmd
-	exited         chan struct{}
+	cmd      *exec.Cmd
+	exited   chan struct{}
 }
 
 // Start creates a database cluster in a new temporary directory and starts
