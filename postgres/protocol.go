@@ -98,7 +98,7 @@ func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
 func Dial(ctx context.Context, connString string, opts ...Option) (*Protocol, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return nil, &core.Error{Op: "dial", Path: redactURL(connString), Err: err,
+		return nil, &core.Error{Op: "dial", Path: core.RedactURL(connString), Err: err,
 			Hint: "want postgres://user@host:port/database?param=value, or libpq's key=value form"}
 	}
 	p := New(cfg, opts...)
@@ -292,7 +292,7 @@ func checkName(op, name string) error {
 // use PGPASSWORD or a password file. Errors never repeat the password.
 func ParseAddress(addr string) (connString, name string, err error) {
 	bad := func(why string) error {
-		return &core.Error{Op: "parse", Path: redactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
+		return &core.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
 			Hint: "want postgres://user@host:port/database#lock-name"}
 	}
 	scheme, _, ok := strings.Cut(addr, "://")
@@ -316,41 +316,12 @@ func ParseAddress(addr string) (connString, name string, err error) {
 	return connString, name, nil
 }
 
-// redactURL hides the password of a URL ("scheme://user:password@...")
-// and any password parameter, for messages and owner records.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || scheme == "" || strings.ContainsAny(scheme, " /") {
-		return s
-	}
-	if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
-		if user, _, hasPW := strings.Cut(rest[:at], ":"); hasPW {
-			rest = user + ":***" + rest[at:]
-		}
-	}
-	if q := strings.Index(rest, "?"); q >= 0 {
-		head, query := rest[:q+1], rest[q+1:]
-		frag := ""
-		if h := strings.Index(query, "#"); h >= 0 {
-			query, frag = query[:h], query[h:]
-		}
-		params := strings.Split(query, "&")
-		for i, kv := range params {
-			if k, _, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, "password") {
-				params[i] = k + "=***"
-			}
-		}
-		rest = head + strings.Join(params, "&") + frag
-	}
-	return scheme + "://" + rest
-}
-
 // redactCommand hides passwords in the addresses of a command line, since
 // the owner record is readable by every client of the database.
 func redactCommand(cmd []string) []string {
 	var out []string
 	for i, a := range cmd {
-		if r := redactURL(a); r != a {
+		if r := core.RedactURL(a); r != a {
 			if out == nil {
 				out = append([]string(nil), cmd...)
 			}

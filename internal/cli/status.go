@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/core"
 )
 
 func init() {
@@ -128,7 +129,7 @@ func inspectTarget(lf *lockFlags, target string) (*statusReport, error) {
 
 func newStatusReport(target string, st *hold.Status) *statusReport {
 	r := &statusReport{
-		Target:   target,
+		Target:   core.RedactURL(target),
 		Path:     st.Path,
 		Protocol: st.Protocol,
 		State:    st.State.String(),
