@@ -37,7 +37,9 @@ func TestPostgres(t *testing.T) {
 	base := fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", pgtest.User, secret, srv.Addr())
 	t.Run("MixedWithLibrary", func(t *testing.T) { testPostgresMixed(t, srv, base+"#counter") })
 	t.Run("StatusAndBusy", func(t *testing.T) { testPostgresStatus(t, base+"#deploy", secret) })
-	t.Run("Break", func(t *testing.T) { testPostgresBreak(t, strings.Replace(base, "postgres://", "postgresql://", 1)+"#stuck") })
+	t.Run("Break", func(t *testing.T) {
+		testPostgresBreak(t, strings.Replace(base, "postgres://", "postgresql://", 1)+"#stuck")
+	})
 	t.Run("BadInput", func(t *testing.T) { testPostgresBadInput(t, srv, secret) })
 }
 

@@ -31,4 +31,3 @@ func RedactURL(s string) string {
 	}
 	return scheme + "://" + rest
 }
-
