@@ -33,6 +33,8 @@ func runWorker(role string) int {
 		err = counterWorker()
 	case "hold-forever":
 		err = holdForever()
+	case "naive-cli":
+		err = naiveCLI()
 	default:
 		err = fmt.Errorf("unknown worker role %q", role)
 	}
