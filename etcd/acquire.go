@@ -110,19 +110,20 @@ func (p *Protocol) dropSession(s *session) {
 // back, instead of holding up the queue for up to a TTL after the restart
 // (etcd renews every lease's TTL when it starts).
 func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
-	p.persist(wait, nil, func(ctx context.Context) bool {
+	_ = p.persist(wait, nil, func(ctx context.Context) bool {
 		_, err := p.client.Revoke(ctx, id)
 		return revoked(p, err)
 	})
 }
 
 // removeKey deletes one lock's key from the shared lease s, if the key is
-// still bound to it, waiting at most wait. A key that could not be deleted
-// would hold up the queue for as long as this process renews the lease, so
-// the delete goes on in the background until it succeeds or the lease
-// ends (which deletes the key too).
-func (p *Protocol) removeKey(key string, s *session, wait time.Duration) {
-	p.persist(wait, s.done, func(ctx context.Context) bool {
+// still bound to it, waiting at most wait, and reports whether it did so
+// in that time. A key that could not be deleted would hold up the queue
+// for as long as this process renews the lease, so the delete goes on in
+// the background until it succeeds or the lease ends (which deletes the
+// key too).
+func (p *Protocol) removeKey(key string, s *session, wait time.Duration) bool {
+	return p.persist(wait, s.done, func(ctx context.Context) bool {
 		_, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)).
 			Then(clientv3.OpDelete(key)).Commit()
 		return err == nil || p.client.Ctx().Err() != nil
@@ -132,8 +133,8 @@ func (p *Protocol) removeKey(key string, s *session, wait time.Duration) {
 // persist runs attempt, once in the foreground for at most wait when wait
 // is positive, and then in the background until it reports success, gone
 // is closed, the client is closed, or revokeRetryFor beyond the TTL has
-// passed.
-func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt func(ctx context.Context) bool) {
+// passed. It reports whether the foreground attempt succeeded.
+func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt func(ctx context.Context) bool) bool {
 	deadline := time.Now().Add(p.ttl + revokeRetryFor)
 	if wait > 0 {
 		// The usual case, a healthy cluster: one round trip, here.
@@ -141,7 +142,7 @@ func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt fun
 		ok := attempt(ctx)
 		cancel()
 		if ok {
-			return
+			return true
 		}
 	}
 	go func() {
@@ -161,6 +162,7 @@ func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt fun
 			}
 		}
 	}()
+	return false
 }
 
 // revoked reports whether a revoke needs no retry: it worked, the lease is
@@ -189,6 +191,7 @@ type waiter struct {
 	p      *Protocol
 	req    *core.Request
 	prefix string
+	slot   uint64 // this process's number for the key under prefix
 	key    string
 	rev    int64 // create revision of key: the queue position and fencing token
 	sess   *session
@@ -217,10 +220,10 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			return nil, p.opError("acquire", req.Path, ctx, err, nil)
 		}
 		w.sess = sess
-		// The lease is the process's, so the key also names the
-		// acquisition: two locks of one process on one prefix queue
-		// like any two.
-		w.key = fmt.Sprintf("%s%x-%x", w.prefix, sess.id, p.seq.Add(1))
+		// The lease is the process's, so the key also names a slot:
+		// two locks of one process on one prefix queue like any two.
+		w.slot = p.takeSlot(w.prefix)
+		w.key = fmt.Sprintf("%s%x-%x", w.prefix, sess.id, w.slot)
 		h, err := w.run(ctx, wait)
 		if err == nil {
 			return h, nil
@@ -228,11 +231,50 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !retried {
 			// The lease ended before its keep-alive told us (it
 			// was revoked): take a new one.
+			p.freeSlot(w.prefix, w.slot)
 			p.dropSession(sess)
 			continue
 		}
-		p.removeKey(w.key, sess, abandonWait)
+		if p.removeKey(w.key, sess, abandonWait) {
+			p.freeSlot(w.prefix, w.slot)
+		}
 		return nil, err
+	}
+}
+
+// takeSlot returns the smallest slot number no lock of this process uses
+// on prefix. Keys are reused this way, not made unique per acquisition:
+// etcd keeps a deleted key in its index until the history is compacted,
+// and every read of the queue walks the prefix's keys, deleted ones
+// included, so fresh keys would make each acquisition slower than the last.
+func (p *Protocol) takeSlot(prefix string) uint64 {
+	p.slotsMu.Lock()
+	defer p.slotsMu.Unlock()
+	if p.slots == nil {
+		p.slots = map[string]map[uint64]bool{}
+	}
+	used := p.slots[prefix]
+	if used == nil {
+		used = map[uint64]bool{}
+		p.slots[prefix] = used
+	}
+	var n uint64
+	for used[n] {
+		n++
+	}
+	used[n] = true
+	return n
+}
+
+// freeSlot makes a slot available again once its key is known to be
+// deleted. A slot whose key may still exist (etcd did not answer) is never
+// freed, so that no later acquisition takes that key for its own.
+func (p *Protocol) freeSlot(prefix string, n uint64) {
+	p.slotsMu.Lock()
+	defer p.slotsMu.Unlock()
+	delete(p.slots[prefix], n)
+	if len(p.slots[prefix]) == 0 {
+		delete(p.slots, prefix)
 	}
 }
 
@@ -468,7 +510,7 @@ func (w *waiter) pause(ctx context.Context) error {
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, false)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, false)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -481,7 +523,7 @@ func (w *waiter) held() *handle {
 func (w *waiter) heldAfterWait() *handle {
 	w.owner.StartedAt = time.Now()
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, true)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}

@@ -20,6 +20,7 @@ import (
 type handle struct {
 	p     *Protocol
 	path  string
+	slot  uint64 // the key's slot (see takeSlot)
 	key   string
 	rev   int64 // the key's create revision: queue position and fencing token
 	sess  *session
@@ -50,9 +51,9 @@ type handle struct {
 
 // newHandle starts watching the key for loss. With publish it also
 // rewrites the owner record in the background.
-func newHandle(p *Protocol, path, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
-	h := &handle{p: p, path: path, key: key, rev: rev, sess: sess, owner: owner,
+	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
 		lost: make(chan struct{}), watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
@@ -309,6 +310,8 @@ func (h *handle) Release() error {
 			h.p.removeKey(h.key, h.sess, 0)
 		case !resp.Succeeded && !(retried && firstKV(resp.Responses[0]) == nil):
 			h.markLost("its key was deleted or overwritten")
+		default:
+			h.p.freeSlot(h.path+"/", h.slot) // the key is gone
 		}
 	}
 	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -57,8 +56,10 @@ type Protocol struct {
 	redactFlags []string
 
 	leaseMu sync.Mutex
-	lease   *session      // the lease every lock shares; nil until the first
-	seq     atomic.Uint64 // numbers the acquisitions, for unique keys
+	lease   *session // the lease every lock shares; nil until the first
+
+	slotsMu sync.Mutex
+	slots   map[string]map[uint64]bool // prefix -> slots in use (see takeSlot)
 }
 
 // An Option changes how a Protocol takes locks.
