@@ -162,6 +162,15 @@ func (h *handle) lostError(op string) error {
 const checkSQL = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
 	AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND granted)`
 
+// holds asks the server whether this session holds the advisory lock of
+// key.
+func (c *conn) holds(ctx context.Context, key int64) (bool, error) {
+	hi, lo := keyHalves(key)
+	var held bool
+	err := c.c.QueryRow(ctx, checkSQL, hi, lo).Scan(&held)
+	return held, err
+}
+
 // Check asks the server, now, whether this session still holds the lock.
 func (h *handle) Check() error {
 	h.mu.Lock()
@@ -178,9 +187,7 @@ func (h *handle) Check() error {
 	resume := h.pauseWatch(false)
 	ctx, cancel := h.p.rpc(context.Background())
 	defer cancel()
-	hi, lo := keyHalves(h.key)
-	var held bool
-	err := h.c.c.QueryRow(ctx, checkSQL, hi, lo).Scan(&held)
+	held, err := h.c.holds(ctx, h.key)
 	switch {
 	case err != nil && h.c.c.IsClosed():
 		h.markLost(sessionEnded(err))
