@@ -75,8 +75,6 @@ func (p *Protocol) status(name string, r record) *core.Status {
 	st.Holder = &core.Holder{Alive: core.Alive}
 	if o != nil && r.backendPID != nil && *r.backendPID == *r.holderPID {
 		st.Holder.Owner = o
-	} else {
-		st.Holder.Owner = &core.Owner{Fields: map[string]string{"backend_pid": fmt.Sprint(*r.holderPID)}}
 	}
 	return st
 }

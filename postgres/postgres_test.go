@@ -555,3 +555,34 @@ func TestBadAddressesAndNames(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignHolder: a session that took the advisory lock by hand (no
+// owner record) excludes hold's acquisitions, shows as a holder without a
+// record, and Break refuses it unless forced.
+func TestForeignHolder(t *testing.T) {
+	p := dial(t)
+	raw := rawConn(t)
+	name := uniqueName(t)
+	if _, err := raw.Exec(context.Background(), `SELECT pg_advisory_lock($1)`, postgres.Key(name)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := hold.TryAcquire("", lockOpts(p, name)...)
+	if !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("TryAcquire while a foreign session holds = %v, want ErrBusy", err)
+	}
+	st, err := hold.Inspect("", lockOpts(p, name)...)
+	if err != nil || st.State != hold.HeldExclusive || st.Holder == nil || st.Holder.Owner != nil {
+		t.Fatalf("Inspect = %+v, %v; want held, holder without a record", st, err)
+	}
+	if _, err := p.Break(name, false); !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("Break without force = %v, want ErrBusy", err)
+	}
+	if _, err := raw.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, postgres.Key(name)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := hold.TryAcquire("", lockOpts(p, name)...)
+	if err != nil {
+		t.Fatalf("TryAcquire after the foreign session unlocked: %v", err)
+	}
+	l.Release()
+}
