@@ -33,7 +33,12 @@
 // holder that crashes, is killed, or whose connection drops frees the lock
 // as soon as the server sees the connection close. A holder's Lost channel
 // closes when its session ends under it: terminated on the server
-// (pg_terminate_backend, a restart) or the connection broken.
+// (pg_terminate_backend, a restart) or the connection broken. The session
+// is watched from the first call to Lost (hold.Do and `hold run` make it);
+// Check and Release ask the server themselves.
+//
+// Protocol.Locks lists the locks recorded in the database with their
+// holders, for tools that show every lock.
 //
 // # What it cannot promise
 //
