@@ -35,7 +35,7 @@ func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
-// session is the lease of one acquisition and its keep-alive.
+// session is a lease and its keep-alive.
 type session struct {
 	id   clientv3.LeaseID
 	stop context.CancelFunc
@@ -70,39 +70,99 @@ func (p *Protocol) newSession(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
+// session returns the protocol's lease, which every lock it takes shares
+// (as the locks of one concurrency.Session do): one grant and one
+// keep-alive stream for the whole process instead of one per acquisition.
+// It grants a new lease when there is none yet or the last one ended.
+func (p *Protocol) session(ctx context.Context) (*session, error) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if s := p.lease; s != nil {
+		select {
+		case <-s.done:
+		default:
+			return s, nil
+		}
+	}
+	s, err := p.newSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.lease = s
+	return s, nil
+}
+
+// dropSession stops renewing s, which etcd no longer knows, and has the
+// next acquisition grant a new lease. Every lock on s is lost already.
+func (p *Protocol) dropSession(s *session) {
+	p.leaseMu.Lock()
+	if p.lease == s {
+		p.lease = nil
+	}
+	p.leaseMu.Unlock()
+	s.stop()
+}
+
 // revoke ends a lease, which deletes every key bound to it, waiting at
 // most wait for it (when etcd is healthy a revoke takes a millisecond).
-// If that fails it goes on in the background, retried until it succeeds, the
-// client is closed, or revokeRetryFor beyond the TTL has passed: a lease
-// whose revoke failed during an outage is then still revoked as soon as
-// etcd is back, instead of holding up the queue for up to a TTL after the
-// restart (etcd renews every lease's TTL when it starts).
+// If that fails it goes on in the background (see persist): a lease whose
+// revoke failed during an outage is then still revoked as soon as etcd is
+// back, instead of holding up the queue for up to a TTL after the restart
+// (etcd renews every lease's TTL when it starts).
 func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
+	_ = p.persist(wait, nil, func(ctx context.Context) bool {
+		_, err := p.client.Revoke(ctx, id)
+		return revoked(p, err)
+	})
+}
+
+// removeKey deletes one lock's key from the shared lease s, if the key is
+// still bound to it, waiting at most wait, and reports whether it did so
+// in that time. A key that could not be deleted would hold up the queue
+// for as long as this process renews the lease, so the delete goes on in
+// the background until it succeeds or the lease ends (which deletes the
+// key too).
+func (p *Protocol) removeKey(key string, s *session, wait time.Duration) bool {
+	return p.persist(wait, s.done, func(ctx context.Context) bool {
+		_, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)).
+			Then(clientv3.OpDelete(key)).Commit()
+		return err == nil || p.client.Ctx().Err() != nil
+	})
+}
+
+// persist runs attempt, once in the foreground for at most wait when wait
+// is positive, and then in the background until it reports success, gone
+// is closed, the client is closed, or revokeRetryFor beyond the TTL has
+// passed. It reports whether the foreground attempt succeeded.
+func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt func(ctx context.Context) bool) bool {
 	deadline := time.Now().Add(p.ttl + revokeRetryFor)
 	if wait > 0 {
 		// The usual case, a healthy cluster: one round trip, here.
 		ctx, cancel := context.WithTimeout(p.client.Ctx(), min(wait, p.reqTimeout))
-		_, err := p.client.Revoke(ctx, id)
+		ok := attempt(ctx)
 		cancel()
-		if revoked(p, err) {
-			return
+		if ok {
+			return true
 		}
 	}
 	go func() {
 		for {
 			ctx, cancel := context.WithTimeout(p.client.Ctx(), p.reqTimeout)
-			_, err := p.client.Revoke(ctx, id)
+			ok := attempt(ctx)
 			cancel()
-			if revoked(p, err) || time.Now().After(deadline) {
+			if ok || time.Now().After(deadline) {
 				return
 			}
 			select {
 			case <-time.After(revokeRetryPause):
+			case <-gone:
+				return
 			case <-p.client.Ctx().Done():
 				return
 			}
 		}
 	}()
+	return false
 }
 
 // revoked reports whether a revoke needs no retry: it worked, the lease is
@@ -117,8 +177,8 @@ const (
 	revokeRetryPause = 250 * time.Millisecond
 )
 
-// abandonWait is how long a failed acquisition waits for its lease's
-// revocation before it returns and leaves the rest to the background.
+// abandonWait is how long a failed acquisition waits for its key's
+// deletion before it returns and leaves the rest to the background.
 const abandonWait = 500 * time.Millisecond
 
 // rpc bounds one round trip by the request timeout as well as ctx.
@@ -131,6 +191,7 @@ type waiter struct {
 	p      *Protocol
 	req    *core.Request
 	prefix string
+	slot   uint64 // this process's number for the key under prefix
 	key    string
 	rev    int64 // create revision of key: the queue position and fencing token
 	sess   *session
@@ -156,20 +217,68 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	w.owner.Command = redact(w.owner.Command, p.redactFlags)
 	w.owner.StartedAt = time.Now()
 
-	sess, err := p.newSession(ctx)
-	if err != nil {
-		return nil, p.opError("acquire", req.Path, ctx, err, nil)
-	}
-	w.sess = sess
-	w.key = fmt.Sprintf("%s%x", w.prefix, sess.id)
-
-	h, err := w.run(ctx, wait)
-	if err != nil {
-		sess.stop()
-		p.revoke(sess.id, abandonWait)
+	for retried := false; ; retried = true {
+		sess, err := p.session(ctx)
+		if err != nil {
+			return nil, p.opError("acquire", req.Path, ctx, err, nil)
+		}
+		w.sess = sess
+		// The lease is the process's, so the key also names a slot:
+		// two locks of one process on one prefix queue like any two.
+		w.slot = p.takeSlot(w.prefix)
+		w.key = fmt.Sprintf("%s%x-%x", w.prefix, sess.id, w.slot)
+		h, err := w.run(ctx, wait)
+		if err == nil {
+			return h, nil
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !retried {
+			// The lease ended before its keep-alive told us (it
+			// was revoked): take a new one.
+			p.freeSlot(w.prefix, w.slot)
+			p.dropSession(sess)
+			continue
+		}
+		if p.removeKey(w.key, sess, abandonWait) {
+			p.freeSlot(w.prefix, w.slot)
+		}
 		return nil, err
 	}
-	return h, nil
+}
+
+// takeSlot returns the smallest slot number no lock of this process uses
+// on prefix. Keys are reused this way, not made unique per acquisition:
+// etcd keeps a deleted key in its index until the history is compacted,
+// and every read of the queue walks the prefix's keys, deleted ones
+// included, so fresh keys would make each acquisition slower than the last.
+func (p *Protocol) takeSlot(prefix string) uint64 {
+	p.slotsMu.Lock()
+	defer p.slotsMu.Unlock()
+	if p.slots == nil {
+		p.slots = map[string]map[uint64]bool{}
+	}
+	used := p.slots[prefix]
+	if used == nil {
+		used = map[uint64]bool{}
+		p.slots[prefix] = used
+	}
+	var n uint64
+	for used[n] {
+		n++
+	}
+	used[n] = true
+	return n
+}
+
+// freeSlot makes a slot available again once its key is known to be
+// deleted. A slot whose key may still exist (etcd did not answer) is never
+// freed, so that no later acquisition takes that key for its own.
+func (p *Protocol) freeSlot(prefix string, n uint64) {
+	p.slotsMu.Lock()
+	defer p.slotsMu.Unlock()
+	delete(p.slots[prefix], n)
+	if len(p.slots[prefix]) == 0 {
+		delete(p.slots, prefix)
+	}
 }
 
 func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
@@ -404,7 +513,7 @@ func (w *waiter) pause(ctx context.Context) error {
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, false)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, false)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -417,7 +526,7 @@ func (w *waiter) held() *handle {
 func (w *waiter) heldAfterWait() *handle {
 	w.owner.StartedAt = time.Now()
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.key, w.rev, w.sess, w.owner, true)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}

@@ -15,11 +15,13 @@
 //
 // # How a lock works
 //
-// Every acquisition grants its own lease (TTL, default 15 s) and keeps it
-// alive while it waits and holds. It enqueues a key "<prefix>/<lease id in
-// hex>", bound to the lease, whose value is the owner record (pid, host,
-// command, start time, acquisition id). The key with the lowest create
-// revision holds the lock; the others wait in create-revision order, each on
+// The locks taken through one Protocol share one lease (TTL, default 15 s),
+// kept alive by one stream while the Protocol lives, as the locks of one
+// concurrency.Session do. Every acquisition enqueues a key
+// "<prefix>/<lease id in hex>-<slot>", bound to the lease, whose value is
+// the owner record (pid, host, command, start time, acquisition id); the
+// slot keeps two locks of one process on one prefix apart. The key with the
+// lowest create revision holds the lock; the others wait in create-revision order, each on
 // its immediate predecessor only, so a release wakes exactly one waiter.
 // This is the layout of etcd's own concurrency.Mutex (and `etcdctl lock`),
 // so the two exclude each other on the same prefix.
@@ -28,12 +30,12 @@
 // counter only grows, so every acquisition of every lock gets a larger token
 // than any before it, across clients, restarts and leader changes.
 //
-// A holder's Lost channel closes when its lease can no longer be renewed
-// (the client's keep-alive deadline passed, or the lease was revoked) or
-// when its key is deleted or overwritten (a watch on the key, started by
-// the first call to Lost; Check and Release ask etcd directly). A failed or
-// abandoned acquisition revokes its lease, which deletes its waiting key,
-// so it does not hold up the queue.
+// A holder's Lost channel closes when the lease can no longer be renewed
+// (the client's keep-alive deadline passed, or the lease was revoked: every
+// lock on it is then lost) or when its own key is deleted or overwritten (a
+// watch on the key, started by the first call to Lost; Check and Release
+// ask etcd directly). A failed or abandoned acquisition deletes its waiting
+// key, so it does not hold up the queue.
 //
 // # Speed
 //

@@ -20,6 +20,7 @@ import (
 type handle struct {
 	p     *Protocol
 	path  string
+	slot  uint64 // the key's slot (see takeSlot)
 	key   string
 	rev   int64 // the key's create revision: queue position and fencing token
 	sess  *session
@@ -50,9 +51,9 @@ type handle struct {
 
 // newHandle starts watching the key for loss. With publish it also
 // rewrites the owner record in the background.
-func newHandle(p *Protocol, path, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
-	h := &handle{p: p, path: path, key: key, rev: rev, sess: sess, owner: owner,
+	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
 		lost: make(chan struct{}), watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
@@ -213,17 +214,17 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 	}
 }
 
-// markLost records why the lock was lost and closes Lost, once. It stops
-// renewing the lease and revokes it, so that a key someone rewrote under
-// our lease does not keep the queue blocked.
+// markLost records why the lock was lost and closes Lost, once. It deletes
+// the key if it is still bound to our lease, so that a key someone rewrote
+// under it does not keep the queue blocked while the process's other locks
+// keep the lease alive.
 func (h *handle) markLost(why string) {
 	h.lostOnce.Do(func() {
 		h.lostMu.Lock()
 		h.lostWhy = why
 		h.lostMu.Unlock()
 		close(h.lost)
-		h.sess.stop()
-		h.p.revoke(h.sess.id, 0)
+		h.p.removeKey(h.key, h.sess, 0)
 	})
 }
 
@@ -270,8 +271,9 @@ func (h *handle) Check() error {
 	return nil
 }
 
-// Release deletes the key if it is still ours and revokes the lease. It
-// reports ErrLost (on every call) if the lock had been lost.
+// Release deletes the key if it is still ours; the lease stays for the
+// process's other and later locks. It reports ErrLost (on every call) if
+// the lock had been lost.
 func (h *handle) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -302,21 +304,17 @@ func (h *handle) Release() error {
 		case terr != nil:
 			err = h.p.opError("release", h.path, context.Background(), terr, nil)
 			if e, ok := err.(*core.Error); ok && e.Hint == "" {
-				e.Hint = "the lock ends when its lease expires, within " + h.p.ttl.String()
+				e.Hint = "the key is deleted as soon as etcd answers again, or when the lease expires (within " +
+					h.p.ttl.String() + ") if this process ends first"
 			}
+			h.p.removeKey(h.key, h.sess, 0)
 		case !resp.Succeeded && !(retried && firstKV(resp.Responses[0]) == nil):
 			h.markLost("its key was deleted or overwritten")
+		default:
+			h.p.freeSlot(h.path+"/", h.slot) // the key is gone
 		}
 	}
 	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost
-	h.sess.stop()
-	// The key is gone (or etcd unreachable): the revoke only tidies the
-	// lease up, so when etcd is not answering it goes on in the background.
-	if err == nil {
-		h.p.revoke(h.sess.id, h.p.reqTimeout)
-	} else {
-		h.p.revoke(h.sess.id, 0)
-	}
 	if lerr := h.lostError("release"); lerr != nil {
 		h.relErr = lerr
 		return lerr

@@ -47,8 +47,7 @@ func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*core.Stat
 	return st, kv
 }
 
-// Break removes the holder of the lock at path by revoking its lease (which
-// deletes its key), if the holder is provably gone (a dead process on this
+// Break removes the holder of the lock at path by deleting its key, if the holder is provably gone (a dead process on this
 // host) or force is set. Without force it refuses, with an error matching
 // hold.ErrBusy: a holder that died on another host loses the lock by itself
 // when its lease expires, within its TTL. The holder, if it still runs,
@@ -72,16 +71,13 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
 			Hint: "the holder may still run; its lease ends the lock within its TTL if it does not, or force the break"}
 	}
-	// Delete exactly the key we looked at, then end its lease so that its
-	// owner stops renewing a lease that no longer guards anything.
-	tresp, err := p.client.Txn(ctx).If(
+	// Delete exactly the key we looked at. Its lease is left alone: the
+	// holder's other locks share it.
+	_, err = p.client.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision),
 	).Then(clientv3.OpDelete(string(kv.Key))).Commit()
 	if err != nil {
 		return st, p.opError("break", path, context.Background(), err, st.Holder)
-	}
-	if tresp.Succeeded && kv.Lease != 0 {
-		p.client.Revoke(ctx, clientv3.LeaseID(kv.Lease))
 	}
 	return st, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ import (
 
 // Defaults.
 const (
-	// DefaultTTL is the lease TTL of an acquisition. It bounds how long a
+	// DefaultTTL is the TTL of the lease a Protocol's locks share. It bounds how long a
 	// crashed holder keeps others waiting, and is how long a holder may be
 	// paused or cut off before it loses the lock.
 	DefaultTTL = 15 * time.Second
@@ -44,20 +45,27 @@ const (
 var ErrUnreachable = errors.New("etcd unreachable")
 
 // Protocol is hold's lock protocol on etcd. Create it with Dial or New; it
-// is safe for concurrent use, and every acquisition through it has its own
-// lease.
+// is safe for concurrent use. The locks taken through it share one lease,
+// kept alive by one stream, while each has its own key, token and Lost
+// signal.
 type Protocol struct {
 	client      *clientv3.Client
 	ownsClient  bool
 	ttl         time.Duration
 	reqTimeout  time.Duration
 	redactFlags []string
+
+	leaseMu sync.Mutex
+	lease   *session // the lease every lock shares; nil until the first
+
+	slotsMu sync.Mutex
+	slots   map[string]map[uint64]bool // prefix -> slots in use (see takeSlot)
 }
 
 // An Option changes how a Protocol takes locks.
 type Option func(*Protocol)
 
-// WithTTL sets the lease TTL of each acquisition (default DefaultTTL). etcd
+// WithTTL sets the TTL of the protocol's lease (default DefaultTTL). etcd
 // counts leases in whole seconds, so d is rounded up to a second; the server
 // may raise it to its own minimum.
 func WithTTL(d time.Duration) Option {
@@ -208,8 +216,17 @@ func connectionProblem(client *clientv3.Client) string {
 	return err.Error()
 }
 
-// Close closes the client if Dial created it.
+// Close revokes the lease of the protocol's locks, which ends every lock
+// still held through it, and closes the client if Dial created it.
 func (p *Protocol) Close() error {
+	p.leaseMu.Lock()
+	s := p.lease
+	p.lease = nil
+	p.leaseMu.Unlock()
+	if s != nil {
+		s.stop()
+		p.revoke(s.id, p.reqTimeout)
+	}
 	if p.ownsClient {
 		return p.client.Close()
 	}
@@ -219,7 +236,7 @@ func (p *Protocol) Close() error {
 // Client returns the etcd client the protocol uses.
 func (p *Protocol) Client() *clientv3.Client { return p.client }
 
-// TTL returns the lease TTL each acquisition asks for.
+// TTL returns the TTL the protocol's lease asks for.
 func (p *Protocol) TTL() time.Duration { return p.ttl }
 
 // Name returns "etcd".

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/core"
 )
 
 func init() {
@@ -152,7 +153,7 @@ func portableJudgement(proto hold.Protocol, st *hold.Status) string {
 
 func newStatusReport(target string, st *hold.Status) *statusReport {
 	r := &statusReport{
-		Target:   target,
+		Target:   core.RedactURL(target),
 		Path:     st.Path,
 		Protocol: st.Protocol,
 		State:    st.State.String(),

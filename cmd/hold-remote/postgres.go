@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/postgres"
+)
+
+// The PostgreSQL address schemes: a target
+// "postgres://user@host:port/database#name" (or "postgresql://...") takes the
+// lock of that name in that database. Everything else about the connection
+// is libpq's: query parameters (sslmode, sslrootcert, ...) and the PG*
+// environment variables (PGPASSWORD, PGSSLMODE, ...), which keep the
+// password out of process lists.
+
+// postgresDialTimeout bounds the first connection when the address sets
+// no connect_timeout.
+const postgresDialTimeout = 5 * time.Second
+
+func init() {
+	cli.RegisterScheme("postgres", resolvePostgres)
+	cli.RegisterScheme("postgresql", resolvePostgres)
+}
+
+// resolvePostgres connects to the database a postgres:// target names and
+// returns the protocol and the lock name.
+func resolvePostgres(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+	connString, name, err := postgres.ParseAddress(target)
+	if err != nil {
+		return nil, "", cli.Usagef("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), postgresDialTimeout+time.Second)
+	defer cancel()
+	// One lock per process: a released session has no later use.
+	p, err := postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))
+	if err != nil {
+		return nil, "", err
+	}
+	return p, name, nil
+}

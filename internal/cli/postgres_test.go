@@ -1,0 +1,231 @@
+//go:build unix
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/postgres"
+	"github.com/hold-dev/hold/postgres/pgtest"
+)
+
+// TestPostgres runs `hold` against a real PostgreSQL server, one for all
+// the subtests (a server takes a second or two to create).
+func TestPostgres(t *testing.T) {
+	srv, err := pgtest.Start()
+	if errors.Is(err, pgtest.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	// A password in the address: the test server trusts every local
+	// connection, so it is never asked for, but must never be shown.
+	const secret = "s3cret-Pa55"
+	base := fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", pgtest.User, secret, srv.Addr())
+	t.Run("MixedWithLibrary", func(t *testing.T) { testPostgresMixed(t, srv, base+"#counter") })
+	t.Run("StatusAndBusy", func(t *testing.T) { testPostgresStatus(t, base+"#deploy", secret) })
+	t.Run("Break", func(t *testing.T) {
+		testPostgresBreak(t, strings.Replace(base, "postgres://", "postgresql://", 1)+"#stuck")
+	})
+	t.Run("BadInput", func(t *testing.T) { testPostgresBadInput(t, srv, secret) })
+}
+
+// testPostgresMixed: `hold run postgres://...` processes and library
+// clients in this process increment one file under one lock, and lose no
+// increment.
+func testPostgresMixed(t *testing.T, srv *pgtest.Server, addr string) {
+	const processes, runs = 4, 10
+	const clients, each = 4, 25
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter")
+	const incr = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
+	errs := make(chan error, processes+clients)
+	for range processes {
+		go func() {
+			for range runs {
+				cmd := exec.Command(holdBin, "run", addr, "-c", incr)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("hold run: %v: %s", err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	_, name, err := postgres.ParseAddress(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range clients {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*hangLimit)
+			defer cancel()
+			p, err := postgres.Dial(ctx, srv.ConnString())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer p.Close()
+			for range each {
+				err := hold.Do(ctx, "", func(context.Context) error {
+					b, err := os.ReadFile(counter)
+					if errors.Is(err, os.ErrNotExist) {
+						b = []byte("0")
+					} else if err != nil {
+						return err
+					}
+					n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+					if err != nil {
+						return fmt.Errorf("counter holds %q", b)
+					}
+					return os.WriteFile(counter, []byte(strconv.Itoa(n+1)+"\n"), 0o644)
+				}, hold.WithProtocol(p), hold.LockFile(name))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range processes + clients {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(4 * hangLimit):
+			t.Fatal("runs did not finish")
+		}
+	}
+	got := strings.TrimSpace(readFile(t, counter))
+	if want := strconv.Itoa(processes*runs + clients*each); got != want {
+		t.Fatalf("counter = %s, want %s", got, want)
+	}
+}
+
+// testPostgresStatus: status names the holder and its token, -n and -w
+// fail with exit 1 while it is held, and the password in the holder's
+// address never shows.
+func testPostgresStatus(t *testing.T, addr, secret string) {
+	dir := t.TempDir()
+	holder, _ := startHold(t, dir, "run", "--field", "job=nightly", addr, "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+
+	r := runHold(t, dir, "status", addr)
+	if r.code != 0 {
+		t.Fatalf("status: exit %d: %s", r.code, r.stderr)
+	}
+	t.Logf("hold status:\n%s", r.stdout)
+	for _, want := range []string{"held exclusive", "postgres", fmt.Sprintf("pid %d", holder.Process.Pid), "nightly", ":***@"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, secret) {
+		t.Errorf("status shows the password:\n%s", r.stdout)
+	}
+	r = runHold(t, dir, "status", "--json", addr)
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status --json: %v: %q", err, r.stdout)
+	}
+	if !rep.Held || rep.Protocol != "postgres" || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
+		t.Errorf("status --json = %+v", rep)
+	}
+	r = runHold(t, dir, "run", "-n", addr, "--", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
+		t.Errorf("run -n on a held lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, secret) {
+		t.Errorf("busy error shows the password: %q", r.stderr)
+	}
+	if r := runHold(t, dir, "run", "-w", "0.3", addr, "--", "true"); r.code != 1 {
+		t.Errorf("run -w 0.3 on a held lock: exit %d, stderr %q; want 1", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if code := waitExit(t, holder); code != 0 {
+		t.Fatalf("holder exited %d", code)
+	}
+	r = runHold(t, dir, "status", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "free") {
+		t.Errorf("status after release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// testPostgresBreak: break refuses a live session's lock; --force prints
+// the holder, ends its session, and the holder's `hold run` learns it lost
+// the lock, stops its command and exits 65.
+func testPostgresBreak(t *testing.T, addr string) {
+	dir := t.TempDir()
+	holder, holderErr := startHold(t, dir, "run", addr, "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+
+	if r := runHold(t, dir, "break", addr); r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
+		t.Errorf("break of a live holder: exit %d, stderr %q; want 1 naming it", r.code, r.stderr)
+	}
+	r := runHold(t, dir, "break", "--force", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "removed") || !strings.Contains(r.stdout, fmt.Sprintf("pid %d", holder.Process.Pid)) {
+		t.Fatalf("break --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if code := waitExit(t, holder); code != exitLockError {
+		t.Errorf("holder after break: exit %d, want %d; stderr %q", code, exitLockError, holderErr())
+	}
+	if !strings.Contains(holderErr(), "lost") {
+		t.Errorf("holder's stderr does not say the lock was lost: %q", holderErr())
+	}
+	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
+		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// testPostgresBadInput: malformed addresses are usage errors that do not
+// echo the password; an unreachable server and a missing database fail
+// fast and say so.
+func testPostgresBadInput(t *testing.T, srv *pgtest.Server, secret string) {
+	dir := t.TempDir()
+	for _, addr := range []string{
+		"postgres://u:" + secret + "@127.0.0.1:5432/db",
+		"postgres://u:" + secret + "@127.0.0.1:5432/db#",
+		"postgresql://u:" + secret + "@127.0.0.1:5432/db#a%01b",
+	} {
+		r := runHold(t, dir, "run", addr, "--", "true")
+		if r.code != exitUsage || strings.Contains(r.stderr, secret) {
+			t.Errorf("run %s: exit %d (%s), want %d without the password", addr, r.code, r.stderr, exitUsage)
+		}
+	}
+	start := time.Now()
+	r := runHold(t, dir, "run", "postgres://u:"+secret+"@127.0.0.1:1/db?sslmode=disable#x", "--", "true")
+	if r.code != exitLockError || !strings.Contains(r.stderr, "unreachable") || strings.Contains(r.stderr, secret) {
+		t.Errorf("unreachable server: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("unreachable server took %s to report", d)
+	}
+	r = runHold(t, dir, "status", srv.URL("no_such_db")+"#x")
+	if r.code == 0 || !strings.Contains(r.stderr, "no_such_db") {
+		t.Errorf("missing database: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// PG* variables fill in what the address leaves out.
+	cmd := exec.Command(holdBin, "run", "postgres:///postgres?sslmode=disable#env", "--", "true")
+	cmd.Env = append(os.Environ(), "PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(srv.Port), "PGUSER="+pgtest.User)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("run with the server from PG* variables: %v: %s", err, out)
+	}
+}

@@ -1,0 +1,18 @@
+package core
+
+import "testing"
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:pw@h:5432/db#x":                       "postgres://u:***@h:5432/db#x",
+		"postgresql://u@h/db?sslmode=disable&password=pw#x": "postgresql://u@h/db?sslmode=disable&password=***#x",
+		"etcd://a:b@h:2379/k":                               "etcd://a:***@h:2379/k",
+		"postgres://u@h/db#name:with@signs":                 "postgres://u@h/db#name:with@signs",
+		"locks/plain:path@x":                                "locks/plain:path@x",
+		"postgres://h/db":                                   "postgres://h/db",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Schema creates what the protocol keeps in the database: the sequence
+// that hands out fencing tokens and the table of lock names and owner
+// records. The protocol runs it itself the first time it finds the table
+// missing; a database where its user may not create tables needs it run
+// once by someone who may (then grant the user SELECT, INSERT and UPDATE on
+// hold_locks and USAGE on hold_locks_fence).
+//
+// The table is unlogged: writing an owner record costs no WAL flush, and a
+// server crash, which ends every lock anyway, empties it. The sequence is
+// logged, so a token never repeats, not even after a crash.
+const Schema = `CREATE SEQUENCE IF NOT EXISTS hold_locks_fence;
+CREATE UNLOGGED TABLE IF NOT EXISTS hold_locks (
+	key bigint PRIMARY KEY,
+	name text NOT NULL,
+	fence bigint NOT NULL,
+	owner text NOT NULL DEFAULT '',
+	backend_pid integer NOT NULL DEFAULT 0
+);`
+
+// schemaLockKey serializes concurrent creations of the schema, which would
+// otherwise collide in the catalogs ("duplicate key value").
+var schemaLockKey = Key("\x00schema")
+
+// The acquisition, in one statement and one round trip: take the advisory
+// lock (the only row the SELECT reads is the lock function's result, so the
+// lock is taken before anything else happens), and once it is held take a
+// token from the sequence and record name, token, owner and session in
+// hold_locks. The record is written only if the key's row is free or names
+// this lock: a row naming another lock means a key collision, and the
+// statement then returns no row. A plain INSERT, without a CTE around the
+// lock, costs the server noticeably less per acquisition.
+const acquireSQL = `INSERT INTO hold_locks AS t (key, name, fence, owner, backend_pid)
+	SELECT $1, $2, nextval('hold_locks_fence'), $3, pg_backend_pid() FROM %s
+	ON CONFLICT (key) DO UPDATE SET fence = excluded.fence, owner = excluded.owner, backend_pid = excluded.backend_pid
+	WHERE t.name = excluded.name
+	RETURNING t.fence`
+
+var (
+	waitSQL = fmt.Sprintf(acquireSQL, `pg_advisory_lock($1::bigint)`)
+	// trySQL returns no row when the lock is busy, too.
+	trySQL = fmt.Sprintf(acquireSQL, `pg_try_advisory_lock($1::bigint) AS got WHERE got`)
+)
+
+// Acquire waits in the server's queue for the advisory lock of the name
+// req.Path until it is held or ctx ends. When ctx ends, the driver sends
+// the server a cancel request, which ends the wait there; the session is
+// then closed, so that a lock granted just before the cancel arrived is
+// freed with it.
+func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+	}
+	return p.acquire(ctx, req, true)
+}
+
+// TryAcquire takes the lock if nobody holds it, and never waits; otherwise
+// it returns an error matching hold.ErrBusy that names the holder. Its
+// round trips are bounded by the request timeout.
+func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+	ctx, cancel := p.rpc(context.Background())
+	defer cancel()
+	return p.acquire(ctx, req, false)
+}
+
+func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	if req.Shared {
+		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+			Hint: "the postgres protocol has exclusive locks only"}
+	}
+	if err := checkName("acquire", req.Path); err != nil {
+		return nil, err
+	}
+	name, key := req.Path, Key(req.Path)
+	owner := req.Owner
+	if owner.ID == "" {
+		owner.ID = core.NewID()
+	}
+	owner.Protocol = p.Name()
+	owner.Shared = false
+	owner.Fence = 0
+	owner.Command = redactCommand(owner.Command)
+	owner.StartedAt = time.Now()
+
+	query := trySQL
+	if wait {
+		query = waitSQL
+	}
+	createdSchema := false
+	for {
+		c, reused, err := p.get(ctx)
+		if err != nil {
+			return nil, relabel(err, "acquire", name)
+		}
+		record := owner.Encode()
+		var fence int64
+		c.wh.cancelOnServer = wait
+		err = c.c.QueryRow(ctx, query, key, name, string(record[:len(record)-1])).Scan(&fence)
+		c.wh.cancelOnServer = false
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Busy (a try), or a collision: the session holds the
+			// lock only in the second case.
+			held, herr := c.holds(ctx, key)
+			switch {
+			case herr != nil:
+				c.close()
+				return nil, p.queryError("acquire", name, herr)
+			case held:
+				c.close()
+				return nil, p.collision(name, key)
+			}
+			p.put(c)
+			st, ierr := p.Inspect(name)
+			e := &core.Error{Op: "acquire", Path: name, Err: core.ErrBusy}
+			if ierr == nil {
+				e.Holder = st.Holder
+			}
+			return nil, e
+		}
+		if err != nil {
+			// An advisory lock outlives a failed statement, so a
+			// session whose statement failed is closed: that frees
+			// whatever it may hold.
+			c.close()
+			if ctx.Err() != nil {
+				return nil, &core.Error{Op: "acquire", Path: name, Err: core.WaitError(ctx.Err())}
+			}
+			var pgErr *pgconn.PgError
+			switch {
+			case errors.As(err, &pgErr) && pgErr.Code == "42P01" && !createdSchema:
+				// hold_locks does not exist yet: create it, once.
+				if err := p.createSchema(ctx); err != nil {
+					return nil, err
+				}
+				createdSchema = true
+				continue
+			case reused && sessionGone(err):
+				// The idle session was ended by the server (a
+				// restart, an idle timeout): try another one.
+				continue
+			}
+			return nil, p.queryError("acquire", name, err)
+		}
+		owner.Fence = uint64(fence)
+		if l := req.Logger; l != nil {
+			l.Debug("hold: acquired", "path", name, "key", key, "fence", owner.Fence, "backend", c.c.PgConn().PID())
+		}
+		return newHandle(p, c, name, key, owner), nil
+	}
+}
+
+// sessionGone reports whether err says the session ended: the server's
+// fatal error, or a broken connection.
+func sessionGone(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC"
+	}
+	return true
+}
+
+// createSchema creates the sequence and the table, serialized with other
+// clients doing the same.
+func (p *Protocol) createSchema(ctx context.Context) error {
+	c, _, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := p.rpc(ctx)
+	defer cancel()
+	// One simple-protocol call: the statements run in one transaction,
+	// which the transaction-level advisory lock serializes.
+	sql := fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n%s", schemaLockKey, Schema)
+	if err := c.c.PgConn().Exec(rctx, sql).Close(); err != nil {
+		c.close()
+		e := p.queryError("acquire", "hold_locks", err).(*core.Error)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			e.Hint = "the table hold_locks is missing and this user may not create it; have it created once (see the postgres package's Schema, or docs/postgres.md)"
+		}
+		return e
+	}
+	p.put(c)
+	return nil
+}
+
+// collision reports that name's key is recorded for another lock name.
+func (p *Protocol) collision(name string, key int64) error {
+	ctx, cancel := p.rpc(context.Background())
+	defer cancel()
+	other := "another lock"
+	if c, _, err := p.get(ctx); err == nil {
+		var n string
+		if c.c.QueryRow(ctx, `SELECT name FROM hold_locks WHERE key = $1`, key).Scan(&n) == nil {
+			other = fmt.Sprintf("the lock %q", n)
+		}
+		p.put(c)
+	}
+	return &core.Error{Op: "acquire", Path: name, Err: core.ErrInvalidName,
+		Hint: fmt.Sprintf("its advisory-lock key %d is recorded in hold_locks for %s (a hash collision); choose another name", key, other)}
+}
+
+// queryError turns a failed round trip into hold's error: a server that
+// did not answer or whose connection broke is ErrUnreachable; an error the
+// server sent (permission denied, ...) is kept as is.
+func (p *Protocol) queryError(op, name string, err error) error {
+	if !sessionGone(err) {
+		return &core.Error{Op: op, Path: name, Err: err}
+	}
+	return &core.Error{Op: op, Path: name, Err: fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)}
+}
+
+// relabel sets the Op and Path of a connection error to those of the
+// operation that needed the connection.
+func relabel(err error, op, name string) error {
+	var e *core.Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Op, c.Path = op, name
+		return &c
+	}
+	return &core.Error{Op: op, Path: name, Err: err}
+}

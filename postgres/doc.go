@@ -1,0 +1,55 @@
+// Package postgres gives hold's locks on a PostgreSQL database, for
+// processes on many machines that share a database.
+//
+// A *Protocol implements hold.Protocol, so the hold package's Acquire,
+// TryAcquire, Do, Update and Inspect work on PostgreSQL once it is chosen
+// with hold.WithProtocol. The lock path is the lock's name:
+//
+//	p, err := postgres.Dial(ctx, "postgres://app@db.example:5432/app?sslmode=verify-full")
+//	if err != nil { ... }
+//	defer p.Close()
+//	err = hold.Do(ctx, "", func(ctx context.Context) error {
+//		// ctx is cancelled if the lock is lost (session ended)
+//		return deploy(ctx)
+//	}, hold.WithProtocol(p), hold.LockFile("deploy"))
+//
+// # How a lock works
+//
+// A lock is a session-level advisory lock (pg_advisory_lock) on a 64-bit
+// key derived from the name (see Key). Each held lock has a session of its
+// own, so two acquisitions of one name exclude each other even within one
+// process (a session re-enters its own advisory locks). Waiting is the
+// server's lock queue: waiters are granted the lock in the order they asked,
+// and nobody polls. A wait whose context ends is cancelled on the server.
+//
+// The acquisition also takes a fencing token from the sequence
+// hold_locks_fence and writes the name, token, owner record and session
+// into the table hold_locks, in the same statement and round trip as the
+// lock. Tokens only grow, for every name, across clients, machines and
+// server restarts. The protocol creates the sequence and the table the
+// first time it needs them, if its user may (see Schema).
+//
+// The server frees a session's locks the moment the session ends: a
+// holder that crashes, is killed, or whose connection drops frees the lock
+// as soon as the server sees the connection close. A holder's Lost channel
+// closes when its session ends under it: terminated on the server
+// (pg_terminate_backend, a restart) or the connection broken. The session
+// is watched from the first call to Lost (hold.Do and `hold run` make it);
+// Check and Release ask the server themselves.
+//
+// Protocol.Locks lists the locks recorded in the database with their
+// holders, for tools that show every lock.
+//
+// # What it cannot promise
+//
+// A holder cut off from the server by a network partition keeps believing
+// it holds the lock until its connection times out, while the server,
+// which may have seen the connection end, may have given the lock to
+// another. Mutual exclusion of the *work* then rests on the fencing
+// token: pass Lock.Token to the resource and have it refuse a token smaller
+// than the largest it has seen.
+//
+// Shared (reader) holds are not supported; they fail with
+// hold.ErrUnsupported. Advisory locks belong to one database: clients must
+// name the same database to share locks.
+package postgres

@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// heldBy is the SQL condition that the pg_locks row l is the granted
+// advisory lock of the key whose halves are hi and lo, in this database.
+const heldBy = `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND l.classid::bigint = %s AND l.objid::bigint = %s`
+
+var (
+	inspectSQL = `SELECT t.fence, t.owner, t.backend_pid, l.pid
+	FROM (SELECT 1) AS one
+	LEFT JOIN hold_locks t ON t.key = $1 AND t.name = $4
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3")
+	// inspectBareSQL is inspectSQL for a database without hold_locks.
+	inspectBareSQL = `SELECT NULL::bigint, NULL::text, NULL::integer, l.pid
+	FROM (SELECT 1) AS one
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + `
+	WHERE $1::bigint IS NOT NULL AND $4::text IS NOT NULL`
+	locksSQL = `SELECT t.name, t.fence, t.owner, t.backend_pid, l.pid
+	FROM hold_locks t
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + `
+	ORDER BY t.name`
+)
+
+// record is what the server knows of one lock: its row in hold_locks (if
+// any) and the session holding its advisory lock (if any).
+type record struct {
+	fence      *int64
+	owner      *string
+	backendPID *int32
+	holderPID  *int32 // the backend holding the advisory lock
+}
+
+// status describes the lock name from its record. A held lock's owner
+// record is shown only if it was written by the session that holds the
+// lock now; a lock held by a session that is not hold's (a hand-written
+// pg_advisory_lock on the same key) has no owner record.
+func (p *Protocol) status(name string, r record) *core.Status {
+	st := &core.Status{Path: name, Protocol: p.Name(), State: core.Free}
+	var o *core.Owner
+	if r.owner != nil {
+		if dec, ok := core.Decode([]byte(*r.owner)); ok {
+			o = dec
+		}
+	}
+	if r.fence != nil {
+		st.Fence = uint64(*r.fence)
+		if o != nil {
+			o.Fence = st.Fence
+		}
+	}
+	if r.holderPID == nil {
+		if o != nil {
+			o.Released = true // the last holder's record
+			st.Holder = &core.Holder{Owner: o, Alive: core.LivenessUnknown}
+		}
+		return st
+	}
+	st.State = core.HeldExclusive
+	// The server frees a lock when its session ends, so a held lock's
+	// session is alive; whether the process behind it still runs, the
+	// server cannot say until the connection breaks.
+	st.Holder = &core.Holder{Alive: core.Alive}
+	if o != nil && r.backendPID != nil && *r.backendPID == *r.holderPID {
+		st.Holder.Owner = o
+	}
+	return st
+}
+
+// Inspect reports whether the lock name is held and by whom, without
+// queueing: the session holding its advisory lock (pg_locks) and the owner
+// record in hold_locks. Status.Fence is the last token handed out for the
+// name (0 when hold_locks has no row for it).
+func (p *Protocol) Inspect(name string) (*core.Status, error) {
+	st, _, err := p.inspect("inspect", name)
+	return st, err
+}
+
+func (p *Protocol) inspect(op, name string) (*core.Status, int32, error) {
+	if err := checkName(op, name); err != nil {
+		return nil, 0, err
+	}
+	ctx, cancel := p.rpc(context.Background())
+	defer cancel()
+	c, _, err := p.get(ctx)
+	if err != nil {
+		return nil, 0, relabel(err, op, name)
+	}
+	key := Key(name)
+	hi, lo := keyHalves(key)
+	var r record
+	err = c.c.QueryRow(ctx, inspectSQL, key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		err = c.c.QueryRow(ctx, inspectBareSQL, key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	}
+	if err != nil {
+		c.close()
+		return nil, 0, p.queryError(op, name, err)
+	}
+	p.put(c)
+	var pid int32
+	if r.holderPID != nil {
+		pid = *r.holderPID
+	}
+	return p.status(name, r), pid, nil
+}
+
+// Locks lists the locks recorded in hold_locks, sorted by name, each with
+// its state: held (and by whom) or free (with its last holder's record).
+// A database without hold_locks has none. Locks taken on the same keys by
+// other means than this package are not listed.
+func (p *Protocol) Locks(ctx context.Context) ([]*core.Status, error) {
+	ctx, cancel := p.rpc(ctx)
+	defer cancel()
+	c, _, err := p.get(ctx)
+	if err != nil {
+		return nil, relabel(err, "list", p.where())
+	}
+	rows, _ := c.c.Query(ctx, locksSQL)
+	var out []*core.Status
+	var name string
+	var r record
+	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID}, func() error {
+		out = append(out, p.status(name, r))
+		return nil
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
+		p.put(c)
+		return nil, nil
+	case err != nil:
+		c.close()
+		return nil, p.queryError("list", p.where(), err)
+	}
+	p.put(c)
+	return out, nil
+}
+
+// Break ends the session holding the lock name, which frees the lock, if
+// force is set. Without force it refuses a held lock with an error
+// matching hold.ErrBusy: the server frees the lock of a session that ended
+// by itself, so a held lock always has a live session, and ending it is
+// for when that session's owner is known to be stuck. Ending another
+// user's session needs the pg_signal_backend role (or superuser). The
+// holder, if its process still runs, sees its Lost channel close.
+func (p *Protocol) Break(name string, force bool) (*core.Status, error) {
+	st, pid, err := p.inspect("break", name)
+	if err != nil || st.State == core.Free {
+		return st, err
+	}
+	if !force {
+		return st, &core.Error{Op: "break", Path: name, Err: core.ErrBusy, Holder: st.Holder,
+			Hint: fmt.Sprintf("its database session (backend pid %d) is alive, and the server frees the lock when it ends; force the break to end that session", pid)}
+	}
+	ctx, cancel := p.rpc(context.Background())
+	defer cancel()
+	c, _, err := p.get(ctx)
+	if err != nil {
+		return st, relabel(err, "break", name)
+	}
+	var ended bool
+	if err := c.c.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil {
+		c.close()
+		e := p.queryError("break", name, err).(*core.Error)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			e.Hint = "ending another user's session needs the pg_signal_backend role or superuser"
+		}
+		return st, e
+	}
+	// The lock is free once the session has ended, which takes the
+	// server a moment after the signal.
+	hi, lo := keyHalves(Key(name))
+	for {
+		var held bool
+		err := c.c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = $3 AND `+fmt.Sprintf(heldBy, "$1", "$2")+`)`,
+			hi, lo, pid).Scan(&held)
+		if err != nil {
+			c.close()
+			return st, p.queryError("break", name, err)
+		}
+		if !held {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			p.put(c)
+			return st, &core.Error{Op: "break", Path: name, Err: core.ErrBusy, Holder: st.Holder,
+				Hint: fmt.Sprintf("backend pid %d was told to end but still holds the lock", pid)}
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	p.put(c)
+	return st, nil
+}

@@ -1,0 +1,335 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/hold-dev/hold/internal/core"
+)
+
+// Defaults.
+const (
+	// DefaultRequestTimeout bounds one round trip that takes no context
+	// (TryAcquire, Inspect, Release, Check), so that a server that stopped
+	// answering gives an error instead of a hang.
+	DefaultRequestTimeout = 5 * time.Second
+	// DefaultDialTimeout bounds a connection attempt when the connection
+	// string sets no connect_timeout.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultMaxIdle is how many idle connections a Protocol keeps for
+	// later acquisitions.
+	DefaultMaxIdle = 8
+)
+
+// ErrUnreachable means the server could not be reached or stopped
+// answering. An *hold.Error wraps it, with the driver's error.
+var ErrUnreachable = errors.New("PostgreSQL unreachable")
+
+// Protocol is hold's lock protocol on PostgreSQL. Create it with Dial or
+// New; it is safe for concurrent use. Every held lock has a connection
+// (a database session) of its own; released locks leave their connection
+// idle for the next acquisition.
+type Protocol struct {
+	cfg        *pgx.ConnConfig
+	reqTimeout time.Duration
+	maxIdle    int
+
+	mu     sync.Mutex
+	idle   []*conn
+	closed bool
+}
+
+// An Option changes how a Protocol takes locks.
+type Option func(*Protocol)
+
+// WithRequestTimeout bounds each round trip that has no context of its own
+// (default DefaultRequestTimeout).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(p *Protocol) {
+		if d > 0 {
+			p.reqTimeout = d
+		}
+	}
+}
+
+// WithMaxIdle sets how many idle connections the protocol keeps (default
+// DefaultMaxIdle); 0 closes each connection when its lock is released.
+func WithMaxIdle(n int) Option {
+	return func(p *Protocol) {
+		if n >= 0 {
+			p.maxIdle = n
+		}
+	}
+}
+
+// New returns a Protocol that connects with cfg, which it copies. It does
+// not connect before the first acquisition; Dial does.
+func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
+	p := &Protocol{cfg: cfg.Copy(), reqTimeout: DefaultRequestTimeout, maxIdle: DefaultMaxIdle}
+	if p.cfg.ConnectTimeout <= 0 {
+		p.cfg.ConnectTimeout = DefaultDialTimeout
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
+	return p
+}
+
+// Dial parses connString (a URL "postgres://user@host:port/db?sslmode=..."
+// or libpq's "key=value" form; the PG* environment variables fill in what
+// it leaves out, as with psql), connects once to check that the server
+// answers, and returns a Protocol. Connection errors wrap ErrUnreachable;
+// they never show the password.
+func Dial(ctx context.Context, connString string, opts ...Option) (*Protocol, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, &core.Error{Op: "dial", Path: core.RedactURL(connString), Err: err,
+			Hint: "want postgres://user@host:port/database?param=value, or libpq's key=value form"}
+	}
+	p := New(cfg, opts...)
+	c, err := p.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.put(c)
+	return p, nil
+}
+
+// Close closes the idle connections. Locks still held keep their own
+// connections until they are released.
+func (p *Protocol) Close() error {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+	return nil
+}
+
+// Name returns "postgres".
+func (p *Protocol) Name() string { return "postgres" }
+
+// NamedPath returns name itself: a hold.Named lock is the lock of that name
+// in the database, the same for every client of it.
+func (p *Protocol) NamedPath(name string) string { return name }
+
+// where describes the server for error messages: host:port/database,
+// never the user's password.
+func (p *Protocol) where() string {
+	return fmt.Sprintf("%s:%d/%s", p.cfg.Host, p.cfg.Port, p.cfg.Database)
+}
+
+// conn is one database session with the context handling a lock needs: a
+// wait for a lock is ended on the server with a cancel request, so that an
+// abandoned wait never takes the lock, while any other round trip whose
+// context ends just interrupts the read (a cancel request costs a
+// connection of its own and a pause).
+type conn struct {
+	c  *pgx.Conn
+	wh *switchHandler
+}
+
+// switchHandler is a pgconn context-watcher handler that cancels on the
+// server while cancelOnServer is set and interrupts the socket read
+// otherwise.
+type switchHandler struct {
+	cancelOnServer bool // set only while no query runs
+	server         ctxwatch.Handler
+	local          ctxwatch.Handler
+	active         ctxwatch.Handler
+}
+
+func (h *switchHandler) HandleCancel(ctx context.Context) {
+	h.active = h.local
+	if h.cancelOnServer {
+		h.active = h.server
+	}
+	h.active.HandleCancel(ctx)
+}
+
+func (h *switchHandler) HandleUnwatchAfterCancel() { h.active.HandleUnwatchAfterCancel() }
+
+// cancelRequestGrace is how long a cancelled wait waits for the server to
+// answer its cancel request before it gives up on the connection.
+const cancelRequestGrace = 2 * time.Second
+
+// connect opens a new session.
+func (p *Protocol) connect(ctx context.Context) (*conn, error) {
+	cfg := p.cfg.Copy()
+	wh := &switchHandler{}
+	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		wh.server = &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: cancelRequestGrace}
+		wh.local = &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
+		return wh
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &core.Error{Op: "dial", Path: p.where(), Err: core.WaitError(ctx.Err())}
+		}
+		e := &core.Error{Op: "dial", Path: p.where(), Err: fmt.Errorf("%s: %w", p.where(), err)}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			// No answer from the server at all, as opposed to a
+			// refusal (wrong password, no such database).
+			e.Err = fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)
+			e.Hint = "check the host and port, that PostgreSQL runs there and accepts TCP connections"
+		}
+		return nil, e
+	}
+	return &conn{c: c, wh: wh}, nil
+}
+
+// get returns an idle session, or a new one. reused says it was idle:
+// the server may have ended it since.
+func (p *Protocol) get(ctx context.Context) (c *conn, reused bool, err error) {
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		c = p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if !c.c.IsClosed() {
+			p.mu.Unlock()
+			return c, true, nil
+		}
+	}
+	p.mu.Unlock()
+	c, err = p.connect(ctx)
+	return c, false, err
+}
+
+// put keeps a session that holds no lock for a later acquisition.
+func (p *Protocol) put(c *conn) {
+	if c.c.IsClosed() {
+		return
+	}
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < p.maxIdle {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// close ends the session, which frees every advisory lock it holds.
+func (c *conn) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.c.Close(ctx)
+}
+
+// rpc bounds one round trip by the request timeout as well as ctx.
+func (p *Protocol) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.reqTimeout)
+}
+
+// Key returns the advisory-lock key of a lock name: the first 8 bytes of
+// the SHA-256 of "hold:" and the name, as a signed 64-bit integer. The
+// one-argument (bigint) form of PostgreSQL's advisory locks takes it.
+// Two names share a key with a chance of about n²/2⁶⁵ among n names; the
+// table hold_locks records the name of each key, and an acquisition that
+// finds another name there fails instead of sharing the lock.
+func Key(name string) int64 {
+	sum := sha256.Sum256([]byte("hold:" + name))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// keyHalves splits a key as pg_locks shows it: classid is the high half,
+// objid the low half.
+func keyHalves(key int64) (hi, lo int64) {
+	u := uint64(key)
+	return int64(u >> 32), int64(u & 0xffffffff)
+}
+
+// maxNameLen bounds a lock name.
+const maxNameLen = 512
+
+// checkName validates a lock name: printable UTF-8 of at most 512 bytes.
+func checkName(op, name string) error {
+	why := ""
+	switch {
+	case name == "":
+		why = "empty name"
+	case len(name) > maxNameLen:
+		why = fmt.Sprintf("longer than %d bytes", maxNameLen)
+	case !utf8.ValidString(name):
+		why = "not valid UTF-8"
+	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) >= 0:
+		why = "contains a control character"
+	}
+	if why == "" {
+		return nil
+	}
+	return &core.Error{Op: op, Path: name, Err: core.ErrInvalidName,
+		Hint: "a PostgreSQL lock name is printable UTF-8 of at most 512 bytes: " + why}
+}
+
+// ParseAddress splits a lock address "postgres://user@host:port/db#name"
+// (or "postgresql://...") into the connection string (the address without
+// its fragment, for Dial) and the lock name (the fragment, %-decoded).
+// Query parameters are libpq's (sslmode, sslrootcert, application_name,
+// ...); what the address leaves out comes from the PG* environment
+// variables. A password in the address works but shows in process lists:
+// use PGPASSWORD or a password file. Errors never repeat the password.
+func ParseAddress(addr string) (connString, name string, err error) {
+	bad := func(why string) error {
+		return &core.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
+			Hint: "want postgres://user@host:port/database#lock-name"}
+	}
+	scheme, _, ok := strings.Cut(addr, "://")
+	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+		return "", "", bad("it does not start with postgres:// or postgresql://")
+	}
+	connString, frag, ok := strings.Cut(addr, "#")
+	if !ok || frag == "" {
+		return "", "", bad("no lock name after # at its end")
+	}
+	name, err = url.PathUnescape(frag)
+	if err != nil {
+		return "", "", bad("lock name: " + err.Error())
+	}
+	if _, err := url.Parse(connString); err != nil {
+		return "", "", bad("not a URL")
+	}
+	if err := checkName("parse", name); err != nil {
+		return "", "", err
+	}
+	return connString, name, nil
+}
+
+// redactCommand hides passwords in the addresses of a command line, since
+// the owner record is readable by every client of the database.
+func redactCommand(cmd []string) []string {
+	var out []string
+	for i, a := range cmd {
+		if r := core.RedactURL(a); r != a {
+			if out == nil {
+				out = append([]string(nil), cmd...)
+			}
+			out[i] = r
+		}
+	}
+	if out == nil {
+		return cmd
+	}
+	return out
+}
