@@ -31,3 +31,34 @@ func RedactURL(s string) string {
 	}
 	return scheme + "://" + rest
 }
+
+// RedactURLs is RedactURL for every URL inside s, as in a command-line
+// argument "--db=postgres://app:secret@db/x". A URL runs from its scheme
+// to the next blank or the end of s.
+func RedactURLs(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i
+		for j > 0 && isSchemeByte(s[j-1]) {
+			j--
+		}
+		k := strings.IndexAny(s[i:], " \t\n")
+		if k < 0 {
+			k = len(s)
+		} else {
+			k += i
+		}
+		b.WriteString(s[:j])
+		b.WriteString(RedactURL(s[j:k]))
+		s = s[k:]
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}

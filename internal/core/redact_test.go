@@ -16,3 +16,16 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURLs(t *testing.T) {
+	for in, want := range map[string]string{
+		"--db=postgres://app:secret@db:5432/x": "--db=postgres://app:***@db:5432/x",
+		"a http://u:p@h/ and etcd://h:1/k":     "a http://u:***@h/ and etcd://h:1/k",
+		"no url here":                          "no url here",
+		"x://h/?password=p&y=1":                "x://h/?password=***&y=1",
+	} {
+		if got := RedactURLs(in); got != want {
+			t.Errorf("RedactURLs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

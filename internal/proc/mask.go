@@ -3,6 +3,8 @@ package proc
 import (
 	"os"
 	"strings"
+
+	"github.com/hold-dev/hold/internal/core"
 )
 
 // The owner record shows the holder's command line to everyone who can read
@@ -17,7 +19,8 @@ import (
 //     next argument is masked, unless it is itself an option);
 //   - an assignment `NAME=VALUE` whose NAME contains a secret word, as
 //     in `env AWS_SECRET_ACCESS_KEY=… cmd` or `make DB_PASSWORD=…`;
-//   - the password of a URL, `scheme://user:PASSWORD@host`.
+//   - the password of a URL, `scheme://user:PASSWORD@host` or
+//     `?password=…` (core.RedactURLs).
 //
 // Masking is a safety net, not a guarantee: a secret passed as a bare
 // argument cannot be told from any other word. HOLD_RECORD_COMMAND=0 (or
@@ -67,7 +70,7 @@ func MaskSecrets(args []string) []string {
 		default:
 			maskNext = false
 		}
-		out[i] = maskURLPassword(a)
+		out[i] = core.RedactURLs(a)
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			if isSecretName(name) {
@@ -98,35 +101,6 @@ func isVarName(s string) bool {
 		}
 	}
 	return true
-}
-
-// maskURLPassword masks the password of every URL in s that has one.
-func maskURLPassword(s string) string {
-	rest, out := s, ""
-	for {
-		i := strings.Index(rest, "://")
-		if i < 0 {
-			return out + rest
-		}
-		head := rest[:i+3]
-		auth := rest[i+3:]
-		end := strings.IndexAny(auth, "/?# \t")
-		if end < 0 {
-			end = len(auth)
-		}
-		at := strings.LastIndexByte(auth[:end], '@')
-		colon := -1
-		if at >= 0 {
-			colon = strings.IndexByte(auth[:at], ':')
-		}
-		if colon < 0 {
-			out += head
-			rest = auth
-			continue
-		}
-		out += head + auth[:colon+1] + maskedValue
-		rest = auth[at:]
-	}
 }
 
 // RecordCommand reports whether owner records should carry the command
