@@ -203,7 +203,7 @@ type agent struct {
 // agentLock is a lock the client holds: one of this agent's, or one that
 // the sub-agent holds for it (remote != 0, the sub-agent's number).
 type agentLock struct {
-	l      *hold.Lock
+	l    *hold.Lock
 	spec *lockSpec
 	done chan struct{} // closed on release: stops the loss watcher
 	// remote is the sub-agent's number for a lock it holds, and sub the
