@@ -242,31 +242,25 @@ func newAgent(out io.Writer) *agent {
 // serve answers the requests read from in until in ends, stdout fails or
 // terminate delivers, then releases everything and returns.
 func (a *agent) serve(in io.Reader, terminate <-chan os.Signal) {
-	lines := make(chan []byte)
+	// Requests are handled on the reading goroutine itself: a hand-off to
+	// another goroutine would add a wake-up to every round trip.
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		readLines(in, func(line []byte) bool {
+			a.handleLine(line)
 			select {
-			case lines <- line:
-				return true
 			case <-a.gone:
 				return false
+			default:
+				return true
 			}
 		})
 	}()
-loop:
-	for {
-		select {
-		case line := <-lines:
-			a.handleLine(line)
-		case <-readDone:
-			break loop
-		case <-a.gone:
-			break loop
-		case <-terminate:
-			break loop
-		}
+	select {
+	case <-readDone:
+	case <-a.gone:
+	case <-terminate:
 	}
 	a.shutdown()
 }
@@ -447,10 +441,63 @@ func (a *agent) hello(req *agentRequest) {
 	a.reply(&agentReply{ID: req.ID, OK: true, Version: agentVersion, Agent: "hold " + version(), PID: os.Getpid()})
 }
 
-// spec turns a request's lock options into a lockSpec through the command
-// line's own flags, so that the agent accepts exactly what `hold run`
-// accepts and checks it the same way.
+// specKey is what a lockSpec is made of, for requests without fields or
+// settings: the key of specCache.
+type specKey struct {
+	target, protocol, lockFile, name string
+	wait                             float64 // -1: not given
+	shared, fair                     bool
+}
+
+// specCache keeps the specs of recent requests: a client typically locks
+// the same few targets again and again, and resolving the options through
+// a flag set costs more than taking a free kernel lock. Only specs whose
+// protocol holds nothing open (no network client) are kept; they are
+// immutable, so sharing them is safe.
+var specCache = struct {
+	sync.Mutex
+	m map[specKey]*lockSpec
+}{m: map[specKey]*lockSpec{}}
+
+// maxCachedSpecs bounds specCache; it is emptied when full.
+const maxCachedSpecs = 1024
+
+// spec turns a request's lock options into a lockSpec. The spec is made by
+// the command line's own flags (resolveSpec) or taken from specCache.
 func (req *agentRequest) spec() (*lockSpec, error) {
+	if len(req.Fields) > 0 || len(req.Settings) > 0 {
+		return req.resolveSpec()
+	}
+	key := specKey{target: req.Target, protocol: req.Protocol, lockFile: req.LockFile, name: req.Name,
+		wait: -1, shared: req.Shared, fair: req.Fair}
+	if req.Wait != nil {
+		key.wait = *req.Wait
+	}
+	specCache.Lock()
+	s, ok := specCache.m[key]
+	specCache.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := req.resolveSpec()
+	if err != nil {
+		return nil, err
+	}
+	if _, closer := s.proto.(io.Closer); !closer {
+		specCache.Lock()
+		if len(specCache.m) >= maxCachedSpecs {
+			clear(specCache.m)
+		}
+		specCache.m[key] = s
+		specCache.Unlock()
+	}
+	return s, nil
+}
+
+// resolveSpec turns a request's lock options into a lockSpec through the
+// command line's own flags, so that the agent accepts exactly what `hold
+// run` accepts and checks it the same way.
+func (req *agentRequest) resolveSpec() (*lockSpec, error) {
 	fs := newFlagSet("agent", true)
 	var lf lockFlags
 	lf.addTo(fs)
