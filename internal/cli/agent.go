@@ -76,6 +76,7 @@ const (
 	codeNotFound    = "ENOENT"
 	codeAccess      = "EACCES"
 	codeNotRegular  = "ENOTREG"
+	codeIsDir       = "EISDIR"
 	codeFull        = "ENOSPC"
 	codeReadOnly    = "EROFS"
 	codeUnsupported = "ENOTSUP"
@@ -939,6 +940,8 @@ func errorCode(err error) string {
 		return codeFull
 	case errors.Is(err, hold.ErrNotRegular):
 		return codeNotRegular
+	case errors.Is(err, syscall.EISDIR):
+		return codeIsDir
 	case errors.Is(err, os.ErrNotExist):
 		return codeNotFound
 	case errors.Is(err, os.ErrPermission):
