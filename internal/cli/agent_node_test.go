@@ -1,0 +1,32 @@
+//go:build unix
+
+package cli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestNodePackage runs the Node package's own tests (npm test in js/)
+// against the hold built for these tests, so that `go test ./...`, and
+// with it CI, fails when they do.
+func TestNodePackage(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (.ci/run installs it): the Node package's tests cannot run", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "test", "--silent")
+	cmd.Dir = "../../js"
+	cmd.Env = append(os.Environ(), "HOLD_BIN="+holdBin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm test in js/: %v\n%s", err, out)
+	}
+	t.Logf("npm test in js/:\n%s", out)
+}
