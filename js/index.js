@@ -202,7 +202,7 @@ function getAgent() {
 class Lock {
   #agent;
   #number;
-  #controller = new AbortController();
+  #controller = null; // made when signal is first read
   #lost = null;
   #released = null;
 
@@ -217,8 +217,15 @@ class Lock {
     this.protocol = reply.protocol;
     /** The owner record the agent published for this lock. */
     this.owner = reply.owner;
-    /** Aborts (with a HoldError 'ELOST') if the lock is lost. */
-    this.signal = this.#controller.signal;
+  }
+
+  /** Aborts (with a HoldError 'ELOST') if the lock is lost. */
+  get signal() {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lost) this.#controller.abort(this.#lost);
+    }
+    return this.#controller.signal;
   }
 
   _lose(err) {
@@ -226,7 +233,7 @@ class Lock {
     this.#lost = err;
     this.#agent.locks.delete(this.#number);
     this.#agent.updateRef();
-    this.#controller.abort(err);
+    this.#controller?.abort(err);
   }
 
   /**
