@@ -568,17 +568,16 @@ func remoteSettingNames() string {
 	return names
 }
 
-// acquire serves acquire and try. The first attempt is made at once, so
-// that a free lock goes to requests in the order they came; only a wait
-// gets its own goroutine.
+// acquire serves acquire and try: a try at once, an acquire that may wait
+// in its own goroutine.
 func (a *agent) acquire(req *agentRequest) {
 	spec, err := req.spec()
 	if err != nil {
 		a.replyErr(req.ID, err)
 		return
 	}
-	l, err := hold.TryAcquire(spec.target, spec.opts...)
-	if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
+	if spec.nonblock {
+		l, err := spec.acquire(a.ctx, nil)
 		a.granted(req.ID, spec, l, err)
 		return
 	}
