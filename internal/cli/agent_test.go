@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -485,4 +486,62 @@ func TestAgentEtcd(t *testing.T) {
 	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
 		t.Fatalf("etcd lock still held after the agent exited: %d %s", r.code, r.stderr)
 	}
+}
+
+// TestAgentSubAgentDies: when the sub-agent serving network targets dies,
+// its locks are reported lost, their release answers ELOST, and the next
+// network request starts a new sub-agent.
+func TestAgentSubAgentDies(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to find the sub-agent")
+	}
+	addr := "etcd://" + startEtcd(t) + "/locks/sub"
+	c := startAgent(t, holdBin, t.TempDir())
+	r := wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q,"settings":{"ttl":"2"}}`, addr)))
+	sub := childrenOf(t, c.cmd.Process.Pid)
+	if len(sub) != 1 {
+		t.Fatalf("want one sub-agent, found children %v", sub)
+	}
+	if err := syscall.Kill(sub[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ev := c.event("lost")
+	if ev["lock"] != r["lock"] {
+		t.Fatalf("lost event for lock %v, want %v", ev["lock"], r["lock"])
+	}
+	wantCode(t, ev, "ELOST")
+	wantCode(t, c.request(fmt.Sprintf(`{"id":2,"op":"release","lock":%v}`, r["lock"])), "ELOST")
+	// The dead sub-agent's lease runs out after its TTL; a new sub-agent
+	// then gets the lock.
+	wantOK(t, c.request(fmt.Sprintf(`{"id":3,"op":"acquire","target":%q,"wait":20}`, addr)))
+}
+
+// childrenOf lists the pids whose parent is pid, from /proc.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, self int
+		if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err != nil || ppid != pid {
+			continue
+		}
+		fmt.Sscanf(e.Name(), "%d", &self)
+		kids = append(kids, self)
+	}
+	return kids
 }
