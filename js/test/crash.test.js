@@ -27,8 +27,10 @@ test('a SIGKILLed holder frees the lock at once, and its agent exits', async () 
 test('a holder whose event loop is blocked for 15 s keeps its lock', { timeout: 120_000 }, async () => {
   const target = join(scratch(), 'db');
   const holder = startWorker(['block', target, '15']);
-  assert.equal(await holder.line(), 'locked');
-  const started = Date.now();
+  const [word, blockedAt] = (await holder.line()).split(' ');
+  assert.equal(word, 'locked');
+  // The holder's event loop runs again 15 s after blockedAt (same clock).
+  const unblocked = Number(blockedAt) + 15_000;
   let probes = 0;
   const released = holder.line().then(() => 'released');
   // Nobody else gets the lock while the holder is blocked.
@@ -38,13 +40,13 @@ test('a holder whose event loop is blocked for 15 s keeps its lock', { timeout: 
     try {
       const l = await tryLock(target);
       await l.release();
-      if (Date.now() - started < 14_000) assert.fail('the lock was taken while its holder was blocked');
+      if (Date.now() < unblocked) assert.fail('the lock was taken while its holder was blocked');
     } catch (err) {
       if (!(err instanceof HoldError)) throw err;
       assert.equal(err.code, 'EBUSY');
       probes++;
     }
-    if (Date.now() - started > hangLimit) assert.fail('the blocked holder never released');
+    if (Date.now() > unblocked + hangLimit) assert.fail('the blocked holder never released');
   }
   assert.ok(probes >= 10, `only ${probes} probes found the lock held`);
   const r = await holder.exited;
