@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
@@ -412,16 +413,21 @@ func (a *agent) spawn(id json.RawMessage, body func(context.Context)) {
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.mu.Lock()
 	_, dup := a.pending[key]
-	if !dup {
+	if !dup && !a.closed {
 		a.pending[key] = cancel
+		a.wg.Add(1)
 	}
+	closed := a.closed
 	a.mu.Unlock()
-	if dup {
+	switch {
+	case dup:
 		cancel(nil)
 		a.replyError(id, &agentError{Code: codeInvalid, Message: fmt.Sprintf("id %s is already used by a pending request", key)})
 		return
+	case closed:
+		cancel(nil)
+		return // the client is gone: nobody to answer
 	}
-	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer func() {
@@ -642,7 +648,15 @@ func (a *agent) watchLoss(n uint64, al *agentLock) {
 	if lost == nil {
 		return
 	}
-	a.wg.Add(1)
+	a.mu.Lock()
+	closed := a.closed
+	if !closed {
+		a.wg.Add(1)
+	}
+	a.mu.Unlock()
+	if closed {
+		return // shutdown releases the lock
+	}
 	go func() {
 		defer a.wg.Done()
 		select {
@@ -864,8 +878,20 @@ func (a *agent) shutdown() {
 	if sub != nil {
 		sub.close()
 	}
-	a.wg.Wait()
+	// The request goroutines end with the context, unless one is stuck
+	// writing to a client that no longer reads: do not wait for it for
+	// ever (the locks are released already).
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
 }
+
+// shutdownGrace bounds how long a closing agent waits for its request
+// goroutines.
+const shutdownGrace = 5 * time.Second
 
 // reply writes one reply or event line. A failed write means the client
 // is gone.
