@@ -268,10 +268,14 @@ class Lock {
   }
 }
 
-const KNOWN_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'mustExist', 'encoding']);
+// The options each function takes.
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings']);
+const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
+const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding']);
+const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
 
 /** Checks opts and turns them into the request's fields. */
-function requestOptions(target, opts = {}, allowed = KNOWN_OPTIONS) {
+function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
   if (target !== undefined && target !== null && typeof target !== 'string') {
     throw new HoldError('EINVAL', `target must be a string (a path or an etcd:// address), not ${typeof target}`);
   }
@@ -410,8 +414,7 @@ function toBytes(data, what) {
  */
 export async function update(file, fn, opts = {}) {
   if (typeof fn !== 'function') throw new HoldError('EINVAL', 'update needs a function from the old content to the new');
-  const req = requestOptions(file, opts);
-  delete req.shared;
+  const req = requestOptions(file, opts, UPDATE_OPTIONS);
   const encoding = opts.encoding ?? 'utf8';
   if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
   if (opts.signal?.aborted) throw abortError(`update(${JSON.stringify(file)})`, opts.signal);
@@ -444,8 +447,7 @@ export async function update(file, fn, opts = {}) {
  * concurrent appenders never interleave.
  */
 export async function append(file, data, opts = {}) {
-  const req = requestOptions(file, opts);
-  delete req.shared;
+  const req = requestOptions(file, opts, APPEND_OPTIONS);
   req.data = toBytes(data, 'data').toString('base64');
   if (opts.signal?.aborted) throw abortError(`append(${JSON.stringify(file)})`, opts.signal);
   await waitingRequest(getAgent(), { op: 'append', ...req }, opts.signal);
@@ -456,7 +458,7 @@ export async function append(file, data, opts = {}) {
  * state, held, token, holder, ... }, as `hold status --json` prints it.
  */
 export async function status(target, opts = {}) {
-  const req = requestOptions(target, opts, new Set(['protocol', 'lockFile', 'name', 'settings']));
+  const req = requestOptions(target, opts, STATUS_OPTIONS);
   const reply = await getAgent().request({ op: 'status', ...req });
   return reply.status;
 }

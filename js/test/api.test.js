@@ -149,6 +149,8 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
     [() => update(join(dir, 'f'), (o) => o, { encoding: 'latin1' }), /encoding/],
     [() => append(join(dir, 'f'), 42), /data must be/],
     [() => withLock('t'), /function/],
+    [() => update(join(dir, 'f'), (o) => o, { shared: true }), /unknown option "shared"/],
+    [() => lock('t', { mustExist: true }), /unknown option "mustExist"/],
   ];
   for (const [call, message] of cases) {
     await assert.rejects(call(), (err) => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { lock, tryLock, HoldError } from '../index.js';
-import { alive, hangLimit, holdBin, scratch, startGroup, startWorker, waitGone, withTimeout } from './helpers.js';
+import { alive, hangLimit, holdBin, scratch, start, startGroup, startWorker, waitGone, withTimeout } from './helpers.js';
 
 test('a SIGKILLed holder frees the lock at once, and its agent exits', async () => {
   const target = join(scratch(), 'db');
@@ -102,4 +102,14 @@ test('the agent exits when its client does', async () => {
   await waitGone(agent);
   const l = await tryLock(target);
   await l.release();
+});
+
+test('a missing hold executable is an EAGENT error that says what to do', async () => {
+  const child = start(process.execPath, ['--input-type=module', '-e', `
+    import { lock } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
+    await lock('t').catch((e) => console.log(e.code, e.message));
+  `], { env: { ...process.env, HOLD_BIN: join(scratch(), 'no-such-hold') } });
+  const r = await child.exited;
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^EAGENT cannot start the hold agent .*no-such-hold.*HOLD_BIN/);
 });
