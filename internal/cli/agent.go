@@ -51,7 +51,7 @@ abandons its waits, releases every lock it holds and exits 0; SIGTERM does
 the same. SIGINT and SIGHUP are ignored: they reach the whole process group
 of a terminal, and the client decides when the agent ends.
 
---for describes the client (e.g. "node app.js, pid 4200"); it becomes part
+--for describes the client (e.g. "app.js, node pid 4200"); it becomes part
 of the agent's command line, which is what holder messages and 'hold
 status' show for the agent's locks.`,
 		run: runAgent,
@@ -87,7 +87,7 @@ const (
 
 func runAgent(args []string) int {
 	fs := newFlagSet("agent", true)
-	fs.String("for", "", "describe the client, for holder messages and `hold status` (e.g. \"node app.js, pid 4200\")")
+	fs.String("for", "", "describe the client as `DESCRIPTION` (e.g. \"app.js, node pid 4200\") in holder messages and 'hold status'")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
