@@ -199,6 +199,7 @@ type agent struct {
 	locks   map[uint64]*agentLock
 	pending map[string]context.CancelCauseFunc // by request id
 	updates map[uint64]chan updateAnswer
+	busy    map[*lockSpec]time.Time // when a lock was last found busy
 	remote  *subAgent // lazily started, for network targets (see agent_remote.go)
 }
 
@@ -238,6 +239,7 @@ func newAgent(out io.Writer) *agent {
 		locks:   map[uint64]*agentLock{},
 		pending: map[string]context.CancelCauseFunc{},
 		updates: map[uint64]chan updateAnswer{},
+		busy:    map[*lockSpec]time.Time{},
 	}
 }
 
@@ -584,15 +586,40 @@ func (a *agent) acquire(req *agentRequest) {
 		a.replyErr(req.ID, err)
 		return
 	}
-	l, err := hold.TryAcquire(spec.target, spec.opts...)
-	if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
-		a.granted(req.ID, spec, l, err)
-		return
+	if spec.nonblock || !a.recentlyBusy(spec) {
+		l, err := hold.TryAcquire(spec.target, spec.opts...)
+		if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
+			a.granted(req.ID, spec, l, err)
+			return
+		}
+		a.markBusy(spec)
 	}
 	a.spawn(req.ID, func(ctx context.Context) {
 		l, err := spec.acquire(ctx, nil)
 		a.granted(req.ID, spec, l, abortCause(ctx, err))
 	})
+}
+
+// busyMemory is how long a lock found busy is assumed to stay busy: an
+// acquire of it within that time skips the first attempt, which would
+// read and judge the holder's record only to be thrown away.
+const busyMemory = 100 * time.Millisecond
+
+// recentlyBusy reports whether spec's lock was found busy within busyMemory.
+func (a *agent) recentlyBusy(spec *lockSpec) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.busy[spec]
+	return ok && time.Since(t) < busyMemory
+}
+
+func (a *agent) markBusy(spec *lockSpec) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.busy) >= maxCachedSpecs {
+		clear(a.busy)
+	}
+	a.busy[spec] = time.Now()
 }
 
 // granted answers an acquisition: the lock l, or the error that kept it.
