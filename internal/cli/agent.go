@@ -200,7 +200,7 @@ type agent struct {
 	pending map[string]context.CancelCauseFunc // by request id
 	updates map[uint64]chan updateAnswer
 	busy    map[*lockSpec]time.Time // when a lock was last found busy
-	remote  *subAgent // lazily started, for network targets (see agent_remote.go)
+	remote  *subAgent               // lazily started, for network targets (see agent_remote.go)
 }
 
 // agentLock is a lock the client holds: one of this agent's, or one that
