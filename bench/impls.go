@@ -66,6 +66,7 @@ func impls() []impl {
 		impl{name: "flock(1)", about: "flock(1) running a child process per acquisition", perProcess: true, cycle: flockCLICycle},
 		impl{name: "proper-lockfile seed", about: "Node, proper-lockfile 4.1.2 lockSync, 25 ms sleep when busy (the seed's named lock)", node: "seed"},
 		impl{name: "proper-lockfile retry", about: "Node, proper-lockfile 4.1.2 lock() retrying after 1 ms × 1.3ⁿ, randomized, at most 20 ms", node: "retry"},
+		impl{name: "hold (Node)", about: "Node, @hold-dev/hold (js/) lock() + release() through its hold agent, kernel lock", node: nodeHoldMode},
 	)
 	return list
 }

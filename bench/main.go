@@ -195,6 +195,9 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 		} else {
 			defer node.cleanup()
 			se.node = node
+			if why := node.buildHold(); why != "" {
+				list = se.leaveOut(list, why, func(im impl) bool { return im.node == nodeHoldMode })
+			}
 		}
 	}
 	began := time.Now()

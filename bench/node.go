@@ -29,12 +29,40 @@ const properLockfileVersion = "4.1.2"
 // run); the suite reuses it.
 const defaultNodeModules = "../internal/dirlock/testdata/node/node_modules"
 
+// nodeHoldMode is the worker mode of the "hold (Node)" row: the Node
+// package in js/, with a hold built from this tree as its agent.
+const nodeHoldMode = "hold"
+
 // nodeSetup is a Node and a proper-lockfile install to run workers with.
 type nodeSetup struct {
 	bin     string
 	modules string // absolute node_modules directory
-	tmp     string // holds the worker script
+	tmp     string // holds the worker script (and hold, for the Node package)
 	script  string
+	// holdBin and holdJS are the hold executable and the Node package's
+	// entry point, for the "hold (Node)" row (see buildHold).
+	holdBin, holdJS string
+}
+
+// buildHold builds the hold command from the parent module into the
+// setup's directory, for the Node package's agent. It returns why it
+// could not, or "".
+func (n *nodeSetup) buildHold() string {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return err.Error()
+	}
+	js := filepath.Join(root, "js", "index.js")
+	if _, err := os.Stat(js); err != nil {
+		return "the Node package (../js/index.js) not found"
+	}
+	build := exec.Command("go", "build", "-o", n.tmp+string(filepath.Separator), "./cmd/hold")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Sprintf("building hold for the Node package: %v: %s", err, out)
+	}
+	n.holdBin, n.holdJS = filepath.Join(n.tmp, "hold"), js
+	return ""
 }
 
 func needsNode(list []impl) bool {
@@ -90,6 +118,9 @@ func (n *nodeSetup) cleanup() { os.RemoveAll(n.tmp) }
 func (n *nodeSetup) command(mode, dir string, m int, budget time.Duration) *exec.Cmd {
 	cmd := exec.Command(n.bin, n.script, mode, dir, strconv.Itoa(m), strconv.FormatInt(budget.Milliseconds(), 10))
 	cmd.Env = append(os.Environ(), "NODE_PATH="+n.modules)
+	if mode == nodeHoldMode {
+		cmd.Env = append(cmd.Env, "HOLD_BIN="+n.holdBin, "HOLD_JS="+n.holdJS)
+	}
 	return cmd
 }
 

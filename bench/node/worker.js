@@ -11,6 +11,9 @@
 // first retry, factor 1.3, randomized, capped at 20 ms), proper-lockfile's
 // own backoff tuned for a busy lock.
 // Both use stale 10 s (proper-lockfile's default) and realpath: false.
+// MODE "hold": this repository's Node package (its path in $HOLD_JS, its
+// agent in $HOLD_BIN): lock() and release(), a kernel lock held by the
+// process's hold agent.
 //
 // It writes "r" when warmed up, starts when stdin closes, takes the lock M
 // times or until BUDGET_MS is spent, and writes its report to stdout as
@@ -20,7 +23,7 @@
 
 const fs = require('fs');
 const path = require('path');
-const lockfile = require('proper-lockfile');
+const lockfile = process.argv[2] === 'hold' ? null : require('proper-lockfile');
 
 const [mode, dir, mArg, budgetArg] = process.argv.slice(2);
 const m = Number(mArg);
@@ -78,8 +81,21 @@ async function retryCycle() {
   return [start, got, releasing, nowNs()];
 }
 
+let hold = null;
+
+async function holdCycle() {
+  const start = nowNs();
+  const l = await hold.lock(target);
+  const got = nowNs();
+  criticalSection();
+  const releasing = nowNs();
+  await l.release();
+  return [start, got, releasing, nowNs()];
+}
+
 async function main() {
-  const cycle = mode === 'seed' ? seedCycle : mode === 'retry' ? retryCycle : null;
+  if (mode === 'hold') hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
+  const cycle = mode === 'seed' ? seedCycle : mode === 'retry' ? retryCycle : mode === 'hold' ? holdCycle : null;
   if (!cycle) throw new Error(`unknown mode ${mode}`);
   let cycles = 1;
   await cycle(); // warm-up, as the Go workers do

@@ -25,8 +25,9 @@ const (
 // acquire takes the lock as the flags say: at once or not at all with -n,
 // waiting at most -w otherwise, until ctx ends in any case. While it waits
 // it tells stderr who holds the lock (always on a terminal, with --verbose
-// otherwise). A wait ended by a signal (see interruptible) returns a
-// *signalError, so the exit status becomes 128+signal.
+// otherwise; a nil stderr keeps it silent). A wait ended by a signal (see
+// interruptible) returns a *signalError, so the exit status becomes
+// 128+signal.
 func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, error) {
 	start := time.Now()
 	var (
@@ -52,17 +53,17 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			}
 		}
 	}
-	if err == nil {
+	if err == nil && stderr != nil {
 		// flock(1)'s idiom, --lock-file naming the data file itself, works,
 		// but without an owner record or token: say so once.
 		if terr := l.TokenError(); errors.Is(terr, hold.ErrForeign) {
 			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
 		}
 	}
-	if err == nil && s.warnMachineLocal {
+	if err == nil && s.warnMachineLocal && stderr != nil {
 		warnMachineLocal(stderr, l)
 	}
-	if err == nil && s.verbose {
+	if err == nil && s.verbose && stderr != nil {
 		fmt.Fprintf(stderr, "hold: acquired %s (%s, token %d) after %s\n",
 			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
 	}
@@ -88,6 +89,9 @@ func warnMachineLocal(stderr *os.File, l *hold.Lock) {
 // stops it and clears a message left on a terminal line. It returns only
 // when nothing more will be printed.
 func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
+	if stderr == nil {
+		return func() {}
+	}
 	terminal := isTerminal(stderr)
 	if !terminal && !s.verbose {
 		return func() {}

@@ -165,18 +165,7 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 		return r
 	}
 	r.KernelPIDs = h.PIDs
-	if o := h.Owner; o != nil {
-		hr := &holderReport{PID: o.PID, Host: o.Host, Alive: h.Alive.String(), Command: o.Command,
-			Shared: o.Shared, Fields: o.Fields}
-		if !o.StartedAt.IsZero() {
-			t := o.StartedAt
-			hr.StartedAt = &t
-			if r.Held {
-				hr.HeldSeconds = roundDuration(o.Held(time.Now())).Seconds()
-			}
-		}
-		r.Holder = hr
-	}
+	r.Holder = newHolderReport(h, r.Held)
 	if !r.Held {
 		return r
 	}
@@ -199,6 +188,25 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 		r.Note = fmt.Sprintf("the kernel names pid %s as the holder, not the recorded pid %d", joinPIDs(h.PIDs), h.Owner.PID)
 	}
 	return r
+}
+
+// newHolderReport describes h's owner record (nil without one); held says
+// whether the lock is held now, so that the time held means something.
+func newHolderReport(h *hold.Holder, held bool) *holderReport {
+	o := h.Owner
+	if o == nil {
+		return nil
+	}
+	hr := &holderReport{PID: o.PID, Host: o.Host, Alive: h.Alive.String(), Command: o.Command,
+		Shared: o.Shared, Fields: o.Fields}
+	if !o.StartedAt.IsZero() {
+		t := o.StartedAt
+		hr.StartedAt = &t
+		if held {
+			hr.HeldSeconds = roundDuration(o.Held(time.Now())).Seconds()
+		}
+	}
+	return hr
 }
 
 func printStatus(w io.Writer, r *statusReport) {

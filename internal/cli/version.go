@@ -29,9 +29,14 @@ func runVersion(args []string) int {
 	if fs.NArg() > 0 {
 		return fail("version", usagef("version takes no arguments"), exitConflict)
 	}
-	bi, _ := debug.ReadBuildInfo()
-	fmt.Fprintln(os.Stdout, "hold", describeBuild(bi))
+	fmt.Fprintln(os.Stdout, "hold", version())
 	return 0
+}
+
+// version describes this build (see describeBuild).
+func version() string {
+	bi, _ := debug.ReadBuildInfo()
+	return describeBuild(bi)
 }
 
 // describeBuild says what hold was built from: the module version (a

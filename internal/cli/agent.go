@@ -1,0 +1,1013 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/atomicfile"
+)
+
+// hold agent serves lock requests as JSON lines on stdin and answers on
+// stdout, so that a program in any language gets hold's locks by talking to
+// one child process (the Node package in js/ does). docs/agent.md is the
+// protocol's reference; this file implements it. The design in brief:
+//
+//   - Every request carries an id of the client's choosing, echoed in its
+//     reply. Requests that may wait (acquire, update, append) run in their
+//     own goroutine, so any number can be outstanding; the others are
+//     answered in order, at once.
+//   - A lock is named by a number the agent hands out; every acquisition is
+//     its own hold.Lock, so two acquisitions of one target by one client
+//     exclude each other, as two processes do.
+//   - The lock options are the command line's lock flags: a request's
+//     options are set on a flag set of lockFlags and resolved by the same
+//     code as `hold run`'s (see agentRequest.spec).
+//   - End of stdin means the client is gone: every wait is abandoned, every
+//     lock released, and the agent exits.
+
+func init() {
+	register(&command{
+		name:    "agent",
+		summary: "serve lock requests as JSON lines on stdin/stdout, for programs in other languages",
+		usage:   "agent [--for DESCRIPTION]",
+		help: `
+Reads one JSON request per line on stdin and writes one JSON reply (or
+event) per line on stdout; docs/agent.md describes the protocol. Requests
+carry ids, several may be outstanding, and a wait can be cancelled.
+
+When stdin reaches end of file (the client exited or crashed), the agent
+abandons its waits, releases every lock it holds and exits 0; SIGTERM does
+the same. SIGINT and SIGHUP are ignored: they reach the whole process group
+of a terminal, and the client decides when the agent ends.
+
+--for describes the client (e.g. "app.js, node pid 4200"); it becomes part
+of the agent's command line, which is what holder messages and 'hold
+status' show for the agent's locks.`,
+		run: runAgent,
+	})
+}
+
+// agentVersion is the protocol version this agent speaks (docs/agent.md).
+const agentVersion = 1
+
+// maxRequestLine bounds one request line. Larger lines are answered with
+// an EINVAL error and skipped, so a broken client cannot make the agent
+// allocate without limit.
+const maxRequestLine = 64 << 20
+
+// The error codes of replies; docs/agent.md explains each.
+const (
+	codeBusy        = "EBUSY"
+	codeTimeout     = "ETIMEDOUT"
+	codeAbort       = "EABORT"
+	codeLost        = "ELOST"
+	codeInvalid     = "EINVAL"
+	codeNoLock      = "ENOLOCK"
+	codeNotFound    = "ENOENT"
+	codeAccess      = "EACCES"
+	codeNotRegular  = "ENOTREG"
+	codeForeign     = "EFOREIGN"
+	codeIsDir       = "EISDIR"
+	codeFull        = "ENOSPC"
+	codeReadOnly    = "EROFS"
+	codeUnsupported = "ENOTSUP"
+	codeNoExec      = "ENOEXEC"
+	codeIO          = "EIO"
+)
+
+func runAgent(args []string) int {
+	fs := newFlagSet("agent", true)
+	fs.String("for", "", "describe the client as `DESCRIPTION` (e.g. \"app.js, node pid 4200\") in holder messages and 'hold status'")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return fail("agent", usagef("agent takes no arguments; it reads requests on stdin"), exitUsage)
+	}
+	terminate, stop := agentSignals()
+	defer stop()
+	a := newAgent(os.Stdout)
+	a.client = fs.Lookup("for").Value.String()
+	a.serve(os.Stdin, terminate)
+	return 0
+}
+
+// agentRequest is one request line. Which fields apply depends on Op;
+// docs/agent.md lists them per operation.
+type agentRequest struct {
+	ID json.RawMessage `json:"id"`
+	Op string          `json:"op"`
+
+	// hello
+	Version int `json:"version"`
+
+	// acquire, try, status, update, append: what to lock and how.
+	Target   string            `json:"target"`
+	Wait     *float64          `json:"wait"`
+	Shared   bool              `json:"shared"`
+	Fair     bool              `json:"fair"`
+	Protocol string            `json:"protocol"`
+	LockFile string            `json:"lock_file"`
+	Name     string            `json:"name"`
+	Fields   map[string]string `json:"fields"`
+	Settings map[string]string `json:"settings"`
+
+	// update, append
+	MustExist bool `json:"must_exist"`
+	// append: the bytes to append; commit: the new content (base64).
+	Data []byte `json:"data"`
+
+	// release, check: the lock's number.
+	Lock uint64 `json:"lock"`
+	// commit, abort: the update's number.
+	Update uint64 `json:"update"`
+	// cancel: the id of the request whose wait to end.
+	Request json.RawMessage `json:"request"`
+}
+
+// agentReply is a reply (ID set) or an event (Event set).
+type agentReply struct {
+	ID    json.RawMessage `json:"id,omitempty"`
+	Event string          `json:"event,omitempty"`
+	OK    bool            `json:"ok"`
+
+	// hello
+	Version int    `json:"version,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+
+	// acquire, try, update (the lock taken); lost (the lock lost).
+	Lock     uint64      `json:"lock,omitempty"`
+	Token    uint64      `json:"token,omitempty"`
+	Path     string      `json:"path,omitempty"`
+	Protocol string      `json:"protocol,omitempty"`
+	Owner    *hold.Owner `json:"owner,omitempty"`
+
+	// update: the update's number and the file's old content.
+	Update uint64 `json:"update,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+	// commit: whether the file was written (false: the content was unchanged).
+	Written bool `json:"written,omitempty"`
+
+	// status
+	Status *statusReport `json:"status,omitempty"`
+
+	// cancel: whether a pending request was found and cancelled.
+	Cancelled bool `json:"cancelled,omitempty"`
+
+	Error *agentError `json:"error,omitempty"`
+}
+
+// agentError describes a failed request or a lost lock.
+type agentError struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Holder  *holderReport `json:"holder,omitempty"`
+	Hint    string        `json:"hint,omitempty"`
+}
+
+// agent is the state of one `hold agent` process.
+type agent struct {
+	// client describes the client (--for), passed on to a sub-agent.
+	client string
+
+	out   *bufio.Writer
+	outMu sync.Mutex
+	// gone is closed when stdout fails: the client is gone.
+	gone     chan struct{}
+	goneOnce sync.Once
+
+	// ctx ends when the client is gone; every wait and pending update
+	// ends with it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	next    uint64
+	locks   map[uint64]*agentLock
+	pending map[string]context.CancelCauseFunc // by request id
+	updates map[uint64]chan updateAnswer
+	busy    map[*lockSpec]time.Time // when a lock was last found busy
+	remote  *subAgent               // lazily started, for network targets (see agent_remote.go)
+}
+
+// agentLock is a lock the client holds: one of this agent's, or one that
+// the sub-agent holds for it (remote != 0, the sub-agent's number).
+type agentLock struct {
+	l    *hold.Lock
+	spec *lockSpec
+	done chan struct{} // closed on release: stops the loss watcher
+	// remote is the sub-agent's number for a lock it holds, and sub the
+	// sub-agent; zero and nil for this agent's own locks.
+	remote uint64
+	sub    *subAgent
+}
+
+// updateAnswer is the client's commit (new content) or abort of an update.
+type updateAnswer struct {
+	id     json.RawMessage // the commit or abort request; nil if the client left
+	commit bool
+	data   []byte
+	old    []byte // the content the client was shown
+}
+
+// errClientCancelled is the cause of a wait ended by a cancel request.
+var errClientCancelled = errors.New("cancelled by the client")
+
+// errClientGone is the cause of everything ended because the client left.
+var errClientGone = errors.New("the client is gone (end of input)")
+
+func newAgent(out io.Writer) *agent {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &agent{
+		out:     bufio.NewWriter(out),
+		gone:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+		locks:   map[uint64]*agentLock{},
+		pending: map[string]context.CancelCauseFunc{},
+		updates: map[uint64]chan updateAnswer{},
+		busy:    map[*lockSpec]time.Time{},
+	}
+}
+
+// serve answers the requests read from in until in ends, stdout fails or
+// terminate delivers, then releases everything and returns.
+func (a *agent) serve(in io.Reader, terminate <-chan os.Signal) {
+	// Requests are handled on the reading goroutine itself: a hand-off to
+	// another goroutine would add a wake-up to every round trip.
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readLines(in, func(line []byte) bool {
+			a.handleLine(line)
+			select {
+			case <-a.gone:
+				return false
+			default:
+				return true
+			}
+		})
+	}()
+	select {
+	case <-readDone:
+	case <-a.gone:
+	case <-terminate:
+	}
+	a.shutdown()
+}
+
+// readLines calls emit with every complete line of r (without its newline)
+// until r ends or emit returns false. A line longer than maxRequestLine is
+// passed on as nil, so that it gets an error reply; an unterminated last
+// line is dropped: its writer vanished mid-request.
+func readLines(r io.Reader, emit func([]byte) bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxRequestLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			out := line
+			if tooLong {
+				out = nil
+			} else {
+				out = out[:len(out)-1]
+			}
+			if !emit(out) {
+				return
+			}
+			line, tooLong = nil, false
+		case errors.Is(err, bufio.ErrBufferFull):
+			// part of a long line: keep reading
+		default:
+			return
+		}
+	}
+}
+
+// handleLine parses one request and runs it.
+func (a *agent) handleLine(line []byte) {
+	if line == nil {
+		a.replyError(nil, &agentError{Code: codeInvalid, Message: fmt.Sprintf("request line longer than %d bytes", maxRequestLine)})
+		return
+	}
+	if len(trimSpace(line)) == 0 {
+		return // blank lines are allowed, and ignored
+	}
+	var req agentRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		// Salvage the id, if there is one, so the client can match the error.
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(line, &idOnly)
+		a.replyError(validID(idOnly.ID), &agentError{Code: codeInvalid, Message: "malformed request: " + err.Error()})
+		return
+	}
+	if len(req.ID) == 0 || string(req.ID) == "null" {
+		a.replyError(nil, &agentError{Code: codeInvalid, Message: `request without "id"`})
+		return
+	}
+	if validID(req.ID) == nil {
+		a.replyError(nil, &agentError{Code: codeInvalid, Message: `"id" must be a string or a number`})
+		return
+	}
+	a.dispatch(&req)
+}
+
+// validID returns id if it is a JSON string or number, else nil.
+func validID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nil
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return id
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// dispatch runs one well-formed request: the ones that may wait in their
+// own goroutine, the others at once.
+func (a *agent) dispatch(req *agentRequest) {
+	switch req.Op {
+	case "hello":
+		a.hello(req)
+	case "acquire", "try":
+		if a.proxied(req) {
+			return
+		}
+		if req.Op == "try" {
+			zero := 0.0
+			req.Wait = &zero
+		}
+		a.acquire(req)
+	case "status":
+		if !a.proxied(req) {
+			a.status(req)
+		}
+	case "update", "append":
+		if addressScheme(req.Target) != "" {
+			a.replyError(req.ID, &agentError{Code: codeInvalid, Message: fmt.Sprintf("%s takes a file path, not an address like %q", req.Op, req.Target)})
+			return
+		}
+		body := a.append
+		if req.Op == "update" {
+			body = a.update
+		}
+		if isNonblocking(req) {
+			body(a.ctx, req)
+			return
+		}
+		a.spawn(req.ID, func(ctx context.Context) { body(ctx, req) })
+	case "release":
+		a.release(req)
+	case "check":
+		a.check(req)
+	case "cancel":
+		a.cancelRequest(req)
+	case "commit", "abort":
+		a.answerUpdate(req)
+	case "":
+		a.replyError(req.ID, &agentError{Code: codeInvalid, Message: `request without "op"`})
+	default:
+		a.replyError(req.ID, &agentError{Code: codeInvalid, Message: fmt.Sprintf("unknown op %q (known: hello, acquire, try, release, check, status, update, commit, abort, append, cancel)", req.Op)})
+	}
+}
+
+func isNonblocking(req *agentRequest) bool { return req.Wait != nil && *req.Wait == 0 }
+
+// spawn runs body in its own goroutine, registered under the request's id
+// so that a cancel request can end its wait.
+func (a *agent) spawn(id json.RawMessage, body func(context.Context)) {
+	key := string(id)
+	ctx, cancel := context.WithCancelCause(a.ctx)
+	a.mu.Lock()
+	_, dup := a.pending[key]
+	if !dup && !a.closed {
+		a.pending[key] = cancel
+		a.wg.Add(1)
+	}
+	closed := a.closed
+	a.mu.Unlock()
+	switch {
+	case dup:
+		cancel(nil)
+		a.replyError(id, &agentError{Code: codeInvalid, Message: fmt.Sprintf("id %s is already used by a pending request", key)})
+		return
+	case closed:
+		cancel(nil)
+		return // the client is gone: nobody to answer
+	}
+	go func() {
+		defer a.wg.Done()
+		defer func() {
+			a.mu.Lock()
+			delete(a.pending, key)
+			a.mu.Unlock()
+			cancel(nil)
+		}()
+		body(ctx)
+	}()
+}
+
+func (a *agent) hello(req *agentRequest) {
+	if req.Version != 0 && req.Version < agentVersion {
+		a.replyError(req.ID, &agentError{Code: "EVERSION", Message: fmt.Sprintf("this agent speaks protocol version %d, the client wants %d", agentVersion, req.Version)})
+		return
+	}
+	a.reply(&agentReply{ID: req.ID, OK: true, Version: agentVersion, Agent: "hold " + version(), PID: os.Getpid()})
+}
+
+// specKey is what a lockSpec is made of, for requests without fields or
+// settings: the key of specCache.
+type specKey struct {
+	target, protocol, lockFile, name string
+	wait                             float64 // -1: not given
+	shared, fair                     bool
+}
+
+// specCache keeps the specs of recent requests: a client typically locks
+// the same few targets again and again, and resolving the options through
+// a flag set costs more than taking a free kernel lock. Only specs whose
+// protocol holds nothing open (no network client) are kept; they are
+// immutable, so sharing them is safe.
+var specCache = struct {
+	sync.Mutex
+	m map[specKey]*lockSpec
+}{m: map[specKey]*lockSpec{}}
+
+// maxCachedSpecs bounds specCache; it is emptied when full.
+const maxCachedSpecs = 1024
+
+// spec turns a request's lock options into a lockSpec. The spec is made by
+// the command line's own flags (resolveSpec) or taken from specCache.
+func (req *agentRequest) spec() (*lockSpec, error) {
+	if len(req.Fields) > 0 || len(req.Settings) > 0 {
+		return req.resolveSpec()
+	}
+	key := specKey{target: req.Target, protocol: req.Protocol, lockFile: req.LockFile, name: req.Name,
+		wait: -1, shared: req.Shared, fair: req.Fair}
+	if req.Wait != nil {
+		key.wait = *req.Wait
+	}
+	specCache.Lock()
+	s, ok := specCache.m[key]
+	specCache.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := req.resolveSpec()
+	if err != nil {
+		return nil, err
+	}
+	if _, closer := s.proto.(io.Closer); !closer {
+		specCache.Lock()
+		if len(specCache.m) >= maxCachedSpecs {
+			clear(specCache.m)
+		}
+		specCache.m[key] = s
+		specCache.Unlock()
+	}
+	return s, nil
+}
+
+// resolveSpec turns a request's lock options into a lockSpec through the
+// command line's own flags, so that the agent accepts exactly what `hold
+// run` accepts and checks it the same way.
+func (req *agentRequest) resolveSpec() (*lockSpec, error) {
+	fs := newFlagSet("agent", true)
+	var lf lockFlags
+	lf.addTo(fs)
+	set := func(flag, value string) error {
+		if err := fs.Set(flag, value); err != nil {
+			return usagef("%s: %v", flag, err)
+		}
+		return nil
+	}
+	var err error
+	if req.Wait != nil {
+		if w := *req.Wait; w < 0 || w > 1e9 {
+			return nil, usagef("wait must be a number of seconds >= 0, not %v", w)
+		}
+		err = errors.Join(err, set("wait", strconv.FormatFloat(*req.Wait, 'g', -1, 64)))
+	}
+	if req.Shared {
+		err = errors.Join(err, set("shared", "true"))
+	}
+	if req.Fair {
+		err = errors.Join(err, set("fair", "true"))
+	}
+	if req.Protocol != "" {
+		err = errors.Join(err, set("protocol", req.Protocol))
+	}
+	if req.LockFile != "" {
+		err = errors.Join(err, set("lock-file", req.LockFile))
+	}
+	if req.Name != "" {
+		err = errors.Join(err, set("name", req.Name))
+	}
+	for _, k := range sortedKeys(req.Fields) {
+		if k == "" {
+			return nil, usagef("a field needs a name")
+		}
+		err = errors.Join(err, set("field", k+"="+req.Fields[k]))
+	}
+	for _, k := range sortedKeys(req.Settings) {
+		if !isRemoteSetting(k) {
+			return nil, usagef("unknown setting %q (known: %s)", k, remoteSettingNames())
+		}
+		err = errors.Join(err, set(k, req.Settings[k]))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return lf.resolve(req.Target)
+}
+
+func isRemoteSetting(flag string) bool {
+	for _, s := range remoteSettings {
+		if s.Flag == flag {
+			return true
+		}
+	}
+	return false
+}
+
+func remoteSettingNames() string {
+	names := ""
+	for i, s := range remoteSettings {
+		if i > 0 {
+			names += ", "
+		}
+		names += s.Flag
+	}
+	return names
+}
+
+// acquire serves acquire and try. The first attempt is made at once, on
+// the reading goroutine: a free lock is then answered without waking
+// another thread, which on a busy machine costs more than the lock
+// itself. Only a wait gets its own goroutine.
+func (a *agent) acquire(req *agentRequest) {
+	spec, err := req.spec()
+	if err != nil {
+		a.replyErr(req.ID, err)
+		return
+	}
+	if spec.nonblock || !a.recentlyBusy(spec) {
+		l, err := hold.TryAcquire(spec.target, spec.opts...)
+		if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
+			a.granted(req.ID, spec, l, err)
+			return
+		}
+		a.markBusy(spec)
+	}
+	a.spawn(req.ID, func(ctx context.Context) {
+		l, err := spec.acquire(ctx, nil)
+		a.granted(req.ID, spec, l, abortCause(ctx, err))
+	})
+}
+
+// busyMemory is how long a lock found busy is assumed to stay busy: an
+// acquire of it within that time skips the first attempt, which would
+// read and judge the holder's record only to be thrown away.
+const busyMemory = 100 * time.Millisecond
+
+// recentlyBusy reports whether spec's lock was found busy within busyMemory.
+func (a *agent) recentlyBusy(spec *lockSpec) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.busy[spec]
+	return ok && time.Since(t) < busyMemory
+}
+
+func (a *agent) markBusy(spec *lockSpec) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.busy) >= maxCachedSpecs {
+		clear(a.busy)
+	}
+	a.busy[spec] = time.Now()
+}
+
+// granted answers an acquisition: the lock l, or the error that kept it.
+func (a *agent) granted(id json.RawMessage, spec *lockSpec, l *hold.Lock, err error) {
+	if err != nil {
+		spec.close()
+		a.replyErr(id, err)
+		return
+	}
+	al := &agentLock{l: l, spec: spec, done: make(chan struct{})}
+	n, ok := a.addLock(al)
+	if !ok { // the client left while we waited
+		l.Release()
+		spec.close()
+		return
+	}
+	a.reply(lockReply(id, n, l))
+	a.watchLoss(n, al)
+}
+
+// abortCause makes a wait ended by a cancel request or by the client's
+// departure say so.
+func abortCause(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w (%v)", err, cause)
+	}
+	return err
+}
+
+func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *agentReply {
+	owner := l.Owner()
+	return &agentReply{ID: id, OK: true, Lock: n, Token: l.Token(), Path: l.Path(), Protocol: l.Protocol(), Owner: &owner}
+}
+
+// addLock files a lock under a new number; false if the agent is closing.
+func (a *agent) addLock(al *agentLock) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return 0, false
+	}
+	a.next++
+	a.locks[a.next] = al
+	return a.next, true
+}
+
+// watchLoss tells the client, unasked, when lock n is found lost.
+func (a *agent) watchLoss(n uint64, al *agentLock) {
+	lost := al.l.Lost()
+	if lost == nil {
+		return
+	}
+	a.mu.Lock()
+	closed := a.closed
+	if !closed {
+		a.wg.Add(1)
+	}
+	a.mu.Unlock()
+	if closed {
+		return // shutdown releases the lock
+	}
+	go func() {
+		defer a.wg.Done()
+		select {
+		case <-lost:
+			a.reply(&agentReply{Event: "lost", Lock: n, Path: al.l.Path(),
+				Error: errorReply(al.l.Check())})
+		case <-al.done:
+		case <-a.ctx.Done():
+		}
+	}()
+}
+
+// takeLock removes lock n from the table for its release.
+func (a *agent) takeLock(n uint64) *agentLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	al := a.locks[n]
+	delete(a.locks, n)
+	return al
+}
+
+func (a *agent) lookupLock(n uint64) *agentLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.locks[n]
+}
+
+func noLock(n uint64) *agentError {
+	return &agentError{Code: codeNoLock, Message: fmt.Sprintf("no lock %d: never acquired, or already released", n)}
+}
+
+func (a *agent) release(req *agentRequest) {
+	al := a.takeLock(req.Lock)
+	if al == nil {
+		a.replyError(req.ID, noLock(req.Lock))
+		return
+	}
+	if al.remote != 0 {
+		a.forwardRelease(req, al)
+		return
+	}
+	close(al.done)
+	err := al.l.Release()
+	al.spec.close()
+	a.replyErr(req.ID, err)
+}
+
+func (a *agent) check(req *agentRequest) {
+	al := a.lookupLock(req.Lock)
+	switch {
+	case al == nil:
+		a.replyError(req.ID, noLock(req.Lock))
+	case al.remote != 0:
+		a.forwardLockOp(req, al)
+	default:
+		a.replyErr(req.ID, al.l.Check())
+	}
+}
+
+func (a *agent) status(req *agentRequest) {
+	spec, err := req.spec()
+	if err != nil {
+		a.replyErr(req.ID, err)
+		return
+	}
+	defer spec.close()
+	st, err := spec.inspect()
+	if err != nil {
+		a.replyErr(req.ID, err)
+		return
+	}
+	a.reply(&agentReply{ID: req.ID, OK: true, Status: newStatusReport(req.Target, st)})
+}
+
+func (a *agent) cancelRequest(req *agentRequest) {
+	if validID(req.Request) == nil {
+		a.replyError(req.ID, &agentError{Code: codeInvalid, Message: `cancel needs "request": the id of the request to cancel`})
+		return
+	}
+	a.mu.Lock()
+	cancel, ok := a.pending[string(req.Request)]
+	a.mu.Unlock()
+	if ok {
+		cancel(errClientCancelled)
+	} else {
+		ok = a.cancelRemote(req.Request)
+	}
+	a.reply(&agentReply{ID: req.ID, OK: true, Cancelled: ok})
+}
+
+// append serves append: the library's guarded append, as `hold append`
+// does it.
+func (a *agent) append(ctx context.Context, req *agentRequest) {
+	a.replyErr(req.ID, a.guarded(ctx, req, func(l *hold.Lock) error {
+		return atomicfile.AppendTo(atomicfile.OS{}, req.Target, req.MustExist, req.Data, l.Check)
+	}))
+}
+
+// update serves update. Under the lock it replies with the file's content
+// and an update number, then waits for the client's commit (the new
+// content) or abort; the commit is answered once the file is replaced (or
+// not: unchanged content writes nothing). Nothing is written on abort, or
+// if the client leaves first.
+func (a *agent) update(ctx context.Context, req *agentRequest) {
+	var answer *updateAnswer
+	err := a.guarded(ctx, req, func(l *hold.Lock) error {
+		return atomicfile.Update(atomicfile.OS{}, req.Target, req.MustExist, func(old []byte) ([]byte, error) {
+			answer = a.askForContent(req, l, old)
+			if !answer.commit {
+				return nil, errUpdateAborted
+			}
+			return answer.data, nil
+		}, l.Check)
+	})
+	switch {
+	case answer == nil: // failed before the client saw the content
+		a.replyErr(req.ID, err)
+	case answer.id == nil: // the client left
+	case errors.Is(err, errUpdateAborted):
+		a.reply(&agentReply{ID: answer.id, OK: true})
+	case err != nil:
+		a.replyErr(answer.id, err)
+	default:
+		a.reply(&agentReply{ID: answer.id, OK: true, Written: !bytes.Equal(answer.old, answer.data)})
+	}
+}
+
+// errUpdateAborted ends an update the client aborted (or left).
+var errUpdateAborted = errors.New("update aborted by the client")
+
+func (a *agent) askForContent(req *agentRequest, l *hold.Lock, old []byte) *updateAnswer {
+	ch := make(chan updateAnswer, 1)
+	a.mu.Lock()
+	a.next++
+	n := a.next
+	a.updates[n] = ch
+	a.mu.Unlock()
+	r := lockReply(req.ID, 0, l)
+	r.Update, r.Data = n, old
+	a.reply(r)
+	select {
+	case ans := <-ch:
+		ans.old = old
+		return &ans
+	case <-a.ctx.Done():
+		a.mu.Lock()
+		delete(a.updates, n)
+		a.mu.Unlock()
+		return &updateAnswer{}
+	}
+}
+
+// answerUpdate passes a commit or abort on to the update waiting for it.
+func (a *agent) answerUpdate(req *agentRequest) {
+	if req.Op == "commit" && req.Data == nil {
+		a.replyError(req.ID, &agentError{Code: codeInvalid, Message: `commit needs "data", the new content in base64 ("" empties the file)`})
+		return
+	}
+	a.mu.Lock()
+	ch, ok := a.updates[req.Update]
+	delete(a.updates, req.Update)
+	a.mu.Unlock()
+	if !ok {
+		a.replyError(req.ID, &agentError{Code: codeNoLock, Message: fmt.Sprintf("no update %d is waiting for its content", req.Update)})
+		return
+	}
+	ch <- updateAnswer{id: req.ID, commit: req.Op == "commit", data: req.Data}
+}
+
+// guarded takes the exclusive lock of the file req names, as the request
+// says, runs work under it and releases it: what `hold update` and `hold
+// append` do, with errors labelled the same way.
+func (a *agent) guarded(ctx context.Context, req *agentRequest, work func(*hold.Lock) error) error {
+	if req.Target == "" {
+		return usagef("%s needs the file's path in \"target\"", req.Op)
+	}
+	if req.Shared {
+		return usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
+	}
+	if err := atomicfile.CheckLockFile(req.Op, req.Target, req.LockFile); err != nil {
+		return err
+	}
+	if _, err := atomicfile.Locate(atomicfile.OS{}, req.Target); err != nil {
+		return fileError(req.Op, req.Target, err)
+	}
+	spec, err := req.spec()
+	if err != nil {
+		return err
+	}
+	defer spec.close()
+	l, err := spec.acquire(ctx, nil)
+	if err != nil {
+		return abortCause(ctx, err)
+	}
+	err = work(l)
+	if rerr := l.Release(); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil && !errors.Is(err, errUpdateAborted) {
+		return fileError(req.Op, req.Target, err)
+	}
+	return err
+}
+
+// shutdown ends every wait and pending update, releases every lock and
+// waits for the request goroutines: the client is gone.
+func (a *agent) shutdown() {
+	a.mu.Lock()
+	a.closed = true
+	locks := a.locks
+	a.locks = map[uint64]*agentLock{}
+	sub := a.remote
+	a.mu.Unlock()
+	a.cancel(errClientGone)
+	for _, al := range locks {
+		if al.remote == 0 {
+			close(al.done)
+			al.l.Release()
+			al.spec.close()
+		}
+	}
+	if sub != nil {
+		sub.close()
+	}
+	// The request goroutines end with the context, unless one is stuck
+	// writing to a client that no longer reads: do not wait for it for
+	// ever (the locks are released already).
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
+}
+
+// shutdownGrace bounds how long a closing agent waits for its request
+// goroutines.
+const shutdownGrace = 5 * time.Second
+
+// reply writes one reply or event line. A failed write means the client
+// is gone.
+func (a *agent) reply(r *agentReply) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Only an unencodable error message could cause this.
+		b, _ = json.Marshal(&agentReply{ID: r.ID, Error: &agentError{Code: codeIO, Message: "reply not encodable: " + err.Error()}})
+	}
+	a.outMu.Lock()
+	a.out.Write(b)
+	a.out.WriteByte('\n')
+	err = a.out.Flush()
+	a.outMu.Unlock()
+	if err != nil {
+		a.goneOnce.Do(func() { close(a.gone) })
+	}
+}
+
+// replyErr replies ok when err is nil, else with err described.
+func (a *agent) replyErr(id json.RawMessage, err error) {
+	if err == nil {
+		a.reply(&agentReply{ID: id, OK: true})
+		return
+	}
+	a.replyError(id, errorReply(err))
+}
+
+func (a *agent) replyError(id json.RawMessage, e *agentError) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	a.reply(&agentReply{ID: id, Error: e})
+}
+
+// errorReply describes err for the client: its code, its message (which
+// names the holder), the holder and the hint.
+func errorReply(err error) *agentError {
+	e := &agentError{Code: errorCode(err), Message: err.Error()}
+	var he *hold.Error
+	if errors.As(err, &he) {
+		e.Hint = he.Hint
+		if he.Holder != nil {
+			e.Holder = newHolderReport(he.Holder, true)
+		}
+	}
+	return e
+}
+
+// errorCode is the one mapping from an error to a reply's code, the
+// agent's counterpart of exitCode.
+func errorCode(err error) string {
+	var (
+		usage *usageError
+		exec  *execError
+	)
+	switch {
+	case errors.As(err, &usage), errors.Is(err, hold.ErrInvalidName), errors.Is(err, hold.ErrLockIsTarget):
+		return codeInvalid
+	case errors.Is(err, hold.ErrForeign):
+		return codeForeign
+	case errors.Is(err, hold.ErrBusy):
+		return codeBusy
+	case errors.Is(err, hold.ErrTimeout):
+		return codeTimeout
+	case errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
+		return codeLost
+	case errors.Is(err, context.Canceled):
+		return codeAbort
+	case errors.As(err, &exec):
+		return codeNoExec
+	case errors.Is(err, syscall.EROFS):
+		return codeReadOnly
+	case isFilesystemFull(err):
+		return codeFull
+	case errors.Is(err, hold.ErrNotRegular):
+		return codeNotRegular
+	case errors.Is(err, syscall.EISDIR):
+		return codeIsDir
+	case errors.Is(err, os.ErrNotExist):
+		return codeNotFound
+	case errors.Is(err, os.ErrPermission):
+		return codeAccess
+	case errors.Is(err, hold.ErrUnsupported):
+		return codeUnsupported
+	}
+	return codeIO
+}
