@@ -114,11 +114,8 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		h.publishLocked()
 		h.mu.Unlock()
 	case !req.Shared && h.tokenErr == nil:
-		h.listed = true
+		h.listed, h.since = true, h.owner.StartedAt
 		lazy.add(h)
-		h.mu.Lock() // the timer may fire before the assignment is done
-		h.timer = time.AfterFunc(recordDelay, h.publishLate)
-		h.mu.Unlock()
 	}
 	if req.Logger != nil {
 		req.Logger.Debug("hold: acquired", "path", req.Path, "shared", req.Shared)
@@ -169,11 +166,10 @@ type handle struct {
 	// published: the record was written, or it was decided that none
 	// will be (see publishLocked).
 	published bool
-	// timer writes the record once the hold has lasted recordDelay.
-	timer *time.Timer
 	// listed: the handle is in lazy, until its record is written or it
-	// is released.
+	// is released; since is when it was listed.
 	listed bool
+	since  time.Time
 	// recordLen is the length of the record this holder wrote, 0 when it
 	// wrote none.
 	recordLen int
@@ -280,9 +276,6 @@ func (h *handle) Release() error {
 		return nil
 	}
 	h.released = true
-	if h.timer != nil {
-		h.timer.Stop()
-	}
 	h.unlist()
 	h.erase()
 	uerr, cerr := h.f.release()

@@ -107,7 +107,9 @@ func lastFence(size int64, raw []byte) uint64 {
 // with more runnable processes than CPUs, where a holder is often
 // preempted for a few milliseconds (with 2 ms, 30 processes looping on one
 // lock on 2 CPUs made 20-25% fewer hand-offs than with 20 ms); short
-// enough that a hold anyone waits on is soon named by its own record.
+// enough that a hold anyone waits on is soon named by its own record. The
+// record is written between one and two recordDelays into a hold (see
+// lazy).
 const recordDelay = 10 * time.Millisecond
 
 // foreign returns why the lock file f, whose content is raw (size bytes;
@@ -202,7 +204,8 @@ func (h *handle) unlist() {
 	}
 }
 
-// publishLate is the timer's: the hold has lasted recordDelay.
+// publishLate is lazy's tick's, and any looker's in this process: write
+// the record now.
 func (h *handle) publishLate() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
