@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,8 @@ var (
 	FROM (SELECT 1) AS one
 	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + `
 	WHERE $1::bigint IS NOT NULL AND $4::text IS NOT NULL`
-	locksSQL = `SELECT t.name, t.fence, t.owner, t.backend_pid, l.pid
+	locksSQL = `SELECT t.name, t.fence, t.owner, t.backend_pid, l.pid,
+		(SELECT count(*) FROM pg_locks w WHERE ` + strings.ReplaceAll(strings.Replace(fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295"), "l.granted", "NOT l.granted", 1), "l.", "w.") + `)
 	FROM hold_locks t
 	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + `
 	ORDER BY t.name`
@@ -123,31 +125,42 @@ func (p *Protocol) inspect(op, name string) (*core.Status, int32, error) {
 // A database without hold_locks has none. Locks taken on the same keys by
 // other means than this package are not listed.
 func (p *Protocol) Locks(ctx context.Context) ([]*core.Status, error) {
+	var out []*core.Status
+	err := p.List(ctx, "", func(st *core.Status, _ int) { out = append(out, st) })
+	return out, err
+}
+
+// List reports the locks recorded in hold_locks whose names start with
+// prefix ("" for all), sorted by name: each is called with the lock's state
+// and the number of sessions waiting for it (`hold ls`).
+func (p *Protocol) List(ctx context.Context, prefix string, each func(st *core.Status, waiters int)) error {
 	ctx, cancel := p.rpc(ctx)
 	defer cancel()
 	c, _, err := p.get(ctx)
 	if err != nil {
-		return nil, relabel(err, "list", p.where())
+		return relabel(err, "list", p.where())
 	}
 	rows, _ := c.c.Query(ctx, locksSQL)
-	var out []*core.Status
 	var name string
 	var r record
-	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID}, func() error {
-		out = append(out, p.status(name, r))
+	var waiters int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID, &waiters}, func() error {
+		if strings.HasPrefix(name, prefix) {
+			each(p.status(name, r), int(waiters))
+		}
 		return nil
 	})
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
 		p.put(c)
-		return nil, nil
+		return nil
 	case err != nil:
 		c.close()
-		return nil, p.queryError("list", p.where(), err)
+		return p.queryError("list", p.where(), err)
 	}
 	p.put(c)
-	return out, nil
+	return nil
 }
 
 // Break ends the session holding the lock name, which frees the lock, if

@@ -291,6 +291,17 @@ func checkName(op, name string) error {
 // variables. A password in the address works but shows in process lists:
 // use PGPASSWORD or a password file. Errors never repeat the password.
 func ParseAddress(addr string) (connString, name string, err error) {
+	connString, name, err = parseAddress(addr, false)
+	return
+}
+
+// ParseListAddress is ParseAddress for a listing: the part after # is a
+// prefix of lock names, and may be missing or empty (every lock).
+func ParseListAddress(addr string) (connString, prefix string, err error) {
+	return parseAddress(addr, true)
+}
+
+func parseAddress(addr string, list bool) (connString, name string, err error) {
 	bad := func(why string) error {
 		return &core.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
 			Hint: "want postgres://user@host:port/database#lock-name"}
@@ -300,7 +311,7 @@ func ParseAddress(addr string) (connString, name string, err error) {
 		return "", "", bad("it does not start with postgres:// or postgresql://")
 	}
 	connString, frag, ok := strings.Cut(addr, "#")
-	if !ok || frag == "" {
+	if (!ok || frag == "") && !list {
 		return "", "", bad("no lock name after # at its end")
 	}
 	name, err = url.PathUnescape(frag)
@@ -309,6 +320,9 @@ func ParseAddress(addr string) (connString, name string, err error) {
 	}
 	if _, err := url.Parse(connString); err != nil {
 		return "", "", bad("not a URL")
+	}
+	if list {
+		return connString, name, nil
 	}
 	if err := checkName("parse", name); err != nil {
 		return "", "", err

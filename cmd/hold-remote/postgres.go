@@ -23,8 +23,24 @@ import (
 const postgresDialTimeout = 5 * time.Second
 
 func init() {
-	cli.RegisterScheme("postgres", resolvePostgres)
-	cli.RegisterScheme("postgresql", resolvePostgres)
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		cli.RegisterScheme(scheme, resolvePostgres)
+		cli.RegisterListScheme(scheme, resolvePostgresList)
+	}
+}
+
+// resolvePostgresList is resolvePostgres for `hold ls`: the part after #
+// is a prefix of lock names, and may be left out to list every lock.
+func resolvePostgresList(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+	connString, prefix, err := postgres.ParseListAddress(target)
+	if err != nil {
+		return nil, "", cli.Usagef("%v", err)
+	}
+	p, err := dialPostgres(connString)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, prefix, nil
 }
 
 // resolvePostgres connects to the database a postgres:// target names and
@@ -34,12 +50,17 @@ func resolvePostgres(target string, _ *pflag.FlagSet) (hold.Protocol, string, er
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), postgresDialTimeout+time.Second)
-	defer cancel()
-	// One lock per process: a released session has no later use.
-	p, err := postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))
+	p, err := dialPostgres(connString)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, name, nil
+}
+
+// dialPostgres connects to the database of a postgres:// target.
+func dialPostgres(connString string) (*postgres.Protocol, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), postgresDialTimeout+time.Second)
+	defer cancel()
+	// One lock per process: a released session has no later use.
+	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))
 }

@@ -32,7 +32,9 @@ Lists the locks in each directory PATH (default: the current directory and
 your named-lock directory), one line per lock: kernel lock files (*.lock),
 portable lock directories (*.lock, --protocol dir) and the waiters of fair
 queues. A PATH like etcd://host:port/prefix lists the etcd locks under that
-key prefix. -r descends into subdirectories. WAITERS counts fair waiters,
+key prefix; postgres://user@host:port/db lists the database's locks, and
+postgres://user@host:port/db#prefix those whose names start with prefix.
+-r descends into subdirectories. WAITERS counts fair waiters,
 local waiters of a portable lock and, on Linux, processes blocked on the
 kernel lock (/proc/locks); it is a snapshot.
 
@@ -358,7 +360,14 @@ type lockLister interface {
 
 // listRemote lists the locks under an address-style PATH.
 func (l *lister) listRemote(target string, fs *pflag.FlagSet) error {
-	proto, prefix, err := resolveAddress(target, fs)
+	if err := handOffIfRemote(target); err != nil {
+		return err
+	}
+	resolve := resolveAddress
+	if r, ok := listSchemes[addressScheme(target)]; ok {
+		resolve = r
+	}
+	proto, prefix, err := resolve(target, fs)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,21 @@ type SchemeResolver = schemeResolver
 // r. hold-remote calls it from init functions for its backends.
 func RegisterScheme(scheme string, r SchemeResolver) { registerScheme(scheme, r) }
 
+// listSchemes resolve the address-style PATHs of `hold ls` for schemes
+// whose lock addresses name one lock (postgres://...#name), so that a PATH
+// can name a prefix of lock names, or none, instead.
+var listSchemes = map[string]schemeResolver{}
+
+// RegisterListScheme makes `hold ls SCHEME://...` resolve through r, which
+// returns a protocol that can list its locks and the prefix of the names
+// to list. Schemes without one list through their RegisterScheme resolver.
+func RegisterListScheme(scheme string, r SchemeResolver) {
+	if _, dup := listSchemes[scheme]; dup {
+		panic("hold: list scheme registered twice: " + scheme)
+	}
+	listSchemes[scheme] = r
+}
+
 // Usagef returns a usage error (exit 64), for resolvers outside this
 // package.
 func Usagef(format string, args ...any) error { return usagef(format, args...) }
