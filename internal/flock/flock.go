@@ -67,9 +67,9 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		err = f.lock(req.Shared, false)
 	}
 	if err != nil && isBusy(err) {
-		if wait && !req.Explicit {
-			// Before sleeping: a derived path holding another tool's
-			// file is refused now, not after the wait.
+		if !req.Explicit {
+			// A derived path holding another tool's file is refused as
+			// such, not reported busy, and not after a wait.
 			if ferr := checkForeign(f, req.Path); ferr != nil {
 				f.close()
 				return nil, ferr
