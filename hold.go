@@ -122,10 +122,12 @@ type Handle = core.Handle
 
 // Request is what Acquire hands a Protocol:
 //
-//	Path   string        the lock path (for etcd, the key)
-//	Shared bool          a shared (reader) hold
-//	Owner  Owner         who asks; the protocol fills StartedAt, Fence, Shared, Protocol
-//	Logger *slog.Logger  debug events, when the caller asked for them
+//	Path     string        the lock path (for etcd, the key)
+//	Shared   bool          a shared (reader) hold
+//	Owner    Owner         who asks; the protocol fills StartedAt, Fence, Shared, Protocol (and ID when empty)
+//	Logger   *slog.Logger  debug events, when the caller asked for them
+//	Explicit bool          the caller named the lock path (LockFile): a file hold did not create
+//	                       is then locked without being written, rather than refused (ErrForeign)
 type Request = core.Request
 
 // Sentinel errors, matched with errors.Is.
