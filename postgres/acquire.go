@@ -92,7 +92,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	owner.Protocol = p.Name()
 	owner.Shared = false
 	owner.Fence = 0
-	owner.Command = redactCommand(owner.Command)
+	// owner.Command comes with its secrets (URL passwords among them)
+	// masked already: the record is readable by every client of the
+	// database, as a lock file is by every user.
 	owner.StartedAt = time.Now()
 
 	query := trySQL

@@ -329,21 +329,3 @@ func parseAddress(addr string, list bool) (connString, name string, err error) {
 	}
 	return connString, name, nil
 }
-
-// redactCommand hides passwords in the addresses of a command line, since
-// the owner record is readable by every client of the database.
-func redactCommand(cmd []string) []string {
-	var out []string
-	for i, a := range cmd {
-		if r := core.RedactURL(a); r != a {
-			if out == nil {
-				out = append([]string(nil), cmd...)
-			}
-			out[i] = r
-		}
-	}
-	if out == nil {
-		return cmd
-	}
-	return out
-}
