@@ -49,31 +49,22 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	if err != nil {
 		return nil, err
 	}
-	if wait && ctx.Done() == nil && req.Logger == nil {
-		// A wait nothing can end, with nobody to tell that it waits: one
-		// blocking flock(2), as gofrs/flock and lockedfile do. (Trying
-		// first without blocking costs every contended acquisition a
-		// system call.) A derived path holding another tool's file is
-		// refused before the wait, not after it.
-		if !req.Explicit {
-			if ferr := checkForeign(f, req.Path); ferr != nil {
-				f.close()
-				return nil, ferr
-			}
-		}
+	if wait && ctx.Done() == nil && req.Logger == nil && f.linkCount() == 1 && verified.has(f) {
+		// A wait nothing can end, with nobody to tell that it waits, on a
+		// file known to be hold's: one blocking flock(2), as gofrs/flock
+		// and lockedfile do. (Trying first without blocking costs every
+		// contended acquisition a system call.)
 		resched.BeforeBlocking()
 		err = f.lock(req.Shared, true)
 	} else {
 		err = f.lock(req.Shared, false)
 	}
 	if err != nil && isBusy(err) {
-		if !req.Explicit {
-			// A derived path holding another tool's file is refused as
-			// such, not reported busy, and not after a wait.
-			if ferr := checkForeign(f, req.Path); ferr != nil {
-				f.close()
-				return nil, ferr
-			}
+		// A derived path holding another tool's file is refused as such,
+		// not reported busy, and not after a wait.
+		if ferr := checkForeign(f, req); ferr != nil {
+			f.close()
+			return nil, ferr
 		}
 		if !wait {
 			h := holderOf(f, false)
@@ -166,6 +157,11 @@ type handle struct {
 	// published: the record was written, or it was decided that none
 	// will be (see publishLocked).
 	published bool
+	// read: judge read the file under the lock; readSize and readFence
+	// are what it found (the file's size and its last token).
+	read      bool
+	readSize  int64
+	readFence uint64
 	// listed: the handle is in lazy, until its record is written or it
 	// is released; since is when it was listed.
 	listed bool

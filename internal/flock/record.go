@@ -139,7 +139,11 @@ func foreignError(path, why string) error {
 // middle of rewriting its record (a new record over the tail of a longer
 // one, before the truncate): what starts as every record of hold's starts
 // is left to the check under the lock, which decides.
-func checkForeign(f *lockFile, path string) error {
+func checkForeign(f *lockFile, req *core.Request) error {
+	if req.Explicit {
+		return nil
+	}
+	path := req.Path
 	if f.linkCount() == 1 && verified.has(f) {
 		return nil
 	}
@@ -182,6 +186,9 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 		h.foreign(why)
 		return false, nil
 	}
+	// Nobody of hold's writes the file while this lock is held, so what
+	// was read stands until publishLocked writes: it need not read again.
+	h.read, h.readSize, h.readFence = true, size, lastFence(size, raw)
 	if size == 0 || core.IsPastRecord(raw) {
 		verified.add(f)
 		return false, nil
@@ -216,9 +223,9 @@ func (h *handle) publishLate() {
 // next fencing token, once, if the lock file is hold's to write (see
 // above); a shared holder only reads the last token. Where the file is
 // not hold's to write, the lock is kept with no record and no token
-// (Fence 0), and tokenErr says why. The content is judged again here,
-// under the lock, from what is read for the token: this is the check that
-// licenses the write. Called with h.mu held.
+// (Fence 0), and tokenErr says why. The write is licensed by a look at
+// the content made under the lock: judge's, or, when judge trusted the
+// verified cache, the read made here for the token. Called with h.mu held.
 func (h *handle) publishLocked() {
 	if h.published {
 		return
@@ -232,16 +239,21 @@ func (h *handle) publishLocked() {
 	}
 	h.unlist()
 	var buf [readSize]byte
-	size, raw, err := readRecord(h.f, buf[:])
-	if err != nil {
-		h.tokenErr = &core.Error{Op: "read owner record", Path: h.path, Err: err}
-		return
+	size, last := h.readSize, h.readFence
+	if !h.read {
+		var raw []byte
+		var err error
+		size, raw, err = readRecord(h.f, buf[:])
+		if err != nil {
+			h.tokenErr = &core.Error{Op: "read owner record", Path: h.path, Err: err}
+			return
+		}
+		if why := foreign(h.f, size, raw); why != "" {
+			h.foreign(why)
+			return
+		}
+		last = lastFence(size, raw)
 	}
-	if why := foreign(h.f, size, raw); why != "" {
-		h.foreign(why)
-		return
-	}
-	last := lastFence(size, raw)
 	if h.owner.Shared {
 		// A reader's token is only informative: the last one written.
 		h.owner.Fence = last
