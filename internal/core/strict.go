@@ -232,40 +232,11 @@ func (s *scanner) key() int {
 }
 
 // strings accepts an array of strings.
-func (s *scanner) strings() bool {
-	if !s.lit("[") {
-		return false
-	}
-	s.blank()
-	if s.lit("]") {
-		return true
-	}
-	for {
-		s.blank()
-		if !s.str() {
-			return false
-		}
-		s.blank()
-		if s.lit("]") {
-			return true
-		}
-		if !s.lit(",") {
-			return false
-		}
-	}
-}
+func (s *scanner) strings() bool { return s.seq("[", "]", s.str) }
 
 // fields accepts an object of string values.
 func (s *scanner) fields() bool {
-	if !s.lit("{") {
-		return false
-	}
-	s.blank()
-	if s.lit("}") {
-		return true
-	}
-	for {
-		s.blank()
+	return s.seq("{", "}", func() bool {
 		if !s.str() {
 			return false
 		}
@@ -274,11 +245,26 @@ func (s *scanner) fields() bool {
 			return false
 		}
 		s.blank()
-		if !s.str() {
+		return s.str()
+	})
+}
+
+// seq accepts open, items separated by commas (none or more), and close.
+func (s *scanner) seq(open, close string, item func() bool) bool {
+	if !s.lit(open) {
+		return false
+	}
+	s.blank()
+	if s.lit(close) {
+		return true
+	}
+	for {
+		s.blank()
+		if !item() {
 			return false
 		}
 		s.blank()
-		if s.lit("}") {
+		if s.lit(close) {
 			return true
 		}
 		if !s.lit(",") {
