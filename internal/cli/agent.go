@@ -864,11 +864,8 @@ func (a *agent) guarded(ctx context.Context, req *agentRequest, work func(*hold.
 	if req.Shared {
 		return usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
 	}
-	if err := atomicfile.CheckLockFile(req.Op, req.Target, req.LockFile); err != nil {
+	if err := checkGuarded(req.Op, req.Target, req.LockFile); err != nil {
 		return err
-	}
-	if _, err := atomicfile.Locate(atomicfile.OS{}, req.Target); err != nil {
-		return fileError(req.Op, req.Target, err)
 	}
 	spec, err := req.spec()
 	if err != nil {

@@ -87,11 +87,8 @@ func runAppend(args []string) int {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if err := atomicfile.CheckLockFile(op, file, lf.lockFile); err != nil {
+	if err := checkGuarded(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
-	}
-	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
-		return fail(op, fileError(op, file, err), lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)
 	if err != nil {
@@ -125,6 +122,20 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 		return fail(op, err, spec.conflictExit)
 	}
 	return fail(op, fileError(op, file, err), spec.conflictExit)
+}
+
+// checkGuarded refuses, before any lock is taken or created, what an
+// update or append of file can never do: lock the file itself (lockFile),
+// or write a file that cannot be one (a directory). The command line and
+// the agent both ask it.
+func checkGuarded(op, file, lockFile string) error {
+	if err := atomicfile.CheckLockFile(op, file, lockFile); err != nil {
+		return err
+	}
+	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
+		return fileError(op, file, err)
+	}
+	return nil
 }
 
 // fileError labels an error about FILE the way the library does.
