@@ -109,8 +109,10 @@ type agentRequest struct {
 	ID json.RawMessage `json:"id"`
 	Op string          `json:"op"`
 
-	// hello
-	Version int `json:"version"`
+	// hello: the highest version the client speaks, and whether it
+	// wants the synchronous channel (agent_sync_unix.go).
+	Version int  `json:"version"`
+	Sync    bool `json:"sync"`
 
 	// acquire, try, status, update, append: what to lock and how.
 	Target   string            `json:"target"`
@@ -143,9 +145,10 @@ type agentReply struct {
 	OK    bool            `json:"ok"`
 
 	// hello
-	Version int    `json:"version,omitempty"`
-	Agent   string `json:"agent,omitempty"`
-	PID     int    `json:"pid,omitempty"`
+	Version int        `json:"version,omitempty"`
+	Agent   string     `json:"agent,omitempty"`
+	PID     int        `json:"pid,omitempty"`
+	Sync    *syncPaths `json:"sync,omitempty"`
 
 	// acquire, try, update (the lock taken); lost (the lock lost).
 	Lock     uint64      `json:"lock,omitempty"`
@@ -202,6 +205,8 @@ type agent struct {
 	updates map[uint64]chan updateAnswer
 	busy    map[*lockSpec]time.Time // when a lock was last found busy
 	remote  *subAgent               // lazily started, for network targets (see agent_remote.go)
+	sync    *syncChannel            // the synchronous channel, once a hello asked for it
+	patrol  bool                    // the patrol of kernel locks runs (see patrolLocks)
 }
 
 // agentLock is a lock the client holds: one of this agent's, or one that
@@ -214,6 +219,8 @@ type agentLock struct {
 	// sub-agent; zero and nil for this agent's own locks.
 	remote uint64
 	sub    *subAgent
+	// lostTold: patrolLocks told the client of this lock's loss (a.mu).
+	lostTold bool
 }
 
 // updateAnswer is the client's commit (new content) or abort of an update.
@@ -309,12 +316,23 @@ func readLines(r io.Reader, emit func([]byte) bool) {
 
 // handleLine parses one request and runs it.
 func (a *agent) handleLine(line []byte) {
+	req, bad := parseRequest(line)
+	switch {
+	case bad != nil:
+		a.reply(bad)
+	case req != nil:
+		a.dispatch(req)
+	}
+}
+
+// parseRequest parses one request line. It returns the request, or the
+// error reply for a line that is not one, or neither for a blank line.
+func parseRequest(line []byte) (*agentRequest, *agentReply) {
 	if line == nil {
-		a.replyError(nil, &agentError{Code: codeInvalid, Message: fmt.Sprintf("request line longer than %d bytes", maxRequestLine)})
-		return
+		return nil, failReply(nil, &agentError{Code: codeInvalid, Message: fmt.Sprintf("request line longer than %d bytes", maxRequestLine)})
 	}
 	if len(trimSpace(line)) == 0 {
-		return // blank lines are allowed, and ignored
+		return nil, nil // blank lines are allowed, and ignored
 	}
 	var req agentRequest
 	if err := json.Unmarshal(line, &req); err != nil {
@@ -323,18 +341,15 @@ func (a *agent) handleLine(line []byte) {
 			ID json.RawMessage `json:"id"`
 		}
 		_ = json.Unmarshal(line, &idOnly)
-		a.replyError(validID(idOnly.ID), &agentError{Code: codeInvalid, Message: "malformed request: " + err.Error()})
-		return
+		return nil, failReply(validID(idOnly.ID), &agentError{Code: codeInvalid, Message: "malformed request: " + err.Error()})
 	}
 	if len(req.ID) == 0 || string(req.ID) == "null" {
-		a.replyError(nil, &agentError{Code: codeInvalid, Message: `request without "id"`})
-		return
+		return nil, failReply(nil, &agentError{Code: codeInvalid, Message: `request without "id"`})
 	}
 	if validID(req.ID) == nil {
-		a.replyError(nil, &agentError{Code: codeInvalid, Message: `"id" must be a string or a number`})
-		return
+		return nil, failReply(nil, &agentError{Code: codeInvalid, Message: `"id" must be a string or a number`})
 	}
-	a.dispatch(&req)
+	return &req, nil
 }
 
 // validID returns id if it is a JSON string or number, else nil.
@@ -448,7 +463,13 @@ func (a *agent) hello(req *agentRequest) {
 		a.replyError(req.ID, &agentError{Code: "EVERSION", Message: fmt.Sprintf("this agent speaks protocol version %d, the client wants %d", agentVersion, req.Version)})
 		return
 	}
-	a.reply(&agentReply{ID: req.ID, OK: true, Version: agentVersion, Agent: "hold " + version(), PID: os.Getpid()})
+	r := &agentReply{ID: req.ID, OK: true, Version: agentVersion, Agent: "hold " + version(), PID: os.Getpid()}
+	if req.Sync {
+		// A client that cannot have the channel (another system, a full
+		// disk) is answered without it and keeps to this one.
+		r.Sync = a.openSync()
+	}
+	a.reply(r)
 }
 
 // specKey is what a lockSpec is made of, for requests without fields or
@@ -588,12 +609,11 @@ func (a *agent) acquire(req *agentRequest) {
 		return
 	}
 	if spec.nonblock || !a.recentlyBusy(spec) {
-		l, err := hold.TryAcquire(spec.target, spec.opts...)
+		l, err := a.try(spec)
 		if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
 			a.granted(req.ID, spec, l, err)
 			return
 		}
-		a.markBusy(spec)
 	}
 	a.spawn(req.ID, func(ctx context.Context) {
 		l, err := spec.acquire(ctx, nil)
@@ -614,6 +634,16 @@ func (a *agent) recentlyBusy(spec *lockSpec) bool {
 	return ok && time.Since(t) < busyMemory
 }
 
+// try makes one attempt at spec's lock, without waiting, and remembers
+// when it was busy.
+func (a *agent) try(spec *lockSpec) (*hold.Lock, error) {
+	l, err := hold.TryAcquire(spec.target, spec.opts...)
+	if errors.Is(err, hold.ErrBusy) {
+		a.markBusy(spec)
+	}
+	return l, err
+}
+
 func (a *agent) markBusy(spec *lockSpec) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -625,20 +655,33 @@ func (a *agent) markBusy(spec *lockSpec) {
 
 // granted answers an acquisition: the lock l, or the error that kept it.
 func (a *agent) granted(id json.RawMessage, spec *lockSpec, l *hold.Lock, err error) {
+	r, watch := a.grant(id, spec, l, err)
+	if r != nil {
+		a.reply(r)
+	}
+	if watch != nil {
+		watch()
+	}
+}
+
+// grant files the lock l under a new number and returns the reply that
+// says so, or the error reply when err is set. watch, when not nil, is to
+// be called once the reply is sent: it starts watching the lock for its
+// loss, so that the client never hears of a loss before the lock itself.
+// The reply is nil when the client left meanwhile (l is then released).
+func (a *agent) grant(id json.RawMessage, spec *lockSpec, l *hold.Lock, err error) (r *agentReply, watch func()) {
 	if err != nil {
 		spec.close()
-		a.replyErr(id, err)
-		return
+		return errReply(id, err), nil
 	}
 	al := &agentLock{l: l, spec: spec, done: make(chan struct{})}
 	n, ok := a.addLock(al)
 	if !ok { // the client left while we waited
 		l.Release()
 		spec.close()
-		return
+		return nil, nil
 	}
-	a.reply(lockReply(id, n, l))
-	a.watchLoss(n, al)
+	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
 }
 
 // abortCause makes a wait ended by a cancel request or by the client's
@@ -667,11 +710,79 @@ func (a *agent) addLock(al *agentLock) (uint64, bool) {
 	}
 	a.next++
 	a.locks[a.next] = al
+	if !a.patrol && isKernel(al) {
+		a.patrol = true
+		a.wg.Add(1)
+		go a.patrolLocks()
+	}
 	return a.next, true
 }
 
-// watchLoss tells the client, unasked, when lock n is found lost.
+// patrolEvery is how often the agent looks at the files of its kernel
+// locks.
+const patrolEvery = time.Second
+
+// isKernel reports whether al is a kernel lock of this agent's own.
+func isKernel(al *agentLock) bool { return al.remote == 0 && al.l.Protocol() == "flock" }
+
+// patrolLocks finds the kernel locks whose lock file was removed or
+// replaced, and tells the client unasked, within patrolEvery. A kernel
+// lock cannot be taken away: it is lost only when its path stops naming
+// the locked file, and nothing but a look at the path shows that. (The
+// other protocols watch themselves, with a heartbeat or a lease, and
+// watchLoss reports them.) It runs while the agent holds a kernel lock:
+// one stat per lock and round.
+func (a *agent) patrolLocks() {
+	defer a.wg.Done()
+	t := time.NewTicker(patrolEvery)
+	defer t.Stop()
+	type held struct {
+		n  uint64
+		al *agentLock
+	}
+	var kernel []held
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		kernel = kernel[:0]
+		a.mu.Lock()
+		for n, al := range a.locks {
+			if isKernel(al) && !al.lostTold {
+				kernel = append(kernel, held{n, al})
+			}
+		}
+		if len(kernel) == 0 {
+			a.patrol = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		for _, k := range kernel {
+			err := k.al.l.Check()
+			if !errors.Is(err, hold.ErrLost) {
+				continue // held, or released meanwhile
+			}
+			a.mu.Lock()
+			tell := a.locks[k.n] == k.al
+			k.al.lostTold = true
+			a.mu.Unlock()
+			if tell {
+				a.reply(&agentReply{Event: "lost", Lock: k.n, Path: k.al.l.Path(), Error: errorReply(err)})
+			}
+		}
+	}
+}
+
+// watchLoss tells the client, unasked, when lock n is found lost. Kernel
+// locks are left to patrolLocks: their loss is found only by looking, and
+// a goroutine per lock would cost every acquisition a thread wake-up.
 func (a *agent) watchLoss(n uint64, al *agentLock) {
+	if isKernel(al) {
+		return
+	}
 	lost := al.l.Lost()
 	if lost == nil {
 		return
@@ -726,10 +837,16 @@ func (a *agent) release(req *agentRequest) {
 		a.forwardRelease(req, al)
 		return
 	}
+	a.replyErr(req.ID, al.release())
+}
+
+// release gives up one of the agent's own locks, already taken out of
+// the table.
+func (al *agentLock) release() error {
 	close(al.done)
 	err := al.l.Release()
 	al.spec.close()
-	a.replyErr(req.ID, err)
+	return err
 }
 
 func (a *agent) check(req *agentRequest) {
@@ -898,14 +1015,13 @@ func (a *agent) shutdown() {
 	a.cancel(errClientGone)
 	for _, al := range locks {
 		if al.remote == 0 {
-			close(al.done)
-			al.l.Release()
-			al.spec.close()
+			al.release()
 		}
 	}
 	if sub != nil {
 		sub.close()
 	}
+	a.closeSync()
 	// The request goroutines end with the context, unless one is stuck
 	// writing to a client that no longer reads: do not wait for it for
 	// ever (the locks are released already).
@@ -924,35 +1040,50 @@ const shutdownGrace = 5 * time.Second
 // reply writes one reply or event line. A failed write means the client
 // is gone.
 func (a *agent) reply(r *agentReply) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		// Only an unencodable error message could cause this.
-		b, _ = json.Marshal(&agentReply{ID: r.ID, Error: &agentError{Code: codeIO, Message: "reply not encodable: " + err.Error()}})
-	}
+	b := encodeReply(r)
 	a.outMu.Lock()
 	a.out.Write(b)
-	a.out.WriteByte('\n')
-	err = a.out.Flush()
+	err := a.out.Flush()
 	a.outMu.Unlock()
 	if err != nil {
 		a.goneOnce.Do(func() { close(a.gone) })
 	}
 }
 
+// encodeReply encodes r as one line, newline included.
+func encodeReply(r *agentReply) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Only an unencodable error message could cause this.
+		b, _ = json.Marshal(&agentReply{ID: r.ID, Error: &agentError{Code: codeIO, Message: "reply not encodable: " + err.Error()}})
+	}
+	return append(b, '\n')
+}
+
 // replyErr replies ok when err is nil, else with err described.
 func (a *agent) replyErr(id json.RawMessage, err error) {
-	if err == nil {
-		a.reply(&agentReply{ID: id, OK: true})
-		return
-	}
-	a.replyError(id, errorReply(err))
+	a.reply(errReply(id, err))
 }
 
 func (a *agent) replyError(id json.RawMessage, e *agentError) {
+	a.reply(failReply(id, e))
+}
+
+// errReply is the reply ok when err is nil, else the one describing err.
+func errReply(id json.RawMessage, err error) *agentReply {
+	if err == nil {
+		return &agentReply{ID: id, OK: true}
+	}
+	return failReply(id, errorReply(err))
+}
+
+// failReply is the reply carrying e; a request without a usable id is
+// answered with id null.
+func failReply(id json.RawMessage, e *agentError) *agentReply {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	a.reply(&agentReply{ID: id, Error: e})
+	return &agentReply{ID: id, Error: e}
 }
 
 // errorReply describes err for the client: its code, its message (which

@@ -1,0 +1,191 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hold-dev/hold"
+)
+
+// syncClient is a client's end of the agent's synchronous channel.
+type syncClient struct {
+	t        *testing.T
+	requests *os.File
+	replies  *bufio.Reader
+	dir      string // where the FIFOs were
+}
+
+// openSyncChannel asks the agent for its synchronous channel and opens it.
+func openSyncChannel(t *testing.T, c *agentClient) *syncClient {
+	t.Helper()
+	r := wantOK(t, c.request(`{"id":"hello","op":"hello","version":1,"sync":true}`))
+	paths, _ := r["sync"].(map[string]any)
+	reqPath, _ := paths["requests"].(string)
+	repPath, _ := paths["replies"].(string)
+	if reqPath == "" || repPath == "" || filepath.Dir(reqPath) != filepath.Dir(repPath) {
+		t.Fatalf("hello with sync: %v", r)
+	}
+	for _, p := range []string{reqPath, repPath} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode()&os.ModeNamedPipe == 0 || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: want a FIFO only its owner can open, got %v, %v", p, fi, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Dir(reqPath)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the FIFOs' directory: want mode 0700, got %v, %v", fi, err)
+	}
+	w, err := os.OpenFile(reqPath, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := os.Open(repPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); rd.Close() })
+	return &syncClient{t: t, requests: w, replies: bufio.NewReader(rd), dir: filepath.Dir(reqPath)}
+}
+
+// request sends one line on the synchronous channel and reads its reply.
+func (s *syncClient) request(line string) map[string]any {
+	s.t.Helper()
+	if _, err := s.requests.WriteString(line + "\n"); err != nil {
+		s.t.Fatalf("writing to the synchronous channel: %v", err)
+	}
+	got, err := s.replies.ReadBytes('\n')
+	if err != nil {
+		s.t.Fatalf("reading the synchronous channel: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil {
+		s.t.Fatalf("unparsable reply %q: %v", got, err)
+	}
+	return m
+}
+
+// TestAgentSyncChannel: a client that asks for the synchronous channel
+// gets two private FIFOs, which go away once it has opened them; try,
+// release and check are served there, on the same lock table as the
+// standard channel; everything else, and network targets, are refused
+// with a reply that says where they go.
+func TestAgentSyncChannel(t *testing.T) {
+	dir := t.TempDir()
+	c := startAgent(t, holdBin, dir)
+	s := openSyncChannel(t, c)
+
+	first := wantOK(t, s.request(`{"id":1,"op":"try","target":"t"}`))
+	if first["path"] != "t.lock" || first["protocol"] != "flock" || first["token"] == nil || first["owner"] == nil {
+		t.Fatalf("try: %v", first)
+	}
+	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
+		t.Errorf("the FIFOs' directory is still there after the first request: %v", err)
+	}
+	// The lock excludes, whichever channel asks.
+	if msg := wantCode(t, s.request(`{"id":2,"op":"try","target":"t"}`), "EBUSY"); !strings.Contains(msg, fmt.Sprint("pid ", c.cmd.Process.Pid)) {
+		t.Errorf("busy error does not name the holder: %s", msg)
+	}
+	wantCode(t, c.request(`{"id":3,"op":"try","target":"t"}`), "EBUSY")
+	if _, err := hold.TryAcquire(filepath.Join(dir, "t")); err == nil {
+		t.Fatal("the lock taken on the synchronous channel did not exclude another process's")
+	}
+	wantOK(t, s.request(fmt.Sprintf(`{"id":4,"op":"check","lock":%v}`, first["lock"])))
+	// Released on the standard channel; a second release on either fails.
+	wantOK(t, c.request(fmt.Sprintf(`{"id":5,"op":"release","lock":%v}`, first["lock"])))
+	wantCode(t, s.request(fmt.Sprintf(`{"id":6,"op":"release","lock":%v}`, first["lock"])), "ENOLOCK")
+
+	// Taken on the standard channel, released on the synchronous one.
+	second := wantOK(t, c.request(`{"id":7,"op":"acquire","target":"t","wait":0}`))
+	if second["token"].(float64) <= first["token"].(float64) {
+		t.Fatalf("token did not grow: %v then %v", first["token"], second["token"])
+	}
+	wantOK(t, s.request(fmt.Sprintf(`{"id":8,"op":"release","lock":%v}`, second["lock"])))
+	l, err := hold.TryAcquire(filepath.Join(dir, "t"))
+	if err != nil {
+		t.Fatalf("released on the synchronous channel, still locked: %v", err)
+	}
+	l.Release()
+
+	for _, tc := range []struct{ req, code, says string }{
+		{`{"id":9,"op":"acquire","target":"t"}`, "EINVAL", "standard channel"},
+		{`{"id":10,"op":"hello","version":1}`, "EINVAL", "standard channel"},
+		{`{"id":11,"op":"try","target":"etcd://127.0.0.1:1/k"}`, "EINVAL", "etcd://"},
+		{`{"id":12,"op":"try","target":"t","protocol":"nope"}`, "EINVAL", "nope"},
+		{`{"id":13,"op":"check","lock":999}`, "ENOLOCK", "999"},
+		{`{"id":14,"op":`, "EINVAL", "malformed"},
+	} {
+		if msg := wantCode(t, s.request(tc.req), tc.code); !strings.Contains(msg, tc.says) {
+			t.Errorf("%s: message %q does not say %q", tc.req, msg, tc.says)
+		}
+	}
+	// The channel is still served, and so is the standard one.
+	third := wantOK(t, s.request(`{"id":15,"op":"try","target":"d","protocol":"dir"}`))
+	wantOK(t, s.request(fmt.Sprintf(`{"id":16,"op":"release","lock":%v}`, third["lock"])))
+	wantOK(t, c.request(`{"id":17,"op":"status","target":"t"}`))
+
+	// A lock held through the synchronous channel goes with the agent.
+	wantOK(t, s.request(`{"id":18,"op":"try","target":"u"}`))
+	c.in.Close()
+	if code := c.waitExit(); code != 0 {
+		t.Fatalf("agent exit status %d", code)
+	}
+	if l, err := hold.TryAcquire(filepath.Join(dir, "u")); err != nil {
+		t.Fatalf("still locked after the agent exited: %v", err)
+	} else {
+		l.Release()
+	}
+	if _, err := s.replies.ReadByte(); err == nil {
+		t.Error("the replies FIFO did not end with the agent")
+	}
+}
+
+// TestAgentSyncChannelUnopened: an agent whose client asked for the
+// synchronous channel but never opened it removes the FIFOs when it ends.
+func TestAgentSyncChannelUnopened(t *testing.T) {
+	c := startAgent(t, holdBin, t.TempDir())
+	r := wantOK(t, c.request(`{"id":1,"op":"hello","version":1,"sync":true}`))
+	reqPath := r["sync"].(map[string]any)["requests"].(string)
+	if r := wantOK(t, c.request(`{"id":2,"op":"hello","version":1,"sync":true}`)); r["sync"] != nil {
+		t.Errorf("a second channel was handed out: %v", r)
+	}
+	c.in.Close()
+	if code := c.waitExit(); code != 0 {
+		t.Fatalf("agent exit status %d", code)
+	}
+	if _, err := os.Stat(filepath.Dir(reqPath)); !os.IsNotExist(err) {
+		t.Errorf("the FIFOs' directory outlived the agent: %v", err)
+	}
+}
+
+// TestAgentKernelLockLost: a kernel lock whose lock file is removed while
+// held is reported lost unasked, once.
+func TestAgentKernelLockLost(t *testing.T) {
+	dir := t.TempDir()
+	c := startAgent(t, holdBin, dir)
+	r := wantOK(t, c.request(`{"id":1,"op":"acquire","target":"t"}`))
+	kept := wantOK(t, c.request(`{"id":2,"op":"acquire","target":"k"}`))
+	if err := os.Remove(filepath.Join(dir, "t.lock")); err != nil {
+		t.Fatal(err)
+	}
+	ev := c.event("lost")
+	if ev["lock"] != r["lock"] || ev["path"] != "t.lock" {
+		t.Fatalf("lost event %v, want lock %v", ev, r["lock"])
+	}
+	if msg := wantCode(t, ev, "ELOST"); !strings.Contains(msg, "removed or replaced") {
+		t.Errorf("lost event message %q does not say what happened", msg)
+	}
+	wantCode(t, c.request(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, r["lock"])), "ELOST")
+	wantOK(t, c.request(fmt.Sprintf(`{"id":4,"op":"check","lock":%v}`, kept["lock"])))
+	c.pending("no second event", 2*patrolEvery+patrolEvery/2)
+	for _, m := range c.held {
+		if m["event"] != nil {
+			t.Errorf("unexpected event %v", m)
+		}
+	}
+}

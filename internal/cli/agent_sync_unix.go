@@ -1,0 +1,225 @@
+//go:build unix
+
+package cli
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// syncChannel is the agent's end of the synchronous channel: two FIFOs in
+// a private directory, which goes away as soon as the client has opened
+// them (the first request proves it has).
+type syncChannel struct {
+	dir string
+
+	removeOnce sync.Once
+
+	mu       sync.Mutex // guards the descriptors' closing, and closing
+	requests int        // the requests FIFO, read
+	replies  int        // the replies FIFO, written
+	wake     int        // the requests FIFO again, written without blocking
+	closing  bool
+}
+
+// openSync makes the synchronous channel and starts serving it. It returns
+// nil if the agent has one already, is closing, or cannot make one.
+//
+// Both FIFOs are opened for reading and writing. That open never blocks
+// (a FIFO opened for one direction waits for the other end), so the client
+// can open its ends at leisure; and the client, holding only the reading
+// end of the replies, reads end of file the moment the agent dies.
+func (a *agent) openSync() *syncPaths {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sync != nil || a.closed {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "hold-agent-")
+	if err != nil {
+		return nil
+	}
+	paths := &syncPaths{Requests: filepath.Join(dir, "requests"), Replies: filepath.Join(dir, "replies")}
+	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
+	if ch.requests, err = openFIFO(paths.Requests, true); err == nil {
+		if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
+			ch.wake, err = openFIFO(paths.Requests, false)
+		}
+	}
+	if err != nil {
+		ch.closeFiles()
+		ch.remove()
+		return nil
+	}
+	a.sync = ch
+	go a.serveSync(ch)
+	return paths
+}
+
+// openFIFO makes the FIFO path and opens it for reading and writing, or
+// opens the existing one for writing without blocking.
+func openFIFO(path string, create bool) (int, error) {
+	flags := unix.O_RDWR | unix.O_CLOEXEC
+	if create {
+		if err := unix.Mkfifo(path, 0o600); err != nil {
+			return -1, err
+		}
+	} else {
+		flags = unix.O_WRONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	}
+	for {
+		fd, err := unix.Open(path, flags, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+// serveSync answers the requests of the synchronous channel, one at a time,
+// on this goroutine: a blocking read wakes it directly, without the
+// runtime's poller in between.
+func (a *agent) serveSync(ch *syncChannel) {
+	defer ch.closeFiles()
+	in := newSyncReader(ch.requests)
+	readLines(in, func(line []byte) bool {
+		ch.remove() // the client has opened both ends
+		if ch.isClosing() {
+			return false
+		}
+		req, r := parseRequest(line)
+		var after func()
+		if req != nil {
+			r, after = a.syncDispatch(req)
+		}
+		if r == nil {
+			return true // a blank line
+		}
+		in.expect = r.OK
+		if writeAll(ch.replies, encodeReply(r)) != nil {
+			// The client closed its end: it is leaving. Its locks
+			// are released when its standard input ends.
+			if after != nil {
+				after()
+			}
+			return false
+		}
+		if after != nil {
+			after()
+		}
+		return true
+	})
+}
+
+// closeSync stops the synchronous channel, if there is one: it marks it
+// closing and wakes its reader with a blank line, so that the reader,
+// which blocks in a read that closing the descriptor would not end,
+// closes the descriptors itself. The wake-up never blocks: a reader busy
+// elsewhere finds the channel closing when it next reads.
+func (a *agent) closeSync() {
+	a.mu.Lock()
+	ch := a.sync
+	a.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	ch.remove()
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.closing = true
+	if ch.wake >= 0 {
+		unix.Write(ch.wake, []byte("\n"))
+	}
+}
+
+func (ch *syncChannel) isClosing() bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.closing
+}
+
+func (ch *syncChannel) remove() {
+	ch.removeOnce.Do(func() { os.RemoveAll(ch.dir) })
+}
+
+func (ch *syncChannel) closeFiles() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, fd := range []*int{&ch.requests, &ch.replies, &ch.wake} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+// syncReader reads the requests FIFO in blocking mode. When requests come
+// in quick succession (a lock, a short critical section, its release), it
+// polls for the next one for up to syncSpin before it blocks: a thread
+// that sleeps in read must be woken by the kernel for the next request,
+// which on a virtual machine whose CPU went idle costs tens of µs, more
+// than the lock. It polls only when the request before came within
+// syncSpin of the read that waited for it and its reply was a success
+// (after a busy lock the client goes to wait on the standard channel), so
+// a client that locks rarely costs nothing; and only with more than one
+// CPU, where the client runs meanwhile on another.
+type syncReader struct {
+	fd    int
+	multi bool // more than one CPU
+	quick bool // the last request came within syncSpin
+	// expect: the last reply was a success, so another request is
+	// likely to follow (set by the server).
+	expect bool
+}
+
+// syncSpin bounds the polling for the next request.
+const syncSpin = 50 * time.Microsecond
+
+func newSyncReader(fd int) *syncReader {
+	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}
+}
+
+func (r *syncReader) Read(b []byte) (int, error) {
+	start := time.Now()
+	if r.multi && r.quick && r.expect {
+		pfd := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+		for time.Since(start) < syncSpin {
+			if n, _ := unix.Poll(pfd, 0); n > 0 {
+				break
+			}
+		}
+	}
+	for {
+		n, err := unix.Read(r.fd, b)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		r.quick = time.Since(start) <= syncSpin
+		return n, nil
+	}
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+package cli
+
+// syncChannel is absent on Windows, which has no FIFOs: hello answers
+// without the synchronous channel, and clients keep to the standard one.
+type syncChannel struct{}
+
+func (a *agent) openSync() *syncPaths { return nil }
+
+func (a *agent) closeSync() {}
