@@ -22,7 +22,12 @@ test('Node, hold run and Go workers on one lock lose no update', { timeout: 300_
   const shellStep = 'cat "$F" > "$F.sh-$$" 2>/dev/null; echo "writer sh$W record $J" >> "$F.sh-$$"; mv "$F.sh-$$" "$F"';
   const shellLoop = `for J in $(seq 1 ${perShell}); do J=$J "$HOLD" run "$F" -c '${shellStep.replaceAll("'", "'\\''")}' || exit 1; done`;
   const procs = [];
-  for (let i = 0; i < nodeWorkers; i++) procs.push(startWorker(['records', file, `node${i}`, String(perNode)]));
+  // Half the Node workers keep every request on the agent's standard
+  // channel, half use its synchronous channel for tries and releases.
+  for (let i = 0; i < nodeWorkers; i++) {
+    const env = { ...process.env, HOLD_AGENT_SYNC: i % 2 ? '0' : '1' };
+    procs.push(startWorker(['records', file, `node${i}`, String(perNode)], { env }));
+  }
   for (let i = 0; i < shellWorkers; i++) {
     procs.push(start('sh', ['-c', shellLoop], { env: { ...process.env, HOLD: holdBin, F: file, W: String(i) } }));
   }
