@@ -24,6 +24,13 @@ import { availableParallelism, cpus } from 'node:os';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 
+/**
+ * How long a lock found busy is assumed to stay busy, in ms: a lock() of it
+ * within that time skips the try on the synchronous channel and goes
+ * straight to a wait (as the agent does, for the same reason).
+ */
+const BUSY_MEMORY_MS = 100;
+
 /** The agent protocol version this package speaks. */
 const PROTOCOL_VERSION = 1;
 
@@ -122,6 +129,7 @@ class Agent {
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (chunk) => this.receive(chunk));
     this.sync = null; // { requests, replies }: descriptors of the synchronous channel
+    this.busy = new Map(); // busyKey -> when a try found the lock busy
     // Settles once the hello is answered (and the synchronous channel
     // opened, if there is one); never rejects.
     const sync = process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
@@ -195,6 +203,17 @@ class Agent {
       this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) stopped answering: ${err.message}`, { cause: err }));
       return null;
     }
+  }
+
+  /** Whether the lock of key was found busy within BUSY_MEMORY_MS. */
+  recentlyBusy(key) {
+    const t = this.busy.get(key);
+    return t !== undefined && performance.now() - t < BUSY_MEMORY_MS;
+  }
+
+  markBusy(key) {
+    if (this.busy.size >= 1024) this.busy.clear();
+    this.busy.set(key, performance.now());
   }
 
   closeSyncChannel() {
@@ -470,6 +489,16 @@ function waitingRequest(ag, msg, signal) {
   return p;
 }
 
+/**
+ * What identifies a lock among the requests of one process, for the memory
+ * of busy locks; null for requests with fields or settings (rare enough
+ * not to be worth a key).
+ */
+function busyKey(req) {
+  if (req.fields || req.settings) return null;
+  return `${req.target}\0${req.lockFile ?? ''}\0${req.name ?? ''}\0${req.protocol ?? ''}\0${req.shared ? 's' : ''}`;
+}
+
 /** Whether target is a network address (etcd://, postgres://, ...). */
 function isAddress(target) {
   const i = target.indexOf('://');
@@ -483,8 +512,11 @@ async function takeLock(op, target, opts = {}) {
   const ag = getAgent();
   const remote = isAddress(req.target);
   let reply = null;
-  // A fair lock() waits its turn in the queue, so it does not try first.
-  if (!remote && (op === 'try' || !req.fair || req.wait === 0)) {
+  // A fair lock() waits its turn in the queue, so it does not try first;
+  // nor does a lock() of a lock found busy a moment ago, which would most
+  // likely fail again (the agent still tries once before it waits).
+  const key = op === 'acquire' && busyKey(req);
+  if (!remote && (op === 'try' || !req.fair || req.wait === 0) && !(key && ag.recentlyBusy(key))) {
     await ag.ready;
     if (ag.sync) {
       const { wait, ...rest } = req;
@@ -494,6 +526,8 @@ async function takeLock(op, target, opts = {}) {
         reply = r;
       } else if (op === 'try' || r.error.code !== 'EBUSY' || wait === 0) {
         throw fromReply(r.error);
+      } else if (key) {
+        ag.markBusy(key);
       }
     }
   }
