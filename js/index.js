@@ -129,7 +129,7 @@ class Agent {
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (chunk) => this.receive(chunk));
     this.sync = null; // { requests, replies }: descriptors of the synchronous channel
-    this.busy = new Map(); // busyKey -> when a try found the lock busy
+    this.busyLocks = new Map(); // busyKey -> when a try found the lock busy
     // Settles once the hello is answered (and the synchronous channel
     // opened, if there is one); never rejects.
     const sync = process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
@@ -207,13 +207,13 @@ class Agent {
 
   /** Whether the lock of key was found busy within BUSY_MEMORY_MS. */
   recentlyBusy(key) {
-    const t = this.busy.get(key);
+    const t = this.busyLocks.get(key);
     return t !== undefined && performance.now() - t < BUSY_MEMORY_MS;
   }
 
   markBusy(key) {
-    if (this.busy.size >= 1024) this.busy.clear();
-    this.busy.set(key, performance.now());
+    if (this.busyLocks.size >= 1024) this.busyLocks.clear();
+    this.busyLocks.set(key, performance.now());
   }
 
   closeSyncChannel() {

@@ -105,25 +105,30 @@ test('append adds whole records', async () => {
 test('busy, timeout and abort errors name the holder', async () => {
   const target = join(scratch(), 'db');
   const holder = startGroup(holdBin, ['run', target, '-c', 'echo held; sleep 600']);
-  assert.equal(await holder.line(), 'held');
-  const check = (err, code) => {
-    assert.ok(err instanceof HoldError, String(err));
-    assert.equal(err.code, code);
-    assert.equal(err.holder.pid, holder.pid);
-    assert.match(err.message, new RegExp(`pid ${holder.pid}\\b`));
-    assert.match(err.message, /hold run/);
-    return true;
-  };
-  await assert.rejects(tryLock(target), (e) => check(e, 'EBUSY'));
-  await assert.rejects(lock(target, { wait: 0 }), (e) => check(e, 'EBUSY'));
-  await assert.rejects(lock(target, { wait: 0.3 }), (e) => check(e, 'ETIMEDOUT'));
-  const ac = new AbortController();
-  setTimeout(() => ac.abort(), 200);
-  await assert.rejects(lock(target, { signal: ac.signal }), (e) => check(e, 'EABORT'));
-  await assert.rejects(lock(target, { signal: AbortSignal.abort() }), { code: 'EABORT' });
-  await assert.rejects(update(target, (o) => o, { wait: 0.2 }), (e) => check(e, 'ETIMEDOUT'));
-  await assert.rejects(append(target, 'x', { wait: 0 }), (e) => check(e, 'EBUSY'));
-  holder.killGroup();
+  try {
+    assert.equal(await holder.line(), 'held');
+    const check = (err, code) => {
+      assert.ok(err instanceof HoldError, String(err));
+      assert.equal(err.code, code);
+      assert.equal(err.holder.pid, holder.pid);
+      assert.match(err.message, new RegExp(`pid ${holder.pid}\\b`));
+      assert.match(err.message, /hold run/);
+      return true;
+    };
+    await assert.rejects(tryLock(target), (e) => check(e, 'EBUSY'));
+    await assert.rejects(lock(target, { wait: 0 }), (e) => check(e, 'EBUSY'));
+    await assert.rejects(lock(target, { wait: 0.3 }), (e) => check(e, 'ETIMEDOUT'));
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 200);
+    await assert.rejects(lock(target, { signal: ac.signal }), (e) => check(e, 'EABORT'));
+    await assert.rejects(lock(target, { signal: AbortSignal.abort() }), { code: 'EABORT' });
+    await assert.rejects(update(target, (o) => o, { wait: 0.2 }), (e) => check(e, 'ETIMEDOUT'));
+    await assert.rejects(append(target, 'x', { wait: 0 }), (e) => check(e, 'EBUSY'));
+  } finally {
+    // A failure must not leave the holder, which would keep this file's
+    // process (and the test run) waiting for it.
+    holder.killGroup();
+  }
   await holder.exited;
 });
 

@@ -60,21 +60,24 @@ test('an agent killed under a holder aborts its signal, and release() rejects EL
   const l = await lock(join(dir, 'a'));
   // Someone else holds b: a wait for it is pending when the agent dies.
   const other = startGroup(holdBin, ['run', join(dir, 'b'), '-c', 'echo held; sleep 600']);
-  assert.equal(await other.line(), 'held');
-  const pending = lock(join(dir, 'b'));
-  const aborted = new Promise((resolve) => l.signal.addEventListener('abort', () => resolve(l.signal.reason)));
-  process.kill(l.owner.pid, 'SIGKILL');
-  const reason = await withTimeout(aborted, 'the lock signal');
-  assert.ok(reason instanceof HoldError);
-  assert.equal(reason.code, 'ELOST');
-  await assert.rejects(pending, { code: 'EAGENT' });
-  await assert.rejects(l.release(), { code: 'ELOST' });
-  await assert.rejects(l.release(), { code: 'ELOST' });
-  // The next call starts a new agent.
-  const again = await lock(join(dir, 'a'));
-  assert.notEqual(again.owner.pid, l.owner.pid);
-  await again.release();
-  other.killGroup();
+  try {
+    assert.equal(await other.line(), 'held');
+    const pending = lock(join(dir, 'b'));
+    const aborted = new Promise((resolve) => l.signal.addEventListener('abort', () => resolve(l.signal.reason)));
+    process.kill(l.owner.pid, 'SIGKILL');
+    const reason = await withTimeout(aborted, 'the lock signal');
+    assert.ok(reason instanceof HoldError);
+    assert.equal(reason.code, 'ELOST');
+    await assert.rejects(pending, { code: 'EAGENT' });
+    await assert.rejects(l.release(), { code: 'ELOST' });
+    await assert.rejects(l.release(), { code: 'ELOST' });
+    // The next call starts a new agent.
+    const again = await lock(join(dir, 'a'));
+    assert.notEqual(again.owner.pid, l.owner.pid);
+    await again.release();
+  } finally {
+    other.killGroup();
+  }
   await other.exited;
 });
 
