@@ -1,4 +1,10 @@
-package main
+// Package pgcli serves hold's PostgreSQL address schemes: a target
+// "postgres://user@host:port/database#name" (or "postgresql://...") takes the
+// lock of that name in that database. Both companion executables register it:
+// hold-postgres, which links no other network backend so that a postgres://
+// command starts without initialising the etcd client and gRPC, and
+// hold-remote, which serves every scheme.
+package pgcli
 
 import (
 	"context"
@@ -11,18 +17,18 @@ import (
 	"github.com/hold-dev/hold/postgres"
 )
 
-// The PostgreSQL address schemes: a target
-// "postgres://user@host:port/database#name" (or "postgresql://...") takes the
-// lock of that name in that database. Everything else about the connection
-// is libpq's: query parameters (sslmode, sslrootcert, ...) and the PG*
-// environment variables (PGPASSWORD, PGSSLMODE, ...), which keep the
-// password out of process lists.
+// Everything about the connection but the lock name is libpq's: query
+// parameters (sslmode, sslrootcert, ...) and the PG* environment variables
+// (PGPASSWORD, PGSSLMODE, ...), which keep the password out of process lists.
 
 // postgresDialTimeout bounds the first connection when the address sets
 // no connect_timeout.
 const postgresDialTimeout = 5 * time.Second
 
-func init() {
+// Register makes the cli resolve postgres:// and postgresql:// targets (for
+// run, status, break and ls). Call it once, from an init function of the
+// executable's main package.
+func Register() {
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		cli.RegisterScheme(scheme, resolvePostgres)
 		cli.RegisterListScheme(scheme, resolvePostgresList)
