@@ -52,8 +52,9 @@ func TestPostgres(t *testing.T) {
 func testPostgresCompanions(t *testing.T, addr string) {
 	// The command prints the name of its parent, the process that
 	// holds the lock: hold hands over with exec, so that is the
-	// companion.
-	const parent = `ps -o comm= -p $PPID`
+	// companion. (/proc where there is one: ps is not on every
+	// minimal system.)
+	const parent = `cat /proc/$PPID/comm 2>/dev/null || ps -o comm= -p $PPID`
 	installed := filepath.Dir(holdBin)
 	alone := t.TempDir()
 	for _, name := range []string{"hold", "hold-remote"} {
