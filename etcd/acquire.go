@@ -287,16 +287,20 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	var resp *clientv3.TxnResponse
 	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
 		if wait {
-			// Read the queue as it was before our key joined it: the
-			// newest key is our predecessor, the oldest the holder. One
-			// round trip, as in concurrency.Mutex. The key exists
-			// already only if an earlier attempt was applied but its
-			// answer lost.
+			// Read the queue as it was before our key joined it: its
+			// newest key (our predecessor) and how many keys it has.
+			// One round trip, as in concurrency.Mutex, and one read:
+			// no key means the lock is ours, and a single key is the
+			// holder as well as our predecessor. (Reading the oldest
+			// key too, the holder, would cost a second range on every
+			// acquisition for what only a waiter behind other waiters
+			// needs to know, and wait reads it then anyway.) The key
+			// exists already only if an earlier attempt was applied
+			// but its answer lost.
 			resp, err = p.client.Txn(ctx).If(
 				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
 			).Then(
 				clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
-				clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
 				put,
 			).Else(clientv3.OpGet(w.key)).Commit()
 		} else {
@@ -334,15 +338,22 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 		return w.wait(ctx, queue{})
 	}
 	w.rev = resp.Header.Revision
-	pred, first := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
+	ahead := resp.Responses[0].GetResponseRange()
+	pred := firstKV(resp.Responses[0])
 	if pred == nil {
 		return w.held(), nil
 	}
-	w.holder = holderOf(first)
+	// The count is of every key in the range, whatever the limit (the
+	// API says so); More says the same from the other side.
+	predHolds := ahead.Count == 1 && !ahead.More
+	if predHolds {
+		w.holder = holderOf(pred)
+	}
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: waiting for lock", "path", w.req.Path, "key", w.key, "holder", w.holder.String())
 	}
-	return w.wait(ctx, queue{pred: string(pred.Key), predHolds: string(pred.Key) == string(first.Key)})
+	q := queue{pred: string(pred.Key), predHolds: predHolds}
+	return w.wait(ctx, q)
 }
 
 // queue is what a waiter knows of the keys in front of it.

@@ -110,7 +110,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		record := owner.Encode()
 		var fence int64
 		c.wh.cancelOnServer = wait
-		err = c.c.QueryRow(ctx, query, key, name, string(record[:len(record)-1])).Scan(&fence)
+		err = c.c.QueryRow(ctx, query, c.mode(query), key, name, string(record[:len(record)-1])).Scan(&fence)
 		c.wh.cancelOnServer = false
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Busy (a try), or a collision: the session holds the

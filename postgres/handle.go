@@ -167,7 +167,7 @@ const checkSQL = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'adviso
 func (c *conn) holds(ctx context.Context, key int64) (bool, error) {
 	hi, lo := keyHalves(key)
 	var held bool
-	err := c.c.QueryRow(ctx, checkSQL, hi, lo).Scan(&held)
+	err := c.c.QueryRow(ctx, checkSQL, c.mode(checkSQL), hi, lo).Scan(&held)
 	return held, err
 }
 
@@ -204,6 +204,9 @@ func (h *handle) Check() error {
 	return nil
 }
 
+// unlockSQL frees the advisory lock of a key ($1).
+const unlockSQL = `SELECT pg_advisory_unlock($1::bigint)`
+
 // Release unlocks and keeps the session for a later acquisition. It
 // reports ErrLost (on every call) if the lock had been lost.
 func (h *handle) Release() error {
@@ -219,7 +222,7 @@ func (h *handle) Release() error {
 	if h.lostError("release") == nil {
 		ctx, cancel := h.p.rpc(context.Background())
 		var unlocked bool
-		qerr := h.c.c.QueryRow(ctx, `SELECT pg_advisory_unlock($1::bigint)`, h.key).Scan(&unlocked)
+		qerr := h.c.c.QueryRow(ctx, unlockSQL, h.c.mode(unlockSQL), h.key).Scan(&unlocked)
 		cancel()
 		switch {
 		case qerr != nil && h.c.c.IsClosed():

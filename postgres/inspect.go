@@ -103,10 +103,10 @@ func (p *Protocol) inspect(op, name string) (*core.Status, int32, error) {
 	key := Key(name)
 	hi, lo := keyHalves(key)
 	var r record
-	err = c.c.QueryRow(ctx, inspectSQL, key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	err = c.c.QueryRow(ctx, inspectSQL, c.mode(inspectSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		err = c.c.QueryRow(ctx, inspectBareSQL, key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+		err = c.c.QueryRow(ctx, inspectBareSQL, c.mode(inspectBareSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
 	}
 	if err != nil {
 		c.close()

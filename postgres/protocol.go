@@ -144,6 +144,29 @@ func (p *Protocol) where() string {
 type conn struct {
 	c  *pgx.Conn
 	wh *switchHandler
+	// ran holds the statements this session has run before (see mode).
+	ran map[string]bool
+}
+
+// mode returns how this session is to run the statement sql. Its first run
+// goes as an unnamed statement, parsed, bound and executed in one round
+// trip; later runs go through pgx's cache of prepared statements, which
+// prepares it on the second run (a round trip of its own: pgx asks the
+// server for the parameter types) and from then on binds and executes it in
+// one. A session that runs a statement once, as a `hold run` does with its
+// acquisition and its unlock, so never pays for preparing it, and one kept
+// for many locks pays the same round trips as before, one run later. The
+// parameters are int64 and string values, whose types pgx knows without
+// asking.
+func (c *conn) mode(sql string) pgx.QueryExecMode {
+	if c.ran[sql] {
+		return pgx.QueryExecModeCacheStatement
+	}
+	if c.ran == nil {
+		c.ran = make(map[string]bool, 4)
+	}
+	c.ran[sql] = true
+	return pgx.QueryExecModeExec
 }
 
 // switchHandler is a pgconn context-watcher handler that cancels on the

@@ -34,7 +34,9 @@ func runWorker(role string) int {
 	case "hold-forever":
 		err = holdForever()
 	case "naive-cli":
-		err = naiveCLI()
+		err = naiveCLI(false)
+	case "naive-cli-run":
+		err = naiveCLI(true)
 	default:
 		err = fmt.Errorf("unknown worker role %q", role)
 	}

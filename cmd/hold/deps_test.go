@@ -8,7 +8,8 @@ import (
 
 // hold must start as fast as flock(1), so it links no network backend: their
 // clients' package initialisation (gRPC, protobuf, the etcd and PostgreSQL
-// drivers) would run on every local lock. Those live in hold-remote.
+// drivers) would run on every local lock. Those live in the companions
+// hold-remote and hold-postgres.
 func TestLinksNoNetworkBackend(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {

@@ -7,7 +7,8 @@
 //
 // Its flags and exit codes follow flock(1); see `hold help` and the README.
 // This executable links only the local protocols. A target naming a network
-// backend (etcd://...) is served by the companion command hold-remote, which
+// backend (etcd://..., postgres://...) is served by a companion command,
+// hold-postgres for PostgreSQL, else hold-remote, which
 // `go install github.com/hold-dev/hold/cmd/...@latest` installs beside it.
 package main
 

@@ -2,8 +2,8 @@
 // statuses. Two executables are built from it. cmd/hold is the one users run;
 // it links only the local protocols, so that it starts as fast as flock(1).
 // cmd/hold-remote adds the network backends (etcd://, postgres:// targets),
-// and hold hands a command line with such a target over to it (see
-// remote.go).
+// cmd/hold-postgres only PostgreSQL's, and hold hands a command line with
+// such a target over to one of them (see remote.go).
 //
 //	hold run [flags] TARGET -- COMMAND [ARGS...]
 //	hold run [flags] TARGET -c 'shell command'

@@ -27,10 +27,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	// hold and its companion go side by side, as `go install` puts them,
-	// so that hold finds hold-remote for network targets.
+	// hold and its companions go side by side, as `go install` puts them,
+	// so that hold finds hold-postgres and hold-remote for network targets.
 	holdBin = filepath.Join(dir, "hold")
-	for _, pkg := range []string{"../../cmd/hold", "../../cmd/hold-remote"} {
+	for _, pkg := range []string{"../../cmd/hold", "../../cmd/hold-remote", "../../cmd/hold-postgres"} {
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), pkg)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {

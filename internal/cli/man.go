@@ -103,8 +103,9 @@ func writeMan(w io.Writer) {
 same lock files, and says who holds a lock: its pid, command, host, how long,
 whether it is alive, and the lock's fencing token. Locks are kernel locks by
 default; --protocol dir takes a portable directory lock for filesystems
-without them, and etcd:// targets lock on an etcd cluster (served by the
-companion command hold-remote).
+without them, etcd:// targets lock on an etcd cluster and postgres:// targets on a
+PostgreSQL server (served by the companion commands hold-remote and
+hold-postgres).
 
 Each command's flags go before its TARGET. 'hold help' lists the commands,
 'hold COMMAND --help' shows one.`)

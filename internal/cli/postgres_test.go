@@ -42,6 +42,55 @@ func TestPostgres(t *testing.T) {
 	})
 	t.Run("BadInput", func(t *testing.T) { testPostgresBadInput(t, srv, secret) })
 	t.Run("Ls", func(t *testing.T) { testPostgresLs(t, base, secret) })
+	t.Run("Companions", func(t *testing.T) { testPostgresCompanions(t, base+"#companion") })
+}
+
+// testPostgresCompanions: hold hands a postgres:// command line to
+// hold-postgres when it is installed beside hold, and to hold-remote, which
+// serves every backend, when it is not; hold-postgres hands an etcd://
+// target on to hold-remote.
+func testPostgresCompanions(t *testing.T, addr string) {
+	// The command prints the name of its parent, the process that
+	// holds the lock: hold hands over with exec, so that is the
+	// companion. (/proc where there is one: ps is not on every
+	// minimal system.)
+	const parent = `cat /proc/$PPID/comm 2>/dev/null || ps -o comm= -p $PPID`
+	installed := filepath.Dir(holdBin)
+	alone := t.TempDir()
+	for _, name := range []string{"hold", "hold-remote"} {
+		b, err := os.ReadFile(filepath.Join(installed, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(alone, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ dir, want string }{
+		{installed, "hold-postgres"},
+		{alone, "hold-remote"},
+	} {
+		cmd := exec.Command(filepath.Join(c.dir, "hold"), "run", addr, "-c", parent)
+		// Nothing on PATH but the shell's tools: only a companion
+		// beside hold can serve.
+		cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("hold in %s: %v: %s", c.dir, err, out)
+			continue
+		}
+		if got := strings.TrimSpace(string(out)); got != c.want {
+			t.Errorf("hold in %s: the lock was held by %q, want %s", c.dir, got, c.want)
+		}
+	}
+	// hold-postgres, run directly, does not link etcd: it hands an
+	// etcd:// target on (here to a server that is not there).
+	r := runHoldEnv(t, t.TempDir(), nil, "status", "etcd://127.0.0.1:1/x")
+	direct := exec.Command(filepath.Join(installed, "hold-postgres"), "status", "etcd://127.0.0.1:1/x")
+	out, _ := direct.CombinedOutput()
+	if code := direct.ProcessState.ExitCode(); code != r.code || strings.Contains(string(out), "unknown address scheme") {
+		t.Errorf("hold-postgres status etcd://: exit %d, output %q; want hold-remote's exit %d", code, out, r.code)
+	}
 }
 
 // testPostgresLs: `hold ls postgres://...` lists the database's locks (or

@@ -66,6 +66,9 @@ func runRun(args []string) int {
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
+	if _, served := schemes[addressScheme(target)]; served {
+		warmUp()
+	}
 	spec, err := lf.resolve(target)
 	if err != nil {
 		return fail("run", err, lf.conflictExit)

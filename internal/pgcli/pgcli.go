@@ -1,0 +1,72 @@
+// Package pgcli serves hold's PostgreSQL address schemes: a target
+// "postgres://user@host:port/database#name" (or "postgresql://...") takes the
+// lock of that name in that database. Both companion executables register it:
+// hold-postgres, which links no other network backend so that a postgres://
+// command starts without initialising the etcd client and gRPC, and
+// hold-remote, which serves every scheme.
+package pgcli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/postgres"
+)
+
+// Everything about the connection but the lock name is libpq's: query
+// parameters (sslmode, sslrootcert, ...) and the PG* environment variables
+// (PGPASSWORD, PGSSLMODE, ...), which keep the password out of process lists.
+
+// postgresDialTimeout bounds the first connection when the address sets
+// no connect_timeout.
+const postgresDialTimeout = 5 * time.Second
+
+// Register makes the cli resolve postgres:// and postgresql:// targets (for
+// run, status, break and ls). Call it once, from an init function of the
+// executable's main package.
+func Register() {
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		cli.RegisterScheme(scheme, resolvePostgres)
+		cli.RegisterListScheme(scheme, resolvePostgresList)
+	}
+}
+
+// resolvePostgresList is resolvePostgres for `hold ls`: the part after #
+// is a prefix of lock names, and may be left out to list every lock.
+func resolvePostgresList(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+	connString, prefix, err := postgres.ParseListAddress(target)
+	if err != nil {
+		return nil, "", cli.Usagef("%v", err)
+	}
+	p, err := dialPostgres(connString)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, prefix, nil
+}
+
+// resolvePostgres connects to the database a postgres:// target names and
+// returns the protocol and the lock name.
+func resolvePostgres(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+	connString, name, err := postgres.ParseAddress(target)
+	if err != nil {
+		return nil, "", cli.Usagef("%v", err)
+	}
+	p, err := dialPostgres(connString)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, name, nil
+}
+
+// dialPostgres connects to the database of a postgres:// target.
+func dialPostgres(connString string) (*postgres.Protocol, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), postgresDialTimeout+time.Second)
+	defer cancel()
+	// One lock per process: a released session has no later use.
+	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))
+}
