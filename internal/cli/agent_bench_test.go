@@ -1,6 +1,11 @@
 package cli
 
-import "testing"
+import (
+	"io"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
 
 // BenchmarkAgentSpec measures resolving a request's lock options the
 // second time: specCache makes it a map lookup instead of a flag set
@@ -23,5 +28,31 @@ func BenchmarkAgentResolveSpec(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.close()
+	}
+}
+
+// BenchmarkAgentSyncCycle measures the agent's own work for a free lock
+// taken and released on the synchronous channel: parsing both requests,
+// the lock, and encoding both replies (the channel's I/O not included).
+func BenchmarkAgentSyncCycle(b *testing.B) {
+	a := newAgent(io.Discard)
+	defer a.shutdown()
+	try := []byte(`{"id":1,"op":"try","target":"` + filepath.Join(b.TempDir(), "t") + `"}`)
+	for b.Loop() {
+		req, bad := parseRequest(try)
+		if bad != nil {
+			b.Fatal(bad.Error.Message)
+		}
+		r, _ := a.syncDispatch(req)
+		if !r.OK {
+			b.Fatal(r.Error.Message)
+		}
+		encodeReply(r)
+		rel := []byte(`{"id":2,"op":"release","lock":` + strconv.FormatUint(r.Lock, 10) + `}`)
+		req, _ = parseRequest(rel)
+		if r, _ = a.syncDispatch(req); !r.OK {
+			b.Fatal(r.Error.Message)
+		}
+		encodeReply(r)
 	}
 }
