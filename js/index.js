@@ -35,11 +35,13 @@ const BUSY_MEMORY_MS = 100;
 const PROTOCOL_VERSION = 1;
 
 /**
- * How long a synchronous request polls for its reply before it sleeps in a
- * read, in ms; 0 with a single CPU, where polling would only keep the
- * agent from running.
+ * How long a synchronous request polls for its reply before it naps between
+ * polls, in ms: long enough to cover an agent that the kernel must wake
+ * first (tens of µs on a virtual machine), since a nap lasts 100 µs or more
+ * there. 0 with a single CPU, where polling would only keep the agent from
+ * running.
  */
-const SPIN_MS = (typeof availableParallelism === 'function' ? availableParallelism() : cpus().length) > 1 ? 0.05 : 0;
+const SPIN_MS = (typeof availableParallelism === 'function' ? availableParallelism() : cpus().length) > 1 ? 0.2 : 0;
 
 /**
  * The error of every failed operation. `code` says what happened:
@@ -152,14 +154,20 @@ class Agent {
   openSync(paths) {
     const fds = [];
     try {
-      fds.push(openSync(paths.requests, 'w'));
-      fds.push(openSync(paths.replies, 'r'));
-      // The replies again, not blocking, to poll for a reply before
-      // sleeping in a read (see syncRequest).
-      if (SPIN_MS > 0) fds.push(openSync(paths.replies, constants.O_RDONLY | constants.O_NONBLOCK));
-      const [requests, replies, poll = -1] = fds;
-      // spin: poll for the next reply (the last one came quickly).
-      this.sync = { requests, replies, poll, spin: poll >= 0, buffer: Buffer.alloc(64 * 1024) };
+      // Neither open may block, and a FIFO opened for one direction only
+      // waits for its other end: the agent may have died since its reply.
+      // Opened without blocking, the requests FIFO fails at once (ENXIO)
+      // when nobody reads it, and the replies FIFO reads end of file once
+      // nobody can write it.
+      fds.push(openSync(paths.requests, constants.O_WRONLY | constants.O_NONBLOCK));
+      fds.push(openSync(paths.replies, constants.O_RDONLY | constants.O_NONBLOCK));
+      const [requests, replies] = fds;
+      this.sync = {
+        requests,
+        replies,
+        buffer: Buffer.alloc(64 * 1024),
+        nap: new Int32Array(new SharedArrayBuffer(4)), // for Atomics.wait
+      };
     } catch {
       for (const fd of fds) closeSync(fd);
     }
@@ -175,28 +183,38 @@ class Agent {
     const ch = this.sync;
     const line = Buffer.from(JSON.stringify({ id: this.nextId++, ...msg }) + '\n');
     try {
-      for (let off = 0; off < line.length;) off += writeSync(ch.requests, line, off);
+      for (let off = 0; off < line.length;) {
+        try {
+          off += writeSync(ch.requests, line, off);
+        } catch (err) {
+          // Full: the agent is reading; EPIPE (it died) is thrown on.
+          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+          Atomics.wait(ch.nap, 0, 0, 0.05);
+        }
+      }
       const parts = [];
-      // The reply is due in µs: poll for it a little before sleeping in a
-      // read, which on a virtual machine whose CPU goes idle costs tens of
-      // µs to wake from; but not after a reply that was slow to come (a
-      // busy machine, where polling takes the CPU from the agent).
+      // The reply is due in µs: poll for it for up to SPIN_MS, then nap
+      // between polls, 50 µs at first and twice as long each time, up to
+      // 1 ms. (The descriptor does not block, so that an agent that died
+      // at any moment is seen as end of file, never as a hang.)
       const start = performance.now();
-      let pollUntil = ch.spin ? start + SPIN_MS : 0;
+      let nap = 0.05;
       for (;;) {
         let n;
         try {
-          n = readSync(pollUntil ? ch.poll : ch.replies, ch.buffer, 0, ch.buffer.length, null);
+          n = readSync(ch.replies, ch.buffer, 0, ch.buffer.length, null);
         } catch (err) {
-          if (err.code === 'EAGAIN' && pollUntil && performance.now() > pollUntil) pollUntil = 0;
-          if (err.code === 'EAGAIN' || err.code === 'EINTR') continue;
-          throw err;
+          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+          if (performance.now() - start > SPIN_MS) {
+            Atomics.wait(ch.nap, 0, 0, nap);
+            nap = Math.min(nap * 2, 1);
+          }
+          continue;
         }
         if (n === 0) throw new Error('end of file');
         parts.push(Buffer.from(ch.buffer.subarray(0, n)));
         if (ch.buffer[n - 1] === 0x0a) break;
       }
-      ch.spin = ch.poll >= 0 && performance.now() - start <= SPIN_MS;
       return JSON.parse(Buffer.concat(parts).toString('utf8'));
     } catch (err) {
       this.closeSyncChannel();
@@ -218,8 +236,7 @@ class Agent {
 
   closeSyncChannel() {
     if (!this.sync) return;
-    for (const fd of [this.sync.requests, this.sync.replies, this.sync.poll]) {
-      if (fd < 0) continue;
+    for (const fd of [this.sync.requests, this.sync.replies]) {
       try { closeSync(fd); } catch { /* closed already */ }
     }
     this.sync = null;

@@ -1,9 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { holdBin, scratch, start, startWorker } from './helpers.js';
+import { holdBin, scratch, start, startWorker, workerScript } from './helpers.js';
 
 // 16 Node processes add records by read-modify-write under withLock, while
 // `hold run` shell workers and Go workers (the library's hold.Do, in `hold
@@ -41,3 +42,26 @@ test('Node, hold run and Go workers on one lock lose no update', { timeout: 300_
   assert.equal(new Set(lines).size, lines.length, 'a record appears twice');
   assert.equal(lines.length, want, `${want - lines.length} records lost`);
 });
+
+// With one CPU the package does not poll for the agent's replies, it naps:
+// the same work must still come out exact.
+test('workers confined to one CPU lose no update', { skip: !hasTaskset() && 'taskset not found' }, async () => {
+  const dir = scratch();
+  const file = join(dir, 'records');
+  const procs = [];
+  for (let i = 0; i < 3; i++) procs.push(start('taskset', ['-c', '0', process.execPath, workerScript, 'records', file, `one${i}`, '30']));
+  const results = await Promise.all(procs.map((p) => p.exited));
+  for (const r of results) assert.equal(r.code, 0, `a worker failed: ${r.stderr}`);
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+  assert.equal(new Set(lines).size, 90);
+  assert.equal(lines.length, 90);
+});
+
+function hasTaskset() {
+  try {
+    execFileSync('taskset', ['-c', '0', 'true']);
+    return true;
+  } catch {
+    return false;
+  }
+}
