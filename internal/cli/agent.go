@@ -44,7 +44,9 @@ func init() {
 		help: `
 Reads one JSON request per line on stdin and writes one JSON reply (or
 event) per line on stdout; docs/agent.md describes the protocol. Requests
-carry ids, several may be outstanding, and a wait can be cancelled.
+carry ids, several may be outstanding, and a wait can be cancelled. A
+client may also ask, in its hello, for a synchronous channel: two FIFOs on
+which requests that never wait (try, release, check) are answered in µs.
 
 When stdin reaches end of file (the client exited or crashed), the agent
 abandons its waits, releases every lock it holds and exits 0; SIGTERM does
