@@ -7,11 +7,11 @@ import (
 // The synchronous channel. A request on the agent's standard input and its
 // reply on standard output cost a Node client 150–190 µs on a quiet
 // machine, almost all of it in Node's own stream machinery; the lock is a
-// few µs of that. A blocking write and a blocking read on a pair of FIFOs
-// cost the same client about 5 µs. So a client whose hello asks for it
+// few µs of that. A line written to a FIFO and echoed back on another costs
+// the same client about 5 µs. So a client whose hello asks for it
 // ("sync": true) gets the paths of two FIFOs: it writes requests that never
-// wait (try, release, check) to the first and reads each reply from the
-// second, blocking its thread for the few µs that takes, and keeps the
+// wait (try, release, check) to the first and waits for each reply on the
+// second, holding its thread for the µs that takes, and keeps the
 // standard channel for everything that may wait and for events. A free
 // lock then costs two such round trips; a busy one costs a failed try
 // before the wait goes to the standard channel. Where FIFOs are missing
