@@ -33,31 +33,9 @@ func TestEtcdRunManyProcesses(t *testing.T) {
 	const processes, runs = 8, 10
 	addr := "etcd://" + startEtcd(t) + "/locks/counter"
 	dir := t.TempDir()
-	const incr = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
 	errs := make(chan error, processes)
-	for range processes {
-		go func() {
-			for range runs {
-				cmd := exec.Command(holdBin, "run", "--ttl", "5", addr, "-c", incr)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold run: %v: %s", err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range processes {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(4 * hangLimit):
-			t.Fatal("runs did not finish")
-		}
-	}
+	runIncrementers(dir, processes, runs, errs, "run", "--ttl", "5", addr)
+	collect(t, errs, processes, 4*hangLimit)
 	got := strings.TrimSpace(readFile(t, filepath.Join(dir, "counter")))
 	if want := strconv.Itoa(processes * runs); got != want {
 		t.Fatalf("counter = %s, want %s", got, want)

@@ -165,38 +165,54 @@ func holdCommand(t *testing.T, dir string, args ...string) (*exec.Cmd, int) {
 	return cmd, pid
 }
 
-func TestConcurrentRunsLoseNoIncrement(t *testing.T) {
-	t.Parallel()
-	const processes, increments = 16, 12
-	dir := t.TempDir()
-	// The increment is a read-modify-write with a wide window (a subshell
-	// reads, another process renames): without the lock, concurrent runs
-	// lose increments.
-	const incr = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
-	errs := make(chan error, processes)
-	for range processes {
+// incrementCommand is a read-modify-write of ./counter with a wide window
+// (a subshell reads, another process renames): without the lock,
+// concurrent runs of it lose increments.
+const incrementCommand = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
+
+// runIncrementers starts n goroutines, each running `hold ARGS -c
+// incrementCommand` runs times in dir; each sends one result on errs: nil,
+// or the first failure.
+func runIncrementers(dir string, n, runs int, errs chan<- error, args ...string) {
+	args = append(args, "-c", incrementCommand)
+	for range n {
 		go func() {
-			for range increments {
-				cmd := exec.Command(holdBin, "run", "counter", "-c", incr)
+			for range runs {
+				cmd := exec.Command(holdBin, args...)
 				cmd.Dir = dir
 				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold run: %v: %s", err, out)
+					errs <- fmt.Errorf("hold %s: %v: %s", args[0], err, out)
 					return
 				}
 			}
 			errs <- nil
 		}()
 	}
-	for range processes {
+}
+
+// collect waits for n results on errs and fails on the first error, or
+// when one takes longer than limit to come.
+func collect(t *testing.T, errs <-chan error, n int, limit time.Duration) {
+	t.Helper()
+	for range n {
 		select {
 		case err := <-errs:
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(3 * hangLimit):
+		case <-time.After(limit):
 			t.Fatal("runs did not finish")
 		}
 	}
+}
+
+func TestConcurrentRunsLoseNoIncrement(t *testing.T) {
+	t.Parallel()
+	const processes, increments = 16, 12
+	dir := t.TempDir()
+	errs := make(chan error, processes)
+	runIncrementers(dir, processes, increments, errs, "run", "counter")
+	collect(t, errs, processes, 3*hangLimit)
 	got := strings.TrimSpace(readFile(t, filepath.Join(dir, "counter")))
 	if want := fmt.Sprint(processes * increments); got != want {
 		t.Fatalf("counter = %s, want %s", got, want)

@@ -138,21 +138,8 @@ func testPostgresMixed(t *testing.T, srv *pgtest.Server, addr string) {
 	const clients, each = 4, 25
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter")
-	const incr = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) > counter.$$; mv counter.$$ counter`
 	errs := make(chan error, processes+clients)
-	for range processes {
-		go func() {
-			for range runs {
-				cmd := exec.Command(holdBin, "run", addr, "-c", incr)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold run: %v: %s", err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
+	runIncrementers(dir, processes, runs, errs, "run", addr)
 	_, name, err := postgres.ParseAddress(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -189,16 +176,7 @@ func testPostgresMixed(t *testing.T, srv *pgtest.Server, addr string) {
 			errs <- nil
 		}()
 	}
-	for range processes + clients {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(4 * hangLimit):
-			t.Fatal("runs did not finish")
-		}
-	}
+	collect(t, errs, processes+clients, 4*hangLimit)
 	got := strings.TrimSpace(readFile(t, counter))
 	if want := strconv.Itoa(processes*runs + clients*each); got != want {
 		t.Fatalf("counter = %s, want %s", got, want)
