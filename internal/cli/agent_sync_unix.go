@@ -29,6 +29,12 @@ type syncChannel struct {
 	closing  bool
 }
 
+// The FIFOs' names in the channel's directory.
+const (
+	requestsFIFO = "requests"
+	repliesFIFO  = "replies"
+)
+
 // openSync makes the synchronous channel and starts serving it. It returns
 // nil if the agent has one already, is closing, or cannot make one.
 //
@@ -46,7 +52,7 @@ func (a *agent) openSync() *syncPaths {
 	if err != nil {
 		return nil
 	}
-	paths := &syncPaths{Requests: filepath.Join(dir, "requests"), Replies: filepath.Join(dir, "replies")}
+	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO)}
 	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
 	if ch.requests, err = openFIFO(paths.Requests, true); err == nil {
 		if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
@@ -144,8 +150,14 @@ func (ch *syncChannel) isClosing() bool {
 	return ch.closing
 }
 
+// remove deletes the two FIFOs and their directory, which the agent made;
+// nothing else, should anything else have appeared there.
 func (ch *syncChannel) remove() {
-	ch.removeOnce.Do(func() { os.RemoveAll(ch.dir) })
+	ch.removeOnce.Do(func() {
+		os.Remove(filepath.Join(ch.dir, requestsFIFO))
+		os.Remove(filepath.Join(ch.dir, repliesFIFO))
+		os.Remove(ch.dir)
+	})
 }
 
 func (ch *syncChannel) closeFiles() {
