@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
@@ -26,7 +26,7 @@ func init() {
 
 // resolveEtcd connects to the cluster an etcd:// target names and returns
 // the protocol and the key.
-func resolveEtcd(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
+func resolveEtcd(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
 	eps, key, err := etcd.ParseAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)

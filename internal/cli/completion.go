@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 )
@@ -229,11 +229,11 @@ func complete(before []string, cur string) (files bool, cands []candidate) {
 	}
 	if strings.HasPrefix(cur, "-") {
 		var flags []candidate
-		fs.VisitAll(func(f *pflag.Flag) {
+		fs.VisitAll(func(f *gnuflag.Flag) {
 			if f.Hidden {
 				return
 			}
-			_, usage := pflag.UnquoteUsage(f)
+			_, usage := gnuflag.UnquoteUsage(f)
 			flags = append(flags, candidate{"--" + f.Name, usage})
 			if f.Shorthand != "" {
 				flags = append(flags, candidate{"-" + f.Shorthand, usage})
@@ -256,14 +256,11 @@ func commandCandidates() []candidate {
 // interspersed reports whether c's flags may follow its positional
 // arguments (false for run and update, whose flag sets stop at TARGET).
 func interspersed(c *command) bool {
-	// pflag keeps the setting private; parsing a fresh copy tells it.
-	fs := flagSetOf(c)
-	_ = fs.Parse([]string{"x", "--help"})
-	return fs.Lookup("help").Changed
+	return flagSetOf(c).Interspersed()
 }
 
 // takesValue reports whether words[i] is the value of the flag before it.
-func takesValue(fs *pflag.FlagSet, words []string, i int) bool {
+func takesValue(fs *gnuflag.FlagSet, words []string, i int) bool {
 	if i == 0 {
 		return false
 	}
@@ -273,7 +270,7 @@ func takesValue(fs *pflag.FlagSet, words []string, i int) bool {
 
 // flagNamed returns the flag a word like "--wait", "-w" or "-nw" sets
 // last, or nil.
-func flagNamed(fs *pflag.FlagSet, word string) *pflag.Flag {
+func flagNamed(fs *gnuflag.FlagSet, word string) *gnuflag.Flag {
 	switch {
 	case strings.HasPrefix(word, "--") && len(word) > 2:
 		name, _, _ := strings.Cut(word[2:], "=")
@@ -285,7 +282,7 @@ func flagNamed(fs *pflag.FlagSet, word string) *pflag.Flag {
 }
 
 // flagValues completes the value of flag f.
-func flagValues(f *pflag.Flag, cur string) (files bool, cands []candidate) {
+func flagValues(f *gnuflag.Flag, cur string) (files bool, cands []candidate) {
 	var all []candidate
 	switch f.Name {
 	case "protocol":
@@ -298,7 +295,7 @@ func flagValues(f *pflag.Flag, cur string) (files bool, cands []candidate) {
 		}
 	default:
 		// Flags whose value is a file say so in their usage.
-		arg, _ := pflag.UnquoteUsage(f)
+		arg, _ := gnuflag.UnquoteUsage(f)
 		return arg == "FILE" || arg == "PATH", nil
 	}
 	for _, c := range all {

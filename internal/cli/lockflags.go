@@ -64,7 +64,7 @@
 // the same file added with registerLockFlag (TLS files, credentials):
 //
 //	func init() {
-//		registerScheme("etcd", func(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
+//		registerScheme("etcd", func(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
 //			u, err := url.Parse(target)
 //			...
 //			return etcdProtocol, key, nil
@@ -77,7 +77,7 @@
 // registerLockFlag and then appears on every subcommand that uses lockFlags:
 //
 //	func init() {
-//		registerLockFlag(func(fs *pflag.FlagSet) func() ([]hold.Option, error) {
+//		registerLockFlag(func(fs *gnuflag.FlagSet) func() ([]hold.Option, error) {
 //			fair := fs.Bool("fair", false, "wait in line: first come, first served")
 //			return func() ([]hold.Option, error) {
 //				if *fair {
@@ -100,7 +100,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/flock"
@@ -122,11 +122,11 @@ type protocolEntry struct {
 // schemeResolver turns an address-style target ("etcd://host:port/key")
 // into the protocol serving it and the lock path (or key) within it. fs is
 // the subcommand's parsed flag set, or nil.
-type schemeResolver func(target string, fs *pflag.FlagSet) (proto hold.Protocol, lockPath string, err error)
+type schemeResolver func(target string, fs *gnuflag.FlagSet) (proto hold.Protocol, lockPath string, err error)
 
 // lockFlagAdder defines extra lock flags on fs and returns a function that,
 // once fs is parsed, turns them into options.
-type lockFlagAdder func(fs *pflag.FlagSet) func() ([]hold.Option, error)
+type lockFlagAdder func(fs *gnuflag.FlagSet) func() ([]hold.Option, error)
 
 // The extension tables. Like commands, they are filled by init functions
 // and only read afterwards.
@@ -185,12 +185,12 @@ type lockFlags struct {
 	protocol     string
 	fields       []string
 
-	fs    *pflag.FlagSet
+	fs    *gnuflag.FlagSet
 	extra []func() ([]hold.Option, error)
 }
 
 // addTo defines the lock flags on fs.
-func (f *lockFlags) addTo(fs *pflag.FlagSet) {
+func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	f.fs = fs
 	f.wait = -1
 	defProto := os.Getenv(protocolEnv)
@@ -328,7 +328,7 @@ func (f *lockFlags) resolve(target string) (*lockSpec, error) {
 // ("etcd://host:port/key") and the lock path (or key) within it, handing
 // the command line over to hold-remote first if this executable does not
 // serve the scheme. fs is the subcommand's parsed flag set, or nil.
-func resolveAddress(target string, fs *pflag.FlagSet) (hold.Protocol, string, error) {
+func resolveAddress(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
 	if err := handOffIfRemote(target); err != nil {
 		return nil, "", err
 	}
@@ -392,24 +392,22 @@ func (s *seconds) Type() string { return "seconds" }
 // false, parsing stops at the first argument that is not a flag (TARGET),
 // so that everything after it belongs to the command being run, as with
 // flock(1): `hold run -n T -- cmd -x`.
-func newFlagSet(name string, interspersed bool) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("hold "+name, pflag.ContinueOnError)
+func newFlagSet(name string, interspersed bool) *gnuflag.FlagSet {
+	fs := gnuflag.NewFlagSet("hold " + name)
 	fs.SetInterspersed(interspersed)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard) // parseFlags prints errors and help itself
 	return fs
 }
 
 // parseFlags parses args into fs. When done is true the caller returns
 // code at once: 0 after --help, 64 after a usage error (already printed).
-func parseFlags(fs *pflag.FlagSet, args []string) (code int, done bool) {
+func parseFlags(fs *gnuflag.FlagSet, args []string) (code int, done bool) {
 	help := fs.BoolP("help", "h", false, "show this help")
 	if describeFlags != nil {
 		describeFlags(fs)
 		return 0, true
 	}
 	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) || (err == nil && *help) {
+	if errors.Is(err, gnuflag.ErrHelp) || (err == nil && *help) {
 		printCommandHelp(os.Stdout, fs)
 		return 0, true
 	}
@@ -423,7 +421,7 @@ func parseFlags(fs *pflag.FlagSet, args []string) (code int, done bool) {
 
 // printCommandHelp prints the usage, flags and help text of the command
 // whose flag set is fs.
-func printCommandHelp(w io.Writer, fs *pflag.FlagSet) {
+func printCommandHelp(w io.Writer, fs *gnuflag.FlagSet) {
 	name := strings.TrimPrefix(fs.Name(), "hold ")
 	c := commands[name]
 	fmt.Fprintln(w, "Usage:")
@@ -435,10 +433,7 @@ func printCommandHelp(w io.Writer, fs *pflag.FlagSet) {
 			fmt.Fprintf(w, "\n%s\n", c.summary)
 		}
 	}
-	// pflag marks boolean flags "[=true|false]"; flock(1) users know them
-	// as plain switches. Blank it out, keeping the columns aligned.
-	flags := strings.ReplaceAll(fs.FlagUsagesWrapped(100), "[=true|false]", "             ")
-	fmt.Fprintf(w, "\nFlags:\n%s", flags)
+	fmt.Fprintf(w, "\nFlags:\n%s", fs.Usages(100))
 	if c != nil && c.help != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
 	}

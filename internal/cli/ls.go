@@ -13,7 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
@@ -359,7 +359,7 @@ type lockLister interface {
 }
 
 // listRemote lists the locks under an address-style PATH.
-func (l *lister) listRemote(target string, fs *pflag.FlagSet) error {
+func (l *lister) listRemote(target string, fs *gnuflag.FlagSet) error {
 	if err := handOffIfRemote(target); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold/internal/dirlock"
 )
@@ -31,14 +31,14 @@ The page is generated from the same text as 'hold help' and every
 
 // describeFlags, when set, receives a subcommand's flag set, complete with
 // -h, in place of parsing it; the subcommand then returns at once.
-var describeFlags func(fs *pflag.FlagSet)
+var describeFlags func(fs *gnuflag.FlagSet)
 
 // flagSetOf returns the flag set of subcommand c, as its --help shows it.
 // Defaults that the environment changes (HOLD_PROTOCOL) show their
 // built-in value only if the caller cleared the environment.
-func flagSetOf(c *command) *pflag.FlagSet {
-	var got *pflag.FlagSet
-	describeFlags = func(fs *pflag.FlagSet) { got = fs }
+func flagSetOf(c *command) *gnuflag.FlagSet {
+	var got *gnuflag.FlagSet
+	describeFlags = func(fs *gnuflag.FlagSet) { got = fs }
 	defer func() { describeFlags = nil }()
 	c.run(nil)
 	if got == nil {
@@ -79,7 +79,7 @@ func manEnvironment() []envVar {
 		{dirlock.EnvGate, "set to 0 to make portable-protocol waiters contend without the local waiting gate."},
 	}
 	for _, s := range remoteSettings {
-		usage, _ := pflag.UnquoteUsage(&pflag.Flag{Usage: s.Usage})
+		usage, _ := gnuflag.UnquoteUsage(&gnuflag.Flag{Usage: s.Usage})
 		vars = append(vars, envVar{s.Env, "--" + s.Flag + " (hold-remote): " + usage + "."})
 	}
 	return vars
@@ -138,12 +138,12 @@ Each command's flags go before its TARGET. 'hold help' lists the commands,
 }
 
 // writeFlags writes the visible flags of fs as a list.
-func writeFlags(w io.Writer, fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
+func writeFlags(w io.Writer, fs *gnuflag.FlagSet) {
+	fs.VisitAll(func(f *gnuflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		arg, usage := pflag.UnquoteUsage(f)
+		arg, usage := gnuflag.UnquoteUsage(f)
 		head := "\\fB\\-\\-" + roff(f.Name) + "\\fR"
 		if f.Shorthand != "" {
 			head = "\\fB\\-" + roff(f.Shorthand) + "\\fR, " + head

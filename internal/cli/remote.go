@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 )
@@ -56,7 +56,7 @@ type Setting struct {
 
 // Value returns the setting's flag value if the flag was given on fs,
 // else its environment variable.
-func (s Setting) Value(fs *pflag.FlagSet) string {
+func (s Setting) Value(fs *gnuflag.FlagSet) string {
 	if fs != nil {
 		if f := fs.Lookup(s.Flag); f != nil && f.Changed {
 			return f.Value.String()
@@ -84,7 +84,7 @@ const EtcdDefaultTTL = 15
 var remoteSettings = []Setting{EtcdCA, EtcdCert, EtcdKey, EtcdUser, EtcdPassword, EtcdTTL}
 
 func init() {
-	registerLockFlag(func(fs *pflag.FlagSet) func() ([]hold.Option, error) {
+	registerLockFlag(func(fs *gnuflag.FlagSet) func() ([]hold.Option, error) {
 		for _, s := range remoteSettings {
 			usage := s.Usage + " (default $" + s.Env
 			if s == EtcdTTL {

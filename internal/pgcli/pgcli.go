@@ -10,7 +10,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/cli"
@@ -37,7 +37,7 @@ func Register() {
 
 // resolvePostgresList is resolvePostgres for `hold ls`: the part after #
 // is a prefix of lock names, and may be left out to list every lock.
-func resolvePostgresList(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+func resolvePostgresList(target string, _ *gnuflag.FlagSet) (hold.Protocol, string, error) {
 	connString, prefix, err := postgres.ParseListAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
@@ -51,7 +51,7 @@ func resolvePostgresList(target string, _ *pflag.FlagSet) (hold.Protocol, string
 
 // resolvePostgres connects to the database a postgres:// target names and
 // returns the protocol and the lock name.
-func resolvePostgres(target string, _ *pflag.FlagSet) (hold.Protocol, string, error) {
+func resolvePostgres(target string, _ *gnuflag.FlagSet) (hold.Protocol, string, error) {
 	connString, name, err := postgres.ParseAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
