@@ -75,15 +75,20 @@ func runRun(args []string) int {
 	}
 	defer spec.close()
 
-	// Catch signals from now on, so that one arriving between acquiring
-	// and starting the command is not lost: it is forwarded at start.
+	// Catch signals from now on: one that comes while waiting ends the
+	// wait, and one that comes between acquiring and starting the command
+	// is not lost but passed on at start. One goroutine does both (see
+	// relay), so that a lock that is free costs no more threads than the
+	// command needs.
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	r := startRunEvents(sigs, cancel)
+	defer r.stop()
 
-	ctx, stopWait := interruptible(context.Background())
 	l, err := spec.acquire(ctx, os.Stderr)
 	interrupted := context.Cause(ctx)
-	stopWait()
 	if err != nil {
 		return fail("run", err, spec.conflictExit)
 	}
@@ -93,7 +98,7 @@ func runRun(args []string) int {
 		l.Release()
 		return fail("run", sig, spec.conflictExit)
 	}
-	code, err := runLocked(l, spec, argv, *closeFD, sigs)
+	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -162,10 +167,9 @@ func shellCommand(s string) []string {
 	return []string{"/bin/sh", "-c", s}
 }
 
-// runLocked runs argv while l is held and returns its exit status. It
-// forwards signals, kills the command on a double interrupt, and returns
-// only after the command has exited.
-func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <-chan os.Signal) (int, error) {
+// runLocked runs argv while l is held and returns its exit status, after
+// the command has exited. r passes signals on to it while it runs.
+func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *runEvents) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(),
@@ -173,62 +177,149 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <
 		"HOLD_LOCK_FILE="+l.Path(),
 		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
 	)
-	inherits := passLock(cmd, l, closeFD)
-	if inherits {
+	if passLock(cmd, l, closeFD) {
 		cmd.Env = append(cmd.Env, "HOLD_LOCK_FD=3")
 	} else {
 		tieChildToParent(cmd)
+		// On Linux the parent-death signal fires when the thread that
+		// forked the child exits, not when the process does, and the Go
+		// runtime may retire a thread no goroutine is locked to. Keeping
+		// this thread until the child has been reaped makes "parent died"
+		// mean "hold died".
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
-
-	exited, err := startLocked(cmd)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		return 0, &execError{cmd: argv[0], err: err}
 	}
 	if spec.verbose {
 		fmt.Fprintf(os.Stderr, "hold: running %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
 	}
+	r.started(cmd, l)
+	err := cmd.Wait()
+	if lostErr := r.stop(); lostErr != nil {
+		return 0, lostErr
+	}
+	if cmd.ProcessState == nil {
+		return 0, &execError{cmd: argv[0], err: err}
+	}
+	return exitStatusOf(cmd.ProcessState), nil
+}
 
+// runEvents is hold run's one goroutine for events: it ends the wait for the
+// lock on a signal, passes signals on to the command once it runs (those
+// that came before it started, too), kills the command on a double
+// interrupt, and stops it if the lock is lost. The command's exit is
+// waited for by runLocked itself.
+type runEvents struct {
+	sigs     <-chan os.Signal
+	cancel   context.CancelCauseFunc
+	start    chan *exec.Cmd
+	lock     chan *hold.Lock
+	done     chan struct{}
+	finished chan struct{}
+	stopped  bool
+	lostErr  error // written by loop, read after finished is closed
+}
+
+func startRunEvents(sigs <-chan os.Signal, cancel context.CancelCauseFunc) *runEvents {
+	r := &runEvents{
+		sigs:     sigs,
+		cancel:   cancel,
+		start:    make(chan *exec.Cmd, 1),
+		lock:     make(chan *hold.Lock, 1),
+		done:     make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	go r.loop()
+	return r
+}
+
+// started tells the relay that cmd runs with l held.
+func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock) {
+	r.lock <- l
+	r.start <- cmd
+}
+
+// stop ends the relay and returns the error that says the lock was lost
+// while the command ran, if it was. Calling it again does nothing.
+func (r *runEvents) stop() error {
+	if !r.stopped {
+		r.stopped = true
+		close(r.done)
+		<-r.finished
+	}
+	return r.lostErr
+}
+
+func (r *runEvents) loop() {
+	defer close(r.finished)
 	var (
+		cmd           *exec.Cmd
+		l             *hold.Lock
+		pending       []os.Signal
 		lastInterrupt time.Time
-		lostErr       error
-		lost          = l.Lost()
+		lost          <-chan struct{}
 	)
 	for {
 		select {
-		case err := <-exited:
-			if lostErr != nil {
-				return 0, lostErr
+		case sig := <-r.sigs:
+			if cmd == nil {
+				// While waiting this ends the wait; once the lock is
+				// held, runRun sees it and does not start the command,
+				// unless it is already starting: then the command gets
+				// the signal as soon as it runs.
+				r.cancel(&signalError{sig: sig})
+				pending = append(pending, sig)
+				continue
 			}
-			if cmd.ProcessState == nil {
-				return 0, &execError{cmd: argv[0], err: err}
-			}
-			return exitStatusOf(cmd.ProcessState), nil
-		case sig := <-sigs:
-			if isInterrupt(sig) {
-				now := time.Now()
-				if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
-					fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d)\n", argv[0], cmd.Process.Pid)
-					cmd.Process.Kill()
-					continue
+			lastInterrupt = forward(cmd, sig, lastInterrupt)
+		case l = <-r.lock:
+			lost = l.Lost()
+			cmd = <-r.start
+			for _, sig := range pending {
+				// The command did not exist when these were sent, so
+				// nothing else delivered them to it.
+				if isInterrupt(sig) {
+					lastInterrupt = time.Now()
 				}
-				lastInterrupt = now
-				if terminalSignalsOurGroup() {
-					// The terminal sent it to our whole process group,
-					// the command included.
-					continue
-				}
+				cmd.Process.Signal(sig)
 			}
-			cmd.Process.Signal(sig)
+			pending = nil
 		case <-lost:
 			lost = nil
-			lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
+			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
 				Hint: "the command was no longer protected; hold sent it SIGTERM"}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost; sending SIGTERM to %s (pid %d)\n", l.Path(), argv[0], cmd.Process.Pid)
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost; sending SIGTERM to %s (pid %d)\n", l.Path(), cmd.Path, cmd.Process.Pid)
 			terminate(cmd.Process)
+		case <-r.done:
+			return
 		}
 	}
+}
+
+// forward passes sig on to the running command, or kills it on a second
+// interrupt within doubleInterruptWindow of the one at lastInterrupt. It
+// returns the time of the last interrupt.
+func forward(cmd *exec.Cmd, sig os.Signal, lastInterrupt time.Time) time.Time {
+	if isInterrupt(sig) {
+		now := time.Now()
+		if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
+			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d)\n", cmd.Args[0], cmd.Process.Pid)
+			cmd.Process.Kill()
+			return lastInterrupt
+		}
+		if terminalSignalsOurGroup() {
+			// The terminal sent it to our whole process group, the
+			// command included.
+			return now
+		}
+		lastInterrupt = now
+	}
+	cmd.Process.Signal(sig)
+	return lastInterrupt
 }
 
 // startLocked starts cmd and returns a channel that receives cmd.Wait's

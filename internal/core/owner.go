@@ -98,7 +98,9 @@ func (o *Owner) AppendEncode(b []byte) []byte {
 		b = appendString(b, o.ID)
 	}
 	b = append(b, `,"started_at":"`...)
-	b = o.StartedAt.AppendFormat(b, time.RFC3339Nano)
+	// Always in UTC: readers take any offset, and formatting in the local
+	// zone would make every acquisition read the zone file.
+	b = o.StartedAt.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
 	if o.ProcStart != 0 {
 		b = append(b, `,"proc_start":`...)

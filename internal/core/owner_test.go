@@ -322,3 +322,19 @@ func BenchmarkDecode(b *testing.B) {
 		Decode(rec)
 	}
 }
+
+// A record's time is written in UTC whatever zone the time is in, so that
+// writing one never loads the local zone's file, and it still names the
+// same instant.
+func TestEncodeWritesUTC(t *testing.T) {
+	o := sampleOwner()
+	o.StartedAt = time.Date(2026, 11, 29, 16, 0, 0, 5, time.FixedZone("CET", 3600))
+	rec := o.Encode()
+	if !bytes.Contains(rec, []byte(`"started_at":"2026-11-29T15:00:00.000000005Z"`)) {
+		t.Fatalf("record's time not in UTC: %s", rec)
+	}
+	var back Owner
+	if err := json.Unmarshal(rec, &back); err != nil || !back.StartedAt.Equal(o.StartedAt) {
+		t.Fatalf("decoded %v (%v), want the instant %v", back.StartedAt, err, o.StartedAt)
+	}
+}
