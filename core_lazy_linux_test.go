@@ -30,7 +30,7 @@ func TestLazyRecordWindow(t *testing.T) {
 	l.Release()
 
 	release := filepath.Join(dir, "release")
-	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_NO_TOKEN=1", "CORE_RELEASE="+release)
+	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_NO_TOKEN=1", "CORE_RELEASE="+release, "CORE_WARM="+filepath.Join(dir, "warm"))
 	r := w.report(t, hangBound)
 	if r.Err != "" {
 		t.Fatalf("worker: %+v", r)
@@ -85,7 +85,7 @@ func TestLazyTokensIncrease(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		// Every third holder is another process that never asks.
 		if i%3 == 1 {
-			w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_NO_TOKEN=1", "CORE_RELEASE=now")
+			w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_NO_TOKEN=1", "CORE_RELEASE=now", "CORE_WARM="+target+"-warm")
 			if err := w.wait(t, hangBound); err != nil {
 				t.Fatal(err)
 			}
@@ -104,5 +104,27 @@ func TestLazyTokensIncrease(t *testing.T) {
 		}
 		last = tok
 		l.Release()
+	}
+}
+
+// A process's first kernel lock is written at once, not lazily: arming
+// the lazy timer would start the runtime's poller, which costs a one-lock
+// process such as `hold run` more than the write.
+func TestFirstHoldWrittenAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t")
+	release := filepath.Join(dir, "release")
+	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_NO_TOKEN=1", "CORE_RELEASE="+release)
+	r := w.report(t, hangBound)
+	if r.Err != "" {
+		t.Fatalf("worker: %+v", r)
+	}
+	st, err := hold.Inspect(target)
+	if err != nil || st.Holder == nil || st.Holder.Owner == nil || st.Holder.Owner.PID != r.PID {
+		t.Errorf("Inspect = %+v, %v; want the worker's (pid %d) record, written before Acquire returned", st, err, r.PID)
+	}
+	os.WriteFile(release, nil, 0o644)
+	if err := w.wait(t, hangBound); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,10 +6,11 @@ package core
 
 import (
 	"bytes"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -287,8 +288,18 @@ func mayNameFence(b []byte) bool {
 }
 
 // NewID returns a random acquisition id for Owner.ID: 16 bytes, in hex.
-func NewID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails on supported platforms (Go 1.24+)
-	return hex.EncodeToString(b[:])
+func NewID() string { return RandomHex(16) }
+
+// RandomHex returns n random bytes in hex, for ids and unique file names.
+// They come from the runtime's generator (ChaCha8, seeded from the
+// system's entropy when the process starts), unique across processes and
+// machines as crypto/rand's would be: they name things and guard nothing.
+// crypto/rand would add the initialisation of Go's FIPS module to the
+// start of every hold process.
+func RandomHex(n int) string {
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rand.Uint64())
+	}
+	return hex.EncodeToString(b[:n])
 }

@@ -338,3 +338,19 @@ func TestEncodeWritesUTC(t *testing.T) {
 		t.Fatalf("decoded %v (%v), want the instant %v", back.StartedAt, err, o.StartedAt)
 	}
 }
+
+func TestRandomHex(t *testing.T) {
+	seen := map[string]bool{}
+	for _, n := range []int{1, 6, 8, 9, 16} {
+		for range 100 {
+			s := RandomHex(n)
+			if len(s) != 2*n {
+				t.Fatalf("RandomHex(%d) = %q: %d hex digits, want %d", n, s, len(s), 2*n)
+			}
+			if n >= 6 && seen[s] {
+				t.Fatalf("RandomHex(%d) repeated %q", n, s)
+			}
+			seen[s] = true
+		}
+	}
+}

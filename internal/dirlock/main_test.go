@@ -57,7 +57,7 @@ func fastConfig() Config {
 // request builds what the public package would hand the protocol.
 func request(path string) *core.Request {
 	r := &core.Request{Path: path, Owner: proc.Self()}
-	r.Owner.ID = randomHex(16)
+	r.Owner.ID = core.RandomHex(16)
 	return r
 }
 

@@ -1,8 +1,6 @@
 package dirlock
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -43,7 +41,7 @@ const (
 // moved, when set, is called between the rename and the cleanup (a fault
 // point for tests).
 func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (removal, error) {
-	tomb := path + ".rm-" + randomHex(6)
+	tomb := path + ".rm-" + core.RandomHex(6)
 	if err := renameNoReplace(path, tomb); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return changed, nil
@@ -182,9 +180,4 @@ func removeTomb(tomb string, isDir bool) error {
 	}
 }
 
-// randomHex returns n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
+

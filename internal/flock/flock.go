@@ -104,9 +104,17 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		h.mu.Lock()
 		h.publishLocked()
 		h.mu.Unlock()
-	case !req.Shared && h.tokenErr == nil:
+	case !req.Shared && h.tokenErr == nil && lazy.warm():
 		h.listed, h.since = true, h.owner.StartedAt
 		lazy.add(h)
+	default:
+		if !req.Shared && h.tokenErr == nil {
+			// A process's first exclusive hold writes its record at once
+			// (see holders.warm).
+			h.mu.Lock()
+			h.publishLocked()
+			h.mu.Unlock()
+		}
 	}
 	if req.Logger != nil {
 		req.Logger.Debug("hold: acquired", "path", req.Path, "shared", req.Shared)

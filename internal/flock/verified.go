@@ -2,6 +2,7 @@ package flock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,7 +70,16 @@ type holders struct {
 	m       map[fileKey]*handle
 	timer   *time.Timer // made on first use, reset while running
 	running bool        // the timer is set
+	used    atomic.Bool // warm has been called
 }
+
+// warm reports whether this process has taken an exclusive kernel lock
+// before. Its first one is written at once instead of lazily: the first
+// timer a Go process arms starts the runtime's poller, which costs a
+// one-lock process such as `hold run` (which reads the token at once
+// anyway) more than the write it would put off. A process that takes
+// locks in a loop writes only the first.
+func (r *holders) warm() bool { return r.used.Swap(true) }
 
 func (r *holders) add(h *handle) {
 	r.mu.Lock()
