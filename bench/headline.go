@@ -104,18 +104,40 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// measureCLI times `hold run T -- true` and `flock T.lock true` as whole
-// processes, alternating, and returns their medians.
-func measureCLI(dir, holdBin string, runs int) (holdMed, flockMed time.Duration, err error) {
-	flockBin, err := exec.LookPath("flock")
-	if err != nil {
-		return 0, 0, fmt.Errorf("flock(1) not found: %w", err)
+// wholeProcess is one command of the whole-process rows.
+type wholeProcess struct {
+	name string
+	argv []string
+}
+
+// wholeProcesses are the commands the whole-process rows time: the peers
+// (flock(1), and floor, the least a Go program that runs a command costs)
+// and hold's everyday commands, each on a small file in dir.
+func wholeProcesses(holdBin, floorBin string) ([]wholeProcess, error) {
+	var cmds []wholeProcess
+	for _, tool := range []string{"flock", "true", "cat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s not found: %w", tool, err)
+		}
 	}
-	trueBin, err := exec.LookPath("true")
-	if err != nil {
-		return 0, 0, err
+	return append(cmds,
+		wholeProcess{"flock", []string{"flock", "T.lock", "true"}},
+		wholeProcess{"floor", []string{floorBin, "true"}},
+		wholeProcess{"hold run", []string{holdBin, "run", "T", "--", "true"}},
+		wholeProcess{"hold status", []string{holdBin, "status", "T"}},
+		wholeProcess{"hold update", []string{holdBin, "update", "small.json", "--", "cat"}},
+		wholeProcess{"hold version", []string{holdBin, "version"}},
+	), nil
+}
+
+// measureWholeProcesses runs every command once per round, in an order
+// that rotates from round to round, so that the machine's drift hits them
+// alike, and returns each command's times, round by round.
+func measureWholeProcesses(dir string, cmds []wholeProcess, runs int) (map[string][]time.Duration, error) {
+	if err := os.WriteFile(filepath.Join(dir, "small.json"), []byte(`{"hooks":["a","b"]}`+"\n"), 0o644); err != nil {
+		return nil, err
 	}
-	run := func(argv ...string) (time.Duration, error) {
+	run := func(argv []string) (time.Duration, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
 		start := time.Now()
@@ -124,21 +146,34 @@ func measureCLI(dir, holdBin string, runs int) (holdMed, flockMed time.Duration,
 		}
 		return time.Since(start), nil
 	}
-	var hs, fs []time.Duration
+	times := make(map[string][]time.Duration)
 	for i := 0; i < runs+2; i++ {
-		h, err := run(holdBin, "run", "T", "--", trueBin)
-		if err != nil {
-			return 0, 0, err
-		}
-		f, err := run(flockBin, "T.lock", trueBin)
-		if err != nil {
-			return 0, 0, err
-		}
-		if i >= 2 { // the first runs warm the page cache
-			hs, fs = append(hs, h), append(fs, f)
+		for j := range cmds {
+			c := cmds[(i+j)%len(cmds)]
+			d, err := run(c.argv)
+			if err != nil {
+				return nil, err
+			}
+			if i >= 2 { // the first rounds warm the page cache
+				times[c.name] = append(times[c.name], d)
+			}
 		}
 	}
-	return median(hs), median(fs), nil
+	return times, nil
+}
+
+// medianRatio is the median over rounds of a's time over b's in the same
+// round.
+func medianRatio(a, b []time.Duration) float64 {
+	rs := make([]float64, 0, len(a))
+	for i := range min(len(a), len(b)) {
+		rs = append(rs, float64(a[i])/float64(b[i]))
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[len(rs)/2]
 }
 
 // buildHold builds cmd/hold, from the hold module this suite is built
@@ -157,12 +192,21 @@ func buildHold(dir string) (string, error) {
 	return exe, nil
 }
 
+// buildFloor builds this module's floor command into dir.
+func buildFloor(dir string) (string, error) {
+	exe := filepath.Join(dir, "floor")
+	if out, err := exec.Command("go", "build", "-o", exe, "github.com/hold-dev/hold/bench/floor").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building floor: %v: %s", err, out)
+	}
+	return exe, nil
+}
+
 // headline is what the results' first table reports.
 type headline struct {
-	uncontended    map[string]time.Duration
-	cliHold        time.Duration
-	cliFlock       time.Duration
-	cliErr, uncErr error
+	uncontended map[string]time.Duration
+	// processes are the whole-process commands' times, round by round.
+	processes       map[string][]time.Duration
+	procErr, uncErr error
 }
 
 // measureHeadline runs the in-process and whole-process comparisons.
@@ -170,7 +214,7 @@ func measureHeadline(quick bool) *headline {
 	h := &headline{}
 	dir, err := os.MkdirTemp("", "hold-bench-headline-")
 	if err != nil {
-		h.uncErr, h.cliErr = err, err
+		h.uncErr, h.procErr = err, err
 		return h
 	}
 	defer os.RemoveAll(dir)
@@ -179,11 +223,21 @@ func measureHeadline(quick bool) *headline {
 		rounds, batch, runs = 5, 2000, 10
 	}
 	h.uncontended, h.uncErr = measureUncontended(dir, rounds, batch)
-	if bin, err := buildHold(dir); err != nil {
-		h.cliErr = err
-	} else {
-		h.cliHold, h.cliFlock, h.cliErr = measureCLI(dir, bin, runs)
-	}
+	h.processes, h.procErr = func() (map[string][]time.Duration, error) {
+		holdBin, err := buildHold(dir)
+		if err != nil {
+			return nil, err
+		}
+		floorBin, err := buildFloor(dir)
+		if err != nil {
+			return nil, err
+		}
+		cmds, err := wholeProcesses(holdBin, floorBin)
+		if err != nil {
+			return nil, err
+		}
+		return measureWholeProcesses(dir, cmds, runs)
+	}()
 	return h
 }
 
@@ -210,12 +264,24 @@ func writeHeadline(b *strings.Builder, h *headline, results []*result, counts []
 		fmt.Fprintf(b, "| hand-offs/s, %d processes, tiny critical section | %.0f | gofrs/flock %.0f | %.2f | ≥ 0.85: %s |\n",
 			n, hr.handoffsPerSec(), gr.handoffsPerSec(), r, verdict(r >= 0.85))
 	}
-	if h.cliErr != nil {
-		fmt.Fprintf(b, "| `hold run T -- true` | — | — | — | %v |\n", h.cliErr)
+	if h.procErr != nil {
+		fmt.Fprintf(b, "| `hold run T -- true` | — | — | — | %v |\n", h.procErr)
 	} else {
-		r := ratio(h.cliHold, h.cliFlock)
-		fmt.Fprintf(b, "| `hold run T -- true`, whole process (median, alternating) | %s | `flock T.lock true` %s | %.2f | ≤ 1.3: %s |\n",
-			fmtDur(h.cliHold), fmtDur(h.cliFlock), r, verdict(r <= 1.3))
+		p := h.processes
+		r := medianRatio(p["hold run"], p["flock"])
+		fmt.Fprintf(b, "| `hold run T -- true`, whole process (medians; ratio: median of per-round ratios) | %s | `flock T.lock true` %s | %.2f | ≤ 1.3: %s |\n",
+			fmtDur(median(p["hold run"])), fmtDur(median(p["flock"])), r, verdict(r <= 1.3))
+		r = medianRatio(p["hold run"], p["floor"])
+		fmt.Fprintf(b, "| the same against the floor: a minimal Go program running `true` (bench/floor) | | %s | %.2f | ≤ 1.15: %s |\n",
+			fmtDur(median(p["floor"])), r, verdict(r <= 1.15))
+		for _, row := range []struct{ name, what string }{
+			{"hold status", "`hold status T`"},
+			{"hold update", "`hold update small.json -- cat`"},
+			{"hold version", "`hold version` (start-up only, no lock)"},
+		} {
+			fmt.Fprintf(b, "| %s, against the floor | %s | %s | %.2f | — |\n",
+				row.what, fmtDur(median(p[row.name])), fmtDur(median(p["floor"])), medianRatio(p[row.name], p["floor"]))
+		}
 	}
 	b.WriteString("\n")
 }

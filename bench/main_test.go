@@ -32,7 +32,8 @@ func TestSuiteSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| 2 | hold |", "| 2 | hold fair |", "| 2 | flock(2) |", "## Goals",
-		"## Headline", "| uncontended Acquire+Release, in process", "| hand-offs/s, 2 processes"} {
+		"## Headline", "| uncontended Acquire+Release, in process", "| hand-offs/s, 2 processes",
+		"| `hold run T -- true`, whole process", "| the same against the floor", "| `hold update small.json -- cat`, against the floor"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, b)
 		}

@@ -78,9 +78,9 @@ func runRun(args []string) int {
 	// Catch signals from now on: one that comes while waiting ends the
 	// wait, and one that comes between acquiring and starting the command
 	// is not lost but passed on at start. One goroutine does both (see
-	// relay), so that a lock that is free costs no more threads than the
-	// command needs.
-	sigs, stopSignals := notifySignals()
+	// runEvents). Catching starts in the background (see catchSignals)
+	// and is complete before the command starts.
+	sigs, signalsCaught, stopSignals := catchSignals()
 	defer stopSignals()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -98,6 +98,7 @@ func runRun(args []string) int {
 		l.Release()
 		return fail("run", sig, spec.conflictExit)
 	}
+	<-signalsCaught
 	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"os"
-	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -13,14 +12,6 @@ import (
 // forwardedSignals are the signals hold catches: they end a wait, and
 // `hold run` passes them on to its command.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
-
-// notifySignals starts catching forwardedSignals; stop restores the
-// default behaviour.
-func notifySignals() (<-chan os.Signal, func()) {
-	ch := make(chan os.Signal, 8)
-	signal.Notify(ch, forwardedSignals...)
-	return ch, func() { signal.Stop(ch) }
-}
 
 // signalName returns "SIGINT" etc.
 func signalName(sig os.Signal) string {

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"os"
-	"os/signal"
 
 	"golang.org/x/sys/windows"
 )
@@ -11,14 +10,6 @@ import (
 // forwardedSignals are the signals hold catches. Windows delivers only
 // Ctrl-C (os.Interrupt) to a console process.
 var forwardedSignals = []os.Signal{os.Interrupt}
-
-// notifySignals starts catching forwardedSignals; stop restores the
-// default behaviour.
-func notifySignals() (<-chan os.Signal, func()) {
-	ch := make(chan os.Signal, 8)
-	signal.Notify(ch, forwardedSignals...)
-	return ch, func() { signal.Stop(ch) }
-}
 
 // signalName returns the signal's name.
 func signalName(sig os.Signal) string { return sig.String() }
