@@ -14,14 +14,10 @@ package main
 
 import (
 	"os"
-	"runtime"
 
 	"github.com/hold-dev/hold/internal/cli"
 )
 
 func main() {
-	// Nothing reads a heap profile of hold; sampling one costs a short
-	// run such as `hold run T -- true` an allocation and its page faults.
-	runtime.MemProfileRate = 0
 	os.Exit(cli.Main())
 }
