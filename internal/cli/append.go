@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -29,7 +31,10 @@ lock FILE.lock (or --lock-file, --name), the same lock 'hold run FILE' and
 appenders never interleave and a record reported written is on disk. If the
 write fails (a full disk), FILE is cut back to its size before the write: no
 torn record stays. A missing FILE is created unless --must-exist. Stdin is
-read before the lock is taken. Flags go before FILE.
+read before the lock is taken (beyond 4 MiB it is spooled to a temp file in
+$TMPDIR, not held in memory). A symlink in a sticky world-writable
+directory such as /tmp is followed only if it is yours or the directory
+owner's. Flags go before FILE.
 
 Exit status: 0 when appended; 1 (or -E) when the lock is busy (-n) or the
 wait timed out (-w); 66 when FILE cannot be opened (a directory, no
@@ -63,22 +68,70 @@ func runAppend(args []string) int {
 	if lf.shared {
 		return fail("append", usagef("append needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
-	var data []byte
 	if len(words) == 1 && words[0] == "-" {
-		var err error
-		if data, err = io.ReadAll(os.Stdin); err != nil {
-			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin"}, lf.conflictExit)
+		in, err := readStdin()
+		if err != nil {
+			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin; nothing was appended"}, lf.conflictExit)
 		}
-	} else {
-		text := strings.Join(words, " ")
-		if !*noNewline {
-			text += "\n"
-		}
-		data = []byte(text)
+		defer in.Close()
+		return guarded("append", &lf, file, func(l *hold.Lock) error {
+			return atomicfile.AppendFrom(atomicfile.OS{}, file, *mustExist, in, l.Check)
+		})
+	}
+	text := strings.Join(words, " ")
+	if !*noNewline {
+		text += "\n"
 	}
 	return guarded("append", &lf, file, func(l *hold.Lock) error {
-		return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, data, l.Check)
+		return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, []byte(text), l.Check)
 	})
+}
+
+// stdinInMemory is how much of stdin `hold append -` keeps in memory;
+// more is spooled to a temp file.
+const stdinInMemory = 4 << 20
+
+// readStdin reads all of stdin before the lock is taken, so that a slow
+// producer does not hold the lock, and an input cut short by Ctrl-C
+// appends nothing. Up to stdinInMemory stays in memory; beyond that it
+// goes to a temp file in $TMPDIR, removed at once (on Windows when
+// closed), so that input of any size costs little memory.
+func readStdin() (io.ReadCloser, error) {
+	buf := make([]byte, stdinInMemory)
+	n, err := io.ReadFull(os.Stdin, buf)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return io.NopCloser(bytes.NewReader(buf[:n])), nil
+	case nil:
+	default:
+		return nil, err
+	}
+	spool, err := os.CreateTemp("", "hold-append-stdin-*")
+	if err != nil {
+		return nil, fmt.Errorf("stdin is over %d MiB and could not be spooled: %w", stdinInMemory>>20, err)
+	}
+	s := &spooled{File: spool}
+	os.Remove(spool.Name()) // fails on Windows while it is open; Close retries
+	if _, err := spool.Write(buf); err == nil {
+		_, err = io.Copy(spool, os.Stdin)
+	}
+	if err == nil {
+		_, err = spool.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("stdin is over %d MiB and could not be spooled to %s: %w", stdinInMemory>>20, spool.Name(), err)
+	}
+	return s, nil
+}
+
+// spooled is stdin spooled to a temp file, removed when closed.
+type spooled struct{ *os.File }
+
+func (s *spooled) Close() error {
+	err := s.File.Close()
+	os.Remove(s.Name())
+	return err
 }
 
 // guarded is what append and update share: it refuses a FILE that can
