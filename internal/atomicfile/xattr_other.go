@@ -1,12 +1,15 @@
-//go:build !linux && !darwin && !freebsd && !netbsd
+//go:build !linux
 
 package atomicfile
 
 import "errors"
 
-// These systems have no extended attributes that x/sys/unix reaches in
-// the same way (Windows keeps its ACLs in security descriptors, which a
-// file created in the same directory inherits): there is nothing to copy.
+// Extended attributes are copied on Linux only. Windows keeps ACLs in
+// security descriptors, which a file created in the same directory
+// inherits. macOS and the BSDs have extended attributes under other
+// rules (on macOS some are the system's own, which no process may set, so
+// copying them all would refuse updates), and there they are not kept:
+// docs/update.md says so.
 
 func listXattrs(fd int) ([]Xattr, error) { return nil, nil }
 
