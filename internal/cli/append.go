@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,13 +68,18 @@ func runAppend(args []string) int {
 		return fail("append", usagef("append needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
 	if len(words) == 1 && words[0] == "-" {
-		in, err := readStdin()
+		data, spool, err := readStdin()
 		if err != nil {
 			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin; nothing was appended"}, lf.conflictExit)
 		}
-		defer in.Close()
+		if spool == nil {
+			return guarded("append", &lf, file, func(l *hold.Lock) error {
+				return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, data, l.Check)
+			})
+		}
+		defer spool.Close()
 		return guarded("append", &lf, file, func(l *hold.Lock) error {
-			return atomicfile.AppendFrom(atomicfile.OS{}, file, *mustExist, in, l.Check)
+			return atomicfile.AppendFrom(atomicfile.OS{}, file, *mustExist, spool, l.Check)
 		})
 	}
 	text := strings.Join(words, " ")
@@ -93,36 +97,37 @@ const stdinInMemory = 4 << 20
 
 // readStdin reads all of stdin before the lock is taken, so that a slow
 // producer does not hold the lock, and an input cut short by Ctrl-C
-// appends nothing. Up to stdinInMemory stays in memory; beyond that it
-// goes to a temp file in $TMPDIR, removed at once (on Windows when
-// closed), so that input of any size costs little memory.
-func readStdin() (io.ReadCloser, error) {
+// appends nothing. Up to stdinInMemory stays in memory and is returned as
+// data, to be appended in one write; beyond that it all goes to spool, a
+// temp file in $TMPDIR removed at once (on Windows when closed), so that
+// input of any size costs little memory.
+func readStdin() (data []byte, spool *spooled, err error) {
 	buf := make([]byte, stdinInMemory)
 	n, err := io.ReadFull(os.Stdin, buf)
 	switch err {
 	case io.EOF, io.ErrUnexpectedEOF:
-		return io.NopCloser(bytes.NewReader(buf[:n])), nil
+		return buf[:n], nil, nil
 	case nil:
 	default:
-		return nil, err
+		return nil, nil, err
 	}
-	spool, err := os.CreateTemp("", "hold-append-stdin-*")
+	f, err := os.CreateTemp("", "hold-append-stdin-*")
 	if err != nil {
-		return nil, fmt.Errorf("stdin is over %d MiB and could not be spooled: %w", stdinInMemory>>20, err)
+		return nil, nil, fmt.Errorf("stdin is over %d MiB and could not be spooled: %w", stdinInMemory>>20, err)
 	}
-	s := &spooled{File: spool}
-	os.Remove(spool.Name()) // fails on Windows while it is open; Close retries
-	if _, err := spool.Write(buf); err == nil {
-		_, err = io.Copy(spool, os.Stdin)
+	spool = &spooled{File: f}
+	os.Remove(f.Name()) // fails on Windows while it is open; Close retries
+	if _, err = f.Write(buf); err == nil {
+		_, err = io.Copy(f, os.Stdin)
 	}
 	if err == nil {
-		_, err = spool.Seek(0, io.SeekStart)
+		_, err = f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("stdin is over %d MiB and could not be spooled to %s: %w", stdinInMemory>>20, spool.Name(), err)
+		spool.Close()
+		return nil, nil, fmt.Errorf("stdin is over %d MiB and could not be spooled to %s: %w", stdinInMemory>>20, f.Name(), err)
 	}
-	return s, nil
+	return nil, spool, nil
 }
 
 // spooled is stdin spooled to a temp file, removed when closed.
