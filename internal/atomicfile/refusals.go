@@ -101,8 +101,16 @@ type OwnerError struct {
 }
 
 func (e *OwnerError) Error() string {
-	s := fmt.Sprintf("%s belongs to %s, group %s; an update replaces it with a new file, and this process (%s) cannot give the new file that owner and group",
-		e.Path, userName(e.UID), groupName(e.GID), userName(e.Self))
+	var s string
+	if e.UID == e.Self {
+		s = fmt.Sprintf("%s has group %s, and this process (running as %s) is not a member of it; "+
+			"an update replaces the file with a new one, and only root or a member may give a file that group",
+			e.Path, groupName(e.GID), userName(e.Self))
+	} else {
+		s = fmt.Sprintf("%s belongs to %s, group %s, and this process runs as %s; "+
+			"an update replaces the file with a new one, and only root may give a file to another user",
+			e.Path, userName(e.UID), groupName(e.GID), userName(e.Self))
+	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}
@@ -110,7 +118,11 @@ func (e *OwnerError) Error() string {
 }
 
 func (e *OwnerError) hint() string {
-	return "run the update as " + userName(e.UID) + " or as root, or let the file change owner with --allow-owner-change or hold.AllowOwnerChange(); append writes in place and keeps the owner; the file was left unchanged"
+	who := userName(e.UID)
+	if e.UID == e.Self {
+		who = "a member of " + groupName(e.GID)
+	}
+	return "run the update as " + who + " or as root, or let the file change owner with --allow-owner-change or hold.AllowOwnerChange(); append writes in place and keeps the owner; the file was left unchanged"
 }
 
 // Is matches ErrOwnerNotKept and fs.ErrPermission.
@@ -181,7 +193,7 @@ type OwnerChange struct {
 }
 
 func (e *OwnerChange) Error() string {
-	return fmt.Sprintf("%s now belongs to %s, group %s (it belonged to %s, group %s): only root may keep another user's file its owner",
+	return fmt.Sprintf("%s now belongs to %s, group %s (it belonged to %s, group %s): only root may give a new file another user's ownership",
 		e.Path, userName(e.ToUID), groupName(e.ToGID), userName(e.FromUID), groupName(e.FromGID))
 }
 
