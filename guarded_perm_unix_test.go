@@ -22,6 +22,13 @@ const nobody = 65534
 // the command to start a guarded-update-once worker as that user.
 func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)) {
 	t.Helper()
+	return permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody})
+}
+
+// permWorkerAs is permWorker with the worker's user, group and
+// supplementary groups given (they apply only when running as root).
+func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(env ...string) (int, string)) {
+	t.Helper()
 	root := os.Geteuid() == 0
 	dir, err := os.MkdirTemp("", "hold-perm-")
 	if err != nil {
@@ -42,7 +49,7 @@ func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)
 		cmd.Env = append(append(os.Environ(), WorkerEnv+"=guarded-update-once"), env...)
 		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 		if root {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		}
 		out, err := cmd.CombinedOutput()
 		code := 0

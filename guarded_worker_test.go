@@ -159,10 +159,19 @@ func stallBeforeRenameWorker() int {
 // updateOnceWorker runs one Update (or Append with GUARDED_OP=append) and
 // prints the error, for the permission tests that run as another user. It
 // exits 0 when the operation failed with a permission error, 1 when it
-// succeeded, 2 on any other error.
+// succeeded, 2 on any other error. GUARDED_OPTS may hold "split" and
+// "owner" (AllowSplit, AllowOwnerChange).
 func updateOnceWorker() int {
 	path := os.Getenv("GUARDED_FILE")
 	opts := []Option{LockFile(os.Getenv("GUARDED_LOCK"))}
+	for _, o := range strings.Fields(os.Getenv("GUARDED_OPTS")) {
+		switch o {
+		case "split":
+			opts = append(opts, AllowSplit())
+		case "owner":
+			opts = append(opts, AllowOwnerChange())
+		}
+	}
 	var err error
 	if os.Getenv("GUARDED_OP") == "append" {
 		err = Append(context.Background(), path, []byte("appended\n"), opts...)

@@ -20,6 +20,9 @@ type config struct {
 	logger   *slog.Logger
 	// mustExist: Update and Append fail on a missing file (MustExist).
 	mustExist bool
+	// allowSplit, allowOwnerChange: what Update may change besides the
+	// content (AllowSplit, AllowOwnerChange).
+	allowSplit, allowOwnerChange bool
 	// fair: wait in the FIFO queue in front of the protocol (Fair).
 	fair bool
 	// beforeCreate: see core.Request.BeforeCreate (set by guarded).

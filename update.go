@@ -19,16 +19,31 @@ import (
 // nothing is written and Update returns that error unchanged. If fn
 // returns the bytes it was given, nothing is written. Otherwise the new
 // content replaces the file atomically: it is written to a temp file in
-// the same directory, synced, given the original's permission bits (and
-// owner, when running as root), and renamed over the file, and the
-// directory is synced. Just before the rename Update confirms the lock is
-// still held, so a holder that lost its lock publishes nothing. The lock is
-// released in every case, a panic in fn included.
+// the same directory, given everything the original is besides its
+// content (owner and group, permission bits, extended attributes, which
+// hold POSIX ACLs and SELinux labels), synced, and renamed over the file,
+// and the directory is synced. Just before the rename Update confirms the
+// lock is still held, so a holder that lost its lock publishes nothing.
+// The lock is released in every case, a panic in fn included. fn's input
+// and output are in memory; `hold update` streams instead.
+//
+// What the replacement could not keep is refused before fn is called,
+// with the file left as it was: a file with other hard links, which would
+// keep the old content (ErrHardLinked; AllowSplit accepts it), and a file
+// whose owner or group this process cannot give a new file, because it is
+// not root and not the owner or not in the group (ErrOwnerNotKept;
+// AllowOwnerChange accepts it). An extended attribute that cannot be
+// copied (ErrXattrNotKept) is found after fn, and nothing is published.
+// All three match fs.ErrPermission too.
 //
 // When path is a symbolic link, the file it points to is updated and the
 // link stays a link. (The lock is still "<path>.lock": use one path for the
-// file in every writer, or LockFile.) A directory, a device, or a file whose
-// permission bits let nobody write it is refused before anything is locked.
+// file in every writer, or LockFile.) A link in a sticky world-writable
+// directory such as /tmp is followed only if it belongs to this process's
+// user or to the directory's owner, the kernel's fs.protected_symlinks
+// rule (ErrProtectedSymlink otherwise). A directory, a device, or a file
+// whose permission bits let nobody write it is refused before anything is
+// locked.
 //
 // ctx bounds only the wait for the lock. After a successful update, temp
 // files that earlier updaters of this file left behind when they were
@@ -36,10 +51,12 @@ import (
 //
 // Errors about the lock or the file are *Error with Op "update"; lock
 // errors keep their cause (ErrBusy, ErrTimeout, ErrLost) for errors.Is.
-// Every error except one leaves the file as it was; the exception is a
-// failed fsync of the directory after the rename (an *Error whose cause's
-// Op is "fsync"), when the new content is in place but may not survive a
-// crash.
+// Every error leaves the file as it was. Once the new content has been
+// renamed into place the update has succeeded, and Update returns nil even
+// if the directory could not be synced afterwards (so the change might not
+// survive a crash of the machine): that is logged at slog.LevelWarn
+// through Logger, if one was given, as is an owner change that
+// AllowOwnerChange let happen.
 func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error), opts ...Option) error {
 	return update(ctx, atomicfile.OS{}, path, fn, opts)
 }
@@ -48,6 +65,44 @@ func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error
 // fs.ErrNotExist, when the file does not exist, instead of reading it as
 // empty (Update) or creating it (Append).
 func MustExist() Option { return func(c *config) { c.mustExist = true } }
+
+// AllowSplit lets Update replace a file that has other hard links. The
+// replacement is a new file renamed over path, so the other names keep
+// the old content: the link is split. Without it such a file is refused
+// with ErrHardLinked. Append ignores it: an append writes in place.
+func AllowSplit() Option { return func(c *config) { c.allowSplit = true } }
+
+// AllowOwnerChange lets Update replace a file whose owner or group this
+// process cannot give the replacement (only root may give a file to
+// another user; only a member of a group may give it to that group). The
+// replacement then belongs to this process's user, and keeps the file's
+// group where this process is a member; the change is logged through
+// Logger. Without it such a file is refused with ErrOwnerNotKept before fn
+// is called. Append ignores it: an append writes in place.
+func AllowOwnerChange() Option { return func(c *config) { c.allowOwnerChange = true } }
+
+// The refusals of Update (and, for a symlink, Append): each leaves the file
+// as it was and matches fs.ErrPermission too.
+var (
+	// ErrProtectedSymlink: path, or a link it leads through, is a symlink
+	// in a sticky world-writable directory (like /tmp) that belongs
+	// neither to this process's user nor to the directory's owner. The
+	// kernel's fs.protected_symlinks rule refuses to follow such a link
+	// for anyone else, since anyone may plant one there; hold follows the
+	// links itself, so it applies the rule itself.
+	ErrProtectedSymlink = atomicfile.ErrProtectedSymlink
+	// ErrHardLinked: the file has other hard links, which a replacement
+	// would split off with the old content (see AllowSplit).
+	ErrHardLinked = atomicfile.ErrHardLinked
+	// ErrOwnerNotKept: the replacement cannot be given the file's owner
+	// and group (see AllowOwnerChange).
+	ErrOwnerNotKept = atomicfile.ErrOwnerNotKept
+	// ErrXattrNotKept: an extended attribute of the file (an ACL, an
+	// SELinux label, a user.* attribute) cannot be copied to the
+	// replacement: setting security.* and trusted.* attributes takes
+	// privilege, and a file system may not support one.
+	ErrXattrNotKept = atomicfile.ErrXattrNotKept
+)
 
 // exclusive is appended to the caller's options: a shared lock would let
 // two writers read the same old content.
@@ -61,7 +116,7 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 		// atomicfile.Update resolves it again under the lock. fn's own
 		// error is returned unwrapped.
 		var fnErr error
-		err := atomicfile.Update(fsys, path, c.mustExist, func(old []byte) ([]byte, error) {
+		err := atomicfile.UpdateWith(fsys, path, c.fileOptions(), func(old []byte) ([]byte, error) {
 			data, err := fn(old)
 			fnErr = err
 			return data, err
@@ -74,6 +129,17 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 		}
 		return nil
 	})
+}
+
+// fileOptions are the atomicfile options the config asks for. What an
+// update that succeeded should tell (a directory that could not be synced,
+// an owner that changed) goes to the Logger as a warning.
+func (c *config) fileOptions() atomicfile.Options {
+	o := atomicfile.Options{MustExist: c.mustExist, AllowSplit: c.allowSplit, AllowOwnerChange: c.allowOwnerChange}
+	if l := c.logger; l != nil {
+		o.Warn = func(err error) { l.Warn(err.Error()) }
+	}
+	return o
 }
 
 // guarded runs body under the exclusive lock of path, the part Update and

@@ -30,6 +30,25 @@ type faultFS struct {
 	writeErr  error // Write writes half, then fails
 	syncErr   error // File.Sync fails
 	renameErr error // Rename fails
+	// syncDirErr makes the directory sync after the rename fail.
+	syncDirErr error
+	// xattrErr makes setting extended attribute xattrName fail.
+	xattrName string
+	xattrErr  error
+}
+
+func (f *faultFS) SyncDir(name string) error {
+	if f.syncDirErr != nil {
+		return &fs.PathError{Op: "fsync", Path: name, Err: f.syncDirErr}
+	}
+	return f.OS.SyncDir(name)
+}
+
+func (f *faultFS) SetXattr(file atomicfile.File, name string, value []byte) error {
+	if f.xattrErr != nil && name == f.xattrName {
+		return f.xattrErr
+	}
+	return f.OS.SetXattr(file, name, value)
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File, error) {

@@ -43,23 +43,55 @@ func writable(name string) error {
 	return nil
 }
 
-// keepOwner gives the replacement the original's owner and group when they
-// differ from ours, which only root (or a member of the group) may do;
-// otherwise the replacement stays ours, as with any editor's save.
-func keepOwner(f File, orig fs.FileInfo) {
-	st, ok := orig.Sys().(*syscall.Stat_t)
+// noFollow makes an open of the resolved file fail rather than follow a
+// symlink that replaced it since it was resolved.
+const noFollow = unix.O_NOFOLLOW
+
+// ownerOf returns a file's owner and group.
+func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return
+		return 0, 0, false
 	}
-	of, ok := f.(*os.File)
+	return int(st.Uid), int(st.Gid), true
+}
+
+// linkCount returns how many names (hard links) a file has.
+func linkCount(fi fs.FileInfo) uint64 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return
+		return 1
 	}
-	uid, gid := int(st.Uid), int(st.Gid)
-	if uid == os.Geteuid() && gid == os.Getegid() {
-		return
+	return uint64(st.Nlink)
+}
+
+// canKeepOwner refuses, before anything is written, a file whose owner or
+// group this process could not give a new file: only root may chown a
+// file to another user, and only a member of a group to that group. The
+// chown in keepOwner is the final word; this check spares the work (and
+// the filter's run) that it would throw away.
+func canKeepOwner(path string, fi fs.FileInfo) error {
+	uid, gid, ok := ownerOf(fi)
+	euid := os.Geteuid()
+	if !ok || euid == 0 {
+		return nil
 	}
-	// An error leaves the replacement owned by us, which is the best that
-	// can be done without privilege.
-	of.Chown(uid, gid)
+	if uid != euid || !inGroup(gid) {
+		return &OwnerError{Path: path, UID: uid, GID: gid, Self: euid}
+	}
+	return nil
+}
+
+// inGroup reports whether this process may give a file it owns group gid.
+func inGroup(gid int) bool {
+	if gid == os.Getegid() {
+		return true
+	}
+	groups, _ := os.Getgroups()
+	for _, g := range groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -29,7 +30,10 @@ lock FILE.lock (or --lock-file, --name), the same lock 'hold run FILE' and
 appenders never interleave and a record reported written is on disk. If the
 write fails (a full disk), FILE is cut back to its size before the write: no
 torn record stays. A missing FILE is created unless --must-exist. Stdin is
-read before the lock is taken. Flags go before FILE.
+read before the lock is taken (beyond 4 MiB it is spooled to a temp file in
+$TMPDIR, not held in memory). A symlink in a sticky world-writable
+directory such as /tmp is followed only if it is yours or the directory
+owner's. Flags go before FILE.
 
 Exit status: 0 when appended; 1 (or -E) when the lock is busy (-n) or the
 wait timed out (-w); 66 when FILE cannot be opened (a directory, no
@@ -63,22 +67,76 @@ func runAppend(args []string) int {
 	if lf.shared {
 		return fail("append", usagef("append needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
-	var data []byte
 	if len(words) == 1 && words[0] == "-" {
-		var err error
-		if data, err = io.ReadAll(os.Stdin); err != nil {
-			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin"}, lf.conflictExit)
+		data, spool, err := readStdin()
+		if err != nil {
+			return fail("append", &hold.Error{Op: "append", Path: file, Err: err, Hint: "reading stdin; nothing was appended"}, lf.conflictExit)
 		}
-	} else {
-		text := strings.Join(words, " ")
-		if !*noNewline {
-			text += "\n"
+		if spool == nil {
+			return guarded("append", &lf, file, func(l *hold.Lock) error {
+				return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, data, l.Check)
+			})
 		}
-		data = []byte(text)
+		defer spool.Close()
+		return guarded("append", &lf, file, func(l *hold.Lock) error {
+			return atomicfile.AppendFrom(atomicfile.OS{}, file, *mustExist, spool, l.Check)
+		})
+	}
+	text := strings.Join(words, " ")
+	if !*noNewline {
+		text += "\n"
 	}
 	return guarded("append", &lf, file, func(l *hold.Lock) error {
-		return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, data, l.Check)
+		return atomicfile.AppendTo(atomicfile.OS{}, file, *mustExist, []byte(text), l.Check)
 	})
+}
+
+// stdinInMemory is how much of stdin `hold append -` keeps in memory;
+// more is spooled to a temp file.
+const stdinInMemory = 4 << 20
+
+// readStdin reads all of stdin before the lock is taken, so that a slow
+// producer does not hold the lock, and an input cut short by Ctrl-C
+// appends nothing. Up to stdinInMemory stays in memory and is returned as
+// data, to be appended in one write; beyond that it all goes to spool, a
+// temp file in $TMPDIR removed at once (on Windows when closed), so that
+// input of any size costs little memory.
+func readStdin() (data []byte, spool *spooled, err error) {
+	buf := make([]byte, stdinInMemory)
+	n, err := io.ReadFull(os.Stdin, buf)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return buf[:n], nil, nil
+	case nil:
+	default:
+		return nil, nil, err
+	}
+	f, err := os.CreateTemp("", "hold-append-stdin-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("stdin is over %d MiB and could not be spooled: %w", stdinInMemory>>20, err)
+	}
+	spool = &spooled{File: f}
+	os.Remove(f.Name()) // fails on Windows while it is open; Close retries
+	if _, err = f.Write(buf); err == nil {
+		_, err = io.Copy(f, os.Stdin)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		spool.Close()
+		return nil, nil, fmt.Errorf("stdin is over %d MiB and could not be spooled to %s: %w", stdinInMemory>>20, f.Name(), err)
+	}
+	return nil, spool, nil
+}
+
+// spooled is stdin spooled to a temp file, removed when closed.
+type spooled struct{ *os.File }
+
+func (s *spooled) Close() error {
+	err := s.File.Close()
+	os.Remove(s.Name())
+	return err
 }
 
 // guarded is what append and update share: it refuses a FILE that can

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Tests of `hold append` and `hold update`. They use the hold binary that
@@ -416,5 +418,299 @@ func TestAppendWaitsForRun(t *testing.T) {
 	// cannot come first.
 	if got := readFile(t, filepath.Join(dir, "log")); got != "from-run\nafter-run\n" {
 		t.Errorf("log %q, want the run's line before the append's", got)
+	}
+}
+
+// The tests below are about what an update keeps of the file besides its
+// content, and what it refuses. Several need root (to own files and links
+// as other users and to run hold as one); CI runs them as root.
+
+// otherUID and otherGID own files and links in these tests: a user other
+// than the one running them and other than nobody, who runs hold.
+const otherUID, otherGID, nobodyID = 4242, 4343, 65534
+
+func needRootCLI(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why + " (CI runs the tests as root)")
+	}
+}
+
+// holdAsNobody returns a copy of the hold binary that user nobody may run,
+// in a directory of its own: TestMain's is private to root.
+func holdAsNobody(t *testing.T) string {
+	t.Helper()
+	dir := publicDir(t)
+	bin := filepath.Join(dir, "hold")
+	data, err := os.ReadFile(holdBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// runHoldAs runs bin as the user and groups in cred, in dir.
+func runHoldAs(t *testing.T, bin string, cred *syscall.Credential, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("hold %v: %v", args, err)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// publicDir makes a directory that every user may enter, under a test
+// directory (t.TempDir's own is private to the user running the tests).
+func publicDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hold-guarded-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error { os.Chmod(p, 0o755); return nil })
+		os.RemoveAll(dir)
+	})
+	os.Chmod(dir, 0o755)
+	return dir
+}
+
+// TestGuardedCLIPlantedSymlink: a link someone else planted in a sticky
+// world-writable directory leads neither `hold update` nor `hold append`
+// to its target (the kernel's fs.protected_symlinks rule); one of the
+// caller's own is followed.
+func TestGuardedCLIPlantedSymlink(t *testing.T) {
+	needRootCLI(t, "giving a symlink another owner (chown -h)")
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	os.Chmod(tmp, 0o777|os.ModeSticky)
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("original\n"), 0o644)
+	os.Symlink(target, filepath.Join(tmp, "link"))
+	if err := os.Lchown(filepath.Join(tmp, "link"), otherUID, otherUID); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"update", "tmp/link", "--", "sed", "s/original/overwritten/"},
+		{"append", "tmp/link", "appended"},
+	} {
+		r := runHold(t, dir, args...)
+		if r.code != 66 {
+			t.Errorf("hold %s through a planted link: exit %d, want 66; stderr: %s", args[0], r.code, r.stderr)
+		}
+		for _, want := range []string{"uid 4242", "sticky world-writable", "protected_symlinks", "readlink"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("hold %s: message does not say %q: %s", args[0], want, r.stderr)
+			}
+		}
+	}
+	if got := readFile(t, target); got != "original\n" {
+		t.Fatalf("target changed to %q", got)
+	}
+	os.Lchown(filepath.Join(tmp, "link"), 0, 0)
+	if r := runHold(t, dir, "update", "tmp/link", "--", "sed", "s/original/mine/"); r.code != 0 {
+		t.Fatalf("update through the caller's own link: exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, target); got != "mine\n" {
+		t.Errorf("target %q", got)
+	}
+}
+
+// TestUpdateCLIHardLink: a hard-linked FILE is refused, and replaced with
+// --allow-split.
+func TestUpdateCLIHardLink(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a"), []byte("old\n"), 0o644)
+	os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	r := runHold(t, dir, "update", "a", "--", "sed", "s/old/new/")
+	if r.code != 66 || !strings.Contains(r.stderr, "hard links") || !strings.Contains(r.stderr, "--allow-split") {
+		t.Errorf("update of a hard-linked file: exit %d, want 66 with a hint: %s", r.code, r.stderr)
+	}
+	if a, b := readFile(t, filepath.Join(dir, "a")), readFile(t, filepath.Join(dir, "b")); a != "old\n" || b != "old\n" {
+		t.Fatalf("refused update changed a file: a %q, b %q", a, b)
+	}
+	if r := runHold(t, dir, "update", "--allow-split", "a", "--", "sed", "s/old/new/"); r.code != 0 {
+		t.Fatalf("--allow-split: exit %d: %s", r.code, r.stderr)
+	}
+	if a, b := readFile(t, filepath.Join(dir, "a")), readFile(t, filepath.Join(dir, "b")); a != "new\n" || b != "old\n" {
+		t.Errorf("after --allow-split: a %q, b %q", a, b)
+	}
+}
+
+// TestUpdateCLIKeepsACL: hold update keeps the file's POSIX ACL and user.*
+// attributes (written here as the kernel stores them, as setfacl would).
+func TestUpdateCLIKeepsACL(t *testing.T) {
+	if !isLinux() {
+		t.Skip("the ACL's xattr format is Linux's")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, []byte("a\n"), 0o640)
+	// user::rw- user:4242:rw- group::r-- mask::rw- other::---
+	acl := []byte{2, 0, 0, 0}
+	for _, e := range [][3]uint32{{1, 6, 0xffffffff}, {2, 6, otherUID}, {4, 4, 0xffffffff}, {0x10, 6, 0xffffffff}, {0x20, 0, 0xffffffff}} {
+		acl = append(acl, byte(e[0]), byte(e[0]>>8), byte(e[1]), byte(e[1]>>8), byte(e[2]), byte(e[2]>>8), byte(e[2]>>16), byte(e[2]>>24))
+	}
+	for name, value := range map[string][]byte{"system.posix_acl_access": acl, "user.note": []byte("kept")} {
+		if err := unix.Setxattr(file, name, value, 0); err != nil {
+			t.Fatalf("setxattr %s: %v", name, err)
+		}
+	}
+	if r := runHold(t, dir, "update", "f", "--", "sed", "s/a/b/"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, file); got != "b\n" {
+		t.Fatalf("content %q", got)
+	}
+	for name, want := range map[string][]byte{"system.posix_acl_access": acl, "user.note": []byte("kept")} {
+		buf := make([]byte, 256)
+		n, err := unix.Getxattr(file, name, buf)
+		if err != nil || !bytes.Equal(buf[:n], want) {
+			t.Errorf("%s after the update: %x, %v; want %x", name, buf[:max(n, 0)], err, want)
+		}
+	}
+}
+
+// TestUpdateCLIGroupMember: nobody, a member of the file's group, may not
+// make another user's file its own without saying so: refused (66), and
+// with --allow-owner-change done, the group kept and the change reported.
+func TestUpdateCLIGroupMember(t *testing.T) {
+	needRootCLI(t, "files of another user, and hold run as a third")
+	bin := holdAsNobody(t)
+	dir := publicDir(t)
+	os.Chown(dir, 0, otherGID)
+	os.Chmod(dir, 0o775)
+	file := filepath.Join(dir, "tracker")
+	os.WriteFile(file, []byte("v1\n"), 0o664)
+	os.Chmod(file, 0o664)
+	os.Chown(file, otherUID, otherGID)
+	os.WriteFile(file+".lock", nil, 0o666)
+	os.Chmod(file+".lock", 0o666)
+	member := &syscall.Credential{Uid: nobodyID, Gid: nobodyID, Groups: []uint32{otherGID}}
+
+	r := runHoldAs(t, bin, member, dir, "update", "tracker", "--", "sed", "s/v1/v2/")
+	if r.code != 66 || !strings.Contains(r.stderr, "uid 4242") || !strings.Contains(r.stderr, "--allow-owner-change") {
+		t.Errorf("update of another user's file: exit %d, want 66 naming the owner and the flag: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, file); got != "v1\n" {
+		t.Fatalf("refused update changed the file to %q", got)
+	}
+	r = runHoldAs(t, bin, member, dir, "update", "--allow-owner-change", "tracker", "--", "sed", "s/v1/v2/")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "now belongs to uid 65534") {
+		t.Errorf("--allow-owner-change: exit %d, want 0 and a note of the new owner: %s", r.code, r.stderr)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != nobodyID || st.Gid != otherGID {
+		t.Errorf("owner %d:%d, want %d:%d (the group kept)", st.Uid, st.Gid, nobodyID, otherGID)
+	}
+}
+
+// TestUpdateCLIUnreadableDirectory: in a directory its user may write but
+// not read, the update is renamed into place; it must be reported as done
+// (exit 0), never as failed with the file "left unchanged".
+func TestUpdateCLIUnreadableDirectory(t *testing.T) {
+	bin, cred := holdBin, (*syscall.Credential)(nil)
+	if os.Geteuid() == 0 {
+		bin, cred = holdAsNobody(t), &syscall.Credential{Uid: nobodyID, Gid: nobodyID}
+	}
+	base := publicDir(t)
+	dir := filepath.Join(base, "wx")
+	os.Mkdir(dir, 0o755)
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, []byte("v1\n"), 0o644)
+	if cred != nil {
+		os.Chown(dir, nobodyID, nobodyID)
+		os.Chown(file, nobodyID, nobodyID)
+	}
+	os.Chmod(dir, 0o333)
+	os.WriteFile(filepath.Join(base, "f.lock"), nil, 0o666)
+	os.Chmod(filepath.Join(base, "f.lock"), 0o666)
+	r := runHoldAs(t, bin, cred, base, "update", "--lock-file", "f.lock", "wx/f", "--", "sed", "s/v1/v2/")
+	if r.code != 0 || strings.Contains(r.stderr, "unchanged") {
+		t.Errorf("update in a write-only directory: exit %d, want 0: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, file); got != "v2\n" {
+		t.Errorf("content %q", got)
+	}
+}
+
+// TestGuardedCLIMemory: `hold append -` and `hold update` stream; neither
+// holds its input in memory. 64 MiB through each must add well under the
+// input's size to hold's peak resident size (before, it added about twice
+// the input for append and four times for update). The peak is compared
+// with that of the same command on a small input, because a child's peak
+// starts at its parent's size at the fork (this test binary's).
+func TestGuardedCLIMemory(t *testing.T) {
+	if !isLinux() {
+		t.Skip("ru_maxrss is in kilobytes on Linux only")
+	}
+	const size = 64 << 20
+	dir := t.TempDir()
+	line := []byte(strings.Repeat("0123456789abcdef", 7) + "\n")
+	write := func(name string, n int) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for range n / len(line) {
+			if _, err := f.Write(line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	peak := func(stdin string, args ...string) int64 {
+		t.Helper()
+		cmd := exec.Command(holdBin, args...)
+		cmd.Dir = dir
+		if stdin != "" {
+			in, err := os.Open(filepath.Join(dir, stdin))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			cmd.Stdin = in
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hold %v: %v: %s", args, err, out)
+		}
+		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // kilobytes on Linux
+	}
+	write("small", 1<<10)
+	write("big", size)
+	type peaks struct{ small, big int64 }
+	measured := map[string]peaks{
+		"append -": {peak("small", "append", "log", "-"), peak("big", "append", "log", "-")},
+		"update":   {peak("", "update", "small", "--", "tr", "a-f", "A-F"), peak("", "update", "big", "--", "tr", "a-f", "A-F")},
+	}
+	// The log has the small input and the big one, as they were before the
+	// updates.
+	logged, _ := os.ReadFile(filepath.Join(dir, "log"))
+	if want := bytes.Repeat(line, 1<<10/len(line)+size/len(line)); !bytes.Equal(logged, want) {
+		t.Fatalf("the log is %d bytes, not the small input and the big one (%d bytes)", len(logged), len(want))
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "big")); !bytes.Equal(got[:len(line)], bytes.ToUpper(line)) {
+		t.Fatalf("update did not apply: %q", got[:len(line)])
+	}
+	for op, p := range measured {
+		t.Logf("hold %s: peak resident size %d KiB for 1 KiB, %d KiB for %d MiB", op, p.small>>10, p.big>>10, size>>20)
+		if g := p.big - p.small; g > size/4 {
+			t.Errorf("hold %s of %d MiB added %d MiB to the peak resident size: the input is held in memory", op, size>>20, g>>20)
+		}
 	}
 }

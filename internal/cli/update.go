@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,6 +44,18 @@ hold while FILTER runs kill FILTER (and its process group) and hold exits
 when hold is killed with SIGKILL). A signal that arrives after FILTER has
 finished lets the short write complete.
 
+The new file gets everything FILE is besides its content: owner and group,
+permission bits, extended attributes (ACLs, SELinux labels, user.*). What
+it could not keep is refused, FILE untouched (exit 66): a FILE with other
+hard links, which would keep the old content (--allow-split accepts that);
+a FILE you do not own, or whose group you are not in, unless you are root,
+since the new file would be yours (--allow-owner-change accepts that and
+says so); an attribute you may not set. A symlink in a sticky
+world-writable directory such as /tmp is followed only if it is yours or
+the directory owner's. FILE and the filter's output are streamed, not held
+in memory. Once the new file is in place, hold exits 0; a directory that
+could not be synced after that is a warning on stderr.
+
 Other exit statuses: 1 (or -E) when the lock is busy (-n) or the wait timed
 out (-w); 66 when FILE cannot be opened or replaced for lack of permission;
 73 when the disk is full or read-only; see 'hold help' for the rest.
@@ -77,6 +89,8 @@ func runUpdate(args []string) int {
 	lf.addTo(fs)
 	allowEmpty := fs.Bool("allow-empty", false, "accept empty output from FILTER (empties FILE)")
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of starting from empty content")
+	allowSplit := fs.Bool("allow-split", false, "replace FILE even if it has other hard links (they keep the old content)")
+	allowOwnerChange := fs.Bool("allow-owner-change", false, "replace FILE even if the new file cannot keep its owner or group (it becomes yours)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -101,33 +115,68 @@ func runUpdate(args []string) int {
 	defer stopSignals()
 
 	return guarded("update", &lf, file, func(l *hold.Lock) error {
-		return atomicfile.Update(atomicfile.OS{}, file, *mustExist, func(old []byte) ([]byte, error) {
-			out, err := runFilter(l, file, argv, old, sigs, lf.verbose)
+		o := atomicfile.Options{
+			MustExist:        *mustExist,
+			AllowSplit:       *allowSplit,
+			AllowOwnerChange: *allowOwnerChange,
+			Warn:             func(err error) { warn("update", err) },
+		}
+		return atomicfile.UpdateStream(atomicfile.OS{}, file, o, func(old io.Reader, out io.Writer) error {
+			n, err := runFilter(l, file, argv, old, out, sigs, lf.verbose)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if len(out) == 0 && !*allowEmpty {
-				return nil, &filterError{argv0: argv[0], status: exitLockError,
+			if n == 0 && !*allowEmpty {
+				return &filterError{argv0: argv[0], status: exitLockError,
 					why: "printed nothing (refusing to empty the file; use --allow-empty)"}
 			}
 			select {
 			case sig := <-sigs:
-				return nil, &signalError{sig: sig, err: fmt.Errorf("%s left unchanged", file)}
+				return &signalError{sig: sig, err: fmt.Errorf("%s left unchanged", file)}
 			default:
 			}
-			return out, nil
+			return nil
 		}, l.Check)
 	})
 }
 
-// runFilter runs argv with in on stdin and returns its stdout. A signal on
-// sigs kills it (with its process group) and returns a *signalError; a
-// filter that cannot start gives an *execError, one that fails a
-// *filterError.
-func runFilter(l *hold.Lock, file string, argv []string, in []byte, sigs <-chan os.Signal, verbose bool) ([]byte, error) {
+// warn reports on stderr what a command that succeeded should say: a
+// directory that could not be synced after the rename, an owner that
+// changed.
+func warn(op string, err error) {
+	fmt.Fprintf(os.Stderr, "hold %s: warning: %v\n", op, err)
+}
+
+// countingWriter counts what the filter printed, and keeps the first
+// error writing it (a full disk), which is the error to report rather
+// than what the filter makes of its closed stdout.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// runFilter runs argv with in on stdin, writes its stdout to out and
+// returns how many bytes it printed. in is FILE itself, opened for
+// reading, which the filter gets as its stdin directly. out is the temp
+// file, reached through a pipe that hold copies from, so that nothing the
+// filter leaves running can write into the file once it is published. A
+// signal on sigs kills the filter (with its process group) and returns a
+// *signalError; a filter that cannot start gives an *execError, one that
+// fails a *filterError, and a failed write to out that write's error.
+func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Writer, sigs <-chan os.Signal, verbose bool) (int64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, os.Stderr
+	cw := &countingWriter{w: out}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, cw, os.Stderr
 	cmd.Env = append(os.Environ(),
 		"HOLD_TARGET="+file,
 		"HOLD_LOCK_FILE="+l.Path(),
@@ -141,7 +190,7 @@ func runFilter(l *hold.Lock, file string, argv []string, in []byte, sigs <-chan 
 	// parent-death signal (Linux) means "hold died"; see startLocked.
 	exited, err := startLocked(cmd)
 	if err != nil {
-		return nil, &execError{cmd: argv[0], err: err}
+		return 0, &execError{cmd: argv[0], err: err}
 	}
 	if verbose {
 		fmt.Fprintf(os.Stderr, "hold: running filter %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
@@ -149,22 +198,25 @@ func runFilter(l *hold.Lock, file string, argv []string, in []byte, sigs <-chan 
 	select {
 	case err := <-exited:
 		if cmd.ProcessState == nil {
-			return nil, &execError{cmd: argv[0], err: err}
+			return 0, &execError{cmd: argv[0], err: err}
+		}
+		if cw.err != nil {
+			return 0, cw.err
 		}
 		if status := exitStatusOf(cmd.ProcessState); status != 0 {
 			why := fmt.Sprintf("exited with status %d", status)
 			if status > exitSignalBase && !cmd.ProcessState.Exited() {
 				why = fmt.Sprintf("was killed (%s)", cmd.ProcessState)
 			}
-			return nil, &filterError{argv0: argv[0], status: status, why: why}
+			return 0, &filterError{argv0: argv[0], status: status, why: why}
 		}
 		if err != nil { // exited 0, but its output could not be collected
-			return nil, &filterError{argv0: argv[0], status: exitOSError, why: "output was not collected: " + err.Error()}
+			return 0, &filterError{argv0: argv[0], status: exitOSError, why: "output was not collected: " + err.Error()}
 		}
-		return out.Bytes(), nil
+		return cw.n, nil
 	case sig := <-sigs:
 		killGroup(cmd.Process)
 		<-exited
-		return nil, &signalError{sig: sig, err: fmt.Errorf("filter %s (pid %d) killed; %s left unchanged", argv[0], cmd.Process.Pid, file)}
+		return 0, &signalError{sig: sig, err: fmt.Errorf("filter %s (pid %d) killed; %s left unchanged", argv[0], cmd.Process.Pid, file)}
 	}
 }

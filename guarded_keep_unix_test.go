@@ -1,0 +1,283 @@
+//go:build unix
+
+package hold
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Tests that an update keeps everything the file is, or refuses: links
+// it may not follow, hard links it would split, owners it cannot keep,
+// and that it never reports failure once the new content is in place.
+
+// someone and their group own files and links in these tests: a user
+// other than the one running them (and other than the worker's nobody).
+const someone, someGroup = 4242, 4343
+
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why + " (CI runs the tests as root)")
+	}
+}
+
+func lchown(t *testing.T, path string, uid, gid int) {
+	t.Helper()
+	if err := os.Lchown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stickyDir makes a sticky world-writable directory like /tmp in dir.
+func stickyDir(t *testing.T, dir string) string {
+	t.Helper()
+	d := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A link that someone else planted in a sticky world-writable directory
+// must not lead an update or an append to its target; the kernel's
+// fs.protected_symlinks would refuse `echo >> link` the same way.
+func TestGuardedRefusesPlantedSymlink(t *testing.T) {
+	needRoot(t, "giving a symlink another owner (chown -h)")
+	dir := t.TempDir()
+	tmp := stickyDir(t, dir)
+	target := filepath.Join(dir, "secret")
+	const original = "root's secret\n"
+	writeFile(t, target, original, 0o644)
+	link := filepath.Join(tmp, "report")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	lchown(t, link, someone, someone)
+
+	err := Update(context.Background(), link, func([]byte) ([]byte, error) {
+		t.Error("fn called through a planted link")
+		return []byte("overwritten\n"), nil
+	})
+	checkHoldError(t, err, "update", ErrProtectedSymlink)
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("%v does not match fs.ErrPermission", err)
+	}
+	for _, want := range []string{"uid 4242", tmp, "uid 0", "sticky world-writable", "protected_symlinks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	err = Append(context.Background(), link, []byte("appended\n"))
+	checkHoldError(t, err, "append", ErrProtectedSymlink)
+	if s := readFile(t, target); s != original {
+		t.Fatalf("the link's target changed to %q", s)
+	}
+	if _, err := os.Lstat(link + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was made beside the refused link: %v", err)
+	}
+
+	// A chain whose first link is fine but leads through the planted one.
+	mine := filepath.Join(dir, "mine")
+	os.Symlink(link, mine)
+	err = Update(context.Background(), mine, setTo("overwritten\n"))
+	checkHoldError(t, err, "update", ErrProtectedSymlink)
+	if s := readFile(t, target); s != original {
+		t.Fatalf("the target changed through a chain to %q", s)
+	}
+
+	// Where the kernel would follow the link, so does hold.
+	allowed := []struct {
+		name  string
+		setup func()
+	}{
+		{"link owned by the caller", func() { lchown(t, link, 0, 0) }},
+		{"link owned by the directory's owner", func() {
+			lchown(t, link, someone, someone)
+			lchown(t, tmp, someone, someone)
+		}},
+		{"directory not sticky", func() {
+			lchown(t, tmp, 0, 0)
+			os.Chmod(tmp, 0o777)
+		}},
+		{"directory not world-writable", func() { os.Chmod(tmp, 0o775|fs.ModeSticky) }},
+	}
+	for i, c := range allowed {
+		c.setup()
+		want := fmt.Sprintf("update %d\n", i)
+		if err := Update(context.Background(), link, setTo(want)); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		} else if s := readFile(t, target); s != want {
+			t.Errorf("%s: target %q, want %q", c.name, s, want)
+		}
+	}
+}
+
+// An update of a file with other names would leave them the old content:
+// it is refused, unless AllowSplit. Append writes in place and is fine.
+func TestUpdateRefusesHardLinkedFile(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	writeFile(t, a, "shared\n", 0o644)
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	err := Update(context.Background(), a, func([]byte) ([]byte, error) {
+		t.Error("fn called for a hard-linked file")
+		return []byte("split\n"), nil
+	})
+	checkHoldError(t, err, "update", ErrHardLinked)
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "2 hard links") || !strings.Contains(err.Error(), "--allow-split") {
+		t.Errorf("unclear error: %v", err)
+	}
+	if tmp := tempFiles(t, a); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+	if err := Append(context.Background(), a, []byte("appended\n")); err != nil {
+		t.Fatal(err)
+	}
+	if s := readFile(t, b); s != "shared\nappended\n" {
+		t.Errorf("the other name reads %q after an append", s)
+	}
+
+	if err := Update(context.Background(), a, setTo("split\n"), AllowSplit()); err != nil {
+		t.Fatal(err)
+	}
+	if sa, sb := readFile(t, a), readFile(t, b); sa != "split\n" || sb != "shared\nappended\n" {
+		t.Errorf("after AllowSplit: a %q, b %q", sa, sb)
+	}
+}
+
+func ownerOfFile(t *testing.T, path string) (uid, gid int) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
+
+// A group member updating a group-shared file cannot make the new file
+// the owner's: the update is refused before fn runs, unless
+// AllowOwnerChange, which keeps the group. The owner itself keeps the
+// group, and cannot give the file a group it is not in.
+func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
+	needRoot(t, "files of several users, and a worker running as one of them")
+	base, run := permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{someGroup}})
+	dir := filepath.Join(base, "shared")
+	os.Mkdir(dir, 0o775)
+	lchown(t, dir, 0, someGroup)
+	os.Chmod(dir, 0o775)
+	lock := filepath.Join(base, "f.lock")
+	writeFile(t, lock, "", 0o666)
+	path := filepath.Join(dir, "tracker")
+
+	cases := []struct {
+		name       string
+		uid, gid   int
+		opts       string
+		code       int // the worker's: 0 refused, 1 done
+		want       []string
+		wantOwner  [2]int
+		wantChange bool
+	}{
+		{"someone else's file", someone, someGroup, "", 0,
+			[]string{"uid 4242", "gid 4343", "--allow-owner-change"}, [2]int{someone, someGroup}, false},
+		{"someone else's file, owner change allowed", someone, someGroup, "owner", 1,
+			nil, [2]int{nobody, someGroup}, true},
+		{"own file, a group of ours", nobody, someGroup, "", 1,
+			nil, [2]int{nobody, someGroup}, true},
+		{"own file, a group not ours", nobody, someone, "", 0,
+			[]string{"gid 4242"}, [2]int{nobody, someone}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(path)
+			writeFile(t, path, "original\n", 0o664)
+			lchown(t, path, c.uid, c.gid)
+			before, _ := os.Stat(path)
+			code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OPTS="+c.opts)
+			if code != c.code {
+				t.Fatalf("worker exit %d, want %d; output: %s", code, c.code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("error does not say %q: %s", w, out)
+				}
+			}
+			if uid, gid := ownerOfFile(t, path); uid != c.wantOwner[0] || gid != c.wantOwner[1] {
+				t.Errorf("file owned by %d:%d, want %d:%d", uid, gid, c.wantOwner[0], c.wantOwner[1])
+			}
+			after, _ := os.Stat(path)
+			if c.wantChange {
+				if s := readFile(t, path); s != "replaced\n" {
+					t.Errorf("content %q", s)
+				}
+				return
+			}
+			if s := readFile(t, path); s != "original\n" || !os.SameFile(before, after) {
+				t.Errorf("refused update changed the file: %q, same inode %v", s, os.SameFile(before, after))
+			}
+			if tmp := tempFiles(t, path); len(tmp) > 0 {
+				t.Errorf("temp files left: %v", tmp)
+			}
+		})
+	}
+}
+
+// In a directory the user may write but not read, the rename succeeds but
+// the directory cannot be opened to be synced. The update is done: it
+// must be reported as done (the file system is synced instead), never as
+// "left unchanged", which would make a retry apply it twice.
+func TestUpdateInUnreadableDirectory(t *testing.T) {
+	base, run := permWorker(t)
+	dir := filepath.Join(base, "wx")
+	os.Mkdir(dir, 0o755)
+	path := filepath.Join(dir, "f")
+	writeFile(t, path, "original\n", 0o644)
+	chownToWorker(t, path)
+	chownToWorker(t, dir)
+	os.Chmod(dir, 0o333)
+	lock := filepath.Join(base, "f.lock")
+	writeFile(t, lock, "", 0o666)
+
+	code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock)
+	if code != 1 {
+		t.Errorf("update in a write-only directory: worker exit %d, want 1 (done); output: %s", code, out)
+	}
+	if s := readFile(t, path); s != "replaced\n" {
+		t.Errorf("content %q, want the update", s)
+	}
+}
+
+// A directory sync that fails after the rename is a warning, not an
+// error: the new content is in place.
+func TestUpdateDirSyncFailureIsWarning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "original\n", 0o644)
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	err := update(context.Background(), &faultFS{syncDirErr: syscall.EIO}, path, setTo("new\n"), []Option{Logger(logger)})
+	if err != nil {
+		t.Fatalf("an update whose rename succeeded returned %v", err)
+	}
+	if s := readFile(t, path); s != "new\n" {
+		t.Errorf("content %q", s)
+	}
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "may not survive a crash") {
+		t.Errorf("no warning logged: %q", log.String())
+	}
+}
