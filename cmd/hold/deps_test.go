@@ -55,9 +55,16 @@ func TestLinksNoCgo(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	for _, d := range strings.Fields(string(out)) {
-		switch d {
-		case "net", "runtime/cgo", "os/user", "plugin":
+		switch {
+		case d == "net" || d == "runtime/cgo" || d == "os/user" || d == "plugin":
 			t.Errorf("cmd/hold imports %s%s, which links libc through cgo; keep it out", d, importers(t, d))
+		case d == "crypto" || strings.HasPrefix(d, "crypto/"):
+			// Any crypto package brings Go's FIPS module, whose package
+			// initialisation every hold process would run. hold's random
+			// ids come from the runtime's generator (core.RandomHex).
+			if d == "crypto" || !strings.HasPrefix(d, "crypto/internal/") {
+				t.Errorf("cmd/hold imports %s%s: its initialisation would run at every start; keep crypto out", d, importers(t, d))
+			}
 		}
 	}
 }

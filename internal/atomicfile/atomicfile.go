@@ -26,11 +26,10 @@ package atomicfile
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -791,11 +790,14 @@ func tempPrefix(target string) string {
 	return "." + filepath.Base(target) + tempMark
 }
 
-// hostTag is a short hash of the host name: enough to tell hosts apart in
-// a file name without putting the name itself there.
+// hostTag is a short hash of the host name (FNV-1a, 32 bits): enough to
+// tell hosts apart in a file name without putting the name itself there.
+// (A temp file named by a hold whose tag differs, an older one included,
+// is judged as another host's: removed by age, never by pid.)
 func hostTag(host string) string {
-	sum := sha256.Sum256([]byte(host))
-	return hex.EncodeToString(sum[:4])
+	h := fnv.New32a()
+	h.Write([]byte(host))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func createTemp(fsys FS, target string, perm fs.FileMode) (File, error) {
@@ -803,9 +805,7 @@ func createTemp(fsys FS, target string, perm fs.FileMode) (File, error) {
 	prefix := filepath.Join(filepath.Dir(target), tempPrefix(target)) +
 		hostTag(self.Host) + "-" + strconv.Itoa(self.PID) + "-" + strconv.FormatUint(self.ProcStart, 10) + "-"
 	for range 100 {
-		var r [6]byte
-		rand.Read(r[:])
-		f, err := fsys.OpenFile(prefix+hex.EncodeToString(r[:])+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		f, err := fsys.OpenFile(prefix+core.RandomHex(6)+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

@@ -80,3 +80,16 @@ func TestCleanStale(t *testing.T) {
 		}
 	}
 }
+
+func TestIDName(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(f, []byte("# comment:x:7:\nroot:x:0:0:root:/root:/bin/sh\n\nalice:x:1000:1000::/home/alice:/bin/sh\nbroken\n"), 0o644)
+	for id, want := range map[int]string{0: "root", 1000: "alice", 7: "", 42: ""} {
+		if got := idName(f, id); got != want {
+			t.Errorf("idName(%d) = %q, want %q", id, got, want)
+		}
+	}
+	if got := idName(filepath.Join(t.TempDir(), "none"), 0); got != "" {
+		t.Errorf("idName of a missing file = %q, want \"\"", got)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os/user"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -200,8 +200,8 @@ func (e *OwnerChange) Error() string {
 // userName is "uid N (name)", or "uid N" when the name is unknown.
 func userName(uid int) string {
 	s := "uid " + strconv.Itoa(uid)
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
-		s += " (" + u.Username + ")"
+	if name := idName("/etc/passwd", uid); name != "" {
+		s += " (" + name + ")"
 	}
 	return s
 }
@@ -209,8 +209,29 @@ func userName(uid int) string {
 // groupName is "gid N (name)", or "gid N" when the name is unknown.
 func groupName(gid int) string {
 	s := "gid " + strconv.Itoa(gid)
-	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil && g.Name != "" {
-		s += " (" + g.Name + ")"
+	if name := idName("/etc/group", gid); name != "" {
+		s += " (" + name + ")"
 	}
 	return s
+}
+
+// idName returns the name that the passwd or group file gives id (its
+// lines are NAME:PASSWORD:ID:...), or "". os/user would also ask NSS
+// (LDAP and the like), but only through libc: importing it makes every
+// hold binary built with a C compiler dynamically linked, which costs
+// each start the dynamic loader. A name missing here only leaves the
+// number in a message.
+func idName(file string, id int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	want := strconv.Itoa(id)
+	for line := range strings.Lines(string(b)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 4)
+		if len(f) >= 3 && f[2] == want && f[0] != "" && !strings.HasPrefix(f[0], "#") {
+			return f[0]
+		}
+	}
+	return ""
 }

@@ -179,5 +179,3 @@ func removeTomb(tomb string, isDir bool) error {
 		time.Sleep(litterPause)
 	}
 }
-
-
