@@ -15,6 +15,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/etcd/etcdtest"
+	"github.com/hold-dev/hold/holdtest"
 )
 
 // workerEnv names the role a re-executed test binary plays.
@@ -25,6 +26,9 @@ const workerEnv = "HOLD_ETCD_TEST_WORKER"
 var testEndpoint string
 
 func TestMain(m *testing.M) {
+	if code, ok := holdtest.RunWorker(etcdSubject); ok {
+		os.Exit(code)
+	}
 	if role := os.Getenv(workerEnv); role != "" {
 		os.Exit(runWorker(role))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/holdtest"
 	"github.com/hold-dev/hold/postgres"
 	"github.com/hold-dev/hold/postgres/pgtest"
 )
@@ -28,6 +29,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := holdtest.RunWorker(pgSubject); ok {
+		os.Exit(code)
+	}
 	if role := os.Getenv(workerEnv); role != "" {
 		os.Exit(runWorker(role))
 	}

@@ -1,0 +1,383 @@
+package holdtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+)
+
+// Run checks that the protocol s describes keeps every promise of a hold
+// protocol (see the package comment), each in a subtest named after it.
+func Run(t *testing.T, s Subject) {
+	opts, closeFn, err := s.options()
+	if err != nil {
+		t.Fatalf("%s: options: %v", s.Name, err)
+	}
+	t.Cleanup(closeFn)
+	c := &checker{s: s, opts: opts}
+	t.Run("Exclusion", c.exclusion)
+	t.Run("TryBusy", c.tryBusy)
+	t.Run("WaitEnds", c.waitEnds)
+	t.Run("ReleaseIdempotent", c.releaseIdempotent)
+	t.Run("Tokens", c.tokens)
+	t.Run("Shared", c.shared)
+	t.Run("Inspect", c.inspect)
+	t.Run("Lost", c.lost)
+	t.Run("Crash", c.crash)
+	t.Run("Foreign", c.foreign)
+	t.Run("BadNames", c.badNames)
+}
+
+type checker struct {
+	s    Subject
+	opts []hold.Option
+}
+
+// with returns the subject's options followed by more.
+func (c *checker) with(more ...hold.Option) []hold.Option {
+	return append(append([]hold.Option(nil), c.opts...), more...)
+}
+
+func (c *checker) acquire(t *testing.T, target string, more ...hold.Option) *hold.Lock {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	defer cancel()
+	l, err := hold.Acquire(ctx, target, c.with(more...)...)
+	if err != nil {
+		t.Fatalf("Acquire(%q): %v", target, err)
+	}
+	t.Cleanup(func() { l.Release() })
+	return l
+}
+
+// holder starts a worker that holds the lock on target until it is waited
+// for, and returns it with its report.
+func (c *checker) holder(t *testing.T, target string, env ...string) (*worker, report) {
+	t.Helper()
+	w := c.s.start(t, "hold", append([]string{targetEnv + "=" + target}, env...)...)
+	r := w.report(t)
+	if !r.Held {
+		t.Fatalf("holder worker did not get the lock: %s", r.Err)
+	}
+	return w, r
+}
+
+// try has a worker TryAcquire target, and returns its report.
+func (c *checker) try(t *testing.T, target string, env ...string) report {
+	t.Helper()
+	w := c.s.start(t, "try", append([]string{targetEnv + "=" + target}, env...)...)
+	r := w.report(t)
+	if err := w.wait(); err != nil {
+		t.Fatalf("try worker: %v", err)
+	}
+	return r
+}
+
+// Four processes increment one counter 25 times each, each increment
+// under the lock: the count must come out exact, and the tokens, logged
+// in the order of acquisition, must strictly increase.
+func (c *checker) exclusion(t *testing.T) {
+	const workers, each = 4, 25
+	target := c.s.target(t)
+	dir := t.TempDir()
+	counter, log := filepath.Join(dir, "counter"), filepath.Join(dir, "tokens")
+	var ws []*worker
+	for range workers {
+		ws = append(ws, c.s.start(t, "count", targetEnv+"="+target, countEnv+"="+counter,
+			logEnv+"="+log, nEnv+"="+strconv.Itoa(each)))
+	}
+	for _, w := range ws {
+		if err := w.wait(); err != nil {
+			t.Fatalf("count worker: %v", err)
+		}
+	}
+	b, err := os.ReadFile(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(workers*each) {
+		t.Errorf("counter = %s after %d increments under the lock: increments were lost", got, workers*each)
+	}
+	if c.s.NoTokens != "" {
+		return
+	}
+	logged, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i, line := range strings.Split(strings.TrimSpace(string(logged)), "\n") {
+		_, tok, _ := strings.Cut(line, " ")
+		n, err := strconv.ParseUint(tok, 10, 64)
+		if err != nil || n <= last {
+			t.Fatalf("acquisition %d has token %q after %d: tokens must strictly increase", i, tok, last)
+		}
+		last = n
+	}
+}
+
+// TryAcquire of a held lock fails at once with ErrBusy and names the
+// holder.
+func (c *checker) tryBusy(t *testing.T) {
+	target := c.s.target(t)
+	c.acquire(t, target)
+	r := c.try(t, target)
+	if !r.Busy {
+		t.Fatalf("TryAcquire of a held lock: held %v, error %q; want ErrBusy", r.Held, r.Err)
+	}
+	if r.HolderPID != 0 && r.HolderPID != os.Getpid() {
+		t.Errorf("the busy error names pid %d, not the holder %d: %s", r.HolderPID, os.Getpid(), r.Err)
+	}
+}
+
+// A wait ends with its context, and an abandoned wait leaves nothing
+// held.
+func (c *checker) waitEnds(t *testing.T) {
+	target := c.s.target(t)
+	w, _ := c.holder(t, target)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := hold.Acquire(ctx, target, c.opts...)
+	cancel()
+	if !errors.Is(err, hold.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire past its deadline = %v; want ErrTimeout and context.DeadlineExceeded", err)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err = hold.Acquire(ctx, target, c.opts...)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire whose context was cancelled = %v; want context.Canceled", err)
+	}
+
+	if err := w.wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	// Neither abandoned wait may have left the lock held.
+	r := c.try(t, target)
+	if !r.Held {
+		t.Errorf("after the holder released, TryAcquire failed: %s (did an abandoned wait keep the lock?)", r.Err)
+	}
+}
+
+// Release is idempotent; Check after it says the lock was released.
+func (c *checker) releaseIdempotent(t *testing.T) {
+	target := c.s.target(t)
+	l := c.acquire(t, target)
+	if err := l.Check(); err != nil {
+		t.Errorf("Check of a held lock = %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Errorf("second Release = %v; want nil", err)
+	}
+	if err := l.Check(); !errors.Is(err, hold.ErrReleased) {
+		t.Errorf("Check after Release = %v; want ErrReleased", err)
+	}
+	// The lock is free for the next holder.
+	if r := c.try(t, target); !r.Held {
+		t.Errorf("after Release, TryAcquire failed: %s", r.Err)
+	}
+}
+
+// Tokens strictly increase from holder to holder, in this process and
+// others; a protocol without tokens says why.
+func (c *checker) tokens(t *testing.T) {
+	target := c.s.target(t)
+	if c.s.NoTokens != "" {
+		l := c.acquire(t, target)
+		if err := l.TokenError(); !errors.Is(err, hold.ErrNoToken) {
+			t.Errorf("TokenError = %v; want ErrNoToken (%s)", err, c.s.NoTokens)
+		}
+		return
+	}
+	var last uint64
+	for i := range 6 {
+		var tok uint64
+		if i%2 == 0 {
+			l := c.acquire(t, target)
+			if err := l.TokenError(); err != nil {
+				t.Fatalf("TokenError = %v", err)
+			}
+			tok = l.Token()
+			l.Release()
+		} else {
+			r := c.try(t, target)
+			if !r.Held {
+				t.Fatalf("worker's TryAcquire of a free lock: %s", r.Err)
+			}
+			tok = r.Token
+		}
+		if tok <= last {
+			t.Fatalf("holder %d got token %d after %d: tokens must strictly increase", i, tok, last)
+		}
+		last = tok
+	}
+}
+
+// Shared holds admit readers and exclude writers, or are refused.
+func (c *checker) shared(t *testing.T) {
+	target := c.s.target(t)
+	if !c.s.Shared {
+		ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+		defer cancel()
+		l, err := hold.Acquire(ctx, target, c.with(hold.Shared())...)
+		if err == nil {
+			l.Release()
+		}
+		if !errors.Is(err, hold.ErrUnsupported) {
+			t.Errorf("a shared Acquire = %v; want ErrUnsupported", err)
+		}
+		return
+	}
+	c.acquire(t, target, hold.Shared())
+	if r := c.try(t, target, sharedEnv+"=1"); !r.Held {
+		t.Errorf("a second reader was refused while a reader holds the lock: %s", r.Err)
+	}
+	if r := c.try(t, target); !r.Busy {
+		t.Errorf("a writer's TryAcquire while a reader holds the lock: held %v, error %q; want ErrBusy", r.Held, r.Err)
+	}
+}
+
+// Inspect names the holder while the lock is held, and free after.
+func (c *checker) inspect(t *testing.T) {
+	target := c.s.target(t)
+	w, r := c.holder(t, target)
+	st, err := hold.Inspect(target, c.opts...)
+	if err != nil {
+		t.Fatalf("Inspect of a held lock: %v", err)
+	}
+	if st.State != hold.HeldExclusive {
+		t.Errorf("Inspect of a held lock: state %v, want %v", st.State, hold.HeldExclusive)
+	}
+	if h := st.Holder; h == nil || (h.Owner == nil || h.Owner.PID != r.PID) && !containsPID(h.PIDs, r.PID) {
+		t.Errorf("Inspect of a held lock names %v, not the holder, pid %d", st.Holder, r.PID)
+	}
+	if err := w.wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	st, err = hold.Inspect(target, c.opts...)
+	if err != nil {
+		t.Fatalf("Inspect of a released lock: %v", err)
+	}
+	if st.State != hold.Free {
+		t.Errorf("Inspect of a released lock: state %v, want %v", st.State, hold.Free)
+	}
+}
+
+func containsPID(pids []int, pid int) bool {
+	for _, p := range pids {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// A lock taken away from its holder is reported by Check and Lost.
+func (c *checker) lost(t *testing.T) {
+	if c.s.Lose == nil {
+		why := c.s.LoseSkip
+		if why == "" {
+			why = "the subject gives no way to take a lock away (Subject.Lose)"
+		}
+		t.Skip(why)
+	}
+	target := c.s.target(t)
+	l := c.acquire(t, target)
+	lost := l.Lost()
+	c.s.Lose(t, l)
+	deadline := time.Now().Add(hangBound)
+	for {
+		err := l.Check()
+		if errors.Is(err, hold.ErrLost) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Check of a lock taken away = %v; want ErrLost", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-lost:
+	case <-time.After(hangBound):
+		t.Fatal("Check found the lock lost, but Lost was not closed")
+	}
+	if err := l.Release(); !errors.Is(err, hold.ErrLost) {
+		t.Errorf("Release of a lost lock = %v; want ErrLost", err)
+	}
+}
+
+// A holder killed with SIGKILL frees the lock within the protocol's
+// promise.
+func (c *checker) crash(t *testing.T) {
+	target := c.s.target(t)
+	w, _ := c.holder(t, target)
+	w.kill()
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.CrashFree+hangBound)
+	defer cancel()
+	start := time.Now()
+	l, err := hold.Acquire(ctx, target, c.opts...)
+	if err != nil {
+		t.Fatalf("Acquire after the holder was killed: %v", err)
+	}
+	l.Release()
+	if took := time.Since(start); took > c.s.CrashFree+10*time.Second {
+		t.Errorf("the killed holder's lock was free only after %v; the protocol promises %v", took, c.s.CrashFree)
+	}
+}
+
+// Foreign content at a lock path is never written or deleted.
+func (c *checker) foreign(t *testing.T) {
+	if c.s.LockPath == nil {
+		t.Skip("the protocol's locks are not files at a path derived from the target")
+	}
+	target := c.s.target(t)
+	path := c.s.LockPath(target)
+	content := []byte("not a lock: someone's data\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	defer cancel()
+	l, err := hold.Acquire(ctx, target, c.opts...)
+	if err == nil {
+		l.Release()
+		t.Errorf("Acquire on foreign content at %s succeeded; want ErrForeign", path)
+	} else if !errors.Is(err, hold.ErrForeign) {
+		t.Errorf("Acquire on foreign content at %s = %v; want ErrForeign", path, err)
+	}
+	if _, err := hold.TryAcquire(target, c.opts...); !errors.Is(err, hold.ErrForeign) {
+		t.Errorf("TryAcquire on foreign content = %v; want ErrForeign", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, content) {
+		t.Errorf("foreign content at %s changed: %q, %v", path, got, err)
+	}
+}
+
+// Invalid lock names are refused before anything is made.
+func (c *checker) badNames(t *testing.T) {
+	for _, name := range []string{"", "../up", "a/b", "UPPER", ".hidden", strings.Repeat("x", 65)} {
+		l, err := hold.TryAcquire("", c.with(hold.Named(name))...)
+		if err == nil {
+			l.Release()
+		}
+		if !errors.Is(err, hold.ErrInvalidName) {
+			t.Errorf("a lock named %q = %v; want ErrInvalidName", name, err)
+		}
+	}
+}
