@@ -1,0 +1,236 @@
+package tcplock
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hold-dev/hold"
+)
+
+// Protocol takes locks from the server at Addr. It implements
+// hold.Protocol: choose it with hold.WithProtocol.
+type Protocol struct {
+	Addr string
+}
+
+// Name returns "tcplock".
+func (p *Protocol) Name() string { return "tcplock" }
+
+// Acquire waits in the server's queue until the lock is granted or ctx
+// ends; an abandoned wait closes its connection, which takes it out of the
+// queue.
+func (p *Protocol) Acquire(ctx context.Context, req *hold.Request) (hold.Handle, error) {
+	return p.lock(ctx, req, true)
+}
+
+// TryAcquire takes the lock if it is free and nobody waits for it.
+func (p *Protocol) TryAcquire(req *hold.Request) (hold.Handle, error) {
+	return p.lock(context.Background(), req, false)
+}
+
+func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold.Handle, error) {
+	if req.Shared {
+		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrUnsupported,
+			Hint: "the tcplock protocol has exclusive locks only"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, waitError(req.Path, err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", p.Addr)
+	if err != nil {
+		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: err}
+	}
+	owner := req.Owner
+	owner.StartedAt = time.Now()
+	owner.Protocol = "tcplock"
+	record, err := json.Marshal(owner)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w := "0"
+	if wait {
+		w = "1"
+	}
+	fmt.Fprintf(conn, "LOCK %s %s %s\n", escape(req.Path), w, record)
+	replies := bufio.NewScanner(conn)
+	reply := make(chan string, 1)
+	go func() {
+		if replies.Scan() {
+			reply <- replies.Text()
+		}
+		close(reply)
+	}()
+	var line string
+	select {
+	case line = <-reply:
+	case <-ctx.Done():
+		conn.Close() // leaves the queue
+		return nil, waitError(req.Path, ctx.Err())
+	}
+	f := strings.SplitN(line, " ", 3)
+	switch {
+	case len(f) == 2 && f[0] == "OK":
+		tok, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			conn.Close()
+			return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
+		}
+		owner.Fence = tok
+		h := &handle{conn: conn, owner: owner, lost: make(chan struct{}), acks: make(chan struct{}, 1)}
+		go h.read(replies)
+		return h, nil
+	case len(f) == 3 && f[0] == "BUSY":
+		conn.Close()
+		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrBusy, Holder: holderOf(f[2])}
+	}
+	conn.Close()
+	return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
+}
+
+// waitError is the error of a wait that its context ended: it matches
+// ctx's error, and hold.ErrTimeout for a deadline, as hold's contract
+// asks.
+func waitError(path string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = errors.Join(hold.ErrTimeout, err)
+	}
+	return &hold.Error{Op: "acquire", Path: path, Err: err}
+}
+
+// holderOf decodes an owner record sent by the server.
+func holderOf(record string) *hold.Holder {
+	var o hold.Owner
+	if json.Unmarshal([]byte(record), &o) != nil {
+		return &hold.Holder{}
+	}
+	return &hold.Holder{Owner: &o}
+}
+
+// Inspect asks the server about the lock at path.
+func (p *Protocol) Inspect(path string) (*hold.Status, error) {
+	line, err := p.ask("STAT " + escape(path))
+	if err != nil {
+		return nil, &hold.Error{Op: "inspect", Path: path, Err: err}
+	}
+	st := &hold.Status{Path: path, Protocol: "tcplock", State: hold.Free}
+	f := strings.SplitN(line, " ", 3)
+	if len(f) >= 2 {
+		st.Fence, _ = strconv.ParseUint(f[1], 10, 64)
+	}
+	if f[0] == "HELD" && len(f) == 3 {
+		st.State, st.Holder = hold.HeldExclusive, holderOf(f[2])
+	}
+	return st, nil
+}
+
+// Kick has the server take the lock at path from its holder, as an
+// administrator would.
+func (p *Protocol) Kick(path string) error {
+	_, err := p.ask("KICK " + escape(path))
+	return err
+}
+
+// ask sends one request on a connection of its own and returns the reply.
+func (p *Protocol) ask(request string) (string, error) {
+	conn, err := net.DialTimeout("tcp", p.Addr, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	fmt.Fprintln(conn, request)
+	r := bufio.NewScanner(conn)
+	if !r.Scan() {
+		return "", errors.New("no reply from the lock server")
+	}
+	return r.Text(), nil
+}
+
+// handle is one held lock: its connection.
+type handle struct {
+	conn  net.Conn
+	owner hold.Owner
+	lost  chan struct{} // closed when the connection ends before Release
+	acks  chan struct{} // the server's replies to CHECK and UNLOCK
+
+	mu       sync.Mutex
+	released bool
+	result   error // Release's result, once released
+	lostOnce sync.Once
+}
+
+// read receives the server's replies until the connection ends; an end
+// that Release did not ask for means the lock is lost.
+func (h *handle) read(r *bufio.Scanner) {
+	for r.Scan() {
+		h.acks <- struct{}{}
+	}
+	h.lostOnce.Do(func() { close(h.lost) })
+}
+
+func (h *handle) Fence() uint64         { return h.owner.Fence }
+func (h *handle) Owner() *hold.Owner    { o := h.owner; return &o }
+func (h *handle) Lost() <-chan struct{} { return h.lost }
+func (h *handle) lostError() error {
+	return &hold.Error{Op: "check", Path: "", Err: hold.ErrLost, Hint: "the lock server ended this lock's connection"}
+}
+
+// Check asks the server whether the connection, and so the lock, lives.
+func (h *handle) Check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return &hold.Error{Op: "check", Err: hold.ErrReleased}
+	}
+	return h.roundTrip("CHECK")
+}
+
+// roundTrip sends request and waits for its acknowledgement, or the loss
+// of the connection. Called with h.mu held.
+func (h *handle) roundTrip(request string) error {
+	if _, err := fmt.Fprintln(h.conn, request); err != nil {
+		<-h.lost
+		return h.lostError()
+	}
+	select {
+	case <-h.acks:
+		return nil
+	case <-h.lost:
+		// The reader passes an acknowledgement on before it sees the
+		// connection end (the server closes it after UNLOCK's).
+		select {
+		case <-h.acks:
+			return nil
+		default:
+			return h.lostError()
+		}
+	}
+}
+
+// Release gives the lock back; it is idempotent, returning what the first
+// call returned.
+func (h *handle) Release() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return h.result
+	}
+	h.released = true
+	select {
+	case <-h.lost:
+		h.result = h.lostError()
+	default:
+		h.result = h.roundTrip("UNLOCK")
+	}
+	h.conn.Close()
+	return h.result
+}
