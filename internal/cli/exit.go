@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/atomicfile"
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
@@ -97,7 +98,11 @@ func exitCode(err error, conflict int) int {
 		return exitExecFailed
 	case isFilesystemFull(err):
 		return exitCannotCreate
-	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
+		// hold update and append: a target that is not a regular file (a
+		// directory, a FIFO, a device, a socket) is one case, with one
+		// status, whichever check found it.
+		errors.Is(err, atomicfile.ErrNotRegular), errors.Is(err, syscall.EISDIR):
 		return exitCannotOpen
 	case errors.Is(err, hold.ErrUnsupported), errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
 		return exitLockError

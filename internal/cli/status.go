@@ -82,9 +82,7 @@ func runStatus(args []string) int {
 	var lf lockFlags
 	lf.addTo(fs)
 	// Only the flags that say where the lock is apply to status.
-	for _, name := range []string{"nonblock", "wait", "shared", "exclusive", "conflict-exit-code", "verbose", "field"} {
-		_ = fs.MarkHidden(name)
-	}
+	fs = withoutFlags(fs, true, append(waitFlags, "conflict-exit-code")...)
 	asJSON := fs.Bool("json", false, "print one JSON object per TARGET")
 	if code, done := parseFlags(fs, args); done {
 		return code

@@ -1,0 +1,52 @@
+//go:build unix
+
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestUpdateTargetNotRegularExit66: every kind of target that is not a
+// regular file gets the one documented status, 66, from update and
+// append alike.
+func TestUpdateTargetNotRegularExit66(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	for _, target := range []string{"adir", "fifo", "sock", "/dev/null"} {
+		for _, args := range [][]string{{"update", target, "--", "cat"}, {"append", target, "text"}} {
+			if r := runHold(t, dir, args...); r.code != exitCannotOpen {
+				t.Errorf("hold %v: exit %d, want %d: %s", args, r.code, exitCannotOpen, r.stderr)
+			}
+		}
+	}
+}
+
+// TestWaitShorterThanOneAttempt: -w bounds the wait, not the attempt, so
+// a free lock is taken whatever -w says, as -n takes it.
+func TestWaitShorterThanOneAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, proto := range []string{"flock", "dir"} {
+		for _, args := range [][]string{{"-n"}, {"-w", "0.000001"}, {"-w", "1e-9"}, {"-w", "0.000001", "--fair"}} {
+			args = append(append([]string{"run", "--protocol", proto}, args...), "T-"+proto, "--", "echo", "ran")
+			r := runHold(t, dir, args...)
+			if r.code != 0 || strings.TrimSpace(r.stdout) != "ran" {
+				t.Errorf("hold %v on a free lock: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
