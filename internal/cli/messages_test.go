@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestUpdateTargetNotRegularExit66: every kind of target that is not a
@@ -47,6 +48,46 @@ func TestWaitShorterThanOneAttempt(t *testing.T) {
 			if r.code != 0 || strings.TrimSpace(r.stdout) != "ran" {
 				t.Errorf("hold %v on a free lock: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
 			}
+		}
+	}
+}
+
+// TestWaitBoundsDial: -w bounds connecting to a network backend too. The
+// "server" accepts connections and never answers, so only a timeout ends
+// the dial; with -w 0.3 it must end long before the backends' own 5 s
+// bound (the limit here only separates the two, generously).
+func TestWaitBoundsDial(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	addr := ln.Addr().String()
+	for _, target := range []string{"etcd://" + addr + "/locks/k", "postgres://u@" + addr + "/db#k"} {
+		start := time.Now()
+		r := runHold(t, t.TempDir(), "run", "-w", "0.3", target, "--", "true")
+		took := time.Since(start)
+		if r.code == 0 {
+			t.Errorf("hold run %s against a silent server: exit 0", target)
+		}
+		if took > 3*time.Second {
+			t.Errorf("hold run -w 0.3 %s took %v to give up on a silent server: %s", target, took, r.stderr)
 		}
 	}
 }
