@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -89,5 +90,22 @@ func TestWaitBoundsDial(t *testing.T) {
 		if took > 3*time.Second {
 			t.Errorf("hold run -w 0.3 %s took %v to give up on a silent server: %s", target, took, r.stderr)
 		}
+	}
+}
+
+// TestNamedLocksInTestDirectory: the tests' named locks go to a directory
+// of the test binary's own (testenv.Run), never the user's.
+func TestNamedLocksInTestDirectory(t *testing.T) {
+	t.Parallel()
+	run := os.Getenv("XDG_RUNTIME_DIR")
+	if !strings.Contains(run, "hold-test-run-") {
+		t.Fatalf("XDG_RUNTIME_DIR = %q: named locks would go to the user's directory", run)
+	}
+	name := fmt.Sprintf("cli-test-%d", os.Getpid())
+	if r := runHold(t, t.TempDir(), "run", "--name", name, "--", "true"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run, "hold", name+".lock")); err != nil {
+		t.Errorf("the named lock is not in the test's directory: %v", err)
 	}
 }

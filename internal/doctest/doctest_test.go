@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // How the examples are found and run.
@@ -42,6 +44,9 @@ import (
 // block, invisible when the document is rendered, change that:
 //
 //	<!-- doctest: setup SHELL -->  run SHELL first, in the same script
+//	<!-- doctest: needs TOOL... -->  the example runs these programs; where one is
+//	                               missing the example is skipped as a test
+//	                               for a missing tool is (internal/testenv)
 //	<!-- doctest: dir repo -->     run in the module's root, not a fresh directory
 //	<!-- doctest: skip REASON -->  do not run the block (its synopses are still
 //	                               checked); REASON says why it cannot run in a test
@@ -91,7 +96,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := testenv.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -104,6 +109,7 @@ type block struct {
 	text []string
 
 	setup []string
+	needs []string
 	dir   string
 	skip  string
 	// markerLine is the line of the first marker, to report one that is
@@ -111,7 +117,7 @@ type block struct {
 	markerLine int
 }
 
-var markerRE = regexp.MustCompile(`^<!-- doctest: (setup|dir|skip)(?: (.*?))? -->$`)
+var markerRE = regexp.MustCompile(`^<!-- doctest: (setup|needs|dir|skip)(?: (.*?))? -->$`)
 
 // parse splits a Markdown document into its code blocks, with the markers
 // that precede each.
@@ -123,7 +129,7 @@ func parse(file, text string) ([]block, error) {
 		marked  bool
 	)
 	take := func(b block) {
-		b.setup, b.dir, b.skip, b.markerLine = pending.setup, pending.dir, pending.skip, pending.markerLine
+		b.setup, b.needs, b.dir, b.skip, b.markerLine = pending.setup, pending.needs, pending.dir, pending.skip, pending.markerLine
 		blocks = append(blocks, b)
 		pending, marked = block{}, false
 	}
@@ -138,6 +144,8 @@ func parse(file, text string) ([]block, error) {
 			switch m[1] {
 			case "setup":
 				pending.setup = append(pending.setup, m[2])
+			case "needs":
+				pending.needs = append(pending.needs, strings.Fields(m[2])...)
 			case "dir":
 				if m[2] != "repo" {
 					return nil, fmt.Errorf("%s:%d: doctest: dir takes only \"repo\", not %q", file, i+1, m[2])
@@ -375,6 +383,10 @@ func TestDocExamples(t *testing.T) {
 
 // runExample runs script (after b's setup) and fails unless it exits 0.
 func runExample(t *testing.T, b block, script []string) {
+	testenv.LookPath(t, "bash", "the examples are bash")
+	for _, tool := range b.needs {
+		testenv.LookPath(t, tool, fmt.Sprintf("%s:%d runs it (.ci/run installs it)", b.file, b.line))
+	}
 	tmp := t.TempDir()
 	work, run := filepath.Join(tmp, "work"), filepath.Join(tmp, "run")
 	for _, d := range []string{work, run} {
