@@ -31,9 +31,10 @@ Exit status:
   0..255  the command's own status (hold run); 128+N if it was killed by signal N
   1       the lock is busy (-n) or the wait timed out (-w); set another with -E N
   64      usage error: bad flag or argument
-  65      the lock could not be used (unsupported filesystem, lost lock)
-  66      the lock path cannot be used: missing directory, not a regular file, no
-          permission, or something hold did not create (data, another tool's file)
+  65      the lock could not be used (unsupported filesystem, lost lock, clock skew)
+  66      the lock path, or the file update or append changes, cannot be used:
+          missing directory, not a regular file, no permission, or something
+          hold did not create (data, another tool's file)
   69      the command could not be started
   71      other operating-system error
   73      read-only or full filesystem
