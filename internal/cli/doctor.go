@@ -112,10 +112,10 @@ func runDoctor(args []string) int {
 		fmt.Fprintf(os.Stderr, "hold doctor: %v; nothing was left behind in %s\n", cause, dir)
 		return exitCode(cause, exitConflict)
 	}
-	if err != nil {
-		// The check could not run (the report's summary says why, with
-		// the verdict unknown), or it ran but its scratch directory could
-		// not be removed.
+	if err != nil && len(rep.Probes) > 0 {
+		// The check ran but its scratch directory could not be removed.
+		// (One that could not run at all says why in its summary, with
+		// the verdict unknown.)
 		fmt.Fprintf(os.Stderr, "hold doctor: %v\n", err)
 	}
 	if *asJSON {
