@@ -48,9 +48,10 @@ const (
 // tests exactly what two processes would see (see internal/doctor for what
 // it cannot catch). `hold doctor` uses a real second process as well.
 //
-// The error is non-nil only when the check could not run (dir missing or
-// not writable) or ctx ended it; the partial report then comes with it,
-// with VerdictUnknown.
+// The report is never nil. The error is non-nil only when the check could
+// not run (dir missing or not writable) or ctx ended it; the partial report
+// then comes with it, with VerdictUnknown and a Summary that says why, so
+// the example above may print rep.Summary in either case.
 func Doctor(ctx context.Context, dir string, opts ...Option) (*DoctorReport, error) {
 	c := newConfig(opts)
 	return doctor.Run(ctx, dir, doctor.Config{Protocol: c.protocol.Name()})

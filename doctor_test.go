@@ -75,3 +75,29 @@ func ExampleDoctor() {
 	}
 	fmt.Println(rep.Protocol, rep.Verdict)
 }
+
+// TestDoctorReportOnError runs the example in Doctor's documentation on a
+// directory that does not exist: the error comes with a report whose
+// verdict is unknown and whose summary says why, so the example's
+// rep.Summary does not dereference nil.
+func TestDoctorReportOnError(t *testing.T) {
+	dataDir := t.TempDir() + "/missing"
+	rep, err := hold.Doctor(context.Background(), dataDir)
+	if err == nil {
+		t.Fatal("Doctor of a missing directory: no error")
+	}
+	if rep == nil {
+		t.Fatalf("Doctor returned a nil report with %v", err)
+	}
+	var msg string
+	if err != nil || rep.Verdict != hold.VerdictSafe {
+		msg = fmt.Sprintf("locks cannot be trusted in %s: %v %s", dataDir, err, rep.Summary)
+	}
+	if rep.Verdict != hold.VerdictUnknown || rep.Verdict.ExitStatus() != 2 {
+		t.Errorf("verdict %q, want %q", rep.Verdict, hold.VerdictUnknown)
+	}
+	if !strings.Contains(rep.Summary, "could not tell") || !strings.Contains(rep.Summary, "missing") {
+		t.Errorf("summary %q does not say why", rep.Summary)
+	}
+	t.Log(msg)
+}

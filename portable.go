@@ -135,11 +135,20 @@ func Break(target string, force bool, opts ...Option) (*Status, error) {
 	}
 	if !ok {
 		st, _ := c.protocol.Inspect(path)
-		return st, &Error{Op: "break", Path: path, Err: ErrUnsupported,
-			Hint: "a " + c.protocol.Name() + " lock is freed by the kernel when its holder dies; there is nothing to break"}
+		return st, &Error{Op: "break", Path: path, Err: notBreakable{},
+			Hint: "the kernel frees a " + c.protocol.Name() + " lock when its holder dies, so it is never stale; " +
+				"a held one has a live holder, which `hold status` names"}
 	}
 	return b.Break(path, force)
 }
+
+// notBreakable is Break's cause for a kernel lock. It matches
+// ErrUnsupported, the documented cause, but says what is true: locking
+// works here; only breaking does not apply.
+type notBreakable struct{}
+
+func (notBreakable) Error() string        { return "a kernel lock cannot be broken" }
+func (notBreakable) Is(target error) bool { return target == ErrUnsupported }
 
 // InspectAny is Inspect that also recognises a portable lock where the
 // chosen protocol finds something else at the lock path: a directory at

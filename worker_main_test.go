@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // This file is the one TestMain of the hold package's tests (internal and
@@ -48,5 +50,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run())
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }

@@ -4,15 +4,14 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // TestRootDoesNotLinkEtcd: a program that uses only local locks must not
 // link etcd's client or gRPC. The root package must never import this one.
 func TestRootDoesNotLinkEtcd(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not on PATH")
-	}
+	goTool := testenv.LookPath(t, "go", "the go command is not on PATH")
 	out, err := exec.Command(goTool, "list", "-deps", "github.com/hold-dev/hold").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

@@ -16,6 +16,7 @@ import (
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/etcd/etcdtest"
 	"github.com/hold-dev/hold/holdtest"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // workerEnv names the role a re-executed test binary plays.
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testEndpoint = srv.Members[0].ClientURL
-	code := m.Run()
+	code := testenv.Run(m)
 	srv.Close()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/holdtest"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 	"github.com/hold-dev/hold/postgres/pgtest"
 )
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting PostgreSQL:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testenv.Run(m)
 	if server != nil {
 		server.Close()
 	}
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 func needServer(t testing.TB) *pgtest.Server {
 	t.Helper()
 	if server == nil {
-		t.Skip(noServer)
+		testenv.MissingTool(t, "PostgreSQL", noServer.Error())
 	}
 	return server
 }

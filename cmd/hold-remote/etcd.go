@@ -17,7 +17,8 @@ import (
 // from the environment, never from the address, so that credentials stay
 // out of process lists and `hold status` output.
 
-// etcdDialTimeout bounds how long hold waits for a first connection.
+// etcdDialTimeout bounds how long hold waits for a first connection; -w
+// bounds it further (cli.DialTimeout).
 const etcdDialTimeout = 5 * time.Second
 
 func init() {
@@ -46,12 +47,12 @@ func resolveEtcd(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, err
 		KeyFile:     cli.EtcdKey.Value(fs),
 		Username:    cli.EtcdUser.Value(fs),
 		Password:    cli.EtcdPassword.Value(fs),
-		DialTimeout: etcdDialTimeout,
+		DialTimeout: cli.DialTimeout(fs, etcdDialTimeout),
 	}
 	if (cfg.Username == "") != (cfg.Password == "") {
 		return nil, "", cli.Usagef("etcd needs both a user and a password (--etcd-user/$HOLD_ETCD_USER, $HOLD_ETCD_PASSWORD), or neither")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), etcdDialTimeout+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+time.Second)
 	defer cancel()
 	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+cli.EtcdPassword.Flag))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,9 +35,17 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 		l   *hold.Lock
 		err error
 	)
-	if s.nonblock {
+	if s.nonblock || (s.timeout > 0 && s.local()) {
+		// -w bounds the wait, not the attempt: a free lock is taken
+		// whatever -w says, as -n takes it, even when SECONDS is shorter
+		// than opening the lock file takes. So a bounded wait on a local
+		// lock tries once first and starts the clock only when the lock
+		// is busy. (A network protocol's attempt is a round trip that -w
+		// bounds too, connecting included.)
 		l, err = hold.TryAcquire(s.target, s.opts...)
-	} else {
+	}
+	if !s.nonblock && l == nil && (err == nil || errors.Is(err, hold.ErrBusy)) {
+		err = nil
 		wctx := ctx
 		if s.timeout > 0 {
 			var cancel context.CancelFunc
@@ -68,6 +77,13 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
 	}
 	return l, err
+}
+
+// local reports whether the lock lives in this machine's filesystem (the
+// kernel lock, the portable protocol), not behind a network client.
+func (s *lockSpec) local() bool {
+	_, network := s.proto.(io.Closer)
+	return !network
 }
 
 // warnMachineLocal prints one line on stderr when l is a kernel lock on a

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // TestNodePackage runs the Node package's own tests (npm test in js/)
@@ -15,9 +17,7 @@ import (
 // test ./...`, and with it CI, fails when they do.
 func TestNodePackage(t *testing.T) {
 	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (.ci/run installs it): the Node package's tests cannot run", tool)
-		}
+		testenv.LookPath(t, tool, "not installed (.ci/run installs it): the Node package's tests cannot run")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

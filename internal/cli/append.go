@@ -45,6 +45,7 @@ func runAppend(args []string) int {
 	fs := newFlagSet("append", false)
 	var lf lockFlags
 	lf.addTo(fs)
+	fs = withoutFlags(fs, false, "shared") // an append is exclusive
 	noNewline := fs.Bool("no-newline", false, "do not add a newline after TEXT")
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of creating it")
 	if code, done := parseFlags(fs, args); done {

@@ -36,9 +36,7 @@ func runBreak(args []string) int {
 	var lf lockFlags
 	lf.addTo(fs)
 	// Only the flags that say where the lock is (and -E) apply to break.
-	for _, name := range []string{"nonblock", "wait", "shared", "exclusive", "verbose", "field"} {
-		_ = fs.MarkHidden(name)
-	}
+	fs = withoutFlags(fs, true, waitFlags...)
 	force := fs.Bool("force", false, "remove the lock even if its holder is alive, after printing its record")
 	if code, done := parseFlags(fs, args); done {
 		return code

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // completeWords runs `hold __complete ARGS...` and returns the directive
@@ -75,10 +77,7 @@ func shellEnv() []string {
 // runShell runs a shell script in dir and returns its output.
 func runShell(t *testing.T, dir, shell string, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath(shell)
-	if err != nil {
-		t.Skipf("%s is not installed", shell)
-	}
+	path := testenv.LookPath(t, shell, "not installed (.ci/run installs it)")
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = shellEnv()

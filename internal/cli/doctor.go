@@ -69,7 +69,7 @@ func runDoctor(args []string) int {
 	if defProto == "" {
 		defProto = defaultProtocol
 	}
-	proto := fs.String("protocol", defProto, "judge protocol `NAME`: "+strings.Join(protocolNames(), ", ")+" (default from "+protocolEnv+")")
+	proto := fs.String("protocol", defProto, "judge protocol `NAME`: "+strings.Join(protocolNames(), ", ")+"; "+protocolEnv+" sets the default")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -112,10 +112,10 @@ func runDoctor(args []string) int {
 		fmt.Fprintf(os.Stderr, "hold doctor: %v; nothing was left behind in %s\n", cause, dir)
 		return exitCode(cause, exitConflict)
 	}
-	if err != nil && rep == nil {
-		rep = &doctor.Report{Path: dir, Verdict: doctor.Unknown, Summary: "could not tell: " + err.Error()}
-	} else if err != nil {
+	if err != nil && len(rep.Probes) > 0 {
 		// The check ran but its scratch directory could not be removed.
+		// (One that could not run at all says why in its summary, with
+		// the verdict unknown.)
 		fmt.Fprintf(os.Stderr, "hold doctor: %v\n", err)
 	}
 	if *asJSON {

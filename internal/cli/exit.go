@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/atomicfile"
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
@@ -30,9 +31,10 @@ Exit status:
   0..255  the command's own status (hold run); 128+N if it was killed by signal N
   1       the lock is busy (-n) or the wait timed out (-w); set another with -E N
   64      usage error: bad flag or argument
-  65      the lock could not be used (unsupported filesystem, lost lock)
-  66      the lock path cannot be used: missing directory, not a regular file, no
-          permission, or something hold did not create (data, another tool's file)
+  65      the lock could not be used (unsupported filesystem, lost lock, clock skew)
+  66      the lock path, or the file update or append changes, cannot be used:
+          missing directory, not a regular file, no permission, or something
+          hold did not create (data, another tool's file)
   69      the command could not be started
   71      other operating-system error
   73      read-only or full filesystem
@@ -97,7 +99,11 @@ func exitCode(err error, conflict int) int {
 		return exitExecFailed
 	case isFilesystemFull(err):
 		return exitCannotCreate
-	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
+		// hold update and append: a target that is not a regular file (a
+		// directory, a FIFO, a device, a socket) is one case, with one
+		// status, whichever check found it.
+		errors.Is(err, atomicfile.ErrNotRegular), errors.Is(err, syscall.EISDIR):
 		return exitCannotOpen
 	case errors.Is(err, hold.ErrUnsupported), errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
 		return exitLockError

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // These are the ways hold used to destroy what sat at its lock path, each
@@ -52,10 +54,7 @@ func TestLockFileIsTheDataFile(t *testing.T) {
 		t.Errorf("stderr says %d times that no record is written, want once: %q", n, r.stderr)
 	}
 
-	flock, err := exec.LookPath("flock")
-	if err != nil {
-		t.Skip("flock(1) is not installed (util-linux): the exclusion half is not checked")
-	}
+	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux): the exclusion half is not checked")
 	cmd, _ := startHold(t, dir, "run", "--lock-file", "data.json", "-c", gatedCommand)
 	waitFor(t, filepath.Join(dir, "ready"))
 	fl := exec.Command(flock, "-n", "data.json", "true")

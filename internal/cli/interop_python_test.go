@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // pythonWithFilelock returns a Python interpreter that can import
@@ -34,7 +36,7 @@ func TestPythonFilelockInterop(t *testing.T) {
 	t.Parallel()
 	py := pythonWithFilelock()
 	if py == "" {
-		t.Skip("no python3 with the filelock module (Debian package python3-filelock)")
+		testenv.MissingTool(t, "python3-filelock", "no python3 with the filelock module (Debian package python3-filelock)")
 	}
 	dir := t.TempDir()
 

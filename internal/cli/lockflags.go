@@ -198,11 +198,9 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 		defProto = defaultProtocol
 	}
 	fs.BoolVarP(&f.nonblock, "nonblock", "n", false, "fail at once (exit 1, or -E) if the lock is held")
-	fs.BoolVar(&f.nonblock, "nb", false, "same as --nonblock")
-	_ = fs.MarkHidden("nb")
-	fs.VarP(&f.wait, "wait", "w", "wait at most `SECONDS` (fractions allowed; 0 means --nonblock), then fail with exit 1 (or -E)")
-	fs.Var(&f.wait, "timeout", "same as --wait")
-	_ = fs.MarkHidden("timeout")
+	fs.BoolVar(&f.nonblock, "nb", false, "same as --nonblock (flock(1)'s other name for it)")
+	fs.VarP(&f.wait, "wait", "w", "wait at most `SECONDS` for a busy lock (fractions allowed; 0 means --nonblock), then fail with exit 1 (or -E); a free lock is taken however small SECONDS is")
+	fs.Var(&f.wait, "timeout", "same as --wait `SECONDS` (flock(1)'s other name for it)")
 	fs.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) lock")
 	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default)")
 	fs.IntVarP(&f.conflictExit, "conflict-exit-code", "E", exitConflict, "exit status `N` (0-255) when the lock is busy or the wait timed out")

@@ -62,8 +62,7 @@ type lsReport struct {
 
 // lsHiddenFlags are the lock flags that mean nothing to ls; only the
 // connection settings of remote backends stay visible.
-var lsHiddenFlags = []string{"nonblock", "wait", "shared", "exclusive", "conflict-exit-code", "verbose",
-	"field", "lock-file", "name", "protocol", "fair"}
+var lsHiddenFlags = append([]string{"conflict-exit-code", "lock-file", "name", "protocol"}, waitFlags...)
 
 func runLs(args []string) int {
 	fs := newFlagSet("ls", true)
@@ -72,9 +71,7 @@ func runLs(args []string) int {
 	all := fs.Bool("all", false, "list every hold lock held on this machine (Linux), wherever it is")
 	var lf lockFlags
 	lf.addTo(fs)
-	for _, name := range lsHiddenFlags {
-		_ = fs.MarkHidden(name)
-	}
+	fs = withoutFlags(fs, true, lsHiddenFlags...)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // lsLine is one line of `hold ls --json`.
@@ -239,10 +240,7 @@ func TestLsListsForeignFileTheKernelLocks(t *testing.T) {
 	if !isLinux() {
 		t.Skip("the kernel's lock table is Linux's /proc/locks")
 	}
-	flock, err := exec.LookPath("flock")
-	if err != nil {
-		t.Skip("flock(1) not installed (util-linux)")
-	}
+	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tool.lock")
 	os.WriteFile(path, []byte("tool state\n"), 0o644)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // holdBin is the hold binary the tests run as real processes, built once
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := testenv.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -383,10 +385,7 @@ func TestBadInput(t *testing.T) {
 
 func TestFlockInterop(t *testing.T) {
 	t.Parallel()
-	flock, err := exec.LookPath("flock")
-	if err != nil {
-		t.Skip("flock(1) is not installed (util-linux)")
-	}
+	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
 	dir := t.TempDir()
 
 	// hold holds T: flock(1) on T.lock sees it busy.

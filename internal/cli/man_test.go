@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // committedMan is the man page in the source tree.
@@ -34,10 +36,7 @@ func TestManPageIsUpToDate(t *testing.T) {
 
 func TestManPageRenders(t *testing.T) {
 	t.Parallel()
-	man, err := exec.LookPath("man")
-	if err != nil {
-		t.Skip("man(1) is not installed (man-db)")
-	}
+	man := testenv.LookPath(t, "man", "man(1) is not installed (man-db)")
 	cmd := exec.CommandContext(context.Background(), man, "--warnings", "-l", committedMan)
 	cmd.Env = append(os.Environ(), "MANWIDTH=100", "MANPAGER=cat", "PAGER=cat", "LC_ALL=C")
 	var out, errb bytes.Buffer

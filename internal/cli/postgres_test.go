@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 	"github.com/hold-dev/hold/postgres/pgtest"
 )
@@ -25,7 +26,7 @@ import (
 func TestPostgres(t *testing.T) {
 	srv, err := pgtest.Start()
 	if errors.Is(err, pgtest.ErrNoServer) {
-		t.Skip(err)
+		testenv.MissingTool(t, "PostgreSQL", err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/hold-dev/hold/internal/gnuflag"
 
@@ -63,6 +64,29 @@ func (s Setting) Value(fs *gnuflag.FlagSet) string {
 		}
 	}
 	return os.Getenv(s.Env)
+}
+
+// DialTimeout returns how long a backend may take to connect for the
+// command whose parsed flags are fs: at most def, and no longer than -w
+// (--wait, --timeout) when it was given, so that `-w 2` bounds a cluster
+// that does not answer at 2 s, not at the backend's own default. -n does
+// not shorten it: it is about a busy lock, not a slow network.
+func DialTimeout(fs *gnuflag.FlagSet, def time.Duration) time.Duration {
+	if fs == nil {
+		return def
+	}
+	f := fs.Lookup("wait")
+	if f == nil || !f.Changed {
+		f = fs.Lookup("timeout")
+	}
+	if f == nil || !f.Changed {
+		return def
+	}
+	w, ok := f.Value.(*seconds)
+	if !ok || *w <= 0 {
+		return def
+	}
+	return min(def, time.Duration(float64(*w)*float64(time.Second)))
 }
 
 // The etcd settings. They are defined here, not in hold-remote, so that

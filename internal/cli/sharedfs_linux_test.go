@@ -19,6 +19,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/doctor"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Two bindfs mounts of one directory stand in for two machines sharing a
@@ -46,12 +47,9 @@ type sharedDir struct {
 // or FUSE is unavailable; CI installs bindfs (see .ci/run).
 func mountTwice(t *testing.T) sharedDir {
 	t.Helper()
-	bindfs, err := exec.LookPath("bindfs")
-	if err != nil {
-		t.Skip("bindfs is not installed (CI installs it: apt package bindfs)")
-	}
+	bindfs := testenv.LookPath(t, "bindfs", "not installed (CI installs it: apt package bindfs)")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("FUSE is unavailable here: %v", err)
+		testenv.MissingTool(t, "FUSE", fmt.Sprintf("unavailable here: %v", err))
 	}
 	root := t.TempDir()
 	d := sharedDir{base: filepath.Join(root, "base"), a: filepath.Join(root, "a"), b: filepath.Join(root, "b")}
@@ -63,7 +61,7 @@ func mountTwice(t *testing.T) sharedDir {
 	for _, m := range []string{d.a, d.b} {
 		out, err := exec.Command(bindfs, d.base, m).CombinedOutput()
 		if err != nil {
-			t.Skipf("FUSE is unavailable here: bindfs %s %s: %v: %s", d.base, m, err, out)
+			testenv.MissingTool(t, "FUSE", fmt.Sprintf("unavailable here: bindfs %s %s: %v: %s", d.base, m, err, out))
 		}
 		t.Cleanup(func() { unmount(t, m) })
 	}
@@ -203,7 +201,7 @@ func TestSharedFSNodeInterop(t *testing.T) {
 	t.Parallel()
 	node, worker, ok := nodeLockfile()
 	if !ok {
-		t.Skip("node or proper-lockfile is not installed (.ci/run installs both)")
+		testenv.MissingTool(t, "node, proper-lockfile", "not installed (.ci/run installs both)")
 	}
 	d := mountTwice(t)
 	var c counting
@@ -407,10 +405,7 @@ func TestSharedFSLostLock(t *testing.T) {
 func TestSharedFSOtherHost(t *testing.T) {
 	t.Parallel()
 	d := mountTwice(t)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("unshare (util-linux) is not installed")
-	}
+	unshare := testenv.LookPath(t, "unshare", "not installed (apt package util-linux)")
 	if os.Geteuid() != 0 {
 		t.Skip("a UTS namespace needs root (CI runs as root)")
 	}

@@ -82,9 +82,7 @@ func runStatus(args []string) int {
 	var lf lockFlags
 	lf.addTo(fs)
 	// Only the flags that say where the lock is apply to status.
-	for _, name := range []string{"nonblock", "wait", "shared", "exclusive", "conflict-exit-code", "verbose", "field"} {
-		_ = fs.MarkHidden(name)
-	}
+	fs = withoutFlags(fs, true, append(waitFlags, "conflict-exit-code")...)
 	asJSON := fs.Bool("json", false, "print one JSON object per TARGET")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -164,6 +162,12 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 	if h == nil {
 		return r
 	}
+	if !r.Held && h.Owner != nil && h.Owner.Released && h.Owner.PID == 0 {
+		// A kernel lock's released record keeps only the last token for
+		// the next holder and names nobody (no pid, no command): there
+		// is no last holder to show.
+		return r
+	}
 	r.KernelPIDs = h.PIDs
 	r.Holder = newHolderReport(h, r.Held)
 	if !r.Held {
@@ -182,8 +186,16 @@ func newStatusReport(target string, st *hold.Status) *statusReport {
 			"a process that inherited its descriptor has it (the command of a killed 'hold run', or a process it started)", h.Owner.PID)
 	case h.Owner == nil && st.Protocol == "dir":
 		r.Note = "no owner.json: the holder is not hold (proper-lockfile, for one) or has not written it yet; it is judged by the directory's age"
+	case h.Owner == nil && st.State == hold.HeldShared && kernel:
+		// A lock file has room for one record, and readers share the
+		// lock, so no shared holder writes one, hold's included.
+		r.Note = "shared holders write no owner record, hold's own included"
+		if len(h.PIDs) > 0 {
+			r.Note += "; the kernel names the holders above"
+		}
 	case h.Owner == nil:
-		r.Note = "no owner record: the holder is not hold (flock(1), another tool) or could not write one"
+		r.Note = "no owner record: the holder is another tool (flock(1), for one), a hold that has not written its record yet " +
+			"(it does once it has held the lock for 10-20 ms or is asked for its token), or one that could not write it"
 	case len(h.PIDs) > 0 && !slices.Contains(h.PIDs, h.Owner.PID):
 		r.Note = fmt.Sprintf("the kernel names pid %s as the holder, not the recorded pid %d", joinPIDs(h.PIDs), h.Owner.PID)
 	}

@@ -87,6 +87,7 @@ func runUpdate(args []string) int {
 	fs := newFlagSet("update", false)
 	var lf lockFlags
 	lf.addTo(fs)
+	fs = withoutFlags(fs, false, "shared") // an update is exclusive
 	allowEmpty := fs.Bool("allow-empty", false, "accept empty output from FILTER (empties FILE)")
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of starting from empty content")
 	allowSplit := fs.Bool("allow-split", false, "replace FILE even if it has other hard links (they keep the old content)")

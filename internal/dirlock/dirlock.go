@@ -435,6 +435,9 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 	case vanished:
 		return passAgain, nil, nil
 	case live:
+		if a.seen.skew > 0 {
+			return passFailed, nil, skewError("acquire", a.path, a.seen, a.holder())
+		}
 		return passBusy, nil, nil
 	case foreign:
 		return passFailed, nil, foreignError("acquire", a.path, a.seen.why)

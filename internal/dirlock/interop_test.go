@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Interop with npm's proper-lockfile 4.1.2, the real package, installed by
@@ -39,16 +40,13 @@ var interopEnv = []string{EnvStale + "=2000", EnvGrace + "=1000", EnvHeartbeat +
 // nodeWorker returns a starter for worker.js, or skips the test.
 func nodeWorker(t *testing.T) func(args ...string) *worker {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; CI installs it (apt package nodejs)")
-	}
+	node := testenv.LookPath(t, "node", "not installed; CI installs it (apt package nodejs)")
 	dir, err := filepath.Abs(filepath.Join("testdata", "node"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "proper-lockfile", "package.json")); err != nil {
-		t.Skip("proper-lockfile is not installed: npm ci --prefix internal/dirlock/testdata/node")
+		testenv.MissingTool(t, "proper-lockfile", "not installed: npm ci --prefix internal/dirlock/testdata/node")
 	}
 	return func(args ...string) *worker {
 		cmd := exec.Command(node, append([]string{filepath.Join(dir, "worker.js")}, args...)...)

@@ -54,6 +54,12 @@ type judgement struct {
 	alive core.Liveness
 	// age is how long ago the path's mtime (the heartbeat) was refreshed.
 	age time.Duration
+	// skew is set when the heartbeat is stamped further in the future
+	// than the age rule's limit: how far ahead of this machine's clock it
+	// is. Such a lock cannot be aged (it would look fresh for as long as
+	// the clocks disagree, a day for a wrong time zone); acquisition
+	// reports the clock skew rather than wait on it.
+	skew time.Duration
 	// why says in a few words what decided the verdict, for errors and
 	// debug logs.
 	why string
@@ -122,7 +128,8 @@ func (p *Protocol) judge(path string) judgement {
 			// Possibly a record being written, seen through a
 			// filesystem's cache: wait while the heartbeat is young.
 			j.verdict = live
-			j.why = why + ", heartbeat " + j.age.Round(time.Millisecond).String() + " old"
+			j.why = why + ", " + heartbeatAge(j.age)
+			p.noteSkew(&j)
 			return j
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, owner: j.owner, why: why}
@@ -163,15 +170,49 @@ func (p *Protocol) judge(path string) judgement {
 // and never younger than Grace.
 func (p *Protocol) byAge(j judgement) judgement {
 	limit := max(p.cfg.Stale, p.cfg.Grace)
-	if j.age > limit {
+	switch {
+	case j.age > limit:
 		j.verdict = stale
 		j.why += ", heartbeat older than " + limit.String()
-	} else {
+	default:
 		j.verdict = live
-		j.why += ", heartbeat " + j.age.Round(time.Millisecond).String() + " old"
+		j.why += ", " + heartbeatAge(j.age)
+		p.noteSkew(&j)
 	}
 	return j
 }
+
+// noteSkew marks a judgement whose heartbeat is further in the future than
+// the age rule's limit: live as far as anyone can tell, but not for the
+// age rule to judge, since the clocks disagree by more than the stale time.
+func (p *Protocol) noteSkew(j *judgement) {
+	limit := max(p.cfg.Stale, p.cfg.Grace)
+	if -j.age > limit {
+		j.skew = -j.age
+		j.why += ": clock skew, the clock that stamped it (the holder's host's, or the file server's) " +
+			"is ahead of this machine's by more than the stale time (" + limit.String() + ")"
+	}
+}
+
+// heartbeatAge says how old a heartbeat is, or how far in the future a
+// skewed clock stamped it ("heartbeat 2s in the future", not "-2s old").
+func heartbeatAge(age time.Duration) string {
+	if age < 0 {
+		return "heartbeat " + (-age).Round(time.Millisecond).String() + " in the future"
+	}
+	return "heartbeat " + age.Round(time.Millisecond).String() + " old"
+}
+
+// skewError is the error for a lock whose heartbeat is stamped in the
+// future beyond the age rule's limit: waiting for it to age would last as
+// long as the clocks disagree, so the caller is told at once what to fix.
+func skewError(op, path string, j judgement, holder *core.Holder) error {
+	return &core.Error{Op: op, Path: path, Err: errClockSkew, Holder: holder,
+		Hint: j.why + "; set the clocks right (NTP), or if the holder is known to be gone, remove the lock with `hold break --force`"}
+}
+
+// errClockSkew is the cause of skewError.
+var errClockSkew = errors.New("cannot judge the lock: its heartbeat is in the future (clock skew)")
 
 // readOwner reads the owner record of the lock directory dir. It tells
 // apart absence, which is a fact (ENOENT: a lock between mkdir and stamp,

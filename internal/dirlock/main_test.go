@@ -20,6 +20,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Multi-process tests re-execute this test binary as workers: TestMain
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(envRole); role != "" {
 		os.Exit(runWorker(role))
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // fastEnv is the timing the multi-process tests give their workers:

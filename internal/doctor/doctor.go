@@ -294,31 +294,41 @@ type run struct {
 
 // Run checks dir and returns the report.
 //
-// The error is non-nil when the run could not be done (dir is missing or
-// not writable: no scratch directory) or was cut short by ctx, in which
-// case the report so far comes with it and its verdict is Unknown. The
-// scratch directory is removed in every case; if that fails, the error
-// says so.
+// The report is never nil. The error is non-nil when the run could not be
+// done (dir is missing, not a directory or not writable: no scratch
+// directory) or was cut short by ctx; the report so far then comes with
+// it, its verdict Unknown and its summary saying why, so that a caller may
+// print rep.Summary whatever happened. The scratch directory is removed in
+// every case; if that fails, the error says so.
 func Run(ctx context.Context, dir string, cfg Config) (rep *Report, err error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
+	// What a run that cannot start reports: nothing was probed.
+	cannot := func(err error) (*Report, error) {
+		rep := &Report{Path: dir, OS: runtime.GOOS, Protocol: cfg.Protocol, Verdict: Unknown,
+			Summary: "could not tell: " + err.Error(), Millis: ms(time.Since(start))}
+		if abs, aerr := filepath.Abs(dir); aerr == nil {
+			rep.Path = abs
+		}
+		return rep, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return cannot(err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, err
+		return cannot(err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
+		return cannot(fmt.Errorf("%s is not a directory", dir))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return cannot(err)
 	}
 	scratch, err := os.MkdirTemp(abs, scratchPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create a scratch directory in %s: %w", dir, err)
+		return cannot(fmt.Errorf("cannot create a scratch directory in %s: %w", dir, err))
 	}
 	r := &run{cfg: cfg, scratch: scratch, report: &Report{Path: abs, OS: runtime.GOOS, Protocol: cfg.Protocol}}
 	// Registered first, so it runs last, after the peer and every probe

@@ -18,6 +18,7 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Multi-process tests re-run this test binary as a worker: TestMain sees
@@ -61,7 +62,7 @@ func queued(t *testing.T, design, path string) []uint64 {
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(testenv.Run(m))
 	case "waiter":
 		os.Exit(waiterRole())
 	case "loop":

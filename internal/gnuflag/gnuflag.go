@@ -102,6 +102,23 @@ func (fs *FlagSet) VarP(v Value, name, shorthand, usage string) *Flag {
 	return f
 }
 
+// AddFlag adds f, a flag of another set, to this one: the two sets then
+// share it, its value and Changed included. It panics on a name already
+// defined, as VarP does.
+func (fs *FlagSet) AddFlag(f *Flag) {
+	if _, dup := fs.byName[f.Name]; dup {
+		panic(fmt.Sprintf("%s: flag --%s defined twice", fs.name, f.Name))
+	}
+	if f.Shorthand != "" {
+		if _, dup := fs.byShort[f.Shorthand]; dup {
+			panic(fmt.Sprintf("%s: shorthand -%s defined twice", fs.name, f.Shorthand))
+		}
+		fs.byShort[f.Shorthand] = f
+	}
+	fs.byName[f.Name] = f
+	fs.flags = append(fs.flags, f)
+}
+
 // Var defines a flag with no shorthand.
 func (fs *FlagSet) Var(v Value, name, usage string) { fs.VarP(v, name, "", usage) }
 

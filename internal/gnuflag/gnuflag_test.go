@@ -155,3 +155,21 @@ func TestUnquoteUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestAddFlagShares(t *testing.T) {
+	a := NewFlagSet("a")
+	v := a.StringP("wait", "w", "", "")
+	a.Bool("shared", false, "")
+	b := NewFlagSet("a")
+	a.VisitAll(func(f *Flag) {
+		if f.Name != "shared" {
+			b.AddFlag(f)
+		}
+	})
+	if err := b.Parse([]string{"-w", "3"}); err != nil || *v != "3" || !a.Changed("wait") {
+		t.Errorf("parse of the subset: err %v, value %q, changed in the original %v", err, *v, a.Changed("wait"))
+	}
+	if err := b.Parse([]string{"--shared"}); err == nil {
+		t.Error("a flag left out of the subset was accepted")
+	}
+}

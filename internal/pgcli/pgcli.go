@@ -42,7 +42,7 @@ func resolvePostgresList(target string, _ *gnuflag.FlagSet) (hold.Protocol, stri
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
 	}
-	p, err := dialPostgres(connString)
+	p, err := dialPostgres(connString, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -51,21 +51,22 @@ func resolvePostgresList(target string, _ *gnuflag.FlagSet) (hold.Protocol, stri
 
 // resolvePostgres connects to the database a postgres:// target names and
 // returns the protocol and the lock name.
-func resolvePostgres(target string, _ *gnuflag.FlagSet) (hold.Protocol, string, error) {
+func resolvePostgres(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
 	connString, name, err := postgres.ParseAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
 	}
-	p, err := dialPostgres(connString)
+	p, err := dialPostgres(connString, fs)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, name, nil
 }
 
-// dialPostgres connects to the database of a postgres:// target.
-func dialPostgres(connString string) (*postgres.Protocol, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), postgresDialTimeout+time.Second)
+// dialPostgres connects to the database of a postgres:// target, within
+// -w if fs has it (nil: the default bound).
+func dialPostgres(connString string, fs *gnuflag.FlagSet) (*postgres.Protocol, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cli.DialTimeout(fs, postgresDialTimeout+time.Second))
 	defer cancel()
 	// One lock per process: a released session has no later use.
 	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))

@@ -23,6 +23,15 @@ if (!process.env.HOLD_BIN) {
 }
 export const holdBin = process.env.HOLD_BIN;
 
+// Named locks live in $XDG_RUNTIME_DIR/hold: point this test process, and
+// the agents it starts, at a directory of its own, so that the tests'
+// named locks never land in the user's.
+{
+  const run = mkdtempSync(join(tmpdir(), 'hold-js-test-run-'));
+  process.env.XDG_RUNTIME_DIR = run;
+  process.on('exit', () => rmSync(run, { recursive: true, force: true }));
+}
+
 /** A scratch directory, removed when the test process exits. */
 export function scratch() {
   const dir = mkdtempSync(join(tmpdir(), 'hold-js-test-'));
