@@ -139,7 +139,8 @@ var (
 	ErrTimeout = core.ErrTimeout
 	// ErrLost: a held lock was taken away (removed, replaced, lease expired).
 	ErrLost = core.ErrLost
-	// ErrInvalidName: a lock name is not one lowercase path-free component.
+	// ErrInvalidName: a lock name is not one lowercase path-free component,
+	// or a target names no lock path (the root directory).
 	ErrInvalidName = core.ErrInvalidName
 	// ErrUnsupported: the filesystem refuses this kind of lock.
 	ErrUnsupported = core.ErrUnsupported
