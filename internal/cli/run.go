@@ -49,6 +49,11 @@ Lock lifetime:
   at once while the command may still run.
 `
 
+// kernelLockCheck is how often `hold run` checks that a kernel lock's file
+// is still the one it locked: within about this long of the file being
+// removed or replaced, the command is told (SIGTERM) and hold exits 65.
+const kernelLockCheck = time.Second
+
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
@@ -192,9 +197,31 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <
 		lastInterrupt time.Time
 		lostErr       error
 		lost          = l.Lost()
+		lostWhy       string
+		checks        <-chan time.Time
 	)
+	if l.File() != nil {
+		// A kernel lock stays held while its descriptor is open, but it
+		// guards nothing once its file is removed (rm, a temp cleaner) or
+		// replaced: newcomers lock the new file. The other protocols
+		// watch their locks themselves; this one is asked (one stat of
+		// the path), only now that the command runs, so the check costs
+		// its start nothing.
+		tick := time.NewTicker(kernelLockCheck)
+		defer tick.Stop()
+		checks = tick.C
+	}
 	for {
 		select {
+		case <-checks:
+			if err := l.Check(); errors.Is(err, hold.ErrLost) {
+				// Check closed lost: the case below acts on it.
+				var he *hold.Error
+				if errors.As(err, &he) && he.Hint != "" {
+					lostWhy = " (" + he.Hint + ")"
+				}
+				checks = nil
+			}
 		case err := <-exited:
 			if lostErr != nil {
 				return 0, lostErr
@@ -225,7 +252,7 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, sigs <
 				Hint: "the command was no longer protected; hold sent it SIGTERM"}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost; sending SIGTERM to %s (pid %d)\n", l.Path(), argv[0], cmd.Process.Pid)
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d)\n", l.Path(), lostWhy, argv[0], cmd.Process.Pid)
 			terminate(cmd.Process)
 		}
 	}
