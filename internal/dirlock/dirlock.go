@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 // GuardSuffix names the reclaim guard: "<lock path>.recover", as in
@@ -185,6 +186,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		a.owner.ID = core.NewID()
 	}
 	a.owner.Protocol = "dir"
+	// Where the pid lives: a waiter in another pid namespace or boot
+	// (a container that shares the host's name) must not judge it.
+	a.owner.PIDNS, a.owner.BootID = proc.Where()
 	a.owner.Shared = false
 	a.owner.Fence = 0
 	a.logger = func(string, ...any) {}

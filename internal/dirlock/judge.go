@@ -155,7 +155,7 @@ func (p *Protocol) judge(path string) judgement {
 		j.why = "owner process is alive"
 		return j
 	}
-	j.why = "owner cannot be checked from here (other host or unknown process)"
+	j.why = "owner cannot be checked from here (another host, pid namespace or boot, or an unknown process)"
 	return p.byAge(j)
 }
 
@@ -208,7 +208,7 @@ func readRecord(dir string) ([]byte, error) {
 
 // isSelf reports whether a record names this process.
 func isSelf(o *core.Owner) bool {
-	if o.PID != os.Getpid() || (o.Host != "" && o.Host != proc.Hostname()) {
+	if o.PID != os.Getpid() || !proc.Local(o) {
 		return false
 	}
 	self := proc.Self()

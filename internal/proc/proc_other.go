@@ -10,3 +10,10 @@ func Cmdline(pid int) string { return "" }
 
 // LockHolders is not implemented outside Linux: there is no /proc/locks.
 func LockHolders(fd uintptr) []int { return nil }
+
+// pidNamespace: pid namespaces are Linux's; elsewhere the host name alone
+// places a pid.
+func pidNamespace() uint64 { return 0 }
+
+// bootID is not known outside Linux.
+func bootID() string { return "" }
