@@ -183,7 +183,25 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 	return c.protocol.Inspect(path)
 }
 
+// lockPath returns the lock path the options and target name. Every
+// operation on a lock (Acquire, TryAcquire, Inspect, Break) starts here,
+// before its protocol opens or makes anything, so this is also where the
+// runtime is made ready (see proc.ReadyRuntime): a failure for want of
+// descriptors then leaves nothing behind.
 func (c *config) lockPath(target string) (string, error) {
+	path, err := c.derivePath(target)
+	if err != nil {
+		return "", err
+	}
+	if err := proc.ReadyRuntime(); err != nil {
+		return "", &Error{Op: "lock", Path: path, Err: err,
+			Hint: "no file descriptor is left for hold; nothing was created. Raise the limit (ulimit -n) and try again"}
+	}
+	return path, nil
+}
+
+// derivePath is lockPath without the runtime check.
+func (c *config) derivePath(target string) (string, error) {
 	switch {
 	case c.lockFile != "":
 		return c.lockFile, nil

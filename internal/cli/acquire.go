@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 // How the waiting message behaves: it appears once a wait has lasted
@@ -34,6 +35,13 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 		l   *hold.Lock
 		err error
 	)
+	// Before the first timer (-w, the waiting notice), which would make
+	// the Go runtime's poller, or abort the process when no descriptor
+	// is left for it: see proc.ReadyRuntime.
+	if err := proc.ReadyRuntime(); err != nil {
+		return nil, &hold.Error{Op: "acquire", Path: s.label, Err: err,
+			Hint: "no file descriptor is left for hold; nothing was created. Raise the limit (ulimit -n) and try again"}
+	}
 	if s.nonblock {
 		l, err = hold.TryAcquire(s.target, s.opts...)
 	} else {

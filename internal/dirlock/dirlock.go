@@ -214,8 +214,11 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 				// Another local waiter is ahead: the lock is busy, and its
 				// holder is whoever has the directory.
 				a.seen = p.judge(a.path)
-				if a.seen.verdict == foreign {
+				switch a.seen.verdict {
+				case foreign:
 					return nil, foreignError("acquire", a.path, a.seen.why)
+				case failed:
+					return nil, failedError("acquire", a.path, a.seen)
 				}
 				return nil, a.busy()
 			}
@@ -318,24 +321,38 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return passAgain, nil, nil
 		}
-		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err}
+		// We made it and cannot hold it (no descriptor left, typically):
+		// left there, the empty directory would keep everyone out until
+		// it aged out. It is still ours: nobody removes a directory
+		// younger than Grace, and this is microseconds after our mkdir;
+		// rmdir removes it only while it is empty.
+		rmdir(a.path)
+		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
 	owner.StartedAt = time.Now()
 	stamp := owner.Encode()
 	if err := d.createOwner(stamp); err != nil {
-		d.close()
 		// ENOENT: our directory was removed before the stamp. EEXIST: the
 		// directory holds someone else's stamp, so it is not ours. Both are
 		// lost races; deleting anything here could free a newer holder's
 		// lock.
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) {
+			d.close()
 			return passAgain, nil, nil
 		}
 		// A directory we made and cannot stamp would block everyone until
 		// it ages out: remove it, if it is still ours, and report why.
-		removeIfSame(a.path, d.identity(), expect{}, nil)
-		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err}
+		// Withdrawing a partly written record and the rmdir need no new
+		// descriptor, which a failure for want of them cannot spare
+		// (removeIfSame reads and lists what it moves, and would put it
+		// back when it could not).
+		d.withdrawOwner()
+		if fi, lerr := os.Lstat(a.path); lerr == nil && os.SameFile(fi, d.identity()) {
+			rmdir(a.path)
+		}
+		d.close()
+		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	a.p.hit(faultAfterStamp)
 	if !a.confirm(d, stamp) {
@@ -352,6 +369,14 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 	leave := a.leaveGate
 	a.leaveGate = nil
 	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave), nil
+}
+
+// resourceHint explains an error for want of resources, "" for others.
+func resourceHint(err error) string {
+	if !isResourceError(err) {
+		return ""
+	}
+	return "no file descriptor (or memory) was left to hold the lock; nothing was left behind. Raise the limit (ulimit -n) and try again"
 }
 
 // Read-back retries: an unreadable (not missing) stamp on Windows is
@@ -442,6 +467,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passBusy, nil, nil
 	case foreign:
 		return passFailed, nil, foreignError("acquire", a.path, a.seen.why)
+	case failed:
+		return passFailed, nil, failedError("acquire", a.path, a.seen)
 	}
 	guardFI, err := a.takeGuard()
 	if err != nil {
@@ -463,6 +490,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passBusy, nil, nil
 	case foreign:
 		return passFailed, nil, foreignError("acquire", a.path, j.why)
+	case failed:
+		return passFailed, nil, failedError("acquire", a.path, j)
 	}
 	a.p.hit(faultJudged)
 	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })
