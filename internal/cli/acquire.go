@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -159,6 +160,10 @@ func (s *lockSpec) waitingMessage(waited time.Duration) string {
 	msg := fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), st.Path)
 	switch {
 	case st.State == hold.Free:
+		if w, ok := fairq.HeadWaiter(st.Path); ok && w.Stopped {
+			// A fair waiter stopped at its turn (Ctrl-Z): say who.
+			return msg + fmt.Sprintf(", free, but the fair waiter whose turn it is does not take it: %s (passed over once the lock has been free for %s)", w, fairq.StallBound)
+		}
 		// Released a moment ago; the kernel is handing it over.
 		return msg + ", just released"
 	case st.Holder != nil:

@@ -17,3 +17,9 @@ func pidNamespace() uint64 { return 0 }
 
 // bootID is not known outside Linux.
 func bootID() string { return "" }
+
+// OFDLockOwner is Linux's: elsewhere the owner of an OFD lock is not found.
+func OFDLockOwner(path string, off int64) (pid int, ok bool) { return 0, false }
+
+// Stopped is not known outside Linux.
+func Stopped(pid int) bool { return false }
