@@ -348,12 +348,12 @@ func hasHeadMark(fd int) bool {
 // it exclusively.
 func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, unix.LOCK_SH) }
 
-// waitFlockStall is waitFlock with the stall rule (sw, when not nil): the
-// wait also ends, with errStalled, when the rule passes the ticket's
+// waitFlockStall is waitFlock with the stall rule (sw, when not nil) for a
+// wait that ctx can end (see ofdQueue.waitFor): the wait also ends, with errStalled, when the rule passes the ticket's
 // waiter over; fd then belongs to a goroutine that closes it once the
 // lock is granted, as after a context that ended.
 func waitFlockStall(ctx context.Context, fd, how int, sw *stallWatch) error {
-	if sw == nil {
+	if sw == nil || ctx.Done() == nil {
 		return waitFlock(ctx, fd, how)
 	}
 	done := make(chan error, 1)
