@@ -25,10 +25,12 @@ type Lock struct {
 // locked beside itself however it is spelled: "data", "data/" and "." in
 // data all give "data.lock" (trailing separators are dropped, and a target
 // ending in "." or ".." is made absolute); the root directory is refused
-// with ErrInvalidName. Waiting sleeps in the
-// kernel for kernel locks; when ctx ends, Acquire returns at once with an
-// *Error that matches ErrTimeout (deadline) or context.Canceled and names the
-// current holder, and the abandoned wait never leaves the lock held.
+// with ErrInvalidName.
+//
+// Waiting sleeps in the kernel for kernel locks; when ctx ends, Acquire
+// returns at once with an *Error that matches ErrTimeout (deadline) or
+// context.Canceled and names the current holder, and the abandoned wait
+// never leaves the lock held.
 func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) {
 	c := newConfig(opts)
 	req, err := c.request(target)

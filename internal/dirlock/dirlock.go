@@ -347,11 +347,15 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		// descriptor, which a failure for want of them cannot spare
 		// (removeIfSame reads and lists what it moves, and would put it
 		// back when it could not).
+		// (Closed before the rmdir: Windows removes no directory that is
+		// open without sharing.)
 		d.withdrawOwner()
-		if fi, lerr := os.Lstat(a.path); lerr == nil && os.SameFile(fi, d.identity()) {
+		fi, lerr := os.Lstat(a.path)
+		ours := lerr == nil && os.SameFile(fi, d.identity())
+		d.close()
+		if ours {
 			rmdir(a.path)
 		}
-		d.close()
 		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	a.p.hit(faultAfterStamp)
