@@ -153,12 +153,8 @@ func openQueue(lockPath string) (*queue, error) {
 // read), and one without is listed: empty, it is a new queue, and any
 // name that is not a ticket's makes it someone else's directory.
 func notQueueDir(dfd int) string {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, counterName, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-			return "its " + counterName + " is not a plain file of its own"
-		}
-		return ""
+	if why, found := checkCounter(dfd); found {
+		return why
 	}
 	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -168,11 +164,34 @@ func notQueueDir(dfd int) string {
 	defer d.Close()
 	names, _ := d.Readdirnames(16)
 	for _, n := range names {
+		if n == counterName {
+			// Created by a waiter that joined this new queue between our
+			// look for it and the listing.
+			if why, found := checkCounter(dfd); found {
+				if why != "" {
+					return why
+				}
+				continue
+			}
+		}
 		if _, ok := parseTicket(n); !ok {
 			return fmt.Sprintf("it holds %q, which is not a queue's", n)
 		}
 	}
 	return ""
+}
+
+// checkCounter looks for the queue directory's counter: found reports
+// whether there is one, and why, when it is not a plain file of its own.
+func checkCounter(dfd int) (why string, found bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, counterName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return "", false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return "its " + counterName + " is not a plain file of its own", true
+	}
+	return "", true
 }
 
 func (q *queue) close() { unix.Close(q.dfd) }
