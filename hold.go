@@ -34,6 +34,8 @@ import (
 //	ID        string            "token"       random id of this one acquisition
 //	StartedAt time.Time         "started_at"  when the lock was acquired
 //	ProcStart uint64            "proc_start"  process start time (tells a reused pid)
+//	PIDNS     uint64            "pid_ns"      the pid's namespace (Linux; portable protocol)
+//	BootID    string            "boot_id"     the machine's boot (Linux; portable protocol)
 //	Command   []string          "command"     holder's command line
 //	Fence     uint64            "fence"       fencing token (see Lock.Token)
 //	Shared    bool              "shared"      a shared (reader) hold
@@ -139,7 +141,8 @@ var (
 	ErrTimeout = core.ErrTimeout
 	// ErrLost: a held lock was taken away (removed, replaced, lease expired).
 	ErrLost = core.ErrLost
-	// ErrInvalidName: a lock name is not one lowercase path-free component.
+	// ErrInvalidName: a lock name is not one lowercase path-free component,
+	// or a target names no lock path (the root directory).
 	ErrInvalidName = core.ErrInvalidName
 	// ErrUnsupported: the filesystem refuses this kind of lock.
 	ErrUnsupported = core.ErrUnsupported

@@ -21,10 +21,16 @@ type Lock struct {
 // Acquire blocks until this process holds the lock on target, or ctx ends.
 //
 // The lock path is "<target>.lock" unless LockFile or Named says otherwise
-// (target then only labels the lock and may be empty). Waiting sleeps in the
-// kernel for kernel locks; when ctx ends, Acquire returns at once with an
-// *Error that matches ErrTimeout (deadline) or context.Canceled and names the
-// current holder, and the abandoned wait never leaves the lock held.
+// (target then only labels the lock and may be empty). A directory is
+// locked beside itself however it is spelled: "data", "data/" and "." in
+// data all give "data.lock" (trailing separators are dropped, and a target
+// ending in "." or ".." is made absolute); the root directory is refused
+// with ErrInvalidName.
+//
+// Waiting sleeps in the kernel for kernel locks; when ctx ends, Acquire
+// returns at once with an *Error that matches ErrTimeout (deadline) or
+// context.Canceled and names the current holder, and the abandoned wait
+// never leaves the lock held.
 func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) {
 	c := newConfig(opts)
 	req, err := c.request(target)
@@ -179,6 +185,7 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 	return c.protocol.Inspect(path)
 }
 
+// lockPath returns the lock path the options and target name.
 func (c *config) lockPath(target string) (string, error) {
 	switch {
 	case c.lockFile != "":
@@ -190,7 +197,12 @@ func (c *config) lockPath(target string) (string, error) {
 	case target == "":
 		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}
 	}
-	return target + ".lock", nil
+	if _, ok := c.protocol.(core.Namer); ok {
+		// A protocol with its own namespace (etcd, PostgreSQL): the
+		// target is a key there, not a file of this machine.
+		return target + ".lock", nil
+	}
+	return targetLockPath(target)
 }
 
 func (c *config) request(target string) (*Request, error) {

@@ -86,3 +86,44 @@ func namedPath(name string, p Protocol) (string, error) {
 	}
 	return filepath.Join(dir, name+".lock"), nil
 }
+
+// targetLockPath returns the lock path of a file or directory target: the
+// target's own path with ".lock" appended, beside it. It is the one place
+// a target becomes a lock path, for the command line, the agent (and so
+// Node) and the Go API alike, so that one resource has one lock however it
+// is spelled:
+//
+//   - trailing separators are dropped: "data/" and "data" (as shell
+//     completion writes a directory, and as typed) both lock "data.lock";
+//   - a target whose last element is "." or ".." (".", "..", "x/..") is
+//     made absolute first: "." in /srv/app locks "/srv/app.lock", as
+//     "/srv/app" does, where appending ".lock" would give "..lock" or
+//     "...lock", hidden files inside the directory;
+//   - a root directory ("/", `C:\`) has no place beside it for a lock:
+//     ErrInvalidName, with a hint to name the lock file.
+//
+// Nothing else is rewritten: "a/../b" still means what the kernel finds
+// there (through a symlink a, not "b"), and symlinks are not resolved, so
+// locks named the way earlier versions named them keep their paths.
+func targetLockPath(target string) (string, error) {
+	t := target
+	vol := filepath.VolumeName(t)
+	for len(t) > len(vol)+1 && os.IsPathSeparator(t[len(t)-1]) {
+		t = t[:len(t)-1]
+	}
+	rest := t[len(vol):]
+	if last := filepath.Base(rest); rest == "" || last == "." || last == ".." {
+		// Base of "" is "." too: a bare volume ("C:") is that drive's
+		// current directory.
+		abs, err := filepath.Abs(t)
+		if err != nil {
+			return "", &Error{Op: "acquire", Path: target, Err: err, Hint: "the current directory could not be found"}
+		}
+		t = abs
+	}
+	if filepath.Dir(t) == t {
+		return "", &Error{Op: "acquire", Path: target, Err: ErrInvalidName,
+			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
+	}
+	return t + ".lock", nil
+}

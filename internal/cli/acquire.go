@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 // How the waiting message behaves: it appears once a wait has lasted
@@ -46,6 +48,14 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 	}
 	if !s.nonblock && l == nil && (err == nil || errors.Is(err, hold.ErrBusy)) {
 		err = nil
+		if s.timeout > 0 || stderr != nil && (s.verbose || isTerminal(stderr)) {
+			// The deadline and the waiting notice arm timers, and the
+			// first timer makes the Go runtime's poller: see
+			// proc.ReadyForLock.
+			if err := proc.ReadyForLock("acquire", s.label); err != nil {
+				return nil, err
+			}
+		}
 		wctx := ctx
 		if s.timeout > 0 {
 			var cancel context.CancelFunc
@@ -167,6 +177,10 @@ func (s *lockSpec) waitingMessage(waited time.Duration) string {
 	msg := fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), st.Path)
 	switch {
 	case st.State == hold.Free:
+		if w, ok := fairq.HeadWaiter(st.Path); ok && w.Stopped {
+			// A fair waiter stopped at its turn (Ctrl-Z): say who.
+			return msg + fmt.Sprintf(", free, but the fair waiter whose turn it is does not take it: %s (passed over once the lock has been free for %s)", w, fairq.StallBound)
+		}
 		// Released a moment ago; the kernel is handing it over.
 		return msg + ", just released"
 	case st.Holder != nil:

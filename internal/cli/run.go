@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 func init() {
@@ -49,6 +50,17 @@ Lock lifetime:
   at once while the command may still run.
 `
 
+// kernelLockCheck is how often `hold run` checks that a kernel lock's file
+// is still the one it locked: within about this long of the file being
+// removed or replaced, the command is told (SIGTERM) and hold exits 65.
+const kernelLockCheck = time.Second
+
+// readyForCommand prepares, while the lock is taken, what watching it
+// during the command needs: the runtime's poller, which the first timer
+// makes (the check of a kernel lock's file is one), and which cannot be
+// made once the descriptors are gone; see proc.ReadyRuntime.
+func readyForCommand() error { return proc.ReadyRuntime() }
+
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
@@ -80,7 +92,7 @@ func runRun(args []string) int {
 	// is not lost but passed on at start. One goroutine does both (see
 	// runEvents). Catching starts in the background (see catchSignals)
 	// and is complete before the command starts.
-	sigs, signalsCaught, stopSignals := catchSignals()
+	sigs, prepared, stopSignals := catchSignals(readyForCommand)
 	defer stopSignals()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -98,7 +110,12 @@ func runRun(args []string) int {
 		l.Release()
 		return fail("run", sig, spec.conflictExit)
 	}
-	<-signalsCaught
+	if err := <-prepared; err != nil {
+		l.Release()
+		return fail("run", &hold.Error{Op: "run", Path: l.Path(), Err: err,
+			Hint: "no file descriptor is left for hold to watch the lock while the command runs; the command was not started. Raise the limit (ulimit -n) and try again"},
+			spec.conflictExit)
+	}
 	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr
@@ -261,6 +278,8 @@ func (r *runEvents) loop() {
 		pending       []os.Signal
 		lastInterrupt time.Time
 		lost          <-chan struct{}
+		lostWhy       string
+		checks        <-chan time.Time
 	)
 	for {
 		select {
@@ -287,13 +306,33 @@ func (r *runEvents) loop() {
 				cmd.Process.Signal(sig)
 			}
 			pending = nil
+			if l.File() != nil {
+				// A kernel lock stays held while its descriptor is open,
+				// but it guards nothing once its file is removed (rm, a
+				// temp cleaner) or replaced: newcomers lock the new file.
+				// The other protocols watch their locks themselves; this
+				// one is asked (one stat of the path), only now that the
+				// command runs, so the check costs its start nothing.
+				tick := time.NewTicker(kernelLockCheck)
+				defer tick.Stop()
+				checks = tick.C
+			}
+		case <-checks:
+			if err := l.Check(); errors.Is(err, hold.ErrLost) {
+				// Check closed lost: the case below acts on it.
+				var he *hold.Error
+				if errors.As(err, &he) && he.Hint != "" {
+					lostWhy = " (" + he.Hint + ")"
+				}
+				checks = nil
+			}
 		case <-lost:
 			lost = nil
 			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
 				Hint: "the command was no longer protected; hold sent it SIGTERM"}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost; sending SIGTERM to %s (pid %d)\n", l.Path(), cmd.Path, cmd.Process.Pid)
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d)\n", l.Path(), lostWhy, cmd.Args[0], cmd.Process.Pid)
 			terminate(cmd.Process)
 		case <-r.done:
 			return

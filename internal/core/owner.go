@@ -44,6 +44,15 @@ type Owner struct {
 	// after boot). Zero when unknown. A live pid with a different start time
 	// is a reused pid, so the original holder is gone.
 	ProcStart uint64 `json:"proc_start,omitempty"`
+	// PIDNS identifies the pid namespace PID is a pid of (on Linux, the
+	// inode number of /proc/self/ns/pid), and BootID the boot of the
+	// machine (/proc/sys/kernel/random/boot_id). A holder in a container
+	// that shares the host's name, or on another boot, has a pid that
+	// means nothing here: proc.Judge treats it like one on another host.
+	// Empty when unknown, and in records of earlier versions and other
+	// tools, which are judged by their pid as before.
+	PIDNS  uint64 `json:"pid_ns,omitempty"`
+	BootID string `json:"boot_id,omitempty"`
 	// Command is the holder's command line.
 	Command []string `json:"command,omitempty"`
 	// Fence is the fencing token of this acquisition (zero for shared holds).
@@ -106,6 +115,14 @@ func (o *Owner) AppendEncode(b []byte) []byte {
 	if o.ProcStart != 0 {
 		b = append(b, `,"proc_start":`...)
 		b = strconv.AppendUint(b, o.ProcStart, 10)
+	}
+	if o.PIDNS != 0 {
+		b = append(b, `,"pid_ns":`...)
+		b = strconv.AppendUint(b, o.PIDNS, 10)
+	}
+	if o.BootID != "" {
+		b = append(b, `,"boot_id":`...)
+		b = appendString(b, o.BootID)
 	}
 	if len(o.Command) > 0 {
 		b = append(b, `,"command":[`...)

@@ -21,6 +21,8 @@ func sampleOwner() *Owner {
 		ID:        "0123456789abcdef0123456789abcdef",
 		StartedAt: time.Date(2026, 11, 29, 15, 0, 0, 123456789, time.UTC),
 		ProcStart: 987654,
+		PIDNS:     4026531836,
+		BootID:    "b5e95595-6113-4d5a-9272-9e0642b11b33",
 		Command:   []string{"hold", "run", "data/pipeline.md", "--", "make", "say \"hi\"\n"},
 		Fence:     17,
 		Protocol:  "flock",

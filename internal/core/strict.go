@@ -47,11 +47,11 @@ func IsRecord(b []byte) bool {
 		switch k {
 		case keyPID:
 			ok = s.uint(math.MaxInt)
-		case keyProcStart, keyFence:
+		case keyProcStart, keyFence, keyPIDNS:
 			ok = s.uint(math.MaxUint64)
 		case keyShared, keyReleased:
 			ok = s.boolean()
-		case keyHost, keyToken, keyStartedAt, keyProtocol:
+		case keyHost, keyToken, keyStartedAt, keyProtocol, keyBootID:
 			ok = s.str()
 		case keyCommand:
 			ok = s.strings()
@@ -113,6 +113,8 @@ const (
 	keyShared
 	keyProtocol
 	keyFields
+	keyPIDNS
+	keyBootID
 )
 
 var recordKeys = [...]string{
@@ -127,6 +129,8 @@ var recordKeys = [...]string{
 	keyShared:    "shared",
 	keyProtocol:  "protocol",
 	keyFields:    "fields",
+	keyPIDNS:     "pid_ns",
+	keyBootID:    "boot_id",
 }
 
 // scanner walks a record. Every method consumes what it accepts and

@@ -9,7 +9,7 @@ import (
 
 func TestIsRecord(t *testing.T) {
 	full := Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
-		ProcStart: 77, Command: []string{"hold", "run", "T", "--", `sh -c "x\ty"`, "é\u2028"}, Fence: 12, Shared: true,
+		ProcStart: 77, PIDNS: 4026532178, BootID: "b5e95595-6113-4d5a-9272-9e0642b11b33", Command: []string{"hold", "run", "T", "--", `sh -c "x\ty"`, "é\u2028"}, Fence: 12, Shared: true,
 		Protocol: "flock", Fields: map[string]string{"job": "nightly", "quote": `"`}}
 	mine := []string{
 		"",
@@ -20,6 +20,8 @@ func TestIsRecord(t *testing.T) {
 		strings.Replace(string(full.Encode()), `"released":false`, `"released":true `, 1),
 		string(AppendPastRecord(nil, 99, 0)),
 		string(AppendPastRecord(nil, 0, 400)),
+		// Before pid_ns and boot_id were recorded.
+		`{"fence":3,"released":false,"pid":1,"host":"vm","started_at":"2026-11-30T12:00:00Z","proc_start":77,"protocol":"flock"}`,
 	}
 	for _, s := range mine {
 		if !IsOwnContent([]byte(s)) {
@@ -36,6 +38,8 @@ func TestIsRecord(t *testing.T) {
 		`{"fence":3,"released":false,"pid":1,"garden":"roses"}`,
 		`{"fence":3,"released":false,"pid":1,"pid":2}`,
 		`{"fence":3,"released":false,"pid":"1"}`,
+		`{"fence":3,"released":false,"pid_ns":"4026531836"}`,
+		`{"fence":3,"released":false,"boot_id":7}`,
 		`{"fence":03,"released":false}`,
 		`{"fence":3,"released":false}` + "\nmore data",
 		`{"fence":3,"released":false}{"fence":4,"released":false}`,

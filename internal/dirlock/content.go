@@ -45,7 +45,7 @@ func foreignContent(path string, fi os.FileInfo) (why string, err error) {
 	}
 	b, err := readSmallFile(path, core.MaxRecordSize+1)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || isResourceError(err) {
 			return "", err
 		}
 		return "a file hold cannot read is at the lock path", nil

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 // GuardSuffix names the reclaim guard: "<lock path>.recover", as in
@@ -175,6 +176,10 @@ type attempt struct {
 
 // acquire is the protocol's one acquire loop.
 func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
+	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+		return nil, err
+	}
 	if req.Shared {
 		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
 			Hint: "the portable protocol has exclusive locks only"}
@@ -185,6 +190,9 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 		a.owner.ID = core.NewID()
 	}
 	a.owner.Protocol = "dir"
+	// Where the pid lives: a waiter in another pid namespace or boot
+	// (a container that shares the host's name) must not judge it.
+	a.owner.PIDNS, a.owner.BootID = proc.Where()
 	a.owner.Shared = false
 	a.owner.Fence = 0
 	a.logger = func(string, ...any) {}
@@ -210,8 +218,11 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 				// Another local waiter is ahead: the lock is busy, and its
 				// holder is whoever has the directory.
 				a.seen = p.judge(a.path)
-				if a.seen.verdict == foreign {
+				switch a.seen.verdict {
+				case foreign:
 					return nil, foreignError("acquire", a.path, a.seen.why)
+				case failed:
+					return nil, failedError("acquire", a.path, a.seen)
 				}
 				return nil, a.busy()
 			}
@@ -314,24 +325,42 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return passAgain, nil, nil
 		}
-		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err}
+		// We made it and cannot hold it (no descriptor left, typically):
+		// left there, the empty directory would keep everyone out until
+		// it aged out. It is still ours: nobody removes a directory
+		// younger than Grace, and this is microseconds after our mkdir;
+		// rmdir removes it only while it is empty.
+		rmdir(a.path)
+		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
 	owner.StartedAt = time.Now()
 	stamp := owner.Encode()
 	if err := d.createOwner(stamp); err != nil {
-		d.close()
 		// ENOENT: our directory was removed before the stamp. EEXIST: the
 		// directory holds someone else's stamp, so it is not ours. Both are
 		// lost races; deleting anything here could free a newer holder's
 		// lock.
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) {
+			d.close()
 			return passAgain, nil, nil
 		}
 		// A directory we made and cannot stamp would block everyone until
 		// it ages out: remove it, if it is still ours, and report why.
-		removeIfSame(a.path, d.identity(), expect{}, nil)
-		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err}
+		// Withdrawing a partly written record and the rmdir need no new
+		// descriptor, which a failure for want of them cannot spare
+		// (removeIfSame reads and lists what it moves, and would put it
+		// back when it could not).
+		// (Closed before the rmdir: Windows removes no directory that is
+		// open without sharing.)
+		d.withdrawOwner()
+		fi, lerr := os.Lstat(a.path)
+		ours := lerr == nil && os.SameFile(fi, d.identity())
+		d.close()
+		if ours {
+			rmdir(a.path)
+		}
+		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	a.p.hit(faultAfterStamp)
 	if !a.confirm(d, stamp) {
@@ -348,6 +377,14 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 	leave := a.leaveGate
 	a.leaveGate = nil
 	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave), nil
+}
+
+// resourceHint explains an error for want of resources, "" for others.
+func resourceHint(err error) string {
+	if !isResourceError(err) {
+		return ""
+	}
+	return "no file descriptor (or memory) was left to hold the lock; nothing was left behind. Raise the limit (ulimit -n) and try again"
 }
 
 // Read-back retries: an unreadable (not missing) stamp on Windows is
@@ -441,6 +478,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passBusy, nil, nil
 	case foreign:
 		return passFailed, nil, foreignError("acquire", a.path, a.seen.why)
+	case failed:
+		return passFailed, nil, failedError("acquire", a.path, a.seen)
 	}
 	guardFI, err := a.takeGuard()
 	if err != nil {
@@ -462,6 +501,8 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passBusy, nil, nil
 	case foreign:
 		return passFailed, nil, foreignError("acquire", a.path, j.why)
+	case failed:
+		return passFailed, nil, failedError("acquire", a.path, j)
 	}
 	a.p.hit(faultJudged)
 	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })

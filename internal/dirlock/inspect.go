@@ -13,8 +13,11 @@ import (
 // see content.go) is an error matching core.ErrForeign.
 func (p *Protocol) Inspect(path string) (*core.Status, error) {
 	st, j := p.inspect(path)
-	if j.verdict == foreign {
+	switch j.verdict {
+	case foreign:
 		return nil, foreignError("inspect", path, j.why)
+	case failed:
+		return nil, failedError("inspect", path, j)
 	}
 	return st, nil
 }
@@ -55,6 +58,8 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	case foreign:
 		// Not even with force: it is not a lock.
 		return nil, foreignError("break", path, j.why)
+	case failed:
+		return nil, failedError("break", path, j)
 	}
 	if force {
 		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil); err != nil {

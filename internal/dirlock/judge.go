@@ -33,6 +33,11 @@ const (
 	// foreign: what is there is not a lock (see content.go): an error,
 	// never a wait and never a delete.
 	foreign
+	// failed: the lock could not be judged for want of resources (no
+	// file descriptor or memory left to read its record or list it). An
+	// error at once: calling it live would wait for ever on a lock that
+	// may be long stale, and calling it stale could delete a live one.
+	failed
 )
 
 // judgement is one look at a lock path: what was there and what it means.
@@ -48,7 +53,8 @@ type judgement struct {
 	// Windows sharing violations, a planted symlink). Not the same as
 	// missing: it pins the lock live.
 	unreadable error
-	// lookErr: the path itself could not be examined (not ENOENT).
+	// lookErr: the path itself could not be examined (not ENOENT); for a
+	// failed verdict, what failed.
 	lookErr error
 	// alive is proc.Judge's answer for the owner.
 	alive core.Liveness
@@ -100,6 +106,8 @@ func (p *Protocol) judge(path string) judgement {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return judgement{verdict: vanished, why: "lock vanished"}
+		case isResourceError(err):
+			return failedJudgement(fi, err)
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, why: why}
 		}
@@ -107,6 +115,9 @@ func (p *Protocol) judge(path string) judgement {
 		return p.byAge(j)
 	}
 	j.owner, j.unreadable = readOwner(path)
+	if isResourceError(j.unreadable) {
+		return failedJudgement(fi, j.unreadable)
+	}
 	if j.unreadable != nil {
 		j.verdict = live
 		j.why = "owner record exists but cannot be read: " + j.unreadable.Error()
@@ -133,6 +144,8 @@ func (p *Protocol) judge(path string) judgement {
 			return j
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, owner: j.owner, why: why}
+		case isResourceError(err):
+			return failedJudgement(fi, err)
 		case err != nil:
 			j.verdict = live
 			j.why = "the lock directory cannot be listed: " + err.Error()
@@ -162,8 +175,29 @@ func (p *Protocol) judge(path string) judgement {
 		j.why = "owner process is alive"
 		return j
 	}
-	j.why = "owner cannot be checked from here (other host or unknown process)"
+	j.why = "owner cannot be checked from here (another host, pid namespace or boot, or an unknown process)"
 	return p.byAge(j)
+}
+
+// failedJudgement is the judgement of a lock that could not be judged
+// for want of resources (see failed).
+func failedJudgement(fi os.FileInfo, err error) judgement {
+	return judgement{verdict: failed, fi: fi, lookErr: err, why: "the lock could not be judged: " + err.Error()}
+}
+
+// isResourceError reports a failure for want of resources, not a fact
+// about the lock: no file descriptor left in this process (EMFILE) or on
+// the system (ENFILE), or no memory.
+func isResourceError(err error) bool {
+	return err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ENOBUFS))
+}
+
+// failedError is the error of an operation on a lock that could not be
+// judged (verdict failed).
+func failedError(op, path string, j judgement) error {
+	return &core.Error{Op: op, Path: path, Err: j.lookErr,
+		Hint: "hold could not judge the lock for want of file descriptors or memory, and neither waits on it nor removes it; raise the limit (ulimit -n) or free resources, and try again"}
 }
 
 // byAge applies the age rule: stale when the heartbeat is older than Stale,
@@ -249,7 +283,7 @@ func readRecord(dir string) ([]byte, error) {
 
 // isSelf reports whether a record names this process.
 func isSelf(o *core.Owner) bool {
-	if o.PID != os.Getpid() || (o.Host != "" && o.Host != proc.Hostname()) {
+	if o.PID != os.Getpid() || !proc.Local(o) {
 		return false
 	}
 	self := proc.Self()

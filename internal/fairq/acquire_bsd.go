@@ -10,8 +10,10 @@ import (
 
 // Without open file description locks (Linux only), the queue is a
 // directory of ticket files.
-func front(ctx context.Context, req *core.Request, wait, ticketFiles bool) (*Place, error) {
-	return frontTickets(ctx, req, wait)
+func front(ctx context.Context, req *core.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
+	return frontTickets(ctx, req, wait, free)
 }
+
+func headWaiter(lockPath string) (Waiter, bool) { return Waiter{}, false }
 
 func waiting(lockPath string) (int, error) { return waitingTickets(lockPath) }

@@ -87,8 +87,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
 )
 
@@ -140,7 +142,11 @@ func (p Protocol) Inspect(path string) (*core.Status, error) { return p.inner.In
 // for the main lock before this waiter holds it, or the two would race for
 // it as plain waiters do.
 func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
-	pl, err := front(ctx, req, wait, p.ticketFiles)
+	// The queue's waits arm timers; see proc.ReadyForLock.
+	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+		return nil, err
+	}
+	pl, err := front(ctx, req, wait, p.ticketFiles, p.free(req.Path))
 	if err == errQueued {
 		return nil, busyError(p, req.Path)
 	}
@@ -156,6 +162,101 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 	}
 	return p.inner.TryAcquire(req)
 }
+
+// free returns the test of the stall rule (see StallBound): whether the
+// main lock at path is free.
+func (p Protocol) free(path string) func() bool {
+	return func() bool {
+		st, err := p.inner.Inspect(path)
+		return err == nil && st.State == core.Free
+	}
+}
+
+// The stall rule. A fair waiter stopped with Ctrl-Z (or SIGSTOP, or a
+// debugger) keeps its ticket, and every waiter behind it waits on that
+// ticket however long the lock stays free: the queue stalls. So a waiter
+// whose predecessor is at the front of the queue (no earlier ticket is
+// held) looks at the main lock every stallCheck; once it has found the
+// lock free at every look for StallBound, the predecessor is not taking
+// it (a running one takes a free lock within microseconds), and the
+// waiter passes it over: it goes on as if the predecessor had left. The
+// passed-over waiter keeps its ticket, and when it runs again it asks for
+// the main lock like anyone else; safety never rested on the queue.
+//
+// StallBound is how long the lock must stay free before the waiter at the
+// front of the queue is passed over.
+const StallBound = 2 * time.Second
+
+// stallCheck is how often a waiter looks at the lock for the stall rule.
+const stallCheck = 250 * time.Millisecond
+
+// errStalled ends a wait on a predecessor that the stall rule passed over.
+var errStalled = errors.New("the fair waiter ahead kept its place while the lock stayed free")
+
+// stallWatch applies the stall rule to one wait on a predecessor.
+type stallWatch struct {
+	// free reports whether the main lock is free; nil: no stall rule
+	// (the queue has no lock behind it, Front).
+	free func() bool
+	// atFront reports whether the predecessor is at the front of the
+	// queue: only then must it be taking the lock.
+	atFront func() bool
+	// since is when the lock was first found free with the predecessor
+	// at the front, in the current run of such looks.
+	since time.Time
+}
+
+// ticker returns the channel of the stall rule's looks, nil without one,
+// and its stop function.
+func (w *stallWatch) ticker() (<-chan time.Time, func()) {
+	if w == nil || w.free == nil {
+		return nil, func() {}
+	}
+	t := time.NewTicker(stallCheck)
+	return t.C, t.Stop
+}
+
+// stalled takes one look, and reports whether the predecessor is to be
+// passed over.
+func (w *stallWatch) stalled(now time.Time) bool {
+	if !w.atFront() || !w.free() {
+		w.since = time.Time{}
+		return false
+	}
+	if w.since.IsZero() {
+		w.since = now
+	}
+	return now.Sub(w.since) >= StallBound
+}
+
+// Waiter is a fair waiter found in a queue (see HeadWaiter).
+type Waiter struct {
+	PID     int
+	Command string
+	// Stopped: the process is stopped (Ctrl-Z, SIGSTOP, a debugger).
+	Stopped bool
+}
+
+// String describes the waiter for messages: "pid 4242 (hold run --fair
+// T -- make), stopped".
+func (w Waiter) String() string {
+	s := fmt.Sprintf("pid %d", w.PID)
+	if w.Command != "" {
+		s += " (" + w.Command + ")"
+	}
+	if w.Stopped {
+		s += ", stopped"
+	}
+	return s
+}
+
+// HeadWaiter returns the fair waiter at the front of the queue of the lock
+// at lockPath, the one whose turn it is, as far as this process can find
+// it: on Linux, the process holding the lowest ticket of the queue file
+// (a search through the processes' open files, for messages about a
+// stalled queue, never for the lock's hot path). ok is false when nobody
+// is queued or the waiter cannot be found.
+func HeadWaiter(lockPath string) (w Waiter, ok bool) { return headWaiter(lockPath) }
 
 // Place is a waiter's place at the front of a queue. Every waiter that
 // joins the queue after it waits until it leaves (or dies: the kernel then
@@ -185,7 +286,7 @@ var errQueued = errors.New("waiters are queued ahead")
 // wraps core.WaitError(ctx.Err()). Fair queues exist on unix; elsewhere
 // the error wraps core.ErrUnsupported.
 func Front(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
-	pl, err := front(ctx, req, wait, false)
+	pl, err := front(ctx, req, wait, false, nil)
 	if err == errQueued {
 		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy,
 			Hint: "waiters are queued ahead"}
@@ -244,6 +345,11 @@ const (
 // context ended (hint says where), or err itself.
 func waitEnded(ctx context.Context, req *core.Request, hint string, err error) error {
 	if ctx.Err() != nil {
+		if hint == whileQueued {
+			if w, ok := HeadWaiter(req.Path); ok {
+				hint += "; first in the queue: " + w.String()
+			}
+		}
 		return &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()), Hint: hint}
 	}
 	return err
@@ -255,6 +361,13 @@ func busyError(p Protocol, path string) error {
 		Hint: "fair waiters are queued for this lock"}
 	if st, err := p.inner.Inspect(path); err == nil {
 		e.Holder = st.Holder
+		if st.State == core.Free {
+			// Free, yet someone is queued: name whose turn it is (a
+			// stopped waiter is passed over after StallBound).
+			if w, ok := HeadWaiter(path); ok {
+				e.Hint += "; the lock is free, and it is the turn of " + w.String()
+			}
+		}
 	}
 	return e
 }

@@ -536,11 +536,11 @@ func testFront(t *testing.T, design string) {
 	path := lockPath(t)
 	tickets := design == ticketsDesign
 	ctx := context.Background()
-	first, err := front(ctx, request(path), true, tickets)
+	first, err := front(ctx, request(path), true, tickets, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := front(ctx, request(path), false, tickets); err != errQueued {
+	if _, err := front(ctx, request(path), false, tickets, nil); err != errQueued {
 		t.Fatalf("front without waiting, behind the front: got %v, want errQueued", err)
 	}
 	if design == ofdDesign {
@@ -555,7 +555,7 @@ func testFront(t *testing.T, design string) {
 	errs := make(chan error, waiters)
 	for i := 1; i <= waiters; i++ {
 		go func() {
-			pl, err := front(ctx, request(path), true, tickets)
+			pl, err := front(ctx, request(path), true, tickets, nil)
 			if err != nil {
 				errs <- err
 				return

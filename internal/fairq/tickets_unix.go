@@ -22,7 +22,7 @@ import (
 
 // frontTickets is front on the queue directory. Leaving removes the
 // waiter's ticket, then closes it.
-func frontTickets(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
+func frontTickets(ctx context.Context, req *core.Request, wait bool, free func() bool) (*Place, error) {
 	q, err := openQueue(req.Path)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,29 @@ func frontTickets(ctx context.Context, req *core.Request, wait bool) (*Place, er
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me.n, "predecessor", pred.n)
 		}
-		if err := waitShared(ctx, pred.fd); err != nil {
+		var sw *stallWatch
+		if free != nil {
+			sw = &stallWatch{free: free, atFront: func() bool {
+				p, err := q.livePredecessor(pred.n)
+				if p != nil {
+					unix.Close(p.fd)
+				}
+				return err == nil && p == nil
+			}}
+		}
+		err = waitFlockStall(ctx, pred.fd, unix.LOCK_SH, sw)
+		if err == errStalled {
+			// Passed over (see StallBound): its ticket stays, it is
+			// alive; look below it. waitFlockStall has handed pred.fd to
+			// the goroutine that still waits on it.
+			if req.Logger != nil {
+				req.Logger.Debug("hold: passed over a fair waiter that kept its place while the lock stayed free",
+					"path", req.Path, "ticket", pred.n, "free for", StallBound)
+			}
+			below = pred.n
+			continue
+		}
+		if err != nil {
 			pl.Leave()
 			if ctx.Err() == nil {
 				// Otherwise waitShared has handed pred.fd to a goroutine
@@ -131,12 +153,8 @@ func openQueue(lockPath string) (*queue, error) {
 // read), and one without is listed: empty, it is a new queue, and any
 // name that is not a ticket's makes it someone else's directory.
 func notQueueDir(dfd int) string {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, counterName, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-			return "its " + counterName + " is not a plain file of its own"
-		}
-		return ""
+	if why, found := checkCounter(dfd); found {
+		return why
 	}
 	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -146,11 +164,34 @@ func notQueueDir(dfd int) string {
 	defer d.Close()
 	names, _ := d.Readdirnames(16)
 	for _, n := range names {
+		if n == counterName {
+			// Created by a waiter that joined this new queue between our
+			// look for it and the listing.
+			if why, found := checkCounter(dfd); found {
+				if why != "" {
+					return why
+				}
+				continue
+			}
+		}
 		if _, ok := parseTicket(n); !ok {
 			return fmt.Sprintf("it holds %q, which is not a queue's", n)
 		}
 	}
 	return ""
+}
+
+// checkCounter looks for the queue directory's counter: found reports
+// whether there is one, and why, when it is not a plain file of its own.
+func checkCounter(dfd int) (why string, found bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, counterName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return "", false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return "its " + counterName + " is not a plain file of its own", true
+	}
+	return "", true
 }
 
 func (q *queue) close() { unix.Close(q.dfd) }
@@ -325,6 +366,41 @@ func hasHeadMark(fd int) bool {
 // granted or ctx ends. Holding it never delays anyone: nobody else asks for
 // it exclusively.
 func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, unix.LOCK_SH) }
+
+// waitFlockStall is waitFlock with the stall rule (sw, when not nil) for a
+// wait that ctx can end (see ofdQueue.waitFor): the wait also ends, with errStalled, when the rule passes the ticket's
+// waiter over; fd then belongs to a goroutine that closes it once the
+// lock is granted, as after a context that ended.
+func waitFlockStall(ctx context.Context, fd, how int, sw *stallWatch) error {
+	if sw == nil || ctx.Done() == nil {
+		return waitFlock(ctx, fd, how)
+	}
+	done := make(chan error, 1)
+	go func() { done <- flockRetry(fd, how) }()
+	looks, stop := sw.ticker()
+	defer stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			go func() {
+				<-done
+				unix.Close(fd)
+			}()
+			return ctx.Err()
+		case now := <-looks:
+			if !sw.stalled(now) {
+				continue
+			}
+			go func() {
+				<-done
+				unix.Close(fd)
+			}()
+			return errStalled
+		}
+	}
+}
 
 // waitFlock blocks until flock(2) grants how on fd or ctx ends. A blocked
 // flock(2) cannot be interrupted from Go, so when ctx can end the call runs

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
 )
 
@@ -104,7 +105,9 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		h.mu.Lock()
 		h.publishLocked()
 		h.mu.Unlock()
-	case !req.Shared && h.tokenErr == nil && lazy.warm():
+	case !req.Shared && h.tokenErr == nil && lazy.warm() && proc.ReadyRuntime() == nil:
+		// (Where the runtime cannot make the poller the lazy timer needs,
+		// for want of descriptors, the record is written now instead.)
 		h.listed, h.since = true, h.owner.StartedAt
 		lazy.add(h)
 	default:

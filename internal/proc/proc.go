@@ -42,18 +42,52 @@ func SelfShared() core.Owner { return self() }
 // Hostname is this machine's host name as Self records it.
 func Hostname() string { return self().Host }
 
+// where is what places this process's pid, beyond the host name: its pid
+// namespace and the machine's boot, computed once (see Where).
+var where = sync.OnceValues(func() (uint64, string) { return pidNamespace(), bootID() })
+
+// Where returns what places a pid of this process beyond the host name:
+// the pid namespace (on Linux, the inode number of /proc/self/ns/pid) and
+// the boot (/proc/sys/kernel/random/boot_id). Zero and "" where unknown.
+// The portable protocol records them (core.Owner's PIDNS and BootID), so
+// that a holder in a container which shares the host's name is not judged
+// by a pid of another namespace.
+func Where() (pidNS uint64, boot string) { return where() }
+
+// Local reports whether the pid of a record can be asked about here: the
+// record is from this host and, where it says so, from this pid namespace
+// and this boot. A record that names a namespace or boot this process
+// cannot confirm (its own is unknown) is not local either: a pid is only
+// meaningful in its own namespace. Records without them (earlier
+// versions, other tools) are local when the host matches, as before.
+func Local(o *core.Owner) bool {
+	if o.Host != "" && o.Host != self().Host {
+		return false
+	}
+	if o.PIDNS == 0 && o.BootID == "" {
+		return true
+	}
+	ns, boot := where()
+	if o.PIDNS != 0 && o.PIDNS != ns {
+		return false
+	}
+	return o.BootID == "" || o.BootID == boot
+}
+
 // Judge says whether the holder named by a record is alive. A record from
-// another host cannot be judged from here (LivenessUnknown). On this host a
-// pid that does not exist is dead, and so is a pid whose start time differs
-// from the recorded one: the pid was reused by an unrelated process.
+// another host, or from another pid namespace or boot of this one (a
+// container that shares the host's name), cannot be judged from here
+// (LivenessUnknown): see Local. Otherwise a pid that does not exist is
+// dead, and so is a pid whose start time differs from the recorded one:
+// the pid was reused by an unrelated process.
 func Judge(o *core.Owner) core.Liveness {
 	if o == nil || o.PID <= 0 {
 		return core.LivenessUnknown
 	}
-	me := self()
-	if o.Host != "" && o.Host != me.Host {
+	if !Local(o) {
 		return core.LivenessUnknown
 	}
+	me := self()
 	if o.PID == me.PID {
 		// This very process, unless the pid was reused: then the one
 		// recorded is gone. No need to ask the system.

@@ -106,3 +106,23 @@ func LockHolders(fd uintptr) []int {
 	}
 	return pids
 }
+
+// pidNamespace returns the inode number of this process's pid namespace,
+// which names it among the namespaces of this boot; 0 when unknown.
+func pidNamespace() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// bootID returns the kernel's random identifier of this boot, "" when
+// unknown.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}

@@ -53,6 +53,30 @@ func TestJudge(t *testing.T) {
 		}
 	}
 	if runtime.GOOS == "linux" {
+		ns, boot := Where()
+		if ns == 0 || boot == "" {
+			t.Fatalf("Where() = %d, %q: no pid namespace or boot id", ns, boot)
+		}
+		parent := os.Getppid()
+		for _, c := range []struct {
+			name string
+			o    *core.Owner
+			want core.Liveness
+		}{
+			// A pid of another namespace or boot says nothing here, dead
+			// or alive: judged like one of another host.
+			{"parent's pid, other pid namespace", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns + 1, BootID: boot}, core.LivenessUnknown},
+			{"parent's pid, other boot", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot + "x"}, core.LivenessUnknown},
+			{"dead pid, other pid namespace", &core.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns + 1}, core.LivenessUnknown},
+			{"this process's pid, other pid namespace", &core.Owner{PID: me.PID, Host: me.Host, PIDNS: ns + 1}, core.LivenessUnknown},
+			{"parent, same namespace and boot", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot}, core.Alive},
+			{"dead, same namespace and boot", &core.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns, BootID: boot}, core.Dead},
+		} {
+			if got := Judge(c.o); got != c.want {
+				t.Errorf("%s: Judge = %v, want %v", c.name, got, c.want)
+			}
+		}
+
 		// A live pid with another start time is a reused pid.
 		o := &core.Owner{PID: me.PID, ProcStart: me.ProcStart + 1}
 		if got := Judge(o); got != core.Dead {

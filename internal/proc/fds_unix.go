@@ -1,0 +1,56 @@
+//go:build unix
+
+package proc
+
+import (
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runtimeReady is set once the Go runtime's poller is known to exist.
+var runtimeReady atomic.Bool
+
+// ReadyRuntime makes sure the Go runtime's network poller exists before a
+// lock protocol spends file descriptors, and returns EMFILE or ENFILE
+// (nothing else) when there are not enough left for it.
+//
+// The runtime creates its poller (on Linux an epoll instance and an
+// eventfd) lazily, at the first timer, and aborts the whole process with
+// a runtime dump when it cannot: with a lock file and a queue open, at a
+// low descriptor limit, that first timer came after hold had opened its
+// files, and `hold run --fair` died with a stack trace instead of an
+// error, leaving whatever it had made. Made first, the poller needs no
+// descriptor later; and when two cannot be had, the caller reports that
+// before it has touched anything. Once per process: later calls cost an
+// atomic load.
+func ReadyRuntime() error {
+	if runtimeReady.Load() {
+		return nil
+	}
+	// Two descriptors, as many as the poller takes, borrowed and given
+	// back at once. (Without /dev/null, in a bare chroot, nothing is
+	// learnt, and the poller is made as it would have been anyway.)
+	a, err := openNull()
+	if err == nil {
+		var b int
+		b, err = openNull()
+		if err == nil {
+			unix.Close(b)
+		}
+		unix.Close(a)
+	}
+	if err == unix.EMFILE || err == unix.ENFILE {
+		return err
+	}
+	// Starting a function timer adds it to the runtime's timer heap,
+	// which creates the poller if there is none yet.
+	time.AfterFunc(time.Hour, func() {}).Stop()
+	runtimeReady.Store(true)
+	return nil
+}
+
+func openNull() (int, error) {
+	return unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+}
