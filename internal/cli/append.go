@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/atomicfile"
 )
 
@@ -154,6 +155,11 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 		return fail(op, err, lf.conflictExit)
 	}
 	defer spec.close()
+	// The filter's pipes and its grace timer need the runtime's poller,
+	// which cannot be made once the lock has taken the last descriptors.
+	if err := proc.ReadyForLock(op, spec.label); err != nil {
+		return fail(op, err, lf.conflictExit)
+	}
 	ctx, stopWait := interruptible(context.Background())
 	l, err := spec.acquire(ctx, os.Stderr)
 	interrupted := context.Cause(ctx)

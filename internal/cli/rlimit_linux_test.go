@@ -87,6 +87,28 @@ func TestLowDescriptorLimit(t *testing.T) {
 	}
 }
 
+// TestLowDescriptorLimitGuarded: the same for `hold update` and `hold
+// append`, whose filter's pipes need the runtime's poller after the lock
+// is taken; the file comes out either changed or as it was.
+func TestLowDescriptorLimitGuarded(t *testing.T) {
+	t.Parallel()
+	for n := 4; n <= 14; n++ {
+		dir := t.TempDir()
+		data := filepath.Join(dir, "data")
+		if err := os.WriteFile(data, []byte("a\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"update", "data", "--", "cat"}, {"append", "data", "b"}} {
+			r := runLimited(t, dir, n, args...)
+			checkClearFailure(t, "hold "+args[0], n, r)
+		}
+		got, _ := os.ReadFile(data)
+		if s := string(got); s != "a\n" && s != "a\nb\n" {
+			t.Errorf("at %d descriptors the file holds %q", n, s)
+		}
+	}
+}
+
 // TestLowDescriptorLimitStaleLock: a waiter that cannot read a stale
 // portable lock's owner record for want of descriptors used to call the
 // lock live and wait on it for ever (here: until -w ran out). Now it
