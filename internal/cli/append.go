@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 func init() {
