@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -38,5 +41,54 @@ func TestDescribeBuild(t *testing.T) {
 	got := describeBuild(&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}})
 	if !strings.Contains(got, "no revision recorded") {
 		t.Errorf("a devel build without VCS settings: %q, want it to say no revision was recorded", got)
+	}
+}
+
+func TestDescribeRelease(t *testing.T) {
+	for _, c := range []struct {
+		v, commit, date, goVersion, want string
+	}{
+		{"1.2.3", "abcdef0123", "2026-11-30T12:00:00Z", "go1.26.0", "1.2.3 (commit abcdef0123, built 2026-11-30T12:00:00Z), go1.26.0"},
+		{"1.2.3", "abcdef0123", "", "go1.26.0", "1.2.3 (commit abcdef0123), go1.26.0"},
+		{"1.2.3", "", "", "", "1.2.3"},
+	} {
+		if got := describeRelease(c.v, c.commit, c.date, c.goVersion); got != c.want {
+			t.Errorf("describeRelease(%q, %q, %q, %q) = %q, want %q", c.v, c.commit, c.date, c.goVersion, got, c.want)
+		}
+	}
+}
+
+// TestVersionFromLinkerFlags builds hold the way the release build does,
+// setting the release variables with -ldflags -X (their names must match
+// .goreleaser.yaml's), and checks that hold version and hold --version
+// print them.
+func TestVersionFromLinkerFlags(t *testing.T) {
+	const pkg = "github.com/hold-dev/hold/internal/cli"
+	bin := filepath.Join(t.TempDir(), "hold")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	ldflags := "-X " + pkg + ".releaseVersion=1.2.3 -X " + pkg + ".releaseCommit=abcdef0123 -X " + pkg + ".releaseDate=2026-11-30T12:00:00Z"
+	build := exec.Command("go", "build", "-ldflags="+ldflags, "-o", bin, "../../cmd/hold")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	want := "hold 1.2.3 (commit abcdef0123, built 2026-11-30T12:00:00Z), " + runtime.Version() + "\n"
+	for _, arg := range []string{"version", "--version"} {
+		out, err := exec.Command(bin, arg).Output()
+		if err != nil {
+			t.Fatalf("hold %s: %v", arg, err)
+		}
+		if string(out) != want {
+			t.Errorf("hold %s printed %q, want %q", arg, out, want)
+		}
+	}
+	// Without the flags, the build information describes the build.
+	out, err := exec.Command(holdBin, "version").Output()
+	if err != nil {
+		t.Fatalf("hold version: %v", err)
+	}
+	if strings.Contains(string(out), "1.2.3") || !strings.HasSuffix(strings.TrimSpace(string(out)), runtime.Version()) {
+		t.Errorf("hold version without release flags printed %q", out)
 	}
 }
