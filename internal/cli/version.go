@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 )
 
 func init() {
@@ -12,7 +13,10 @@ func init() {
 		summary: "print hold's version: the module version, or the revision it was built from",
 		usage:   "version",
 		help: `
-A released hold (go install ...@vX.Y.Z) prints its module version. A build
+A release build (an archive, a Linux package, the npm, Python or Homebrew
+package) prints the release version, the commit it was built from and that
+commit's time. hold installed with go install ...@vX.Y.Z prints its module
+version. A build
 from a source tree prints the version the Go toolchain gave it, the VCS
 revision it was built from and whether the tree had uncommitted changes
 ("modified"), when the toolchain recorded them (it does unless built with
@@ -33,10 +37,48 @@ func runVersion(args []string) int {
 	return 0
 }
 
-// version describes this build (see describeBuild).
+// The release build (.goreleaser.yaml) sets these with -ldflags -X: the
+// release version without its "v", the full commit hash and the commit's
+// time. A build by go build or go install leaves them empty, and the build
+// information the toolchain records describes it instead.
+var (
+	releaseVersion string
+	releaseCommit  string
+	releaseDate    string
+)
+
+// version describes this build: the release's if the release build set
+// it, else the toolchain's build information (see describeBuild).
 func version() string {
 	bi, _ := debug.ReadBuildInfo()
+	if releaseVersion != "" {
+		goVersion := ""
+		if bi != nil {
+			goVersion = bi.GoVersion
+		}
+		return describeRelease(releaseVersion, releaseCommit, releaseDate, goVersion)
+	}
 	return describeBuild(bi)
+}
+
+// describeRelease formats a release build's version: "1.2.3 (commit
+// abcdef0, built 2026-11-30T12:00:00Z), go1.26.0", leaving out what the
+// build did not set.
+func describeRelease(v, commit, date, goVersion string) string {
+	var details []string
+	if commit != "" {
+		details = append(details, "commit "+commit)
+	}
+	if date != "" {
+		details = append(details, "built "+date)
+	}
+	if len(details) > 0 {
+		v += " (" + strings.Join(details, ", ") + ")"
+	}
+	if goVersion != "" {
+		v += ", " + goVersion
+	}
+	return v
 }
 
 // describeBuild says what hold was built from: the module version (a

@@ -40,3 +40,17 @@ func TestDescribeBuild(t *testing.T) {
 		t.Errorf("a devel build without VCS settings: %q, want it to say no revision was recorded", got)
 	}
 }
+
+func TestDescribeRelease(t *testing.T) {
+	for _, c := range []struct {
+		v, commit, date, goVersion, want string
+	}{
+		{"1.2.3", "abcdef0123", "2026-11-30T12:00:00Z", "go1.26.0", "1.2.3 (commit abcdef0123, built 2026-11-30T12:00:00Z), go1.26.0"},
+		{"1.2.3", "abcdef0123", "", "go1.26.0", "1.2.3 (commit abcdef0123), go1.26.0"},
+		{"1.2.3", "", "", "", "1.2.3"},
+	} {
+		if got := describeRelease(c.v, c.commit, c.date, c.goVersion); got != c.want {
+			t.Errorf("describeRelease(%q, %q, %q, %q) = %q, want %q", c.v, c.commit, c.date, c.goVersion, got, c.want)
+		}
+	}
+}

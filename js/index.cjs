@@ -1,0 +1,699 @@
+// @hold-dev/hold: cross-process locks for Node, served by `hold agent`.
+//
+// Node has no kernel file locks of its own, so this package starts one
+// `hold agent` child per process, on first use, and talks to it over its
+// stdin and stdout in newline-delimited JSON (the protocol is in the
+// repository's docs/agent.md). The kernel lock belongs to the agent: when
+// this process exits or crashes, the agent's stdin ends, it releases
+// everything, and waiters elsewhere get the lock at once. The agent never
+// keeps this process alive: its process and pipes are unreferenced
+// whenever no lock is held and no request is pending.
+//
+// Requests that never wait (a try, a release, a check) take a faster
+// road where the system has FIFOs: the agent's synchronous channel, a
+// blocking write and read of a few µs, where a round trip through Node's
+// child-process streams costs 150 µs or more. So a free lock costs two
+// short blocking calls, and lock() on a busy one costs a failed try before
+// its wait goes to the agent's standard input like every other request.
+// HOLD_AGENT_SYNC=0 in the environment keeps every request on the
+// standard channel.
+//
+// This file is the package for require() and import alike: index.js, the
+// ES module entry, re-exports it, so a program that mixes both still has
+// one agent.
+
+'use strict';
+
+const { spawn } = require('node:child_process');
+const { closeSync, constants, existsSync, openSync, readSync, writeSync } = require('node:fs');
+const { availableParallelism, cpus } = require('node:os');
+const { basename, dirname, join } = require('node:path');
+
+/**
+ * How long a lock found busy is assumed to stay busy, in ms: a lock() of it
+ * within that time skips the try on the synchronous channel and goes
+ * straight to a wait (as the agent does, for the same reason).
+ */
+const BUSY_MEMORY_MS = 100;
+
+/** The agent protocol version this package speaks. */
+const PROTOCOL_VERSION = 1;
+
+/**
+ * How long a synchronous request polls for its reply before it naps between
+ * polls, in ms: long enough to cover an agent that the kernel must wake
+ * first (tens of µs on a virtual machine), since a nap lasts 100 µs or more
+ * there. 0 with a single CPU, where polling would only keep the agent from
+ * running.
+ */
+const SPIN_MS = (typeof availableParallelism === 'function' ? availableParallelism() : cpus().length) > 1 ? 0.2 : 0;
+
+/**
+ * The error of every failed operation. `code` says what happened:
+ * 'EBUSY' (held, and told not to wait), 'ETIMEDOUT' (the wait ran out),
+ * 'EABORT' (the wait was aborted through `signal`), 'ELOST' (a held lock
+ * was lost, or its agent died), 'EINVAL' (bad target, name or option),
+ * 'EAGENT' (the agent died or could not start while a request was
+ * pending), and the file errors of update and append ('ENOENT', 'EACCES',
+ * ...). For contention errors `holder` describes who holds the lock and
+ * the message names them.
+ */
+class HoldError extends Error {
+  constructor(code, message, details = {}) {
+    super(message);
+    this.name = 'HoldError';
+    this.code = code;
+    if (details.holder) this.holder = details.holder;
+    if (details.hint) this.hint = details.hint;
+    if (details.cause) this.cause = details.cause;
+  }
+}
+
+function fromReply(error) {
+  return new HoldError(error.code, error.message, { holder: error.holder, hint: error.hint });
+}
+
+// Platform package names use these spellings of process.platform and
+// process.arch.
+const OS_NAMES = { linux: 'linux', darwin: 'darwin', win32: 'windows' };
+const CPU_NAMES = { x64: 'x64', arm64: 'arm64' };
+
+/**
+ * Where the hold executable is: $HOLD_BIN, else the platform package
+ * (@hold-dev/hold-<os>-<cpu>), else `hold` on PATH. Returns { bin, from }
+ * with `from` saying which, and for the PATH fallback `missing`, what to
+ * install (see missingBinary).
+ */
+function findBinary() {
+  if (process.env.HOLD_BIN) return { bin: process.env.HOLD_BIN, from: 'HOLD_BIN' };
+  const os = OS_NAMES[process.platform];
+  const cpu = CPU_NAMES[process.arch];
+  if (!os || !cpu) return { bin: 'hold', from: 'PATH', missing: { platform: `${process.platform}-${process.arch}` } };
+  const pkg = `@hold-dev/hold-${os}-${cpu}`;
+  try {
+    const manifest = require.resolve(`${pkg}/package.json`);
+    const bin = join(dirname(manifest), 'bin', os === 'windows' ? 'hold.exe' : 'hold');
+    if (existsSync(bin)) return { bin, from: pkg };
+    return { bin: 'hold', from: 'PATH', missing: { pkg, broken: bin } };
+  } catch {
+    // not installed: fall back to PATH
+  }
+  return { bin: 'hold', from: 'PATH', missing: { pkg } };
+}
+
+/**
+ * The message for a hold executable that could not be started. When the
+ * platform package is missing, it names the package to install, at this
+ * package's version: npm leaves optional dependencies out, for instance
+ * when a lockfile was made on another platform or with --omit=optional.
+ */
+function missingBinary(found, err) {
+  if (found.from === 'HOLD_BIN') {
+    return `cannot start the hold agent (HOLD_BIN=${found.bin}): ${err.message}; point HOLD_BIN at a hold executable, or unset it`;
+  }
+  if (found.from !== 'PATH' || err.code !== 'ENOENT') {
+    return `cannot start the hold agent (${found.bin}): ${err.message}`;
+  }
+  const { pkg, broken, platform } = found.missing;
+  if (!pkg) {
+    return `cannot start the hold agent: @hold-dev/hold has no platform package for ${platform} and no hold is on PATH; `
+      + 'set HOLD_BIN to a hold executable (the release archives have one for FreeBSD too) or put hold on PATH';
+  }
+  const why = broken ? `is installed without its executable (${broken})` : 'is not installed';
+  return `cannot start the hold agent: the platform package ${pkg} ${why} and no hold is on PATH; `
+    + `install it with \`npm install ${pkg}@${ownVersion()}\` (npm skips optional dependencies, for instance when the lockfile was made on another platform), `
+    + 'or set HOLD_BIN to a hold executable';
+}
+
+/** This package's version, which its platform packages share. */
+function ownVersion() {
+  try {
+    return require('./package.json').version;
+  } catch {
+    return 'latest';
+  }
+}
+
+/** Describes this process for holder messages: "app.js, node pid 4200". */
+function describeClient() {
+  const script = process.argv[1] ? basename(process.argv[1]) : 'node';
+  return `${script}, node pid ${process.pid}`;
+}
+
+/** One `hold agent` child and the requests and locks it serves. */
+class Agent {
+  constructor() {
+    this.found = findBinary();
+    this.bin = this.found.bin;
+    this.nextId = 1;
+    this.pending = new Map(); // request id -> { resolve, reject }
+    this.locks = new Map(); // lock number -> Lock
+    this.dead = null; // the HoldError that ended it
+    this.buffer = '';
+    this.referenced = true;
+    this.busy = 0; // updates whose function is running
+    this.child = spawn(this.bin, ['agent', '--for', describeClient()], {
+      argv0: 'hold',
+      stdio: ['pipe', 'pipe', 'inherit'],
+      windowsHide: true,
+    });
+    this.child.on('error', (err) => {
+      this.die(new HoldError('EAGENT', missingBinary(this.found, err), { cause: err }));
+    });
+    this.child.on('close', (code, signal) => {
+      const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
+      this.die(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) ${how}`));
+    });
+    // A write to an agent that just died fails here; 'close' reports it.
+    this.child.stdin.on('error', () => {});
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (chunk) => this.receive(chunk));
+    this.sync = null; // { requests, replies }: descriptors of the synchronous channel
+    this.busyLocks = new Map(); // busyKey -> when a try found the lock busy
+    // Settles once the hello is answered (and the synchronous channel
+    // opened, if there is one); never rejects.
+    const sync = process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
+    this.ready = this.request({ op: 'hello', version: PROTOCOL_VERSION, sync }).then((r) => {
+      if (r.version !== PROTOCOL_VERSION) {
+        this.kill(new HoldError('EAGENT', `${this.bin} speaks agent protocol ${r.version}, this package ${PROTOCOL_VERSION}: install matching versions`));
+        return;
+      }
+      if (r.sync && !this.dead) this.openSync(r.sync);
+    }, (err) => {
+      if (err.code !== 'EAGENT') this.kill(new HoldError('EAGENT', `the hold agent refused the hello: ${err.message}`));
+    });
+  }
+
+  /**
+   * Opens this side of the synchronous channel. Neither open blocks: the
+   * agent holds both FIFOs open for reading and writing. Without it, every
+   * request keeps to the standard channel.
+   */
+  openSync(paths) {
+    const fds = [];
+    try {
+      // Neither open may block, and a FIFO opened for one direction only
+      // waits for its other end: the agent may have died since its reply.
+      // Opened without blocking, the requests FIFO fails at once (ENXIO)
+      // when nobody reads it, and the replies FIFO reads end of file once
+      // nobody can write it.
+      fds.push(openSync(paths.requests, constants.O_WRONLY | constants.O_NONBLOCK));
+      fds.push(openSync(paths.replies, constants.O_RDONLY | constants.O_NONBLOCK));
+      const [requests, replies] = fds;
+      this.sync = {
+        requests,
+        replies,
+        buffer: Buffer.alloc(64 * 1024),
+        nap: new Int32Array(new SharedArrayBuffer(4)), // for Atomics.wait
+      };
+    } catch {
+      for (const fd of fds) closeSync(fd);
+    }
+  }
+
+  /**
+   * Sends msg on the synchronous channel and blocks until its reply, a few
+   * µs. Returns the reply, or null if the channel is gone (the agent died:
+   * the agent is then marked dead, with the standard channel's error when
+   * that one has come).
+   */
+  syncRequest(msg) {
+    const ch = this.sync;
+    const line = Buffer.from(JSON.stringify({ id: this.nextId++, ...msg }) + '\n');
+    try {
+      for (let off = 0; off < line.length;) {
+        try {
+          off += writeSync(ch.requests, line, off);
+        } catch (err) {
+          // Full: the agent is reading; EPIPE (it died) is thrown on.
+          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+          Atomics.wait(ch.nap, 0, 0, 0.05);
+        }
+      }
+      const parts = [];
+      // The reply is due in µs: poll for it for up to SPIN_MS, then nap
+      // between polls, 50 µs at first and twice as long each time, up to
+      // 1 ms. (The descriptor does not block, so that an agent that died
+      // at any moment is seen as end of file, never as a hang.)
+      const start = performance.now();
+      let nap = 0.05;
+      for (;;) {
+        let n;
+        try {
+          n = readSync(ch.replies, ch.buffer, 0, ch.buffer.length, null);
+        } catch (err) {
+          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+          if (performance.now() - start > SPIN_MS) {
+            Atomics.wait(ch.nap, 0, 0, nap);
+            nap = Math.min(nap * 2, 1);
+          }
+          continue;
+        }
+        if (n === 0) throw new Error('end of file');
+        parts.push(Buffer.from(ch.buffer.subarray(0, n)));
+        if (ch.buffer[n - 1] === 0x0a) break;
+      }
+      return JSON.parse(Buffer.concat(parts).toString('utf8'));
+    } catch (err) {
+      this.closeSyncChannel();
+      this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) stopped answering: ${err.message}`, { cause: err }));
+      return null;
+    }
+  }
+
+  /** Whether the lock of key was found busy within BUSY_MEMORY_MS. */
+  recentlyBusy(key) {
+    const t = this.busyLocks.get(key);
+    return t !== undefined && performance.now() - t < BUSY_MEMORY_MS;
+  }
+
+  markBusy(key) {
+    if (this.busyLocks.size >= 1024) this.busyLocks.clear();
+    this.busyLocks.set(key, performance.now());
+  }
+
+  closeSyncChannel() {
+    if (!this.sync) return;
+    for (const fd of [this.sync.requests, this.sync.replies]) {
+      try { closeSync(fd); } catch { /* closed already */ }
+    }
+    this.sync = null;
+  }
+
+  /** Sends msg with a fresh id; resolves with the reply, rejects with its error. */
+  request(msg, onSent) {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    const p = new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+    });
+    this.child.stdin.write(JSON.stringify({ id, ...msg }) + '\n');
+    if (onSent) onSent(id);
+    this.updateRef();
+    return p;
+  }
+
+  /** Sends msg and forgets it: its reply is not awaited. */
+  send(msg) {
+    if (this.dead) return;
+    this.request(msg).catch(() => {});
+  }
+
+  receive(chunk) {
+    this.buffer += chunk;
+    let nl;
+    while ((nl = this.buffer.indexOf('\n')) >= 0) {
+      const line = this.buffer.slice(0, nl);
+      this.buffer = this.buffer.slice(nl + 1);
+      let msg;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        continue; // not ours: the protocol writes only JSON lines
+      }
+      this.dispatch(msg);
+    }
+  }
+
+  dispatch(msg) {
+    if (msg.event === 'lost') {
+      const lock = this.locks.get(msg.lock);
+      if (lock) lock._lose(fromReply(msg.error ?? { code: 'ELOST', message: `lock ${lock.path} lost` }));
+      return;
+    }
+    const waiter = this.pending.get(msg.id);
+    if (!waiter) return;
+    this.pending.delete(msg.id);
+    if (msg.ok) waiter.resolve(msg);
+    else waiter.reject(fromReply(msg.error));
+    this.updateRef();
+  }
+
+  /** Keeps the event loop alive only while a request or a lock needs the agent. */
+  updateRef() {
+    const busy = this.pending.size > 0 || this.locks.size > 0 || this.busy > 0;
+    if (busy === this.referenced || this.dead) return;
+    this.referenced = busy;
+    const how = busy ? 'ref' : 'unref';
+    this.child[how]();
+    this.child.stdin[how]?.();
+    this.child.stdout[how]?.();
+  }
+
+  die(err) {
+    if (this.dead) return;
+    this.dead = err;
+    this.closeSyncChannel();
+    if (agent === this) agent = null;
+    for (const { reject } of this.pending.values()) reject(err);
+    this.pending.clear();
+    for (const lock of this.locks.values()) {
+      lock._lose(new HoldError('ELOST', `lock ${lock.path} lost: ${err.message}`));
+    }
+    this.locks.clear();
+  }
+
+  kill(err) {
+    this.die(err);
+    this.child.kill();
+  }
+}
+
+let agent = null;
+
+function getAgent() {
+  if (!agent) agent = new Agent();
+  return agent;
+}
+
+/** A held lock. */
+class Lock {
+  #agent;
+  #number;
+  #controller = null; // made when signal is first read
+  #lost = null;
+  #released = null;
+
+  #remote; // served by the agent's sub-agent: standard channel only
+
+  constructor(ag, reply, remote) {
+    this.#agent = ag;
+    this.#number = reply.lock;
+    this.#remote = remote;
+    /** Fencing token: grows with every exclusive acquisition of this lock path. */
+    this.token = reply.token ?? 0;
+    /** The lock path (for etcd, the key). */
+    this.path = reply.path;
+    /** The protocol holding the lock: 'flock', 'dir', 'etcd'. */
+    this.protocol = reply.protocol;
+    /** The owner record the agent published for this lock. */
+    this.owner = reply.owner;
+  }
+
+  /** Aborts (with a HoldError 'ELOST') if the lock is lost. */
+  get signal() {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lost) this.#controller.abort(this.#lost);
+    }
+    return this.#controller.signal;
+  }
+
+  _lose(err) {
+    if (this.#lost || this.#released) return;
+    this.#lost = err;
+    this.#agent.locks.delete(this.#number);
+    this.#agent.updateRef();
+    this.#controller?.abort(err);
+  }
+
+  /**
+   * Gives the lock up. Idempotent: later calls return the first call's
+   * promise. Rejects with 'ELOST' if the lock was lost meanwhile.
+   */
+  release() {
+    if (this.#released) return this.#released;
+    if (this.#lost) {
+      this.#released = Promise.reject(this.#lost);
+      this.#released.catch(() => {});
+      return this.#released;
+    }
+    const ag = this.#agent;
+    if (ag.sync && !this.#remote) {
+      const reply = ag.syncRequest({ op: 'release', lock: this.#number });
+      ag.locks.delete(this.#number);
+      ag.updateRef();
+      if (reply?.ok) {
+        this.#released = Promise.resolve();
+      } else {
+        // reply is null when the agent died, which lost the lock.
+        this.#released = Promise.reject(reply ? fromReply(reply.error) : this.#lost);
+        this.#released.catch(() => {});
+      }
+      return this.#released;
+    }
+    this.#released = ag.request({ op: 'release', lock: this.#number }).then(
+      () => {},
+      (err) => {
+        throw err.code === 'EAGENT' ? new HoldError('ELOST', `lock ${this.path} lost: ${err.message}`) : err;
+      },
+    ).finally(() => {
+      ag.locks.delete(this.#number);
+      ag.updateRef();
+    });
+    return this.#released;
+  }
+
+  /** Resolves while the lock is held; rejects with 'ELOST' otherwise. */
+  async check() {
+    if (this.#lost) throw this.#lost;
+    if (this.#released) throw new HoldError('ELOST', `lock ${this.path} was released`);
+    const ag = this.#agent;
+    let reply;
+    try {
+      reply = ag.sync && !this.#remote
+        ? ag.syncRequest({ op: 'check', lock: this.#number }) ?? { ok: false, error: this.#lost }
+        : await ag.request({ op: 'check', lock: this.#number });
+    } catch (err) {
+      reply = { ok: false, error: err };
+    }
+    if (reply.ok) return;
+    const err = reply.error instanceof HoldError ? reply.error : fromReply(reply.error);
+    if (err.code === 'ELOST') this._lose(err);
+    throw err;
+  }
+}
+
+// The options each function takes.
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings']);
+const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
+const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding']);
+const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
+
+/** Checks opts and turns them into the request's fields. */
+function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
+  if (target !== undefined && target !== null && typeof target !== 'string') {
+    throw new HoldError('EINVAL', `target must be a string (a path or an etcd:// address), not ${typeof target}`);
+  }
+  if (opts === null || typeof opts !== 'object') {
+    throw new HoldError('EINVAL', `options must be an object, not ${opts === null ? 'null' : typeof opts}`);
+  }
+  for (const key of Object.keys(opts)) {
+    if (!allowed.has(key)) {
+      throw new HoldError('EINVAL', `unknown option ${JSON.stringify(key)} (known: ${[...allowed].join(', ')})`);
+    }
+  }
+  const req = { target: target ?? '' };
+  if (opts.wait !== undefined && opts.wait !== null) {
+    if (typeof opts.wait !== 'number' || !(opts.wait >= 0) || opts.wait === Infinity) {
+      throw new HoldError('EINVAL', `wait must be a number of seconds >= 0 (omit it to wait as long as it takes), not ${String(opts.wait)}`);
+    }
+    req.wait = opts.wait;
+  }
+  for (const [key, field] of [['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist']]) {
+    if (opts[key] !== undefined) {
+      if (typeof opts[key] !== 'boolean') throw new HoldError('EINVAL', `${key} must be true or false`);
+      req[field] = opts[key];
+    }
+  }
+  for (const [key, field] of [['protocol', 'protocol'], ['lockFile', 'lock_file'], ['name', 'name']]) {
+    if (opts[key] !== undefined) {
+      if (typeof opts[key] !== 'string' || opts[key] === '') throw new HoldError('EINVAL', `${key} must be a non-empty string`);
+      req[field] = opts[key];
+    }
+  }
+  for (const key of ['fields', 'settings']) {
+    if (opts[key] !== undefined) {
+      const obj = opts[key];
+      if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new HoldError('EINVAL', `${key} must be an object of strings`);
+      const out = {};
+      for (const [k, v] of Object.entries(obj)) {
+        if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
+          throw new HoldError('EINVAL', `${key}.${k} must be a string`);
+        }
+        out[k] = String(v);
+      }
+      req[key] = out;
+    }
+  }
+  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) {
+    throw new HoldError('EINVAL', 'signal must be an AbortSignal');
+  }
+  return req;
+}
+
+function abortError(what, signal) {
+  const reason = signal.reason instanceof Error ? `: ${signal.reason.message}` : '';
+  return new HoldError('EABORT', `${what} aborted before it began${reason}`);
+}
+
+/**
+ * Sends a request that may wait, cancelling the wait when signal aborts.
+ * Resolves with the reply.
+ */
+function waitingRequest(ag, msg, signal) {
+  if (!signal) return ag.request(msg);
+  let id;
+  const onAbort = () => ag.send({ op: 'cancel', request: id });
+  const p = ag.request(msg, (sent) => {
+    id = sent;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const done = () => signal.removeEventListener('abort', onAbort);
+  p.then(done, done);
+  return p;
+}
+
+/**
+ * What identifies a lock among the requests of one process, for the memory
+ * of busy locks; null for requests with fields or settings (rare enough
+ * not to be worth a key).
+ */
+function busyKey(req) {
+  if (req.fields || req.settings) return null;
+  return `${req.target}\0${req.lockFile ?? ''}\0${req.name ?? ''}\0${req.protocol ?? ''}\0${req.shared ? 's' : ''}`;
+}
+
+/** Whether target is a network address (etcd://, postgres://, ...). */
+function isAddress(target) {
+  const i = target.indexOf('://');
+  return i > 0 && !/[/\\]/.test(target.slice(0, i));
+}
+
+async function takeLock(op, target, opts = {}) {
+  const req = requestOptions(target, opts);
+  const what = `${op === 'try' ? 'tryLock' : 'lock'}(${JSON.stringify(target ?? opts.name ?? opts.lockFile ?? '')})`;
+  if (opts.signal?.aborted) throw abortError(what, opts.signal);
+  const ag = getAgent();
+  const remote = isAddress(req.target);
+  let reply = null;
+  // A fair lock() waits its turn in the queue, so it does not try first;
+  // nor does a lock() of a lock found busy a moment ago, which would most
+  // likely fail again (the agent still tries once before it waits).
+  const key = op === 'acquire' && busyKey(req);
+  if (!remote && (op === 'try' || !req.fair || req.wait === 0) && !(key && ag.recentlyBusy(key))) {
+    await ag.ready;
+    if (ag.sync) {
+      const { wait, ...rest } = req;
+      const r = ag.syncRequest({ op: 'try', ...rest });
+      if (r === null) throw ag.dead;
+      if (r.ok) {
+        reply = r;
+      } else if (op === 'try' || r.error.code !== 'EBUSY' || wait === 0) {
+        throw fromReply(r.error);
+      } else if (key) {
+        ag.markBusy(key);
+      }
+    }
+  }
+  reply ??= await waitingRequest(ag, { op, ...req }, opts.signal);
+  const lock = new Lock(ag, reply, remote);
+  ag.locks.set(reply.lock, lock);
+  ag.updateRef();
+  if (opts.signal?.aborted) {
+    // Granted just as the caller gave up: they will not release it.
+    await lock.release().catch(() => {});
+    throw new HoldError('EABORT', `${what} aborted`);
+  }
+  return lock;
+}
+
+/**
+ * Takes the lock on target ("<target>.lock", or opts.lockFile, opts.name,
+ * an etcd:// address), waiting as opts.wait says (seconds; omitted: as long
+ * as it takes; 0: not at all).
+ */
+function lock(target, opts) {
+  return takeLock('acquire', target, opts);
+}
+
+/** Takes the lock if it is free; rejects with 'EBUSY' naming the holder otherwise. */
+function tryLock(target, opts) {
+  return takeLock('try', target, opts);
+}
+
+/**
+ * Runs fn(lock) under the lock and releases it whatever fn does. Returns
+ * fn's result; if fn succeeded but the lock was lost, rejects with 'ELOST'.
+ */
+async function withLock(target, fn, opts) {
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'withLock needs a function to run under the lock');
+  const l = await lock(target, opts);
+  let result;
+  try {
+    result = await fn(l);
+  } catch (err) {
+    await l.release().catch(() => {});
+    throw err;
+  }
+  await l.release();
+  return result;
+}
+
+function toBytes(data, what) {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  throw new HoldError('EINVAL', `${what} must be a string, Buffer or Uint8Array, not ${data === null ? 'null' : typeof data}`);
+}
+
+/**
+ * Changes the file under its lock ("<file>.lock" unless opts.lockFile or
+ * opts.name): fn gets the old content (a string, or a Buffer with
+ * opts.encoding 'buffer'; empty if the file does not exist, unless
+ * opts.mustExist) and returns the new, which replaces the file atomically,
+ * as `hold update` does. Nothing is written if fn throws (its error is
+ * rethrown) or returns the old content. Resolves with whether the file was
+ * written.
+ */
+async function update(file, fn, opts = {}) {
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'update needs a function from the old content to the new');
+  const req = requestOptions(file, opts, UPDATE_OPTIONS);
+  const encoding = opts.encoding ?? 'utf8';
+  if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
+  if (opts.signal?.aborted) throw abortError(`update(${JSON.stringify(file)})`, opts.signal);
+  const ag = getAgent();
+  const reply = await waitingRequest(ag, { op: 'update', ...req }, opts.signal);
+  const old = Buffer.from(reply.data ?? '', 'base64');
+  let data;
+  // The agent holds the lock while fn runs: keep it referenced.
+  ag.busy++;
+  ag.updateRef();
+  try {
+    const out = await fn(encoding === 'buffer' ? old : old.toString('utf8'));
+    if (out === undefined || out === null) {
+      throw new HoldError('EINVAL', 'the update function returned nothing: return the new content (a string or Buffer), or throw to write nothing');
+    }
+    data = toBytes(out, 'the update function\'s result');
+  } catch (err) {
+    await ag.request({ op: 'abort', update: reply.update }).catch(() => {});
+    throw err;
+  } finally {
+    ag.busy--;
+    ag.updateRef();
+  }
+  const done = await ag.request({ op: 'commit', update: reply.update, data: data.toString('base64') });
+  return Boolean(done.written);
+}
+
+/**
+ * Appends data to the file under its lock: one write and an fsync, so
+ * concurrent appenders never interleave.
+ */
+async function append(file, data, opts = {}) {
+  const req = requestOptions(file, opts, APPEND_OPTIONS);
+  req.data = toBytes(data, 'data').toString('base64');
+  if (opts.signal?.aborted) throw abortError(`append(${JSON.stringify(file)})`, opts.signal);
+  await waitingRequest(getAgent(), { op: 'append', ...req }, opts.signal);
+}
+
+/**
+ * Reports the lock's state without taking it: { lock_file, protocol,
+ * state, held, token, holder, ... }, as `hold status --json` prints it.
+ */
+async function status(target, opts = {}) {
+  const req = requestOptions(target, opts, STATUS_OPTIONS);
+  const reply = await getAgent().request({ op: 'status', ...req });
+  return reply.status;
+}
+
+module.exports = { HoldError, lock, tryLock, withLock, update, append, status };

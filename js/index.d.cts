@@ -1,0 +1,166 @@
+// Types of @hold-dev/hold, for require() (index.d.ts re-exports them for
+// import). The agent protocol under it is described in the repository's
+// docs/agent.md.
+
+/** Who holds a lock, from its owner record. */
+export interface Holder {
+  /** The holder's process id on `host` (for this package's locks: its agent's). */
+  pid: number;
+  host?: string;
+  /** 'alive', 'dead' or 'unknown' (another host). */
+  alive: 'alive' | 'dead' | 'unknown';
+  /** The holder's command line. */
+  command?: string[];
+  /** When the lock was acquired (RFC 3339). */
+  started_at?: string;
+  /** How long the lock has been held, in seconds. */
+  held_seconds?: number;
+  shared?: boolean;
+  fields?: Record<string, string>;
+}
+
+/** The record a holder publishes (`hold status` shows it). */
+export interface Owner {
+  pid: number;
+  host?: string;
+  /** Random id of this one acquisition (not the fencing token: see `fence`). */
+  token?: string;
+  started_at: string;
+  proc_start?: number;
+  command?: string[];
+  /** The fencing token of this acquisition (zero for shared holds). */
+  fence?: number;
+  shared?: boolean;
+  released: boolean;
+  protocol?: string;
+  fields?: Record<string, string>;
+}
+
+/** The codes of HoldError; file operations add the system's ('ENOENT', 'EACCES', ...). */
+export type HoldErrorCode =
+  | 'EBUSY'
+  | 'ETIMEDOUT'
+  | 'EABORT'
+  | 'ELOST'
+  | 'EINVAL'
+  | 'EAGENT'
+  | 'ENOLOCK'
+  | 'ENOENT'
+  | 'EACCES'
+  | 'ENOTREG'
+  | 'EFOREIGN'
+  | 'EISDIR'
+  | 'ENOSPC'
+  | 'EROFS'
+  | 'ENOTSUP'
+  | 'ENOEXEC'
+  | 'EIO'
+  | (string & {});
+
+/** The error of every failed operation. */
+export class HoldError extends Error {
+  name: 'HoldError';
+  /** What happened: 'EBUSY', 'ETIMEDOUT', 'EABORT', 'ELOST', 'EINVAL', 'EAGENT', ... */
+  code: HoldErrorCode;
+  /** Who holds the lock, for contention errors (busy, timed out, aborted). */
+  holder?: Holder;
+  /** What to do about it, when hold knows. */
+  hint?: string;
+}
+
+/** How to take a lock. */
+export interface LockOptions {
+  /** Seconds to wait at most; omitted: as long as it takes; 0: do not wait (EBUSY). */
+  wait?: number;
+  /** Ends the wait with 'EABORT' when it aborts. */
+  signal?: AbortSignal;
+  /** A shared (reader) lock: shared holders go together, an exclusive one waits for all. */
+  shared?: boolean;
+  /** Wait in line: first come, first served. */
+  fair?: boolean;
+  /** The lock protocol: 'flock' (kernel locks, the default) or 'dir' (portable, for network filesystems). */
+  protocol?: string;
+  /** Lock exactly this file instead of `<target>.lock`. */
+  lockFile?: string;
+  /** A named lock in your private lock directory (the target may then be omitted). */
+  name?: string;
+  /** Extra fields for the owner record, shown by `hold status`. */
+  fields?: Record<string, string>;
+  /** Connection settings of network backends, by flag name: 'ttl', 'etcd-ca', 'etcd-user', ... */
+  settings?: Record<string, string>;
+}
+
+/** How to update or append to a file. */
+export interface FileOptions extends Omit<LockOptions, 'shared'> {
+  /** Fail with 'ENOENT' if the file does not exist (instead of starting empty, or creating it). */
+  mustExist?: boolean;
+}
+
+export interface UpdateOptions extends FileOptions {
+  /** What fn gets: a string (the default, 'utf8') or a Buffer ('buffer'). */
+  encoding?: 'utf8' | 'buffer';
+}
+
+/** Where a lock is, for status. */
+export interface StatusOptions {
+  protocol?: string;
+  lockFile?: string;
+  name?: string;
+  settings?: Record<string, string>;
+}
+
+/** A held lock. */
+export interface Lock {
+  /** The fencing token: grows with every exclusive acquisition of this lock path. */
+  readonly token: number;
+  /** The lock path (for etcd, the key). */
+  readonly path: string;
+  /** The protocol holding the lock. */
+  readonly protocol: string;
+  /** The owner record published for this lock. */
+  readonly owner: Owner;
+  /** Aborts, with a HoldError 'ELOST' as its reason, if the lock is lost. */
+  readonly signal: AbortSignal;
+  /** Gives the lock up; idempotent. Rejects with 'ELOST' if the lock was lost. */
+  release(): Promise<void>;
+  /** Resolves while the lock is held; rejects with 'ELOST' otherwise. */
+  check(): Promise<void>;
+}
+
+/** The state of a lock, as `hold status --json` reports it. */
+export interface Status {
+  target?: string;
+  lock_file: string;
+  protocol: string;
+  state: 'free' | 'held exclusive' | 'held shared' | 'stale';
+  held: boolean;
+  /** The last fencing token handed out on this lock. */
+  token: number;
+  holder?: Holder;
+  kernel_pids?: number[];
+  openers?: { pid: number; command?: string }[];
+  note?: string;
+}
+
+/** Takes the lock on target (its lock file is `<target>.lock`), waiting as opts.wait says. */
+export function lock(target: string | undefined, opts?: LockOptions): Promise<Lock>;
+
+/** Takes the lock if it is free; rejects with 'EBUSY' naming the holder otherwise. */
+export function tryLock(target: string | undefined, opts?: Omit<LockOptions, 'wait' | 'signal'>): Promise<Lock>;
+
+/** Runs fn under the lock and releases it whatever fn does; resolves with fn's result. */
+export function withLock<T>(target: string | undefined, fn: (lock: Lock) => T | Promise<T>, opts?: LockOptions): Promise<T>;
+
+/**
+ * Replaces the file's content with fn(old content), atomically and under
+ * its lock. Nothing is written if fn throws or returns the old content.
+ * Resolves with whether the file was written.
+ */
+export function update(file: string, fn: (old: string) => string | Uint8Array | Promise<string | Uint8Array>, opts?: UpdateOptions & { encoding?: 'utf8' }): Promise<boolean>;
+export function update(file: string, fn: (old: Buffer) => string | Uint8Array | Promise<string | Uint8Array>, opts: UpdateOptions & { encoding: 'buffer' }): Promise<boolean>;
+
+/** Appends data to the file under its lock, in one write followed by an fsync. */
+export function append(file: string, data: string | Uint8Array, opts?: FileOptions): Promise<void>;
+
+/** Reports the lock's state without taking it. */
+export function status(target: string | undefined, opts?: StatusOptions): Promise<Status>;
