@@ -487,6 +487,13 @@ def update(
                 f"the update function returned {type(new).__name__}: return the new content "
                 "(str or bytes), or raise to write nothing"
             )
+    except Exception:
+        # Wait for the abort, so that the lock is free when the error is seen.
+        try:
+            ag.call({"op": "abort", "update": number})
+        except HoldError:
+            pass
+        raise
     except BaseException:
         ag.send_quietly({"op": "abort", "update": number})
         raise
