@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Generator, Mapping, Optional, Tuple, Uni
 
 from . import _agent
 from ._agent import Agent, Reply, Request, decode, encode, get_agent, is_address
-from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, Invalid, Lost, Timeout
+from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, Invalid, Lost, Timeout, from_reply
 from ._version import __version__
 
 __all__ = [
@@ -120,7 +120,7 @@ class Lock:
                 raise Lost(f"lock {self.path} lost: {e}") from e
             return
         if not reply.get("ok"):
-            raise _agent.from_reply(reply.get("error"))
+            raise from_reply(reply.get("error"))
 
     def check(self) -> None:
         """Returns while the lock is held; raises ``Lost`` otherwise."""
@@ -139,7 +139,7 @@ class Lock:
                     raise Lost(f"lock {self.path} lost: {ag.dead}")
                 reply = ag.call(msg)
             elif not reply.get("ok"):
-                raise _agent.from_reply(reply.get("error"))
+                raise from_reply(reply.get("error"))
         except AgentError as e:
             err: HoldError = Lost(f"lock {self.path} lost: {e}")
             self._lose(err)
@@ -282,7 +282,7 @@ def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
         return None
     if r.get("ok"):
         return r
-    err = _agent.from_reply(r.get("error"))
+    err = from_reply(r.get("error"))
     if op == "try" or err.code != "EBUSY" or req.get("wait") == 0:
         raise err
     if key is not None:
