@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
-from typing import List
+from typing import Any, Dict, List, Optional
 
-from helpers import TempDirTest, hold
+from hold import _agent
+
+from helpers import HANG, TempDirTest, hold
 
 
 class AsyncTest(TempDirTest):
@@ -26,6 +29,17 @@ class AsyncTest(TempDirTest):
     def test_wait_does_not_block_the_loop_and_can_be_cancelled(self) -> None:
         t = self.path("T")
         holder = hold.lock(t)
+        # The replies to abandoned requests, as the agent sends them.
+        ag = _agent.get_agent()
+        late: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
+        undo = ag._undo
+
+        def record(req: _agent.Request) -> None:
+            late.put(req.reply)
+            undo(req)
+
+        ag._undo = record  # type: ignore[method-assign]
+        self.addCleanup(delattr, ag, "_undo")
 
         async def main() -> None:
             task = asyncio.ensure_future(hold.alock(t))
@@ -43,13 +57,16 @@ class AsyncTest(TempDirTest):
                 await asyncio.wait_for(hold.alock(t), 0.1)
 
         asyncio.run(main())
-        # Neither cancelled wait took the lock when it was freed. (status
-        # goes after the cancels on the agent's input, so they are done.)
-        self.assertEqual(hold.status(t)["holder"]["pid"], holder.owner["pid"])
+        # The agent ended both waits (EABORT) while the lock was still held:
+        # neither was left waiting to take it.
+        for _ in range(2):
+            reply = late.get(timeout=HANG)
+            assert reply is not None
+            self.assertEqual(reply["error"]["code"], "EABORT", reply)
+        holder.check()
         holder.release()
-        hold.try_lock(t).release()
-        st = hold.status(t)
-        self.assertEqual(st["state"], "free")
+        with hold.lock(t, timeout=HANG):
+            pass
 
     def test_timeout(self) -> None:
         t = self.path("T")
