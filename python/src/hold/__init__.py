@@ -71,7 +71,7 @@ class Lock:
         self.token: int = int(reply.get("token") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
-        self.owner: Dict[str, Any] = dict(reply.get("owner") or {})
+        self.owner: Dict[str, Any] = reply.get("owner") or {}
 
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self._lost else "held"

@@ -95,6 +95,9 @@ def decode(data: Any) -> bytes:
 
 Reply = Dict[str, Any]
 
+#: The synchronous channel's reply to a successful release or check.
+_SYNC_OK = b'{"id":0,"ok":true}\n'
+
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
@@ -196,7 +199,6 @@ class Agent:
         self.pending: Dict[int, Request] = {}
         self.locks: Dict[int, Any] = {}  # lock number -> Lock
         self.next_id = 1
-        self.sync_id = 1
         self.dead: Optional[HoldError] = None
         self.sync: Optional[SyncChannel] = None
         self.busy: Dict[Tuple[Any, ...], float] = {}
@@ -381,8 +383,13 @@ class Agent:
             ch = self.sync
             if ch is None:
                 return None
-            self.sync_id += 1
-            line = json.dumps({"id": self.sync_id, **msg}, separators=(",", ":")).encode() + b"\n"
+            # One request at a time: the id matches nothing, and the
+            # commonest lines and replies need no JSON encoder or parser.
+            lock = msg.get("lock")
+            if len(msg) == 2 and type(lock) is int:
+                line = b'{"id":0,"op":"%s","lock":%d}\n' % (msg["op"].encode(), lock)
+            else:
+                line = json.dumps({"id": 0, **msg}, separators=(",", ":")).encode() + b"\n"
             try:
                 ch.write(line)
             except OSError as e:
@@ -399,6 +406,8 @@ class Agent:
                 # back a lock the try took meanwhile.
                 self._sync_drain(ch, msg)
                 raise
+        if raw == _SYNC_OK:
+            return {"id": 0, "ok": True}
         try:
             reply = json.loads(raw)
         except ValueError:
@@ -409,9 +418,7 @@ class Agent:
         try:
             reply = json.loads(ch.read_line(0))
             if msg.get("op") == "try" and reply.get("ok"):
-                self.sync_id += 1
-                release = {"id": self.sync_id, "op": "release", "lock": reply["lock"]}
-                ch.write(json.dumps(release).encode() + b"\n")
+                ch.write(b'{"id":0,"op":"release","lock":%d}\n' % reply["lock"])
                 ch.read_line(0)
         except BaseException:
             self.sync = None
