@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 from helpers import HANG, TempDirTest, hold, hold_binary
@@ -148,6 +149,37 @@ class CrashTest(TempDirTest):
 
     def test_portable_lock(self) -> None:
         self.killed_holder("dir")
+
+
+class InterruptTest(TempDirTest):
+    def test_ctrl_c_cancels_the_wait(self) -> None:
+        """A KeyboardInterrupt in lock() cancels the agent's wait: the
+        interrupted process does not take the lock when it is freed."""
+        t = self.path("T")
+        holder = hold.lock(t)
+        p = self.python("""
+            import os, time, hold
+            open("ready", "w").write("x")
+            try:
+                hold.lock("T")
+                print("got it")
+            except KeyboardInterrupt:
+                hold.status("T")  # after the cancel, on the agent's input
+                open("interrupted", "w").write("x")
+            while not os.path.exists("go"):
+                time.sleep(0.01)
+        """)
+        self.wait_for_file("ready")
+        time.sleep(0.3)  # let it reach the wait (if not, the test proves less, not wrong)
+        p.send_signal(signal.SIGINT)
+        self.wait_for_file("interrupted")
+        holder.release()
+        try:
+            hold.try_lock(t).release()
+        finally:
+            open(self.path("go"), "w").close()
+            out = self.finish(p)
+        self.assertNotIn("got it", out)
 
 
 @unittest.skipUnless(hasattr(os, "fork"), "no fork() here")
