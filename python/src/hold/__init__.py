@@ -411,11 +411,13 @@ async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str) -> Reply:
         except RuntimeError:
             pass  # the loop is closed: nobody waits any more
 
-    req = ag.send(msg, Request(kind, wake))
+    req = Request(kind, wake)
     try:
+        ag.send(msg, req)
         await fut
     except BaseException:
-        ag.abandon(req)
+        if req.id:
+            ag.abandon(req)
         raise
     return req.result()
 

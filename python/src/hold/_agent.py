@@ -234,6 +234,10 @@ class Agent:
         except HoldError as e:
             self.kill(AgentError(f"the hold agent ({self.bin}) refused the hello: {e}"))
             raise AgentError(f"the hold agent ({self.bin}) refused the hello: {e}") from e
+        except BaseException:
+            # Interrupted while starting: no agent is left behind.
+            self.kill(AgentError(f"the hold agent ({self.bin}) was not started: interrupted"))
+            raise
         if hello.get("version") != PROTOCOL_VERSION:
             err = AgentError(
                 f"{self.bin} speaks agent protocol {hello.get('version')}, this package "
@@ -354,11 +358,15 @@ class Agent:
         cancelled, and a success that comes anyway undone."""
         done = threading.Lock()
         done.acquire()
-        req = self.send(msg, Request(kind, lambda r: done.release()))
+        req = Request(kind, lambda r: done.release())
         try:
+            # An interrupt can come while send() writes, after the request
+            # went out: it is abandoned then too (req.id is set by then).
+            self.send(msg, req)
             done.acquire()
         except BaseException:
-            self.abandon(req)
+            if req.id:
+                self.abandon(req)
             raise
         return req.result()
 
