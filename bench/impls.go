@@ -30,8 +30,11 @@ type impl struct {
 	perProcess bool
 	// node, when set, runs the workers in Node (bench/node/worker.js) in
 	// this mode instead of this program; cycle is then unused.
-	node  string
-	cycle func(w *workerEnv) (cycleTimes, error)
+	node string
+	// python, when set, runs the workers in Python (bench/python/worker.py)
+	// in this mode instead of this program; cycle is then unused.
+	python string
+	cycle  func(w *workerEnv) (cycleTimes, error)
 }
 
 // cycleTimes is one acquisition: when the worker asked for the lock
@@ -67,6 +70,8 @@ func impls() []impl {
 		impl{name: "proper-lockfile seed", about: "Node, proper-lockfile 4.1.2 lockSync, 25 ms sleep when busy (the seed's named lock)", node: "seed"},
 		impl{name: "proper-lockfile retry", about: "Node, proper-lockfile 4.1.2 lock() retrying after 1 ms × 1.3ⁿ, randomized, at most 20 ms", node: "retry"},
 		impl{name: "hold (Node)", about: "Node, @hold-dev/hold (js/) lock() + release() through its hold agent, kernel lock", node: nodeHoldMode},
+		impl{name: "filelock", about: "Python, py-filelock FileLock (default settings: a busy lock is retried every 50 ms), acquire + release", python: "filelock"},
+		impl{name: "hold (Python)", about: "Python, hold-lock (python/) hold.lock() + release() through its hold agent, kernel lock", python: pythonHoldMode},
 	)
 	return list
 }

@@ -166,6 +166,7 @@ type suiteEnv struct {
 	base    string // parent of each run's directory; "" for the default
 	modules string // node_modules with proper-lockfile, as given
 	node    *nodeSetup
+	python  *pythonSetup
 	notes   []string // rows left out, and why
 }
 
@@ -198,6 +199,15 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 			if why := node.buildHold(); why != "" {
 				list = se.leaveOut(list, why, func(im impl) bool { return im.node == nodeHoldMode })
 			}
+		}
+	}
+	if needsPython(list) {
+		py, why := findPython()
+		if py == nil {
+			list = se.leaveOut(list, why, func(im impl) bool { return im.python != "" })
+		} else {
+			defer py.cleanup()
+			se.python = py
 		}
 	}
 	began := time.Now()
@@ -305,6 +315,9 @@ func runOne(se *suiteEnv, im impl, n, m int, budget time.Duration) (*result, err
 		p := &proc{cmd: exec.Command(se.self, "-worker", im.name, "-rundir", dir, "-m", strconv.Itoa(m), "-budget", budget.String())}
 		if im.node != "" {
 			p.cmd = se.node.command(im.node, dir, m, budget)
+		}
+		if im.python != "" {
+			p.cmd = se.python.command(im.python, dir, m, budget)
 		}
 		p.cmd.Stderr = &p.stderr
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -453,7 +466,7 @@ func workerMain(name, dir string, m int, budget time.Duration) int {
 			break
 		}
 	}
-	if im == nil || im.node != "" {
+	if im == nil || im.node != "" || im.python != "" {
 		fmt.Fprintln(os.Stderr, "unknown implementation", name)
 		return 2
 	}

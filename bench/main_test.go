@@ -47,6 +47,14 @@ func TestSuiteSmoke(t *testing.T) {
 			}
 		}
 	}
+	if py, _ := findPython(); py != nil {
+		py.cleanup()
+		for _, want := range []string{"| 2 | filelock |", "| 2 | hold (Python) |", "## hold's Python package against filelock"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("results.md lacks %q:\n%s", want, b)
+			}
+		}
+	}
 	svg, err := os.ReadFile(filepath.Join(out, "waits.svg"))
 	if err != nil {
 		t.Fatal(err)

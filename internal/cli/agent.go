@@ -404,7 +404,10 @@ func (a *agent) dispatch(req *agentRequest) {
 		if req.Op == "update" {
 			body = a.update
 		}
-		if isNonblocking(req) {
+		// An append that does not wait is served here, in order; an update
+		// never is, whatever its wait: it holds its lock until the client's
+		// commit, which this loop must be free to read.
+		if isNonblocking(req) && req.Op == "append" {
 			body(a.ctx, req)
 			return
 		}

@@ -1,0 +1,552 @@
+"""Cross-process locks on the kernel's own file locks, served by ``hold agent``.
+
+::
+
+    import hold
+
+    with hold.lock("data/tracker.md", timeout=5) as l:
+        ...  # only one process at a time, in any language, runs this
+
+The lock of a target is the file ``<target>.lock`` beside it, the one that
+flock(1), ``hold run``, filelock and the Node package use for the same
+path. A crash of the holder frees it at once; every acquisition gets a
+fencing token (``l.token``); errors name the holder.
+
+One ``hold agent`` process per Python process holds the locks; see
+``_agent.py`` for how it is reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+from typing import Any, Callable, Dict, Generator, Mapping, Optional, Tuple, Union
+
+from . import _agent
+from ._agent import Agent, Reply, Request, decode, encode, get_agent, is_address
+from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, Invalid, Lost, Timeout, from_reply
+from ._version import __version__
+
+__all__ = [
+    "lock",
+    "try_lock",
+    "alock",
+    "update",
+    "append",
+    "status",
+    "Lock",
+    "HoldError",
+    "Busy",
+    "Timeout",
+    "Lost",
+    "Aborted",
+    "Foreign",
+    "Invalid",
+    "AgentError",
+    "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Lock:
+    """A held lock. A context manager: leaving the ``with`` block releases it.
+
+    Attributes: ``token`` (the fencing token: strictly increases with every
+    exclusive acquisition of this lock path), ``path`` (the lock path; for
+    etcd, the key), ``protocol`` (``"flock"``, ``"dir"`` or ``"etcd"``) and
+    ``owner`` (the owner record published for this lock, as ``hold status``
+    shows it).
+    """
+
+    def __init__(self, agent: Agent, reply: Reply, remote: bool) -> None:
+        self._agent = agent
+        self._number: int = reply["lock"]
+        self._remote = remote
+        self._mu = threading.Lock()
+        self._lost: Optional[HoldError] = None
+        self._released = False
+        self.token: int = int(reply.get("token") or 0)
+        self.path: str = str(reply.get("path", ""))
+        self.protocol: str = str(reply.get("protocol", ""))
+        self.owner: Dict[str, Any] = reply.get("owner") or {}
+
+    def __repr__(self) -> str:
+        state = "released" if self._released else "lost" if self._lost else "held"
+        return f"<hold.Lock {self.path!r} token={self.token} protocol={self.protocol!r} {state}>"
+
+    @property
+    def lost(self) -> Optional[HoldError]:
+        """Why the lock was lost (a ``Lost``), or None while it is held or
+        after a normal release. Set when the agent reports it; ``check()``
+        asks at once."""
+        return self._lost
+
+    def _lose(self, err: HoldError) -> None:
+        with self._mu:
+            if self._lost is not None or self._released:
+                return
+            self._lost = err
+
+    def _foreign(self) -> bool:
+        # In a child made by fork(), the lock is still the parent's: it
+        # belongs to the parent's agent, which the child must not use.
+        return self._agent.pid != os.getpid()
+
+    def release(self) -> None:
+        """Gives the lock up. Idempotent: later calls do nothing. Raises
+        ``Lost`` if the lock was lost meanwhile. In a child process made by
+        fork() it does nothing: the lock is the parent's."""
+        with self._mu:
+            if self._released or self._foreign():
+                return
+            self._released = True
+            lost = self._lost
+        ag = self._agent
+        with ag.mu:
+            ag.locks.pop(self._number, None)
+        if lost is not None:
+            raise lost
+        msg = {"op": "release", "lock": self._number}
+        reply = None if self._remote else ag.sync_call(msg)
+        if reply is None:
+            if ag.dead is not None:
+                raise Lost(f"lock {self.path} lost: {ag.dead}")
+            try:
+                ag.call(msg)
+            except AgentError as e:
+                raise Lost(f"lock {self.path} lost: {e}") from e
+            return
+        if not reply.get("ok"):
+            raise from_reply(reply.get("error"))
+
+    def check(self) -> None:
+        """Returns while the lock is held; raises ``Lost`` otherwise."""
+        if self._lost is not None:
+            raise self._lost
+        if self._released:
+            raise Lost(f"lock {self.path} was released")
+        if self._foreign():
+            raise Lost(f"lock {self.path} belongs to the parent process (this one was made by fork())")
+        ag = self._agent
+        msg = {"op": "check", "lock": self._number}
+        try:
+            reply = None if self._remote else ag.sync_call(msg)
+            if reply is None:
+                if ag.dead is not None:
+                    raise Lost(f"lock {self.path} lost: {ag.dead}")
+                reply = ag.call(msg)
+            elif not reply.get("ok"):
+                raise from_reply(reply.get("error"))
+        except AgentError as e:
+            err: HoldError = Lost(f"lock {self.path} lost: {e}")
+            self._lose(err)
+            raise err from e
+        except Lost as e:
+            self._lose(e)
+            raise
+
+    def __enter__(self) -> "Lock":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.release()
+            return
+        # The body's error is the one to see; the lock goes either way.
+        try:
+            self.release()
+        except HoldError:
+            pass
+
+    async def __aenter__(self) -> "Lock":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+# Options.
+
+
+def _timeout_field(timeout: Optional[float]) -> Optional[float]:
+    """The agent's "wait": None waits as long as it takes (as do a negative
+    timeout, filelock's -1, and infinity)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise Invalid(
+            f"timeout must be a number of seconds (None or -1: as long as it takes; 0: do not wait), "
+            f"not {timeout!r}"
+        )
+    if math.isnan(timeout):
+        raise Invalid("timeout must be a number of seconds, not NaN")
+    if timeout < 0 or math.isinf(timeout):
+        return None
+    return timeout
+
+
+def _path_field(what: str, value: Any) -> str:
+    try:
+        s = os.fsdecode(os.fspath(value))
+    except TypeError:
+        raise Invalid(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}") from None
+    if s == "":
+        raise Invalid(f"{what} must not be empty")
+    return s
+
+
+def _strings(what: str, value: Any) -> Dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise Invalid(f"{what} must be a mapping of strings, not {type(value).__name__}")
+    out: Dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise Invalid(f"{what} keys must be strings, not {k!r}")
+        if not isinstance(v, (str, int, float)):
+            raise Invalid(f"{what}[{k!r}] must be a string, not {type(v).__name__}")
+        out[k] = v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def _request(
+    target: Optional[PathLike],
+    *,
+    timeout: Optional[float] = None,
+    shared: bool = False,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+    must_exist: bool = False,
+) -> Dict[str, Any]:
+    """Checks the options and turns them into the request's fields."""
+    req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
+    wait = _timeout_field(timeout)
+    if wait is not None:
+        req["wait"] = wait
+    for key, flag in (("shared", shared), ("fair", fair), ("must_exist", must_exist)):
+        if not isinstance(flag, bool):
+            raise Invalid(f"{key} must be True or False, not {flag!r}")
+        if flag:
+            req[key] = True
+    if protocol is not None:
+        if not isinstance(protocol, str) or not protocol:
+            raise Invalid(f"protocol must be a non-empty string ('flock' or 'dir'), not {protocol!r}")
+        req["protocol"] = protocol
+    if lock_file is not None:
+        req["lock_file"] = _path_field("lock_file", lock_file)
+    if name is not None:
+        if not isinstance(name, str) or not name:
+            raise Invalid(f"name must be a non-empty string, not {name!r}")
+        req["name"] = name
+    if fields is not None:
+        req["fields"] = _strings("fields", fields)
+    if settings is not None:
+        req["settings"] = _strings("settings", settings)
+    return req
+
+
+def _busy_key(req: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """What identifies a lock among this process's requests, for the memory
+    of busy locks; None for requests with fields or settings (rare enough
+    not to be worth a key)."""
+    if "fields" in req or "settings" in req:
+        return None
+    return (req["target"], req.get("lock_file"), req.get("name"), req.get("protocol"), req.get("shared", False))
+
+
+def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
+    """Tries the lock on the synchronous channel, where that is the way:
+    returns the reply of a success, raises the error that ends the call, or
+    returns None to go and wait on the standard channel.
+
+    A fair lock() waits its turn in the queue, so it does not try first;
+    nor does a lock() of a lock found busy a moment ago, which would most
+    likely fail again (the agent still tries once before it waits)."""
+    if ag.sync is None or is_address(req["target"]):
+        return None
+    if op == "acquire" and req.get("fair") and req.get("wait") != 0:
+        return None
+    key = _busy_key(req) if op == "acquire" else None
+    if key is not None and ag.recently_busy(key):
+        return None
+    r = ag.sync_call({"op": "try", **{k: v for k, v in req.items() if k != "wait"}})
+    if r is None:
+        if ag.dead is not None:
+            raise ag.dead
+        return None
+    if r.get("ok"):
+        return r
+    err = from_reply(r.get("error"))
+    if op == "try" or err.code != "EBUSY" or req.get("wait") == 0:
+        raise err
+    if key is not None:
+        ag.mark_busy(key)
+    return None
+
+
+def _held(ag: Agent, reply: Reply, req: Dict[str, Any]) -> Lock:
+    lk = Lock(ag, reply, is_address(req["target"]))
+    with ag.mu:
+        if ag.dead is None:
+            ag.locks[lk._number] = lk
+    if ag.dead is not None:
+        lk._lose(Lost(f"lock {lk.path} lost: {ag.dead}"))
+    return lk
+
+
+def _take(op: str, req: Dict[str, Any]) -> Lock:
+    ag = get_agent()
+    reply = _fast_try(ag, op, req)
+    if reply is None:
+        reply = ag.call({"op": op, **req}, kind="acquire")
+    return _held(ag, reply, req)
+
+
+# The API.
+
+
+def lock(
+    target: Optional[PathLike] = None,
+    *,
+    timeout: Optional[float] = None,
+    shared: bool = False,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> Lock:
+    """Takes the lock of target and returns it, held.
+
+    The lock is the file ``<target>.lock``, or ``lock_file`` (locked exactly
+    as flock(1) and filelock lock it), or the named lock ``name`` in the
+    user's private lock directory, or an ``etcd://host:port/key`` address.
+    ``timeout`` is in seconds: None (or -1) waits as long as it takes, 0
+    does not wait (``Busy``), otherwise ``Timeout`` when it runs out.
+    ``shared`` takes a reader lock, ``fair`` waits in line (first come,
+    first served), ``protocol`` is ``"flock"`` (kernel locks, the default)
+    or ``"dir"`` (portable, for network filesystems); ``fields`` are added to
+    the owner record, ``settings`` configure network backends.
+
+    Use it in a ``with`` statement, which releases it, or call
+    ``release()``. Each call is an acquisition of its own: a second lock()
+    of a lock this process holds waits, as another process would.
+    """
+    req = _request(
+        target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings,
+    )
+    return _take("acquire", req)
+
+
+def try_lock(
+    target: Optional[PathLike] = None,
+    *,
+    shared: bool = False,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> Lock:
+    """Takes the lock if it is free; raises ``Busy``, naming the holder,
+    otherwise. The options are lock()'s."""
+    req = _request(
+        target, shared=shared, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings,
+    )
+    return _take("try", req)
+
+
+class _AsyncAcquire:
+    """What alock() returns: await it for the Lock, or use it in ``async
+    with``, which releases the lock at the end of the block."""
+
+    def __init__(self, req: Dict[str, Any]) -> None:
+        self._req = req
+        self._lock: Optional[Lock] = None
+
+    def __await__(self) -> Generator[Any, None, Lock]:
+        return self._acquire().__await__()
+
+    async def __aenter__(self) -> Lock:
+        self._lock = await self._acquire()
+        return self._lock
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._lock is not None:
+            self._lock.__exit__(exc_type, exc, tb)
+
+    async def _acquire(self) -> Lock:
+        req = self._req
+        ag = get_agent()
+        reply = _fast_try(ag, "acquire", req)
+        if reply is None:
+            reply = await _await_request(ag, {"op": "acquire", **req}, "acquire")
+        return _held(ag, reply, req)
+
+
+async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str) -> Reply:
+    """Sends msg on the standard channel and awaits its reply without
+    blocking the event loop. Cancelling the task cancels the agent's wait
+    (and undoes a success that comes anyway)."""
+    loop = asyncio.get_running_loop()
+    fut: "asyncio.Future[None]" = loop.create_future()
+
+    def resolve() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    def wake(_: Request) -> None:
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits any more
+
+    req = Request(kind, wake)
+    try:
+        ag.send(msg, req)
+        await fut
+    except BaseException:
+        if req.id:
+            ag.abandon(req)
+        raise
+    return req.result()
+
+
+def alock(
+    target: Optional[PathLike] = None,
+    *,
+    timeout: Optional[float] = None,
+    shared: bool = False,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> _AsyncAcquire:
+    """lock() for asyncio: ``async with hold.alock("target") as l:``, or
+    ``l = await hold.alock("target")``. The wait never blocks the event
+    loop, and cancelling the task ends it (a free lock is taken with a
+    blocking call of a few µs, as release() is)."""
+    req = _request(
+        target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings,
+    )
+    return _AsyncAcquire(req)
+
+
+def update(
+    path: PathLike,
+    fn: Callable[[Any], Union[str, bytes]],
+    *,
+    binary: bool = False,
+    must_exist: bool = False,
+    timeout: Optional[float] = None,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> bool:
+    """Changes the file under its lock (``<path>.lock`` unless lock_file or
+    name): fn gets the old content (a str, or bytes with ``binary=True``;
+    empty if the file does not exist, unless must_exist: then it raises
+    ENOENT) and returns the new (str or bytes), which replaces the file
+    atomically, as ``hold update`` does: a temp file beside it, synced,
+    renamed over it. Nothing is written if fn raises (its error propagates)
+    or returns the old content. Returns whether the file was written."""
+    if not callable(fn):
+        raise Invalid("update needs a function from the old content to the new")
+    if not isinstance(binary, bool):
+        raise Invalid(f"binary must be True or False, not {binary!r}")
+    req = _request(
+        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
+    )
+    ag = get_agent()
+    reply = ag.call({"op": "update", **req}, kind="update")
+    number = reply["update"]
+    old = decode(reply.get("data"))
+    try:
+        new = fn(old if binary else old.decode("utf-8"))
+        if isinstance(new, str):
+            data = new.encode("utf-8")
+        elif isinstance(new, (bytes, bytearray, memoryview)):
+            data = bytes(new)
+        else:
+            raise Invalid(
+                f"the update function returned {type(new).__name__}: return the new content "
+                "(str or bytes), or raise to write nothing"
+            )
+    except Exception:
+        # Wait for the abort, so that the lock is free when the error is seen.
+        try:
+            ag.call({"op": "abort", "update": number})
+        except HoldError:
+            pass
+        raise
+    except BaseException:
+        ag.send_quietly({"op": "abort", "update": number})
+        raise
+    done = ag.call({"op": "commit", "update": number, "data": encode(data)})
+    return bool(done.get("written"))
+
+
+def append(
+    path: PathLike,
+    data: Union[str, bytes],
+    *,
+    must_exist: bool = False,
+    timeout: Optional[float] = None,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> None:
+    """Appends data (str, as UTF-8, or bytes) to the file under its lock, in
+    one write followed by an fsync, so concurrent appenders never
+    interleave."""
+    if isinstance(data, str):
+        raw = data.encode("utf-8")
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+    else:
+        raise Invalid(f"data must be str or bytes, not {type(data).__name__}")
+    req = _request(
+        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
+    )
+    req["data"] = encode(raw)
+    get_agent().call({"op": "append", **req}, kind="append")
+
+
+def status(
+    target: Optional[PathLike] = None,
+    *,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Reports the lock's state without taking it, as ``hold status --json``
+    does: ``lock_file``, ``protocol``, ``state`` ("free", "held exclusive",
+    "held shared" or "stale"), ``held``, ``token``, ``holder`` (pid, host,
+    alive, command, started_at, held_seconds), ..."""
+    req = _request(target, protocol=protocol, lock_file=lock_file, name=name, settings=settings)
+    reply = get_agent().call({"op": "status", **req})
+    st = reply.get("status")
+    return dict(st) if isinstance(st, dict) else {}
+

@@ -1,0 +1,558 @@
+"""One ``hold agent`` child per process, and the two channels to it.
+
+Python's standard library takes kernel locks (fcntl.flock), but nothing
+else hold's locks are made of: owner records, fencing tokens, fair queues,
+the portable protocol, named locks, etcd. So this package does what the
+Node package does: it starts one ``hold agent`` per process, on first use,
+and asks it for locks in the JSON-lines protocol of the repository's
+docs/agent.md. The agent holds the locks; when this process exits or dies,
+the agent's standard input ends and it releases everything at once.
+
+Requests that never wait (try, release, check) go over the agent's
+synchronous channel where the system has FIFOs: this thread writes the
+request to one FIFO and reads the reply from the other, a few µs, without
+the reader thread in between. Everything that may wait goes to the agent's
+standard input, and a daemon thread routes the replies on its standard
+output to whoever waits for them (a thread, or an asyncio future).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ._errors import AgentError, HoldError, Lost, from_reply
+
+#: The agent protocol version this package speaks.
+PROTOCOL_VERSION = 1
+
+#: How long a lock found busy is assumed to stay busy, in seconds: a lock()
+#: of it within that time skips the try on the synchronous channel and goes
+#: straight to a wait, since the try would most likely fail again.
+BUSY_MEMORY = 0.1
+
+#: How long a synchronous request polls for its reply before it sleeps in
+#: poll(2): the reply is due in µs, and waking a sleeping thread on a
+#: virtual machine costs tens of µs. 0 with one CPU, where polling would
+#: only keep the agent from running.
+SPIN = 0.0002 if (os.cpu_count() or 1) > 1 else 0.0
+
+_EXE = "hold.exe" if os.name == "nt" else "hold"
+
+
+def find_binary() -> str:
+    """Where the hold executable is: $HOLD_BIN, else the one shipped in this
+    package (platform wheels carry it in hold/_bin), else hold on PATH."""
+    env = os.environ.get("HOLD_BIN")
+    if env:
+        if not os.path.exists(env):
+            raise AgentError(f"HOLD_BIN is {env!r}, which does not exist")
+        return env
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", _EXE)
+    if os.path.isfile(shipped):
+        return shipped
+    found = shutil.which("hold")
+    if found:
+        return found
+    raise AgentError(
+        "cannot find the hold executable: HOLD_BIN is not set, this installation of the "
+        "package carries no hold of its own (it is the pure py3-none-any wheel or a source "
+        "install: install the platform wheel for this system instead), and there is no hold "
+        "on PATH (go install github.com/hold-dev/hold/cmd/...@latest, or a release archive "
+        "or Linux package)"
+    )
+
+
+def describe_client() -> str:
+    """Describes this process for holder messages: "app.py, python pid 4200"."""
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return f"{script or 'python'}, python pid {os.getpid()}"
+
+
+def is_address(target: str) -> bool:
+    """Whether target is a network address (etcd://...), which only the
+    standard channel serves."""
+    i = target.find("://")
+    return i > 0 and "/" not in target[:i] and "\\" not in target[:i]
+
+
+def encode(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode(data: Any) -> bytes:
+    return base64.b64decode(data) if isinstance(data, str) and data else b""
+
+
+Reply = Dict[str, Any]
+
+#: The synchronous channel's reply to a successful release or check.
+_SYNC_OK = b'{"id":0,"ok":true}\n'
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class Request:
+    """A request sent on the standard channel, until its reply arrives.
+
+    ``kind`` says how to undo a success that comes after its requester gave
+    up (interrupted, cancelled): "acquire" releases the lock, "update"
+    aborts the update; other kinds need nothing.
+    """
+
+    __slots__ = ("id", "kind", "callback", "reply", "error", "done", "abandoned")
+
+    def __init__(self, kind: str, callback: Callable[["Request"], None]) -> None:
+        self.id = 0
+        self.kind = kind
+        self.callback = callback
+        self.reply: Optional[Reply] = None
+        self.error: Optional[HoldError] = None
+        self.done = False
+        self.abandoned = False
+
+    def result(self) -> Reply:
+        """The reply, or its error raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.reply is not None
+        if not self.reply.get("ok"):
+            raise from_reply(self.reply.get("error"))
+        return self.reply
+
+
+class SyncChannel:
+    """This side of the agent's synchronous channel: two FIFO descriptors,
+    neither blocking (the agent may die at any moment; a blocking read of a
+    dead agent's FIFO would still end, but an open would not)."""
+
+    def __init__(self, requests: int, replies: int) -> None:
+        self.requests = requests
+        self.replies = replies
+        # Never made on Windows, which has no FIFOs and no poll(): the
+        # flags are looked up, so that type checks for Windows pass.
+        self.poll_in = select.poll()
+        self.poll_in.register(replies, getattr(select, "POLLIN"))
+        self.poll_out = select.poll()
+        self.poll_out.register(requests, getattr(select, "POLLOUT"))
+
+    def close(self) -> None:
+        for fd in (self.requests, self.replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.requests, view)
+            except BlockingIOError:
+                self.poll_out.poll()  # full: the agent is reading
+                continue
+            view = view[n:]
+
+    def read_line(self, spin: float) -> bytes:
+        """Reads one reply line; raises EOFError if the agent is gone."""
+        parts: List[bytes] = []
+        deadline = time.perf_counter() + spin
+        while True:
+            try:
+                chunk = os.read(self.replies, 65536)
+            except BlockingIOError:
+                if spin and time.perf_counter() < deadline:
+                    continue
+                self.poll_in.poll()
+                continue
+            if not chunk:
+                raise EOFError("end of file")
+            if chunk[-1:] == b"\n":
+                if not parts:
+                    return chunk
+                parts.append(chunk)
+                return b"".join(parts)
+            parts.append(chunk)
+
+
+class Agent:
+    """One ``hold agent`` child, and the requests and locks it serves."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.bin = find_binary()
+        self.mu = threading.Lock()  # pending, next_id, dead, locks, writes to stdin
+        self.sync_mu = threading.Lock()  # one request at a time on the synchronous channel
+        self.pending: Dict[int, Request] = {}
+        self.locks: Dict[int, Any] = {}  # lock number -> Lock
+        self.next_id = 1
+        self.dead: Optional[HoldError] = None
+        self.sync: Optional[SyncChannel] = None
+        self.busy: Dict[Tuple[Any, ...], float] = {}
+        kwargs: Dict[str, Any] = {}
+        if os.name == "nt":
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        try:
+            # argv[0] "hold": what ps and holder messages show.
+            self.proc = subprocess.Popen(
+                ["hold", "agent", "--for", describe_client()],
+                executable=self.bin,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                bufsize=0,
+                close_fds=True,
+                **kwargs,
+            )
+        except OSError as e:
+            raise AgentError(
+                f"cannot start the hold agent ({self.bin}): {e}; install the platform wheel of "
+                "this package, put hold on PATH, or set HOLD_BIN"
+            ) from e
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.stdout = self.proc.stdout
+        self.reader = threading.Thread(target=self._read, name="hold-agent-reader", daemon=True)
+        self.reader.start()
+        want_sync = os.name != "nt" and os.environ.get("HOLD_AGENT_SYNC") != "0"
+        try:
+            hello = self.call({"op": "hello", "version": PROTOCOL_VERSION, "sync": want_sync})
+        except AgentError:
+            raise
+        except HoldError as e:
+            self.kill(AgentError(f"the hold agent ({self.bin}) refused the hello: {e}"))
+            raise AgentError(f"the hold agent ({self.bin}) refused the hello: {e}") from e
+        except BaseException:
+            # Interrupted while starting: no agent is left behind.
+            self.kill(AgentError(f"the hold agent ({self.bin}) was not started: interrupted"))
+            raise
+        if hello.get("version") != PROTOCOL_VERSION:
+            err = AgentError(
+                f"{self.bin} speaks agent protocol {hello.get('version')}, this package "
+                f"{PROTOCOL_VERSION}: install matching versions"
+            )
+            self.kill(err)
+            raise err
+        self.version = str(hello.get("agent", ""))
+        paths = hello.get("sync")
+        if want_sync and isinstance(paths, dict):
+            self._open_sync(paths)
+
+    def _open_sync(self, paths: Dict[str, Any]) -> None:
+        """Opens this side of the synchronous channel. Neither open blocks:
+        the agent holds both FIFOs open for reading and writing. Opened
+        without blocking, the requests FIFO fails at once (ENXIO) when the
+        agent has died since its reply. Without it, every request keeps
+        to the standard channel."""
+        fds: List[int] = []
+        try:
+            fds.append(os.open(str(paths["requests"]), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+            fds.append(os.open(str(paths["replies"]), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+        except (OSError, KeyError):
+            for fd in fds:
+                os.close(fd)
+            return
+        self.sync = SyncChannel(fds[0], fds[1])
+
+    # The standard channel.
+
+    def _read(self) -> None:
+        """The reader thread: routes replies to their requests and events to
+        their locks, until the agent's output ends."""
+        fd = self.stdout.fileno()
+        buf = b""
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while True:
+                    nl = buf.find(b"\n")
+                    if nl < 0:
+                        break
+                    line, buf = buf[:nl], buf[nl + 1 :]
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        continue  # not ours: the protocol writes only JSON lines
+                    if isinstance(msg, dict):
+                        self._dispatch(msg)
+        except (OSError, ValueError):
+            pass  # the descriptor was closed: this process is leaving
+        code = self.proc.wait()
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        self.die(AgentError(f"the hold agent (pid {self.proc.pid}) {how}"))
+
+    def _dispatch(self, msg: Reply) -> None:
+        if "event" in msg:
+            if msg.get("event") == "lost":
+                with self.mu:
+                    lock = self.locks.get(msg.get("lock"))  # type: ignore[arg-type]
+                if lock is not None:
+                    err = msg.get("error")
+                    lock._lose(from_reply(err) if err else Lost(f"lock {lock.path} lost"))
+            return
+        with self.mu:
+            req = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+        if req is not None:
+            self._settle(req, msg, None)
+
+    def _settle(self, req: Request, reply: Optional[Reply], error: Optional[HoldError]) -> None:
+        with self.mu:
+            req.reply, req.error, req.done = reply, error, True
+            abandoned = req.abandoned
+        if abandoned:
+            self._undo(req)
+        else:
+            req.callback(req)
+
+    def _undo(self, req: Request) -> None:
+        """Undoes the success of a request whose requester gave up."""
+        r = req.reply
+        if req.error is not None or r is None or not r.get("ok"):
+            return
+        if req.kind == "acquire" and "lock" in r:
+            self.send_quietly({"op": "release", "lock": r["lock"]})
+        elif req.kind == "update" and "update" in r:
+            self.send_quietly({"op": "abort", "update": r["update"]})
+
+    def send(self, msg: Dict[str, Any], req: Request) -> Request:
+        """Sends msg with a fresh id on the standard channel; req gets its reply."""
+        with self.mu:
+            if self.dead is not None:
+                raise self.dead
+            req.id = self.next_id
+            self.next_id += 1
+            self.pending[req.id] = req
+            line = json.dumps({"id": req.id, **msg}, separators=(",", ":")).encode() + b"\n"
+            try:
+                _write_all(self.stdin.fileno(), line)
+            except (OSError, ValueError) as e:
+                del self.pending[req.id]
+                raise AgentError(f"the hold agent (pid {self.proc.pid}) stopped reading: {e}") from e
+        return req
+
+    def send_quietly(self, msg: Dict[str, Any]) -> None:
+        """Sends msg and forgets it: its reply is not awaited."""
+        try:
+            self.send(msg, Request("", lambda r: None))
+        except HoldError:
+            pass
+
+    def call(self, msg: Dict[str, Any], kind: str = "") -> Reply:
+        """Sends msg on the standard channel and blocks this thread until its
+        reply. If the wait is interrupted (KeyboardInterrupt), it is
+        cancelled, and a success that comes anyway undone."""
+        done = threading.Lock()
+        done.acquire()
+        req = Request(kind, lambda r: done.release())
+        try:
+            # An interrupt can come while send() writes, after the request
+            # went out: it is abandoned then too (req.id is set by then).
+            self.send(msg, req)
+            done.acquire()
+        except BaseException:
+            if req.id:
+                self.abandon(req)
+            raise
+        return req.result()
+
+    def abandon(self, req: Request) -> None:
+        """Gives up on req: cancels its wait, and undoes its success if it
+        has one already or gets one later."""
+        with self.mu:
+            late = req.done
+            req.abandoned = True
+        if late:
+            self._undo(req)
+        elif req.kind in ("acquire", "update", "append"):
+            self.send_quietly({"op": "cancel", "request": req.id})
+
+    # The synchronous channel.
+
+    def sync_call(self, msg: Dict[str, Any]) -> Optional[Reply]:
+        """Sends msg on the synchronous channel and blocks until its reply, a
+        few µs. Returns None if there is no such channel (or it just broke:
+        the agent is then dead, with the error the caller will meet)."""
+        with self.sync_mu:
+            ch = self.sync
+            if ch is None:
+                return None
+            # One request at a time: the id matches nothing, and the
+            # commonest lines and replies need no JSON encoder or parser.
+            lock = msg.get("lock")
+            if len(msg) == 2 and type(lock) is int:
+                line = b'{"id":0,"op":"%s","lock":%d}\n' % (msg["op"].encode(), lock)
+            else:
+                line = json.dumps({"id": 0, **msg}, separators=(",", ":")).encode() + b"\n"
+            try:
+                ch.write(line)
+            except OSError as e:
+                self._sync_broke(e)
+                return None
+            try:
+                raw = ch.read_line(SPIN)
+            except (OSError, EOFError) as e:
+                self._sync_broke(e)
+                return None
+            except BaseException:
+                # Interrupted between request and reply: read the reply,
+                # due in µs, so that the channel stays in step, and give
+                # back a lock the try took meanwhile.
+                self._sync_drain(ch, msg)
+                raise
+        if raw == _SYNC_OK:
+            return {"id": 0, "ok": True}
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            return None
+        return reply if isinstance(reply, dict) else None
+
+    def _sync_drain(self, ch: SyncChannel, msg: Dict[str, Any]) -> None:
+        try:
+            reply = json.loads(ch.read_line(0))
+            if msg.get("op") == "try" and reply.get("ok"):
+                ch.write(b'{"id":0,"op":"release","lock":%d}\n' % reply["lock"])
+                ch.read_line(0)
+        except BaseException:
+            self.sync = None
+            ch.close()
+
+    def _sync_broke(self, e: BaseException) -> None:
+        ch, self.sync = self.sync, None
+        if ch is not None:
+            ch.close()
+        self.kill(AgentError(f"the hold agent (pid {self.proc.pid}) stopped answering: {e}"))
+
+    # Busy locks.
+
+    def recently_busy(self, key: Tuple[Any, ...]) -> bool:
+        t = self.busy.get(key)
+        return t is not None and time.monotonic() - t < BUSY_MEMORY
+
+    def mark_busy(self, key: Tuple[Any, ...]) -> None:
+        if len(self.busy) >= 1024:
+            self.busy.clear()
+        self.busy[key] = time.monotonic()
+
+    # The end.
+
+    def die(self, err: HoldError) -> None:
+        """Marks the agent dead: fails every pending request and loses every
+        held lock. The next call starts a new agent."""
+        with self.mu:
+            if self.dead is not None:
+                return
+            self.dead = err
+            pending = list(self.pending.values())
+            self.pending.clear()
+            locks = list(self.locks.values())
+            self.locks.clear()
+        _forget(self)
+        for req in pending:
+            self._settle(req, None, err)
+        for lock in locks:
+            lock._lose(Lost(f"lock {lock.path} lost: {err}"))
+
+    def kill(self, err: HoldError) -> None:
+        self.die(err)
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Ends the agent the way the protocol asks: its standard input
+        ends, and it releases every lock and exits. Does not wait."""
+        with self.sync_mu:
+            ch, self.sync = self.sync, None
+        if ch is not None:
+            ch.close()
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
+
+    def forget_in_child(self) -> None:
+        """In a child made by fork(): lets go of the parent's agent without
+        using it. Its pipes and FIFOs are closed here (so that the agent still
+        sees its input end when the parent exits, whatever this child does),
+        nothing is written to them, and the parent's locks stay the
+        parent's."""
+        self.dead = AgentError("the hold agent belongs to the parent process")
+        for f in (self.stdin, self.stdout):
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+        self.pending.clear()
+        self.locks.clear()
+        # Not this process's child: nothing here may wait for it.
+        self.proc.returncode = 0
+
+
+_agent: Optional[Agent] = None
+_agent_mu = threading.Lock()
+
+
+def get_agent() -> Agent:
+    """This process's agent, started on first use (and again after it died,
+    or in a child made by fork())."""
+    global _agent
+    ag = _agent
+    if ag is not None and ag.dead is None and ag.pid == os.getpid():
+        return ag
+    with _agent_mu:
+        ag = _agent
+        if ag is not None and ag.pid != os.getpid():
+            # A fork() without the at-fork hook (it runs for os.fork and
+            # multiprocessing, not for every C-level fork).
+            ag.forget_in_child()
+            ag = _agent = None
+        if ag is None or ag.dead is not None:
+            ag = _agent = Agent()
+        return ag
+
+
+def _forget(ag: Agent) -> None:
+    global _agent
+    if _agent is ag:
+        _agent = None
+
+
+def _after_fork_in_child() -> None:
+    global _agent, _agent_mu
+    # The parent's threads, the reader among them, did not come along; a
+    # lock one of them held would never be released here.
+    _agent_mu = threading.Lock()
+    ag, _agent = _agent, None
+    if ag is not None:
+        ag.forget_in_child()
+
+
+def _close_at_exit() -> None:
+    ag = _agent
+    if ag is not None and ag.pid == os.getpid():
+        ag.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)

@@ -1,0 +1,232 @@
+"""The API on one process: locks, errors and what they say, update, append,
+status, and bad input."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+
+from helpers import HANG, TempDirTest, hold
+
+
+class LockTest(TempDirTest):
+    def test_lock_fields_and_release(self) -> None:
+        t = self.path("data")
+        with hold.lock(t, timeout=5) as l:
+            self.assertEqual(l.path, t + ".lock")
+            self.assertEqual(l.protocol, "flock")
+            self.assertGreater(l.token, 0)
+            self.assertEqual(l.owner["fence"], l.token)
+            self.assertEqual(hold.status(t)["state"], "held exclusive")
+            l.check()
+        self.assertEqual(hold.status(t)["state"], "free")
+        with self.assertRaises(hold.Lost):
+            l.check()
+        l.release()  # idempotent
+        with hold.lock(t) as l2:
+            self.assertGreater(l2.token, l.token)
+
+    def test_busy_names_the_holder(self) -> None:
+        t = self.path("data")
+        with hold.lock(t) as l:
+            with self.assertRaises(hold.Busy) as cm:
+                hold.try_lock(t)
+            e = cm.exception
+            self.assertEqual(e.code, "EBUSY")
+            self.assertIn("lock is busy: held by pid", str(e))
+            self.assertEqual(e.pid, l.owner["pid"])
+            self.assertEqual(e.host, l.owner["host"])
+            assert e.command is not None
+            self.assertEqual(e.command[:2], ["hold", "agent"])
+            self.assertIn(f"python pid {os.getpid()}", " ".join(e.command))
+            assert e.holder is not None
+            self.assertEqual(e.holder["alive"], "alive")
+            # timeout=0 is a try too.
+            with self.assertRaises(hold.Busy):
+                hold.lock(t, timeout=0)
+
+    def test_timeout_is_a_timeout_error(self) -> None:
+        t = self.path("data")
+        with hold.lock(t):
+            with self.assertRaises(TimeoutError) as cm:
+                hold.lock(t, timeout=0.2)
+        e = cm.exception
+        self.assertIsInstance(e, hold.Timeout)
+        assert isinstance(e, hold.Timeout)
+        self.assertEqual(e.code, "ETIMEDOUT")
+        self.assertIn("timed out", str(e))
+        self.assertIsNotNone(e.pid)
+        assert e.age is not None
+        self.assertGreaterEqual(e.age, 0.0)
+
+    def test_error_survives_pickling(self) -> None:
+        t = self.path("data")
+        with hold.lock(t):
+            with self.assertRaises(hold.Busy) as cm:
+                hold.try_lock(t)
+        e = pickle.loads(pickle.dumps(cm.exception))
+        self.assertIsInstance(e, hold.Busy)
+        self.assertEqual((e.code, str(e), e.pid), ("EBUSY", str(cm.exception), cm.exception.pid))
+
+    def test_shared(self) -> None:
+        t = self.path("data")
+        with hold.lock(t, shared=True), hold.lock(t, shared=True):
+            self.assertEqual(hold.status(t)["state"], "held shared")
+            with self.assertRaises(hold.Busy):
+                hold.try_lock(t)
+
+    def test_fair_portable_named_lock_file(self) -> None:
+        t = self.path("data")
+        with hold.lock(t, fair=True, timeout=5) as l:
+            self.assertEqual(l.path, t + ".lock")
+        with hold.lock(t, protocol="dir") as l:
+            self.assertEqual(l.protocol, "dir")
+            with self.assertRaises(hold.Busy):
+                hold.try_lock(t, protocol="dir")
+        lf = self.path("exact")
+        with hold.lock(lock_file=lf) as l:
+            self.assertEqual(l.path, lf)
+        name = f"py-test-{os.getpid()}"
+        with hold.lock(name=name) as l:
+            with self.assertRaises(hold.Busy):
+                hold.try_lock(name=name)
+            self.assertEqual(hold.status(name=name)["held"], True)
+
+    def test_fields_in_owner_record(self) -> None:
+        t = self.path("data")
+        with hold.lock(t, fields={"job": "nightly"}) as l:
+            self.assertEqual(l.owner["fields"], {"job": "nightly"})
+            self.assertEqual(hold.status(t)["holder"]["fields"], {"job": "nightly"})
+
+    def test_with_block_releases_on_error(self) -> None:
+        t = self.path("data")
+        with self.assertRaises(KeyError):
+            with hold.lock(t):
+                raise KeyError("x")
+        hold.try_lock(t).release()
+
+    def test_lost_when_lock_file_removed(self) -> None:
+        t = self.path("data")
+        l = hold.lock(t)
+        os.remove(t + ".lock")
+        with self.assertRaises(hold.Lost) as cm:
+            l.check()
+        self.assertEqual(cm.exception.code, "ELOST")
+        self.assertIs(l.lost, cm.exception)
+        with self.assertRaises(hold.Lost):
+            l.release()
+
+    def test_foreign(self) -> None:
+        t = self.path("Cargo")
+        with open(t + ".lock", "w") as f:
+            f.write("# a data file, not a lock\n" * 10)
+        with self.assertRaises(hold.Foreign) as cm:
+            hold.lock(t)
+        self.assertEqual(cm.exception.code, "EFOREIGN")
+
+
+class FileTest(TempDirTest):
+    def test_update(self) -> None:
+        f = self.path("hooks.json")
+        self.assertTrue(hold.update(f, lambda old: old + "a\n"))
+        self.assertTrue(hold.update(f, lambda old: old + "b\n"))
+        self.assertFalse(hold.update(f, lambda old: old))
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "a\nb\n")
+        self.assertTrue(hold.update(f, lambda old: old.replace(b"a", b"A"), binary=True))
+        with open(f, "rb") as fb:
+            self.assertEqual(fb.read(), b"A\nb\n")
+
+    def test_update_writes_nothing_when_fn_raises(self) -> None:
+        f = self.path("cfg")
+        with open(f, "w") as fh:
+            fh.write("old")
+
+        def boom(old: str) -> str:
+            raise RuntimeError("no")
+
+        with self.assertRaises(RuntimeError):
+            hold.update(f, boom)
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "old")
+        # The lock was released: another update goes through at once.
+        self.assertTrue(hold.update(f, lambda old: "new", timeout=0))
+
+    def test_update_must_exist(self) -> None:
+        with self.assertRaises(hold.HoldError) as cm:
+            hold.update(self.path("missing"), lambda old: "x", must_exist=True)
+        self.assertEqual(cm.exception.code, "ENOENT")
+
+    def test_append(self) -> None:
+        f = self.path("log")
+        hold.append(f, "one\n")
+        hold.append(f, b"two\n")
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "one\ntwo\n")
+
+
+class BadInputTest(TempDirTest):
+    def test_python_side_checks(self) -> None:
+        cases = [
+            (lambda: hold.lock(42), "target must be a path"),  # type: ignore[arg-type]
+            (lambda: hold.lock(self.path("x"), timeout="5"), "timeout must be a number"),  # type: ignore[arg-type]
+            (lambda: hold.lock(self.path("x"), timeout=float("nan")), "not NaN"),
+            (lambda: hold.lock(self.path("x"), shared="yes"), "shared must be True or False"),  # type: ignore[arg-type]
+            (lambda: hold.lock(self.path("x"), fields=["a"]), "fields must be a mapping"),  # type: ignore[arg-type]
+            (lambda: hold.lock(self.path("x"), name=""), "name must be a non-empty string"),
+            (lambda: hold.append(self.path("x"), 5), "data must be str or bytes"),  # type: ignore[arg-type]
+            (lambda: hold.update(self.path("x"), "new"), "needs a function"),  # type: ignore[arg-type]
+            (lambda: hold.update(self.path("x"), lambda old: None), "returned NoneType"),  # type: ignore[arg-type,return-value]
+        ]
+        for call, want in cases:
+            with self.assertRaises(hold.Invalid) as cm:
+                call()
+            self.assertEqual(cm.exception.code, "EINVAL")
+            self.assertIsInstance(cm.exception, ValueError)
+            self.assertIn(want, str(cm.exception))
+
+    def test_agent_side_checks(self) -> None:
+        with self.assertRaises(hold.Invalid) as cm:
+            hold.lock(self.path("x"), protocol="bogus")
+        self.assertIn('unknown protocol "bogus"', str(cm.exception))
+        with self.assertRaises(hold.Invalid):
+            hold.lock()  # nothing to lock
+        with self.assertRaises(hold.Invalid):
+            hold.update(self.path("x"), lambda old: old, lock_file=self.path("x"))
+        with self.assertRaises(TypeError):
+            hold.lock(self.path("x"), wait=5)  # type: ignore[call-arg]
+
+
+class BinaryTest(TempDirTest):
+    def test_without_hold_bin_or_path(self) -> None:
+        """With no HOLD_BIN and nothing on PATH, a platform wheel runs its
+        own hold; anything else names the three places it looked."""
+        env = {k: v for k, v in os.environ.items() if k != "HOLD_BIN"}
+        env["PATH"] = self.dir
+        code = (
+            "import hold, hold._agent as a\n"
+            "try:\n"
+            "    hold.try_lock('t').release()\n"
+            "except hold.AgentError as e:\n"
+            "    print('error:', e)\n"
+            "else:\n"
+            "    print('bin:', a.get_agent().bin)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=self.dir, env=env, capture_output=True, text=True, timeout=HANG
+        )
+        self.assertEqual(out.returncode, 0, out.stderr)
+        shipped = os.path.join(os.path.dirname(hold.__file__), "_bin")
+        if os.path.isdir(shipped):
+            self.assertIn("bin: " + shipped, out.stdout)
+        else:
+            for want in ("HOLD_BIN is not set", "platform wheel", "no hold on PATH"):
+                self.assertIn(want, out.stdout)
+
+    def test_hold_bin_missing(self) -> None:
+        env = dict(os.environ, HOLD_BIN=self.path("nope"))
+        code = "import hold\ntry:\n    hold.try_lock('t')\nexcept hold.AgentError as e:\n    print(e.code, e)\n"
+        out = subprocess.run([sys.executable, "-c", code], cwd=self.dir, env=env, capture_output=True, text=True, timeout=HANG)
+        self.assertIn("EAGENT HOLD_BIN is", out.stdout, out.stderr)
