@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // handle is one held lock: a key bound to this acquisition's lease.
@@ -29,10 +30,7 @@ type handle struct {
 	// watch must not take for someone else's write.
 	record []byte
 
-	lost     chan struct{}
-	lostOnce sync.Once
-	lostMu   sync.Mutex
-	lostWhy  string
+	lost lock.LostState
 
 	// The key is watched only once someone asks for Lost (Do does, a
 	// plain Acquire and Release need not): Check and Release ask etcd
@@ -54,7 +52,7 @@ type handle struct {
 func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
-		lost: make(chan struct{}), watchCtx: ctx, stopWatch: stop}
+		watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
 		go h.publish(ctx)
@@ -76,7 +74,7 @@ func (h *handle) Lost() <-chan struct{} {
 		go h.watch(h.watchCtx)
 	}
 	h.watchMu.Unlock()
-	return h.lost
+	return h.lost.Lost()
 }
 
 // watchLease marks the lock lost when its lease ends: the client could not
@@ -134,6 +132,7 @@ func (h *handle) publish(ctx context.Context) {
 func (h *handle) watch(ctx context.Context) {
 	defer h.watchers.Done()
 	rev := h.rev + 1
+	lost := h.lost.Lost()
 	for {
 		wch := h.p.client.Watch(ctx, h.key, clientv3.WithRev(rev))
 	events:
@@ -141,7 +140,7 @@ func (h *handle) watch(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-h.lost:
+			case <-lost:
 				return
 			case wr, ok := <-wch:
 				if ctx.Err() != nil {
@@ -219,26 +218,12 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 // under it does not keep the queue blocked while the process's other locks
 // keep the lease alive.
 func (h *handle) markLost(why string) {
-	h.lostOnce.Do(func() {
-		h.lostMu.Lock()
-		h.lostWhy = why
-		h.lostMu.Unlock()
-		close(h.lost)
+	if h.lost.MarkLost(why) {
 		h.p.removeKey(h.key, h.sess, 0)
-	})
+	}
 }
 
-func (h *handle) lostError(op string) error {
-	select {
-	case <-h.lost:
-	default:
-		return nil
-	}
-	h.lostMu.Lock()
-	why := h.lostWhy
-	h.lostMu.Unlock()
-	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost, Hint: why}
-}
+func (h *handle) lostError(op string) error { return h.lost.Err(op, h.path) }
 
 // Check returns nil if etcd confirms, now, that the key is still ours: a
 // linearizable read, so that a guarded update checks the lock itself just
@@ -314,7 +299,7 @@ func (h *handle) Release() error {
 			h.p.freeSlot(h.path+"/", h.slot) // the key is gone
 		}
 	}
-	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost
+	h.lost.Seal() // from here on nothing can mark it lost
 	if lerr := h.lostError("release"); lerr != nil {
 		h.relErr = lerr
 		return lerr

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // handle is one held lock: a session holding the advisory lock of the
@@ -28,10 +29,7 @@ type handle struct {
 	key   int64
 	owner core.Owner
 
-	lost     chan struct{}
-	lostOnce sync.Once
-	lostMu   sync.Mutex
-	lostWhy  string
+	lost lock.LostState
 
 	watchMu   sync.Mutex
 	wanted    bool          // Lost was called: watch whenever the session is idle
@@ -45,7 +43,7 @@ type handle struct {
 }
 
 func newHandle(p *Protocol, c *conn, name string, key int64, owner core.Owner) *handle {
-	return &handle{p: p, c: c, name: name, key: key, owner: owner, lost: make(chan struct{})}
+	return &handle{p: p, c: c, name: name, key: key, owner: owner}
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
@@ -59,7 +57,7 @@ func (h *handle) Lost() <-chan struct{} {
 		h.wanted = true
 		h.startWatchLocked()
 	}
-	return h.lost
+	return h.lost.Lost()
 }
 
 // startWatchLocked starts reading the idle connection. h.watchMu is held.
@@ -137,25 +135,10 @@ func sessionEnded(err error) string {
 
 // markLost records why the lock was lost and closes Lost, once.
 func (h *handle) markLost(why string) {
-	h.lostOnce.Do(func() {
-		h.lostMu.Lock()
-		h.lostWhy = why
-		h.lostMu.Unlock()
-		close(h.lost)
-	})
+	h.lost.MarkLost(why)
 }
 
-func (h *handle) lostError(op string) error {
-	select {
-	case <-h.lost:
-	default:
-		return nil
-	}
-	h.lostMu.Lock()
-	why := h.lostWhy
-	h.lostMu.Unlock()
-	return &core.Error{Op: op, Path: h.name, Err: core.ErrLost, Hint: why}
-}
+func (h *handle) lostError(op string) error { return h.lost.Err(op, h.name) }
 
 // checkSQL asks whether this session holds the advisory lock of a key
 // ($1, $2: the halves pg_locks shows).
@@ -238,7 +221,7 @@ func (h *handle) Release() error {
 			h.markLost("its session no longer held the advisory lock")
 		}
 	}
-	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost
+	h.lost.Seal() // from here on nothing can mark it lost
 	if lerr := h.lostError("release"); lerr != nil {
 		h.c.close()
 		h.relErr = lerr
