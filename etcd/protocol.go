@@ -24,6 +24,15 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The capabilities hold finds in an etcd protocol.
+var (
+	_ lock.Breaker = (*Protocol)(nil)
+	_ lock.Namer   = (*Protocol)(nil)
+	_ lock.Lister  = (*Protocol)(nil)
+	_ lock.Closer  = (*Protocol)(nil)
 )
 
 // Defaults.

@@ -10,9 +10,10 @@ import (
 // so that a third-party protocol gains a capability by implementing the
 // named interface.
 
-// Breaker is implemented by protocols whose locks can outlive their holder
-// and so may need removing by hand (the portable directory protocol). It
-// gains the protocol `hold break` and hold.Break.
+// Breaker is implemented by protocols whose locks may need removing by
+// hand: the portable protocol's can outlive their holder, and a server's
+// lock can outlive a client that is gone (etcd, PostgreSQL). It gains the
+// protocol `hold break` and hold.Break.
 type Breaker interface {
 	// Break removes the lock at path if its holder is provably gone, or
 	// always when force is set. It returns the state it found.

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-		"math/rand/v2"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -50,7 +50,8 @@ type Owner struct {
 	BootID string `json:"boot_id,omitempty"`
 	// Command is the holder's command line.
 	Command []string `json:"command,omitempty"`
-	// Fence is the fencing token of this acquisition (zero for shared holds).
+	// Fence is the fencing token of this acquisition (zero for shared
+	// holds; see hold.Lock.Token).
 	Fence uint64 `json:"fence,omitempty"`
 	// Shared reports a shared (reader) hold.
 	Shared bool `json:"shared,omitempty"`
@@ -60,9 +61,10 @@ type Owner struct {
 	// written its own yet). Kernel-lock holders set it on release by
 	// rewriting "false" as "true " in place: one small write, no reencoding.
 	Released bool `json:"released"`
-	// Protocol names the protocol that wrote the record ("flock", "dir", "etcd").
+	// Protocol names the protocol that wrote the record ("flock", "dir",
+	// "etcd", "postgres").
 	Protocol string `json:"protocol,omitempty"`
-	// Fields are caller-supplied extra fields.
+	// Fields are caller-supplied extra fields (hold.Field).
 	Fields map[string]string `json:"fields,omitempty"`
 }
 

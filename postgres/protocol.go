@@ -18,6 +18,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The capabilities hold finds in a PostgreSQL protocol.
+var (
+	_ lock.Breaker = (*Protocol)(nil)
+	_ lock.Namer   = (*Protocol)(nil)
+	_ lock.Lister  = (*Protocol)(nil)
+	_ lock.Closer  = (*Protocol)(nil)
 )
 
 // Defaults.

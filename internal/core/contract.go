@@ -4,18 +4,15 @@ import "github.com/hold-dev/hold/lock"
 
 // The contract's types, under the names hold's protocols have always used.
 type (
-	Owner         = lock.Owner
-	Holder        = lock.Holder
-	Liveness      = lock.Liveness
-	Error         = lock.Error
-	Request       = lock.Request
-	Protocol      = lock.Protocol
-	Handle        = lock.Handle
-	State         = lock.State
-	Status        = lock.Status
-	TokenReasoner = lock.TokenReasoner
-	Breaker       = lock.Breaker
-	Namer         = lock.Namer
+	Owner    = lock.Owner
+	Holder   = lock.Holder
+	Liveness = lock.Liveness
+	Error    = lock.Error
+	Request  = lock.Request
+	Protocol = lock.Protocol
+	Handle   = lock.Handle
+	State    = lock.State
+	Status   = lock.Status
 )
 
 // The values of Liveness and State.

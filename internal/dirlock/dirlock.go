@@ -64,7 +64,7 @@ const (
 	faultGateHeld        = "gate.held"        // waiting gate taken, no pass made yet
 )
 
-// Protocol implements core.Protocol and core.Breaker with lock directories.
+// Protocol implements lock.Protocol, lock.Breaker and lock.Describer with lock directories.
 // Create it with New and reuse it: it remembers the tokens of the handles it
 // has given out, which is how it tells a lock this process holds from a
 // leftover of this process that nobody holds. It is safe for concurrent use.

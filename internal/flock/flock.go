@@ -26,6 +26,12 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
+// The capabilities hold finds in a kernel lock's handle.
+var (
+	_ lock.Filer         = (*handle)(nil)
+	_ lock.TokenReasoner = (*handle)(nil)
+)
+
 // Protocol implements core.Protocol with kernel locks. The zero value is
 // ready to use.
 type Protocol struct{}
