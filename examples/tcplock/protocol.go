@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Protocol takes locks from the server at Addr. It implements
@@ -86,7 +87,7 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 			return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
 		}
 		owner.Fence = tok
-		h := &handle{conn: conn, owner: owner, lost: make(chan struct{}), acks: make(chan struct{}, 1)}
+		h := &handle{conn: conn, path: req.Path, owner: owner, acks: make(chan struct{}, 1)}
 		go h.read(replies)
 		return h, nil
 	case len(f) == 3 && f[0] == "BUSY":
@@ -97,14 +98,11 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 	return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
 }
 
-// waitError is the error of a wait that its context ended: it matches
-// ctx's error, and hold.ErrTimeout for a deadline, as hold's contract
-// asks.
+// waitError is the error of a wait that its context ended: lock.WaitError
+// makes it match ctx's error, and hold.ErrTimeout for a deadline, as the
+// contract asks.
 func waitError(path string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = errors.Join(hold.ErrTimeout, err)
-	}
-	return &hold.Error{Op: "acquire", Path: path, Err: err}
+	return &hold.Error{Op: "acquire", Path: path, Err: lock.WaitError(err)}
 }
 
 // holderOf decodes an owner record sent by the server.
@@ -158,14 +156,14 @@ func (p *Protocol) ask(request string) (string, error) {
 // handle is one held lock: its connection.
 type handle struct {
 	conn  net.Conn
+	path  string
 	owner hold.Owner
-	lost  chan struct{} // closed when the connection ends before Release
-	acks  chan struct{} // the server's replies to CHECK and UNLOCK
+	lost  lock.LostState // marked when the connection ends before Release
+	acks  chan struct{}  // the server's replies to CHECK and UNLOCK
 
 	mu       sync.Mutex
 	released bool
 	result   error // Release's result, once released
-	lostOnce sync.Once
 }
 
 // read receives the server's replies until the connection ends; an end
@@ -174,44 +172,43 @@ func (h *handle) read(r *bufio.Scanner) {
 	for r.Scan() {
 		h.acks <- struct{}{}
 	}
-	h.lostOnce.Do(func() { close(h.lost) })
+	h.lost.MarkLost("the lock server ended this lock's connection")
 }
 
 func (h *handle) Fence() uint64         { return h.owner.Fence }
 func (h *handle) Owner() *hold.Owner    { o := h.owner; return &o }
-func (h *handle) Lost() <-chan struct{} { return h.lost }
-func (h *handle) lostError() error {
-	return &hold.Error{Op: "check", Path: "", Err: hold.ErrLost, Hint: "the lock server ended this lock's connection"}
-}
+func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
 // Check asks the server whether the connection, and so the lock, lives.
 func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		return &hold.Error{Op: "check", Err: hold.ErrReleased}
+		return &hold.Error{Op: "check", Path: h.path, Err: hold.ErrReleased}
 	}
-	return h.roundTrip("CHECK")
+	return h.roundTrip("check", "CHECK")
 }
 
 // roundTrip sends request and waits for its acknowledgement, or the loss
-// of the connection. Called with h.mu held.
-func (h *handle) roundTrip(request string) error {
+// of the connection; op names the operation in the error. Called with h.mu
+// held.
+func (h *handle) roundTrip(op, request string) error {
+	lost := h.lost.Lost()
 	if _, err := fmt.Fprintln(h.conn, request); err != nil {
-		<-h.lost
-		return h.lostError()
+		<-lost
+		return h.lost.Err(op, h.path)
 	}
 	select {
 	case <-h.acks:
 		return nil
-	case <-h.lost:
+	case <-lost:
 		// The reader passes an acknowledgement on before it sees the
 		// connection end (the server closes it after UNLOCK's).
 		select {
 		case <-h.acks:
 			return nil
 		default:
-			return h.lostError()
+			return h.lost.Err(op, h.path)
 		}
 	}
 }
@@ -225,12 +222,11 @@ func (h *handle) Release() error {
 		return h.result
 	}
 	h.released = true
-	select {
-	case <-h.lost:
-		h.result = h.lostError()
-	default:
-		h.result = h.roundTrip("UNLOCK")
+	if h.result = h.lost.Err("release", h.path); h.result == nil {
+		h.result = h.roundTrip("release", "UNLOCK")
 	}
+	// The server ends the connection after UNLOCK: that is no loss.
+	h.lost.Seal()
 	h.conn.Close()
 	return h.result
 }
