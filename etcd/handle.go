@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -25,7 +24,7 @@ type handle struct {
 	key   string
 	rev   int64 // the key's create revision: queue position and fencing token
 	sess  *session
-	owner core.Owner
+	owner lock.Owner
 	// record is the owner record as published after a wait, which the
 	// watch must not take for someone else's write.
 	record []byte
@@ -49,7 +48,7 @@ type handle struct {
 
 // newHandle starts watching the key for loss. With publish it also
 // rewrites the owner record in the background.
-func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
 		watchCtx: ctx, stopWatch: stop}
@@ -63,7 +62,7 @@ func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, ses
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and starts watching the key.
 func (h *handle) Lost() <-chan struct{} {
@@ -193,7 +192,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 		if err == nil {
 			if len(resp.Kvs) == 0 || !h.isOurs(resp.Kvs[0]) {
 				h.markLost("its key was deleted or overwritten")
-				return 0, core.ErrLost
+				return 0, lock.ErrLost
 			}
 			return resp.Header.Revision + 1, nil
 		}
@@ -208,7 +207,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 		case <-h.sess.done:
 			t.Stop()
 			h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
-			return 0, core.ErrLost
+			return 0, lock.ErrLost
 		}
 	}
 }
@@ -236,7 +235,7 @@ func (h *handle) Check() error {
 		if err := h.lostError("check"); err != nil {
 			return err
 		}
-		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
 	if err := h.lostError("check"); err != nil {
 		return err
@@ -288,7 +287,7 @@ func (h *handle) Release() error {
 		switch {
 		case terr != nil:
 			err = h.p.opError("release", h.path, context.Background(), terr, nil)
-			if e, ok := err.(*core.Error); ok && e.Hint == "" {
+			if e, ok := err.(*lock.Error); ok && e.Hint == "" {
 				e.Hint = "the key is deleted as soon as etcd answers again, or when the lease expires (within " +
 					h.p.ttl.String() + ") if this process ends first"
 			}

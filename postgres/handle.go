@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -27,7 +26,7 @@ type handle struct {
 	c     *conn
 	name  string
 	key   int64
-	owner core.Owner
+	owner lock.Owner
 
 	lost lock.LostState
 
@@ -42,12 +41,12 @@ type handle struct {
 	relErr   error
 }
 
-func newHandle(p *Protocol, c *conn, name string, key int64, owner core.Owner) *handle {
+func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner) *handle {
 	return &handle{p: p, c: c, name: name, key: key, owner: owner}
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and starts watching the session.
 func (h *handle) Lost() <-chan struct{} {
@@ -162,7 +161,7 @@ func (h *handle) Check() error {
 		if err := h.lostError("check"); err != nil {
 			return err
 		}
-		return &core.Error{Op: "check", Path: h.name, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.name, Err: lock.ErrReleased}
 	}
 	if err := h.lostError("check"); err != nil {
 		return err
@@ -214,7 +213,7 @@ func (h *handle) Release() error {
 			// The server did not answer in time: closing the session
 			// frees the lock as soon as the server sees it.
 			err = h.p.queryError("release", h.name, qerr)
-			if e, ok := err.(*core.Error); ok && e.Hint == "" {
+			if e, ok := err.(*lock.Error); ok && e.Hint == "" {
 				e.Hint = "the session was closed; the server frees the lock when it sees that"
 			}
 		case !unlocked:
