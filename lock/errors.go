@@ -64,6 +64,7 @@ const (
 	Dead
 )
 
+// String returns "alive", "dead" or "unknown".
 func (l Liveness) String() string {
 	switch l {
 	case Alive:
@@ -151,6 +152,8 @@ type Error struct {
 	Hint string
 }
 
+// Error returns "op path: cause", then who holds the lock and the hint
+// where known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)

@@ -9,7 +9,8 @@ import (
 
 // Request describes one acquisition, as hold hands it to a Protocol.
 type Request struct {
-	// Path is the lock path (for etcd, the key).
+	// Path is the lock path (for etcd, the key; for PostgreSQL, the lock
+	// name).
 	Path string
 	// Shared asks for a shared (reader) hold instead of an exclusive one.
 	Shared bool
@@ -93,6 +94,7 @@ const (
 	Stale
 )
 
+// String returns "free", "held exclusive", "held shared" or "stale".
 func (s State) String() string {
 	switch s {
 	case HeldExclusive:

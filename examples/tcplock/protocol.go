@@ -12,12 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/lock"
 )
 
 // Protocol takes locks from the server at Addr. It implements
-// hold.Protocol: choose it with hold.WithProtocol.
+// lock.Protocol: choose it with hold.WithProtocol.
 type Protocol struct {
 	Addr string
 }
@@ -28,18 +27,18 @@ func (p *Protocol) Name() string { return "tcplock" }
 // Acquire waits in the server's queue until the lock is granted or ctx
 // ends; an abandoned wait closes its connection, which takes it out of the
 // queue.
-func (p *Protocol) Acquire(ctx context.Context, req *hold.Request) (hold.Handle, error) {
+func (p *Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	return p.lock(ctx, req, true)
 }
 
 // TryAcquire takes the lock if it is free and nobody waits for it.
-func (p *Protocol) TryAcquire(req *hold.Request) (hold.Handle, error) {
+func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.lock(context.Background(), req, false)
 }
 
-func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold.Handle, error) {
+func (p *Protocol) lock(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the tcplock protocol has exclusive locks only"}
 	}
 	if err := ctx.Err(); err != nil {
@@ -48,7 +47,7 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", p.Addr)
 	if err != nil {
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: err}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: err}
 	}
 	owner := req.Owner
 	owner.StartedAt = time.Now()
@@ -84,7 +83,7 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 		tok, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
 			conn.Close()
-			return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
 		}
 		owner.Fence = tok
 		h := &handle{conn: conn, path: req.Path, owner: owner, acks: make(chan struct{}, 1)}
@@ -92,41 +91,41 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 		return h, nil
 	case len(f) == 3 && f[0] == "BUSY":
 		conn.Close()
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrBusy, Holder: holderOf(f[2])}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: holderOf(f[2])}
 	}
 	conn.Close()
-	return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
+	return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
 }
 
 // waitError is the error of a wait that its context ended: lock.WaitError
-// makes it match ctx's error, and hold.ErrTimeout for a deadline, as the
+// makes it match ctx's error, and lock.ErrTimeout for a deadline, as the
 // contract asks.
 func waitError(path string, err error) error {
-	return &hold.Error{Op: "acquire", Path: path, Err: lock.WaitError(err)}
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.WaitError(err)}
 }
 
 // holderOf decodes an owner record sent by the server.
-func holderOf(record string) *hold.Holder {
-	var o hold.Owner
+func holderOf(record string) *lock.Holder {
+	var o lock.Owner
 	if json.Unmarshal([]byte(record), &o) != nil {
-		return &hold.Holder{}
+		return &lock.Holder{}
 	}
-	return &hold.Holder{Owner: &o}
+	return &lock.Holder{Owner: &o}
 }
 
 // Inspect asks the server about the lock at path.
-func (p *Protocol) Inspect(path string) (*hold.Status, error) {
+func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	line, err := p.ask("STAT " + escape(path))
 	if err != nil {
-		return nil, &hold.Error{Op: "inspect", Path: path, Err: err}
+		return nil, &lock.Error{Op: "inspect", Path: path, Err: err}
 	}
-	st := &hold.Status{Path: path, Protocol: "tcplock", State: hold.Free}
+	st := &lock.Status{Path: path, Protocol: "tcplock", State: lock.Free}
 	f := strings.SplitN(line, " ", 3)
 	if len(f) >= 2 {
 		st.Fence, _ = strconv.ParseUint(f[1], 10, 64)
 	}
 	if f[0] == "HELD" && len(f) == 3 {
-		st.State, st.Holder = hold.HeldExclusive, holderOf(f[2])
+		st.State, st.Holder = lock.HeldExclusive, holderOf(f[2])
 	}
 	return st, nil
 }
@@ -157,7 +156,7 @@ func (p *Protocol) ask(request string) (string, error) {
 type handle struct {
 	conn  net.Conn
 	path  string
-	owner hold.Owner
+	owner lock.Owner
 	lost  lock.LostState // marked when the connection ends before Release
 	acks  chan struct{}  // the server's replies to CHECK and UNLOCK
 
@@ -176,7 +175,7 @@ func (h *handle) read(r *bufio.Scanner) {
 }
 
 func (h *handle) Fence() uint64         { return h.owner.Fence }
-func (h *handle) Owner() *hold.Owner    { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner    { o := h.owner; return &o }
 func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
 // Check asks the server whether the connection, and so the lock, lives.
@@ -184,7 +183,7 @@ func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		return &hold.Error{Op: "check", Path: h.path, Err: hold.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
 	return h.roundTrip("check", "CHECK")
 }
