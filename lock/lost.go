@@ -15,12 +15,19 @@ import (
 // handle may ask on every Check and Release; the channel is made only when
 // someone calls Lost.
 type LostState struct {
-	lost   atomic.Bool // set once why is
-	mu     sync.Mutex  // guards ch, sealed, and the writing of why
-	ch     chan struct{}
-	why    string
-	sealed bool
+	mu    sync.Mutex    // guards ch, and the writing of state and why
+	state atomic.Uint32 // lostBit once marked, sealedBit once sealed
+	ch    chan struct{}
+	// why is set once, before lostBit; a pointer keeps LostState at 32
+	// bytes, which keeps the kernel lock's handle in its allocation size
+	// class.
+	why *string
 }
+
+const (
+	lostBit   = 1
+	sealedBit = 2
+)
 
 // Lost returns a channel that is closed once MarkLost has been called,
 // which is what Handle.Lost returns.
@@ -29,7 +36,7 @@ func (s *LostState) Lost() <-chan struct{} {
 	defer s.mu.Unlock()
 	if s.ch == nil {
 		s.ch = make(chan struct{})
-		if s.lost.Load() {
+		if s.state.Load()&lostBit != 0 {
 			close(s.ch)
 		}
 	}
@@ -44,11 +51,12 @@ func (s *LostState) Lost() <-chan struct{} {
 func (s *LostState) MarkLost(why string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sealed || s.lost.Load() {
+	st := s.state.Load()
+	if st != 0 {
 		return false
 	}
-	s.why = why
-	s.lost.Store(true)
+	s.why = &why
+	s.state.Store(st | lostBit)
 	if s.ch != nil {
 		close(s.ch)
 	}
@@ -60,19 +68,19 @@ func (s *LostState) MarkLost(why string) bool {
 // lock's absence afterwards does not report it lost.
 func (s *LostState) Seal() {
 	s.mu.Lock()
-	s.sealed = true
+	s.state.Store(s.state.Load() | sealedBit)
 	s.mu.Unlock()
 }
 
 // Marked reports whether MarkLost has marked the lock lost.
-func (s *LostState) Marked() bool { return s.lost.Load() }
+func (s *LostState) Marked() bool { return s.state.Load()&lostBit != 0 }
 
 // Err returns nil while the lock is not lost, and afterwards an *Error for
 // operation op on path that matches ErrLost, with the reason as its Hint.
 func (s *LostState) Err(op, path string) error {
-	if !s.lost.Load() {
+	if s.state.Load()&lostBit == 0 {
 		return nil
 	}
-	// why was written before lost was set and is never written again.
-	return &Error{Op: op, Path: path, Err: ErrLost, Hint: s.why}
+	// why was written before lostBit was set and is never written again.
+	return &Error{Op: op, Path: path, Err: ErrLost, Hint: *s.why}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func closed(ch <-chan struct{}) bool {
@@ -87,5 +88,13 @@ func TestLostStateConcurrent(t *testing.T) {
 	}
 	for ch := range chans {
 		<-ch
+	}
+}
+
+// TestLostStateSize: a LostState stays within 32 bytes, as its doc
+// promises, so that embedding it keeps a handle in its allocation class.
+func TestLostStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(LostState{}); n > 32 {
+		t.Fatalf("LostState is %d bytes, want at most 32", n)
 	}
 }
