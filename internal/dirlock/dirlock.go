@@ -121,7 +121,7 @@ func (p *Protocol) setActive(token string, on bool) {
 }
 
 // Acquire waits until the lock is held, ctx ends, or the Patience/Ceiling
-// rule gives up (see Config). Every error is an *core.Error naming the
+// rule gives up (see Config). Every error is an *lock.Error naming the
 // holder; a wait that ends matches core.ErrTimeout (or context.Canceled).
 func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
 	if err := ctx.Err(); err != nil {

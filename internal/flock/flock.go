@@ -32,7 +32,7 @@ var (
 	_ lock.TokenReasoner = (*handle)(nil)
 )
 
-// Protocol implements core.Protocol with kernel locks. The zero value is
+// Protocol implements lock.Protocol with kernel locks. The zero value is
 // ready to use.
 type Protocol struct{}
 
