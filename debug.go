@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // The protocols log their own steps (waiting, queued, acquired, reclaimed)
@@ -81,12 +83,13 @@ func (h *loggedHandle) Release() error {
 // File passes on the wrapped handle's lock file (kernel locks), so that
 // Lock.File sees through the wrapper.
 func (h *loggedHandle) File() *os.File {
-	if f, ok := h.Handle.(interface{ File() *os.File }); ok {
+	if f, ok := h.Handle.(lock.Filer); ok {
 		return f.File()
 	}
 	return nil
 }
 
-// unwrap returns the wrapped handle, for what Lock asks of a protocol's
-// handle beyond the Handle interface (TokenError).
-func (h *loggedHandle) unwrap() Handle { return h.Handle }
+// Unwrap returns the wrapped handle, for what Lock asks of a protocol's
+// handle beyond the Handle interface (TokenError): loggedHandle is a
+// lock.Wrapper.
+func (h *loggedHandle) Unwrap() Handle { return h.Handle }

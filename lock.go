@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Lock is a held lock. Release it when done; Release is idempotent and safe
@@ -126,10 +126,10 @@ func (l *Lock) Token() uint64 { return l.h.Fence() }
 // only its record and token are missing.
 func (l *Lock) TokenError() error {
 	h := l.h
-	if w, ok := h.(interface{ unwrap() Handle }); ok {
-		h = w.unwrap()
+	if w, ok := h.(lock.Wrapper); ok {
+		h = w.Unwrap()
 	}
-	if r, ok := h.(core.TokenReasoner); ok {
+	if r, ok := h.(lock.TokenReasoner); ok {
 		return r.TokenError()
 	}
 	if l.h.Fence() != 0 {
@@ -166,7 +166,7 @@ func (l *Lock) Protocol() string { return l.proto }
 // given this file (exec.Cmd.ExtraFiles) shares the lock and keeps it held
 // even if this process dies, which is what flock(1) does for its command.
 func (l *Lock) File() *os.File {
-	if f, ok := l.h.(interface{ File() *os.File }); ok {
+	if f, ok := l.h.(lock.Filer); ok {
 		return f.File()
 	}
 	return nil
@@ -197,7 +197,7 @@ func (c *config) lockPath(target string) (string, error) {
 	case target == "":
 		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}
 	}
-	if _, ok := c.protocol.(core.Namer); ok {
+	if _, ok := c.protocol.(lock.Namer); ok {
 		// A protocol with its own namespace (etcd, PostgreSQL): the
 		// target is a key there, not a file of this machine.
 		return target + ".lock", nil

@@ -2,7 +2,7 @@ package hold
 
 import (
 	"fmt"
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,14 +70,14 @@ func NamedDirPath() (string, error) {
 }
 
 // namedPath validates name and returns its lock path.
-// A protocol with its own namespace (core.Namer, as etcd has) places the
+// A protocol with its own namespace (lock.Namer, as etcd has) places the
 // name there instead of in the local lock directory.
 func namedPath(name string, p Protocol) (string, error) {
 	if !ValidName(name) {
 		return "", &Error{Op: "name", Path: name, Err: ErrInvalidName,
 			Hint: "use one lowercase component of at most 64 characters: a-z, 0-9, '.', '_', '-'"}
 	}
-	if n, ok := p.(core.Namer); ok {
+	if n, ok := p.(lock.Namer); ok {
 		return n.NamedPath(name), nil
 	}
 	dir, err := NamedDir()

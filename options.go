@@ -25,7 +25,7 @@ type config struct {
 	allowSplit, allowOwnerChange bool
 	// fair: wait in the FIFO queue in front of the protocol (Fair).
 	fair bool
-	// beforeCreate: see core.Request.BeforeCreate (set by guarded).
+	// beforeCreate: see lock.Request.BeforeCreate (set by guarded).
 	beforeCreate func() error
 	// omitCommand: leave the command line out of the owner record.
 	omitCommand bool

@@ -5,8 +5,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Portable returns the portable directory protocol, for use with
@@ -123,14 +123,14 @@ func Break(target string, force bool, opts ...Option) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, ok := c.protocol.(core.Breaker)
+	b, ok := c.protocol.(lock.Breaker)
 	if !ok {
 		fi, err := os.Lstat(path)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			return &Status{Path: path, Protocol: c.protocol.Name()}, nil
 		case err == nil && fi.IsDir():
-			b, ok = Portable().(core.Breaker)
+			b, ok = Portable().(lock.Breaker)
 		}
 	}
 	if !ok {

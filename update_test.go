@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // faultFS is the real file system with chosen steps failing, to simulate a
@@ -392,7 +392,7 @@ func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
 // lost, as a lease-based lock would after a long pause.
 type lostProtocol struct{ flock.Protocol }
 
-type lostHandle struct{ core.Handle }
+type lostHandle struct{ lock.Handle }
 
 func (lostHandle) Check() error { return &Error{Op: "check", Err: ErrLost} }
 

@@ -13,17 +13,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Acquire waits until the lock at req.Path (the key prefix) is held or ctx
 // ends. Waiters are served in the order they queued. When ctx ends, or etcd
 // stops answering, the waiting key's lease is revoked so that the
 // abandoned wait never holds up the queue.
-func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+func (p *Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
 	}
 	return p.acquire(ctx, req, true)
 }
@@ -31,7 +31,7 @@ func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle,
 // TryAcquire takes the lock if nobody holds or waits for it, and never
 // waits; otherwise it returns an error matching hold.ErrBusy that names the
 // holder. Its round trips are bounded by the request timeout.
-func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
@@ -189,19 +189,19 @@ func (p *Protocol) rpc(ctx context.Context) (context.Context, context.CancelFunc
 // waiter is one acquisition on its way to the lock.
 type waiter struct {
 	p      *Protocol
-	req    *core.Request
+	req    *lock.Request
 	prefix string
 	slot   uint64 // this process's number for the key under prefix
 	key    string
 	rev    int64 // create revision of key: the queue position and fencing token
 	sess   *session
-	owner  core.Owner
-	holder *core.Holder // the holder last seen, for messages
+	owner  lock.Owner
+	holder *lock.Holder // the holder last seen, for messages
 }
 
-func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the etcd protocol has exclusive locks only"}
 	}
 	if err := checkKey(req.Path); err != nil {
@@ -209,7 +209,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	}
 	w := &waiter{p: p, req: req, prefix: req.Path + "/", owner: req.Owner}
 	if w.owner.ID == "" {
-		w.owner.ID = core.NewID()
+		w.owner.ID = lock.NewID()
 	}
 	w.owner.Protocol = "etcd"
 	w.owner.Shared = false
@@ -326,12 +326,12 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 			w.rev = first.CreateRevision // an earlier attempt took it
 			return w.held(), nil
 		}
-		return nil, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrBusy, Holder: holderOf(first)}
+		return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrBusy, Holder: holderOf(first)}
 	}
 	if !resp.Succeeded {
 		mine := firstKV(resp.Responses[0])
 		if mine == nil {
-			return nil, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+			return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
 				Hint: "this waiter's key vanished while it queued"}
 		}
 		w.rev = mine.CreateRevision
@@ -455,7 +455,7 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 		return queue{}, w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
 	}
 	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
-		return queue{}, &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+		return queue{}, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
 			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
 	}
 	first := firstKV(resp.Responses[2])
@@ -548,7 +548,7 @@ func (w *waiter) heldAfterWait() *handle {
 // at that moment, the hint says so: the wait may have been long only
 // because nobody could be told the lock was free.
 func (w *waiter) ctxError(ctx context.Context) error {
-	e := &core.Error{Op: "acquire", Path: w.req.Path, Err: core.WaitError(ctx.Err()), Holder: w.holder}
+	e := &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.WaitError(ctx.Err()), Holder: w.holder}
 	if !w.p.connected() {
 		e.Hint = "etcd unreachable: " + connectionProblem(w.p.client)
 	}
@@ -558,10 +558,10 @@ func (w *waiter) ctxError(ctx context.Context) error {
 // sessionError is the error of a wait whose lease ended under it.
 func (w *waiter) sessionError() error {
 	if w.p.connected() {
-		return &core.Error{Op: "acquire", Path: w.req.Path, Err: core.ErrLost,
+		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
 			Hint: "this waiter's lease was revoked or expired while it waited"}
 	}
-	return &core.Error{Op: "acquire", Path: w.req.Path,
+	return &lock.Error{Op: "acquire", Path: w.req.Path,
 		Err: fmt.Errorf("%w: no keep-alive answer within the lease TTL (%s): %s", ErrUnreachable, w.p.ttl, connectionProblem(w.p.client))}
 }
 
@@ -573,9 +573,9 @@ func (p *Protocol) connected() bool {
 // opError turns the error of a round trip into hold's error: the caller's
 // ctx ending is a wait error, a round trip that timed out on its own is an
 // unreachable cluster, anything else (permission denied, ...) is kept as is.
-func (p *Protocol) opError(op, path string, ctx context.Context, err error, holder *core.Holder) error {
+func (p *Protocol) opError(op, path string, ctx context.Context, err error, holder *lock.Holder) error {
 	if ctx.Err() != nil {
-		e := &core.Error{Op: op, Path: path, Err: core.WaitError(ctx.Err()), Holder: holder}
+		e := &lock.Error{Op: op, Path: path, Err: lock.WaitError(ctx.Err()), Holder: holder}
 		if !p.connected() {
 			e.Hint = "etcd unreachable: " + connectionProblem(p.client)
 		}
@@ -583,10 +583,10 @@ func (p *Protocol) opError(op, path string, ctx context.Context, err error, hold
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
 		errors.Is(err, rpctypes.ErrNoLeader) || !p.connected() {
-		return &core.Error{Op: op, Path: path, Holder: holder,
+		return &lock.Error{Op: op, Path: path, Holder: holder,
 			Err: fmt.Errorf("%w: %v", ErrUnreachable, unreachableDetail(p, err))}
 	}
-	return &core.Error{Op: op, Path: path, Err: err, Holder: holder}
+	return &lock.Error{Op: op, Path: path, Err: err, Holder: holder}
 }
 
 func unreachableDetail(p *Protocol, err error) string {
@@ -607,12 +607,12 @@ func firstKV(r *pb.ResponseOp) *mvccpb.KeyValue {
 }
 
 // holderOf describes the holder whose key is kv (nil: nobody).
-func holderOf(kv *mvccpb.KeyValue) *core.Holder {
+func holderOf(kv *mvccpb.KeyValue) *lock.Holder {
 	if kv == nil {
 		return nil
 	}
-	h := &core.Holder{}
-	if o, ok := core.Decode(kv.Value); ok {
+	h := &lock.Holder{}
+	if o, ok := lock.DecodeOwner(kv.Value); ok {
 		o.Fence = uint64(kv.CreateRevision)
 		h.Owner = o
 		h.Alive = proc.Judge(o)

@@ -9,7 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // handle is one held lock: a key bound to this acquisition's lease.
@@ -24,15 +24,12 @@ type handle struct {
 	key   string
 	rev   int64 // the key's create revision: queue position and fencing token
 	sess  *session
-	owner core.Owner
+	owner lock.Owner
 	// record is the owner record as published after a wait, which the
 	// watch must not take for someone else's write.
 	record []byte
 
-	lost     chan struct{}
-	lostOnce sync.Once
-	lostMu   sync.Mutex
-	lostWhy  string
+	lost lock.LostState
 
 	// The key is watched only once someone asks for Lost (Do does, a
 	// plain Acquire and Release need not): Check and Release ask etcd
@@ -51,10 +48,10 @@ type handle struct {
 
 // newHandle starts watching the key for loss. With publish it also
 // rewrites the owner record in the background.
-func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner core.Owner, publish bool) *handle {
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
-		lost: make(chan struct{}), watchCtx: ctx, stopWatch: stop}
+		watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
 		go h.publish(ctx)
@@ -65,7 +62,7 @@ func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, ses
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and starts watching the key.
 func (h *handle) Lost() <-chan struct{} {
@@ -76,7 +73,7 @@ func (h *handle) Lost() <-chan struct{} {
 		go h.watch(h.watchCtx)
 	}
 	h.watchMu.Unlock()
-	return h.lost
+	return h.lost.Lost()
 }
 
 // watchLease marks the lock lost when its lease ends: the client could not
@@ -134,6 +131,7 @@ func (h *handle) publish(ctx context.Context) {
 func (h *handle) watch(ctx context.Context) {
 	defer h.watchers.Done()
 	rev := h.rev + 1
+	lost := h.lost.Lost()
 	for {
 		wch := h.p.client.Watch(ctx, h.key, clientv3.WithRev(rev))
 	events:
@@ -141,7 +139,7 @@ func (h *handle) watch(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-h.lost:
+			case <-lost:
 				return
 			case wr, ok := <-wch:
 				if ctx.Err() != nil {
@@ -194,7 +192,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 		if err == nil {
 			if len(resp.Kvs) == 0 || !h.isOurs(resp.Kvs[0]) {
 				h.markLost("its key was deleted or overwritten")
-				return 0, core.ErrLost
+				return 0, lock.ErrLost
 			}
 			return resp.Header.Revision + 1, nil
 		}
@@ -209,7 +207,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 		case <-h.sess.done:
 			t.Stop()
 			h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
-			return 0, core.ErrLost
+			return 0, lock.ErrLost
 		}
 	}
 }
@@ -219,26 +217,12 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 // under it does not keep the queue blocked while the process's other locks
 // keep the lease alive.
 func (h *handle) markLost(why string) {
-	h.lostOnce.Do(func() {
-		h.lostMu.Lock()
-		h.lostWhy = why
-		h.lostMu.Unlock()
-		close(h.lost)
+	if h.lost.MarkLost(why) {
 		h.p.removeKey(h.key, h.sess, 0)
-	})
+	}
 }
 
-func (h *handle) lostError(op string) error {
-	select {
-	case <-h.lost:
-	default:
-		return nil
-	}
-	h.lostMu.Lock()
-	why := h.lostWhy
-	h.lostMu.Unlock()
-	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost, Hint: why}
-}
+func (h *handle) lostError(op string) error { return h.lost.Err(op, h.path) }
 
 // Check returns nil if etcd confirms, now, that the key is still ours: a
 // linearizable read, so that a guarded update checks the lock itself just
@@ -251,7 +235,7 @@ func (h *handle) Check() error {
 		if err := h.lostError("check"); err != nil {
 			return err
 		}
-		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
 	if err := h.lostError("check"); err != nil {
 		return err
@@ -303,7 +287,7 @@ func (h *handle) Release() error {
 		switch {
 		case terr != nil:
 			err = h.p.opError("release", h.path, context.Background(), terr, nil)
-			if e, ok := err.(*core.Error); ok && e.Hint == "" {
+			if e, ok := err.(*lock.Error); ok && e.Hint == "" {
 				e.Hint = "the key is deleted as soon as etcd answers again, or when the lease expires (within " +
 					h.p.ttl.String() + ") if this process ends first"
 			}
@@ -314,7 +298,7 @@ func (h *handle) Release() error {
 			h.p.freeSlot(h.path+"/", h.slot) // the key is gone
 		}
 	}
-	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost
+	h.lost.Seal() // from here on nothing can mark it lost
 	if lerr := h.lostError("release"); lerr != nil {
 		h.relErr = lerr
 		return lerr

@@ -6,7 +6,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Inspect reports whether the lock at path is held and by whom, without
@@ -15,9 +15,9 @@ import (
 // `etcdctl lock`) and the fencing token its create revision. A free lock
 // reports token 0: etcd keeps no trace of past holders once their keys are
 // deleted.
-func (p *Protocol) Inspect(path string) (*core.Status, error) {
+func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	if err := checkKey(path); err != nil {
-		err.(*core.Error).Op = "inspect"
+		err.(*lock.Error).Op = "inspect"
 		return nil, err
 	}
 	var resp *clientv3.GetResponse
@@ -35,13 +35,13 @@ func (p *Protocol) Inspect(path string) (*core.Status, error) {
 // statusOf describes the lock at path from a Get of its prefix sorted by
 // creation (WithFirstCreate): free, or held by the oldest key, which it
 // also returns.
-func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*core.Status, *mvccpb.KeyValue) {
-	st := &core.Status{Path: path, Protocol: p.Name(), State: core.Free}
+func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*lock.Status, *mvccpb.KeyValue) {
+	st := &lock.Status{Path: path, Protocol: p.Name(), State: lock.Free}
 	if len(resp.Kvs) == 0 {
 		return st, nil
 	}
 	kv := resp.Kvs[0]
-	st.State = core.HeldExclusive
+	st.State = lock.HeldExclusive
 	st.Holder = holderOf(kv)
 	st.Fence = uint64(kv.CreateRevision)
 	return st, kv
@@ -52,9 +52,9 @@ func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*core.Stat
 // hold.ErrBusy: a holder that died on another host loses the lock by itself
 // when its lease expires, within its TTL. The holder, if it still runs,
 // sees its Lost channel close. Waiters are left alone.
-func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
+func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 	if err := checkKey(path); err != nil {
-		err.(*core.Error).Op = "break"
+		err.(*lock.Error).Op = "break"
 		return nil, err
 	}
 	ctx, cancel := p.rpc(context.Background())
@@ -67,8 +67,8 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	if kv == nil {
 		return st, nil
 	}
-	if !force && st.Holder.Alive != core.Dead {
-		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
+	if !force && st.Holder.Alive != lock.Dead {
+		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
 			Hint: "the holder may still run; its lease ends the lock within its TTL if it does not, or force the break"}
 	}
 	// Delete exactly the key we looked at. Its lease is left alone: the

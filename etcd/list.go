@@ -8,7 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // List reports every lock under the key prefix, in key order: each is
@@ -18,9 +18,9 @@ import (
 // read, sorted by creation, describes them all: the oldest key of a lock
 // holds it and the others wait. Locks nobody holds or waits for leave no
 // key behind and are not listed.
-func (p *Protocol) List(ctx context.Context, prefix string, each func(st *core.Status, waiters int)) error {
+func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.Status, waiters int)) error {
 	if err := checkKey(prefix); err != nil {
-		err.(*core.Error).Op = "list"
+		err.(*lock.Error).Op = "list"
 		return err
 	}
 	var resp *clientv3.GetResponse
@@ -35,17 +35,17 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *core.S
 	keys := map[string][]*mvccpb.KeyValue{}
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
-		lock := k[:strings.LastIndexByte(k, '/')] // every key has prefix+"/"
-		keys[lock] = append(keys[lock], kv)
+		lockPath := k[:strings.LastIndexByte(k, '/')] // every key has prefix+"/"
+		keys[lockPath] = append(keys[lockPath], kv)
 	}
 	locks := make([]string, 0, len(keys))
-	for lock := range keys {
-		locks = append(locks, lock)
+	for lockPath := range keys {
+		locks = append(locks, lockPath)
 	}
 	slices.Sort(locks)
-	for _, lock := range locks {
-		st, _ := p.statusOf(lock, &clientv3.GetResponse{Kvs: keys[lock]})
-		each(st, len(keys[lock])-1)
+	for _, lockPath := range locks {
+		st, _ := p.statusOf(lockPath, &clientv3.GetResponse{Kvs: keys[lockPath]})
+		each(st, len(keys[lockPath])-1)
 	}
 	return nil
 }

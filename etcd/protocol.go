@@ -23,7 +23,15 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The capabilities hold finds in an etcd protocol.
+var (
+	_ lock.Breaker = (*Protocol)(nil)
+	_ lock.Namer   = (*Protocol)(nil)
+	_ lock.Lister  = (*Protocol)(nil)
+	_ lock.Closer  = (*Protocol)(nil)
 )
 
 // Defaults.
@@ -170,13 +178,13 @@ func Dial(ctx context.Context, cfg Config, opts ...Option) (*Protocol, error) {
 		// With credentials, New authenticates at once, so an unreachable
 		// cluster and a wrong password both surface here.
 		if dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-			return nil, &core.Error{Op: "dial", Path: strings.Join(eps, ","), Err: fmt.Errorf("%w: %v", ErrUnreachable, err)}
+			return nil, &lock.Error{Op: "dial", Path: strings.Join(eps, ","), Err: fmt.Errorf("%w: %v", ErrUnreachable, err)}
 		}
-		return nil, &core.Error{Op: "dial", Path: strings.Join(eps, ","), Err: err}
+		return nil, &lock.Error{Op: "dial", Path: strings.Join(eps, ","), Err: err}
 	}
 	if err := waitReady(dctx, client); err != nil {
 		client.Close()
-		return nil, &core.Error{Op: "dial", Path: strings.Join(eps, ","), Err: err,
+		return nil, &lock.Error{Op: "dial", Path: strings.Join(eps, ","), Err: err,
 			Hint: "check the endpoints, that etcd runs there, and the TLS settings"}
 	}
 	p := New(client, opts...)
@@ -259,7 +267,7 @@ func (p *Protocol) ttlSeconds() int64 {
 // checkEndpoints validates endpoints and reports whether any asks for TLS.
 func checkEndpoints(eps []string) (out []string, secure bool, err error) {
 	if len(eps) == 0 {
-		return nil, false, &core.Error{Op: "dial", Path: "", Err: errors.New("no etcd endpoint given")}
+		return nil, false, &lock.Error{Op: "dial", Path: "", Err: errors.New("no etcd endpoint given")}
 	}
 	for _, ep := range eps {
 		hostport := ep
@@ -289,7 +297,7 @@ func checkEndpoints(eps []string) (out []string, secure bool, err error) {
 }
 
 func badEndpoint(ep, why string) error {
-	return &core.Error{Op: "dial", Path: ep, Err: fmt.Errorf("malformed etcd endpoint: %s", why)}
+	return &lock.Error{Op: "dial", Path: ep, Err: fmt.Errorf("malformed etcd endpoint: %s", why)}
 }
 
 // loadTLS builds a TLS configuration from PEM files.
@@ -298,21 +306,21 @@ func loadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, &core.Error{Op: "tls", Path: caFile, Err: err}
+			return nil, &lock.Error{Op: "tls", Path: caFile, Err: err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, &core.Error{Op: "tls", Path: caFile, Err: errors.New("no PEM certificate found in CA file")}
+			return nil, &lock.Error{Op: "tls", Path: caFile, Err: errors.New("no PEM certificate found in CA file")}
 		}
 		conf.RootCAs = pool
 	}
 	if (certFile == "") != (keyFile == "") {
-		return nil, &core.Error{Op: "tls", Path: certFile + keyFile, Err: errors.New("a client certificate needs both the cert and the key file")}
+		return nil, &lock.Error{Op: "tls", Path: certFile + keyFile, Err: errors.New("a client certificate needs both the cert and the key file")}
 	}
 	if certFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return nil, &core.Error{Op: "tls", Path: certFile, Err: err}
+			return nil, &lock.Error{Op: "tls", Path: certFile, Err: err}
 		}
 		conf.Certificates = []tls.Certificate{cert}
 	}
@@ -337,7 +345,7 @@ func ParseAddress(addr string) (endpoints []string, key string, err error) {
 		}
 	}
 	bad := func(why string) error {
-		return &core.Error{Op: "parse", Path: shown, Err: fmt.Errorf("malformed etcd address: %s", why),
+		return &lock.Error{Op: "parse", Path: shown, Err: fmt.Errorf("malformed etcd address: %s", why),
 			Hint: "want etcd://host:port[,host:port...]/key/path"}
 	}
 	rest, ok := strings.CutPrefix(addr, "etcd://")
@@ -391,6 +399,6 @@ func checkKey(key string) error {
 	if why == "" {
 		return nil
 	}
-	return &core.Error{Op: "acquire", Path: key, Err: core.ErrInvalidName,
+	return &lock.Error{Op: "acquire", Path: key, Err: lock.ErrInvalidName,
 		Hint: "an etcd lock key is printable UTF-8 of at most 512 bytes, not ending in /: " + why}
 }

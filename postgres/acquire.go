@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Schema creates what the protocol keeps in the database: the sequence
@@ -60,9 +60,9 @@ var (
 // the server a cancel request, which ends the wait there; the session is
 // then closed, so that a lock granted just before the cancel arrived is
 // freed with it.
-func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+func (p *Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
 	}
 	return p.acquire(ctx, req, true)
 }
@@ -70,15 +70,15 @@ func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle,
 // TryAcquire takes the lock if nobody holds it, and never waits; otherwise
 // it returns an error matching hold.ErrBusy that names the holder. Its
 // round trips are bounded by the request timeout.
-func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	ctx, cancel := p.rpc(context.Background())
 	defer cancel()
 	return p.acquire(ctx, req, false)
 }
 
-func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the postgres protocol has exclusive locks only"}
 	}
 	if err := checkName("acquire", req.Path); err != nil {
@@ -87,7 +87,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 	name, key := req.Path, Key(req.Path)
 	owner := req.Owner
 	if owner.ID == "" {
-		owner.ID = core.NewID()
+		owner.ID = lock.NewID()
 	}
 	owner.Protocol = p.Name()
 	owner.Shared = false
@@ -126,7 +126,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			}
 			p.put(c)
 			st, ierr := p.Inspect(name)
-			e := &core.Error{Op: "acquire", Path: name, Err: core.ErrBusy}
+			e := &lock.Error{Op: "acquire", Path: name, Err: lock.ErrBusy}
 			if ierr == nil {
 				e.Holder = st.Holder
 			}
@@ -138,7 +138,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 			// whatever it may hold.
 			c.close()
 			if ctx.Err() != nil {
-				return nil, &core.Error{Op: "acquire", Path: name, Err: core.WaitError(ctx.Err())}
+				return nil, &lock.Error{Op: "acquire", Path: name, Err: lock.WaitError(ctx.Err())}
 			}
 			var pgErr *pgconn.PgError
 			switch {
@@ -188,7 +188,7 @@ func (p *Protocol) createSchema(ctx context.Context) error {
 	sql := fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n%s", schemaLockKey, Schema)
 	if err := c.c.PgConn().Exec(rctx, sql).Close(); err != nil {
 		c.close()
-		e := p.queryError("acquire", "hold_locks", err).(*core.Error)
+		e := p.queryError("acquire", "hold_locks", err).(*lock.Error)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
 			e.Hint = "the table hold_locks is missing and this user may not create it; have it created once (see the postgres package's Schema, or docs/postgres.md)"
@@ -211,7 +211,7 @@ func (p *Protocol) collision(name string, key int64) error {
 		}
 		p.put(c)
 	}
-	return &core.Error{Op: "acquire", Path: name, Err: core.ErrInvalidName,
+	return &lock.Error{Op: "acquire", Path: name, Err: lock.ErrInvalidName,
 		Hint: fmt.Sprintf("its advisory-lock key %d is recorded in hold_locks for %s (a hash collision); choose another name", key, other)}
 }
 
@@ -220,19 +220,19 @@ func (p *Protocol) collision(name string, key int64) error {
 // server sent (permission denied, ...) is kept as is.
 func (p *Protocol) queryError(op, name string, err error) error {
 	if !sessionGone(err) {
-		return &core.Error{Op: op, Path: name, Err: err}
+		return &lock.Error{Op: op, Path: name, Err: err}
 	}
-	return &core.Error{Op: op, Path: name, Err: fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)}
+	return &lock.Error{Op: op, Path: name, Err: fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)}
 }
 
 // relabel sets the Op and Path of a connection error to those of the
 // operation that needed the connection.
 func relabel(err error, op, name string) error {
-	var e *core.Error
+	var e *lock.Error
 	if errors.As(err, &e) {
 		c := *e
 		c.Op, c.Path = op, name
 		return &c
 	}
-	return &core.Error{Op: op, Path: name, Err: err}
+	return &lock.Error{Op: op, Path: name, Err: err}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // handle is one held lock: a session holding the advisory lock of the
@@ -26,12 +26,9 @@ type handle struct {
 	c     *conn
 	name  string
 	key   int64
-	owner core.Owner
+	owner lock.Owner
 
-	lost     chan struct{}
-	lostOnce sync.Once
-	lostMu   sync.Mutex
-	lostWhy  string
+	lost lock.LostState
 
 	watchMu   sync.Mutex
 	wanted    bool          // Lost was called: watch whenever the session is idle
@@ -44,12 +41,12 @@ type handle struct {
 	relErr   error
 }
 
-func newHandle(p *Protocol, c *conn, name string, key int64, owner core.Owner) *handle {
-	return &handle{p: p, c: c, name: name, key: key, owner: owner, lost: make(chan struct{})}
+func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner) *handle {
+	return &handle{p: p, c: c, name: name, key: key, owner: owner}
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
-func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and starts watching the session.
 func (h *handle) Lost() <-chan struct{} {
@@ -59,7 +56,7 @@ func (h *handle) Lost() <-chan struct{} {
 		h.wanted = true
 		h.startWatchLocked()
 	}
-	return h.lost
+	return h.lost.Lost()
 }
 
 // startWatchLocked starts reading the idle connection. h.watchMu is held.
@@ -137,25 +134,10 @@ func sessionEnded(err error) string {
 
 // markLost records why the lock was lost and closes Lost, once.
 func (h *handle) markLost(why string) {
-	h.lostOnce.Do(func() {
-		h.lostMu.Lock()
-		h.lostWhy = why
-		h.lostMu.Unlock()
-		close(h.lost)
-	})
+	h.lost.MarkLost(why)
 }
 
-func (h *handle) lostError(op string) error {
-	select {
-	case <-h.lost:
-	default:
-		return nil
-	}
-	h.lostMu.Lock()
-	why := h.lostWhy
-	h.lostMu.Unlock()
-	return &core.Error{Op: op, Path: h.name, Err: core.ErrLost, Hint: why}
-}
+func (h *handle) lostError(op string) error { return h.lost.Err(op, h.name) }
 
 // checkSQL asks whether this session holds the advisory lock of a key
 // ($1, $2: the halves pg_locks shows).
@@ -179,7 +161,7 @@ func (h *handle) Check() error {
 		if err := h.lostError("check"); err != nil {
 			return err
 		}
-		return &core.Error{Op: "check", Path: h.name, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.name, Err: lock.ErrReleased}
 	}
 	if err := h.lostError("check"); err != nil {
 		return err
@@ -231,14 +213,14 @@ func (h *handle) Release() error {
 			// The server did not answer in time: closing the session
 			// frees the lock as soon as the server sees it.
 			err = h.p.queryError("release", h.name, qerr)
-			if e, ok := err.(*core.Error); ok && e.Hint == "" {
+			if e, ok := err.(*lock.Error); ok && e.Hint == "" {
 				e.Hint = "the session was closed; the server frees the lock when it sees that"
 			}
 		case !unlocked:
 			h.markLost("its session no longer held the advisory lock")
 		}
 	}
-	h.lostOnce.Do(func() {}) // from here on nothing can mark it lost
+	h.lost.Seal() // from here on nothing can mark it lost
 	if lerr := h.lostError("release"); lerr != nil {
 		h.c.close()
 		h.relErr = lerr

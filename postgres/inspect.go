@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // heldBy is the SQL condition that the pg_locks row l is the granted
@@ -49,11 +49,11 @@ type record struct {
 // record is shown only if it was written by the session that holds the
 // lock now; a lock held by a session that is not hold's (a hand-written
 // pg_advisory_lock on the same key) has no owner record.
-func (p *Protocol) status(name string, r record) *core.Status {
-	st := &core.Status{Path: name, Protocol: p.Name(), State: core.Free}
-	var o *core.Owner
+func (p *Protocol) status(name string, r record) *lock.Status {
+	st := &lock.Status{Path: name, Protocol: p.Name(), State: lock.Free}
+	var o *lock.Owner
 	if r.owner != nil {
-		if dec, ok := core.Decode([]byte(*r.owner)); ok {
+		if dec, ok := lock.DecodeOwner([]byte(*r.owner)); ok {
 			o = dec
 		}
 	}
@@ -66,15 +66,15 @@ func (p *Protocol) status(name string, r record) *core.Status {
 	if r.holderPID == nil {
 		if o != nil {
 			o.Released = true // the last holder's record
-			st.Holder = &core.Holder{Owner: o, Alive: core.LivenessUnknown}
+			st.Holder = &lock.Holder{Owner: o, Alive: lock.LivenessUnknown}
 		}
 		return st
 	}
-	st.State = core.HeldExclusive
+	st.State = lock.HeldExclusive
 	// The server frees a lock when its session ends, so a held lock's
 	// session is alive; whether the process behind it still runs, the
 	// server cannot say until the connection breaks.
-	st.Holder = &core.Holder{Alive: core.Alive}
+	st.Holder = &lock.Holder{Alive: lock.Alive}
 	if o != nil && r.backendPID != nil && *r.backendPID == *r.holderPID {
 		st.Holder.Owner = o
 	}
@@ -85,12 +85,12 @@ func (p *Protocol) status(name string, r record) *core.Status {
 // queueing: the session holding its advisory lock (pg_locks) and the owner
 // record in hold_locks. Status.Fence is the last token handed out for the
 // name (0 when hold_locks has no row for it).
-func (p *Protocol) Inspect(name string) (*core.Status, error) {
+func (p *Protocol) Inspect(name string) (*lock.Status, error) {
 	st, _, err := p.inspect("inspect", name)
 	return st, err
 }
 
-func (p *Protocol) inspect(op, name string) (*core.Status, int32, error) {
+func (p *Protocol) inspect(op, name string) (*lock.Status, int32, error) {
 	if err := checkName(op, name); err != nil {
 		return nil, 0, err
 	}
@@ -124,16 +124,16 @@ func (p *Protocol) inspect(op, name string) (*core.Status, int32, error) {
 // its state: held (and by whom) or free (with its last holder's record).
 // A database without hold_locks has none. Locks taken on the same keys by
 // other means than this package are not listed.
-func (p *Protocol) Locks(ctx context.Context) ([]*core.Status, error) {
-	var out []*core.Status
-	err := p.List(ctx, "", func(st *core.Status, _ int) { out = append(out, st) })
+func (p *Protocol) Locks(ctx context.Context) ([]*lock.Status, error) {
+	var out []*lock.Status
+	err := p.List(ctx, "", func(st *lock.Status, _ int) { out = append(out, st) })
 	return out, err
 }
 
 // List reports the locks recorded in hold_locks whose names start with
 // prefix ("" for all), sorted by name: each is called with the lock's state
 // and the number of sessions waiting for it (`hold ls`).
-func (p *Protocol) List(ctx context.Context, prefix string, each func(st *core.Status, waiters int)) error {
+func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.Status, waiters int)) error {
 	ctx, cancel := p.rpc(ctx)
 	defer cancel()
 	c, _, err := p.get(ctx)
@@ -170,13 +170,13 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *core.S
 // for when that session's owner is known to be stuck. Ending another
 // user's session needs the pg_signal_backend role (or superuser). The
 // holder, if its process still runs, sees its Lost channel close.
-func (p *Protocol) Break(name string, force bool) (*core.Status, error) {
+func (p *Protocol) Break(name string, force bool) (*lock.Status, error) {
 	st, pid, err := p.inspect("break", name)
-	if err != nil || st.State == core.Free {
+	if err != nil || st.State == lock.Free {
 		return st, err
 	}
 	if !force {
-		return st, &core.Error{Op: "break", Path: name, Err: core.ErrBusy, Holder: st.Holder,
+		return st, &lock.Error{Op: "break", Path: name, Err: lock.ErrBusy, Holder: st.Holder,
 			Hint: fmt.Sprintf("its database session (backend pid %d) is alive, and the server frees the lock when it ends; force the break to end that session", pid)}
 	}
 	ctx, cancel := p.rpc(context.Background())
@@ -188,7 +188,7 @@ func (p *Protocol) Break(name string, force bool) (*core.Status, error) {
 	var ended bool
 	if err := c.c.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil {
 		c.close()
-		e := p.queryError("break", name, err).(*core.Error)
+		e := p.queryError("break", name, err).(*lock.Error)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
 			e.Hint = "ending another user's session needs the pg_signal_backend role or superuser"
@@ -212,7 +212,7 @@ func (p *Protocol) Break(name string, force bool) (*core.Status, error) {
 		select {
 		case <-ctx.Done():
 			p.put(c)
-			return st, &core.Error{Op: "break", Path: name, Err: core.ErrBusy, Holder: st.Holder,
+			return st, &lock.Error{Op: "break", Path: name, Err: lock.ErrBusy, Holder: st.Holder,
 				Hint: fmt.Sprintf("backend pid %d was told to end but still holds the lock", pid)}
 		case <-time.After(10 * time.Millisecond):
 		}

@@ -18,6 +18,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The capabilities hold finds in a PostgreSQL protocol.
+var (
+	_ lock.Breaker = (*Protocol)(nil)
+	_ lock.Namer   = (*Protocol)(nil)
+	_ lock.Lister  = (*Protocol)(nil)
+	_ lock.Closer  = (*Protocol)(nil)
 )
 
 // Defaults.
@@ -98,7 +107,7 @@ func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
 func Dial(ctx context.Context, connString string, opts ...Option) (*Protocol, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return nil, &core.Error{Op: "dial", Path: core.RedactURL(connString), Err: err,
+		return nil, &lock.Error{Op: "dial", Path: core.RedactURL(connString), Err: err,
 			Hint: "want postgres://user@host:port/database?param=value, or libpq's key=value form"}
 	}
 	p := New(cfg, opts...)
@@ -205,9 +214,9 @@ func (p *Protocol) connect(ctx context.Context) (*conn, error) {
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, &core.Error{Op: "dial", Path: p.where(), Err: core.WaitError(ctx.Err())}
+			return nil, &lock.Error{Op: "dial", Path: p.where(), Err: lock.WaitError(ctx.Err())}
 		}
-		e := &core.Error{Op: "dial", Path: p.where(), Err: fmt.Errorf("%s: %w", p.where(), err)}
+		e := &lock.Error{Op: "dial", Path: p.where(), Err: fmt.Errorf("%s: %w", p.where(), err)}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			// No answer from the server at all, as opposed to a
@@ -302,7 +311,7 @@ func checkName(op, name string) error {
 	if why == "" {
 		return nil
 	}
-	return &core.Error{Op: op, Path: name, Err: core.ErrInvalidName,
+	return &lock.Error{Op: op, Path: name, Err: lock.ErrInvalidName,
 		Hint: "a PostgreSQL lock name is printable UTF-8 of at most 512 bytes: " + why}
 }
 
@@ -326,7 +335,7 @@ func ParseListAddress(addr string) (connString, prefix string, err error) {
 
 func parseAddress(addr string, list bool) (connString, name string, err error) {
 	bad := func(why string) error {
-		return &core.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
+		return &lock.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
 			Hint: "want postgres://user@host:port/database#lock-name"}
 	}
 	scheme, _, ok := strings.Cut(addr, "://")

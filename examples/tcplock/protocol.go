@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Protocol takes locks from the server at Addr. It implements
-// hold.Protocol: choose it with hold.WithProtocol.
+// lock.Protocol: choose it with hold.WithProtocol.
 type Protocol struct {
 	Addr string
 }
@@ -27,18 +27,18 @@ func (p *Protocol) Name() string { return "tcplock" }
 // Acquire waits in the server's queue until the lock is granted or ctx
 // ends; an abandoned wait closes its connection, which takes it out of the
 // queue.
-func (p *Protocol) Acquire(ctx context.Context, req *hold.Request) (hold.Handle, error) {
+func (p *Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	return p.lock(ctx, req, true)
 }
 
 // TryAcquire takes the lock if it is free and nobody waits for it.
-func (p *Protocol) TryAcquire(req *hold.Request) (hold.Handle, error) {
+func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.lock(context.Background(), req, false)
 }
 
-func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold.Handle, error) {
+func (p *Protocol) lock(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the tcplock protocol has exclusive locks only"}
 	}
 	if err := ctx.Err(); err != nil {
@@ -47,7 +47,7 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", p.Addr)
 	if err != nil {
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: err}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: err}
 	}
 	owner := req.Owner
 	owner.StartedAt = time.Now()
@@ -83,52 +83,49 @@ func (p *Protocol) lock(ctx context.Context, req *hold.Request, wait bool) (hold
 		tok, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
 			conn.Close()
-			return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("bad reply %q", line)}
 		}
 		owner.Fence = tok
-		h := &handle{conn: conn, owner: owner, lost: make(chan struct{}), acks: make(chan struct{}, 1)}
+		h := &handle{conn: conn, path: req.Path, owner: owner, acks: make(chan struct{}, 1)}
 		go h.read(replies)
 		return h, nil
 	case len(f) == 3 && f[0] == "BUSY":
 		conn.Close()
-		return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: hold.ErrBusy, Holder: holderOf(f[2])}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: holderOf(f[2])}
 	}
 	conn.Close()
-	return nil, &hold.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
+	return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: fmt.Errorf("server closed the connection or replied %q", line)}
 }
 
-// waitError is the error of a wait that its context ended: it matches
-// ctx's error, and hold.ErrTimeout for a deadline, as hold's contract
-// asks.
+// waitError is the error of a wait that its context ended: lock.WaitError
+// makes it match ctx's error, and lock.ErrTimeout for a deadline, as the
+// contract asks.
 func waitError(path string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = errors.Join(hold.ErrTimeout, err)
-	}
-	return &hold.Error{Op: "acquire", Path: path, Err: err}
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.WaitError(err)}
 }
 
 // holderOf decodes an owner record sent by the server.
-func holderOf(record string) *hold.Holder {
-	var o hold.Owner
+func holderOf(record string) *lock.Holder {
+	var o lock.Owner
 	if json.Unmarshal([]byte(record), &o) != nil {
-		return &hold.Holder{}
+		return &lock.Holder{}
 	}
-	return &hold.Holder{Owner: &o}
+	return &lock.Holder{Owner: &o}
 }
 
 // Inspect asks the server about the lock at path.
-func (p *Protocol) Inspect(path string) (*hold.Status, error) {
+func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	line, err := p.ask("STAT " + escape(path))
 	if err != nil {
-		return nil, &hold.Error{Op: "inspect", Path: path, Err: err}
+		return nil, &lock.Error{Op: "inspect", Path: path, Err: err}
 	}
-	st := &hold.Status{Path: path, Protocol: "tcplock", State: hold.Free}
+	st := &lock.Status{Path: path, Protocol: "tcplock", State: lock.Free}
 	f := strings.SplitN(line, " ", 3)
 	if len(f) >= 2 {
 		st.Fence, _ = strconv.ParseUint(f[1], 10, 64)
 	}
 	if f[0] == "HELD" && len(f) == 3 {
-		st.State, st.Holder = hold.HeldExclusive, holderOf(f[2])
+		st.State, st.Holder = lock.HeldExclusive, holderOf(f[2])
 	}
 	return st, nil
 }
@@ -158,14 +155,14 @@ func (p *Protocol) ask(request string) (string, error) {
 // handle is one held lock: its connection.
 type handle struct {
 	conn  net.Conn
-	owner hold.Owner
-	lost  chan struct{} // closed when the connection ends before Release
-	acks  chan struct{} // the server's replies to CHECK and UNLOCK
+	path  string
+	owner lock.Owner
+	lost  lock.LostState // marked when the connection ends before Release
+	acks  chan struct{}  // the server's replies to CHECK and UNLOCK
 
 	mu       sync.Mutex
 	released bool
 	result   error // Release's result, once released
-	lostOnce sync.Once
 }
 
 // read receives the server's replies until the connection ends; an end
@@ -174,44 +171,43 @@ func (h *handle) read(r *bufio.Scanner) {
 	for r.Scan() {
 		h.acks <- struct{}{}
 	}
-	h.lostOnce.Do(func() { close(h.lost) })
+	h.lost.MarkLost("the lock server ended this lock's connection")
 }
 
 func (h *handle) Fence() uint64         { return h.owner.Fence }
-func (h *handle) Owner() *hold.Owner    { o := h.owner; return &o }
-func (h *handle) Lost() <-chan struct{} { return h.lost }
-func (h *handle) lostError() error {
-	return &hold.Error{Op: "check", Path: "", Err: hold.ErrLost, Hint: "the lock server ended this lock's connection"}
-}
+func (h *handle) Owner() *lock.Owner    { o := h.owner; return &o }
+func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
 // Check asks the server whether the connection, and so the lock, lives.
 func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		return &hold.Error{Op: "check", Err: hold.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
-	return h.roundTrip("CHECK")
+	return h.roundTrip("check", "CHECK")
 }
 
 // roundTrip sends request and waits for its acknowledgement, or the loss
-// of the connection. Called with h.mu held.
-func (h *handle) roundTrip(request string) error {
+// of the connection; op names the operation in the error. Called with h.mu
+// held.
+func (h *handle) roundTrip(op, request string) error {
+	lost := h.lost.Lost()
 	if _, err := fmt.Fprintln(h.conn, request); err != nil {
-		<-h.lost
-		return h.lostError()
+		<-lost
+		return h.lost.Err(op, h.path)
 	}
 	select {
 	case <-h.acks:
 		return nil
-	case <-h.lost:
+	case <-lost:
 		// The reader passes an acknowledgement on before it sees the
 		// connection end (the server closes it after UNLOCK's).
 		select {
 		case <-h.acks:
 			return nil
 		default:
-			return h.lostError()
+			return h.lost.Err(op, h.path)
 		}
 	}
 }
@@ -225,12 +221,11 @@ func (h *handle) Release() error {
 		return h.result
 	}
 	h.released = true
-	select {
-	case <-h.lost:
-		h.result = h.lostError()
-	default:
-		h.result = h.roundTrip("UNLOCK")
+	if h.result = h.lost.Err("release", h.path); h.result == nil {
+		h.result = h.roundTrip("release", "UNLOCK")
 	}
+	// The server ends the connection after UNLOCK: that is no loss.
+	h.lost.Seal()
 	h.conn.Close()
 	return h.result
 }

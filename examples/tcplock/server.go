@@ -1,8 +1,9 @@
 // Package tcplock is a lock protocol for hold written outside hold, with
 // only its exported API: locks served by a small TCP server. It shows what
-// a third-party protocol implements (hold.Protocol and hold.Handle) and
-// that hold's conformance suite (holdtest) checks it like hold's own; it
-// is an example, not a lock service to deploy (one server, no persistence,
+// a third-party protocol implements (lock.Protocol and lock.Handle, which
+// package hold aliases), that the contract package lock is all of hold it
+// imports, and that hold's conformance suite (holdtest) checks it like
+// hold's own; it is an example, not a lock service to deploy (one server, no persistence,
 // no authentication).
 //
 // The wire protocol is lines of text. Every lock is held over a

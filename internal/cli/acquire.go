@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // How the waiting message behaves: it appears once a wait has lasted
@@ -92,7 +92,7 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 // local reports whether the lock lives in this machine's filesystem (the
 // kernel lock, the portable protocol), not behind a network client.
 func (s *lockSpec) local() bool {
-	_, network := s.proto.(io.Closer)
+	_, network := s.proto.(lock.Closer)
 	return !network
 }
 

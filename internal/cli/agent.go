@@ -16,6 +16,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/lock"
 )
 
 // hold agent serves lock requests as JSON lines on stdin and answers on
@@ -519,7 +520,7 @@ func (req *agentRequest) spec() (*lockSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, closer := s.proto.(io.Closer); !closer {
+	if _, closer := s.proto.(lock.Closer); !closer {
 		specCache.Lock()
 		if len(specCache.m) >= maxCachedSpecs {
 			clear(specCache.m)

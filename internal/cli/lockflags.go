@@ -52,7 +52,7 @@
 //			func() (hold.Protocol, error) { return dirlock.Protocol{}, nil })
 //	}
 //
-// If the returned protocol implements io.Closer (a network client), the
+// If the returned protocol implements lock.Closer (a network client), the
 // command closes it when done.
 //
 // # Adding an address scheme
@@ -104,6 +104,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/lock"
 )
 
 // defaultProtocol is the protocol used when neither --protocol nor
@@ -342,7 +343,7 @@ func resolveAddress(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, 
 func (s *lockSpec) close() { closeProtocol(s.proto) }
 
 func closeProtocol(p hold.Protocol) {
-	if c, ok := p.(io.Closer); ok {
+	if c, ok := p.(lock.Closer); ok {
 		c.Close()
 	}
 }

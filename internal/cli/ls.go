@@ -20,6 +20,7 @@ import (
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 func init() {
@@ -349,12 +350,6 @@ func isOwnerRecord(b []byte) bool {
 	return core.IsRecord(b) || bytes.HasPrefix(b, []byte(`{"fence":`))
 }
 
-// lockLister is implemented by network protocols that can list the locks
-// under a key prefix (etcd).
-type lockLister interface {
-	List(ctx context.Context, prefix string, each func(st *hold.Status, waiters int)) error
-}
-
 // listRemote lists the locks under an address-style PATH.
 func (l *lister) listRemote(target string, fs *gnuflag.FlagSet) error {
 	if err := handOffIfRemote(target); err != nil {
@@ -369,7 +364,7 @@ func (l *lister) listRemote(target string, fs *gnuflag.FlagSet) error {
 		return err
 	}
 	defer closeProtocol(proto)
-	ls, ok := proto.(lockLister)
+	ls, ok := proto.(lock.Lister)
 	if !ok {
 		return usagef("cannot list %s locks", proto.Name())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 func init() {
@@ -143,7 +144,7 @@ func portableJudgement(proto hold.Protocol, st *hold.Status) string {
 	if proto == nil || proto.Name() != "dir" {
 		proto = hold.Portable()
 	}
-	if d, ok := proto.(interface{ Describe(path string) string }); ok {
+	if d, ok := proto.(lock.Describer); ok {
 		return d.Describe(st.Path)
 	}
 	return ""

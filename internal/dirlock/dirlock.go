@@ -64,7 +64,7 @@ const (
 	faultGateHeld        = "gate.held"        // waiting gate taken, no pass made yet
 )
 
-// Protocol implements core.Protocol and core.Breaker with lock directories.
+// Protocol implements lock.Protocol, lock.Breaker and lock.Describer with lock directories.
 // Create it with New and reuse it: it remembers the tokens of the handles it
 // has given out, which is how it tells a lock this process holds from a
 // leftover of this process that nobody holds. It is safe for concurrent use.
@@ -121,7 +121,7 @@ func (p *Protocol) setActive(token string, on bool) {
 }
 
 // Acquire waits until the lock is held, ctx ends, or the Patience/Ceiling
-// rule gives up (see Config). Every error is an *core.Error naming the
+// rule gives up (see Config). Every error is an *lock.Error naming the
 // holder; a wait that ends matches core.ErrTimeout (or context.Canceled).
 func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
 	if err := ctx.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // handle is one held lock directory. Its heartbeat refreshes the
@@ -28,14 +29,13 @@ type handle struct {
 	owner core.Owner
 	stamp []byte // the owner record exactly as written
 	dir   *dirRef
-	lost  chan struct{}
+	lost  lock.LostState
 
 	mu       sync.Mutex
 	timer    *time.Timer
 	lastOK   time.Time // last successful refresh
 	beats    int       // heartbeats run, for tests
 	released bool
-	lostWhy  string // non-empty once lost
 	// leaveGate gives up the place at the waiting gate this holder kept
 	// (idempotent; a no-op when the acquisition was ungated).
 	leaveGate func()
@@ -45,7 +45,7 @@ func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dir
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lost: make(chan struct{}), lastOK: time.Now(), leaveGate: leaveGate}
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lastOK: time.Now(), leaveGate: leaveGate}
 	p.setActive(owner.ID, true)
 	h.mu.Lock()
 	h.timer = time.AfterFunc(p.cfg.Heartbeat, h.beat)
@@ -61,7 +61,7 @@ func (h *handle) Fence() uint64 { return 0 }
 
 func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
 
-func (h *handle) Lost() <-chan struct{} { return h.lost }
+func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
 // beat is one heartbeat. A beat that finds the lock gone or replaced marks
 // it lost and stops. A beat that cannot refresh the mtime (or cannot even
@@ -71,7 +71,7 @@ func (h *handle) Lost() <-chan struct{} { return h.lost }
 func (h *handle) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.released || h.lostWhy != "" {
+	if h.released || h.lost.Marked() {
 		return
 	}
 	h.beats++
@@ -98,28 +98,25 @@ func (h *handle) markLost(why string) {
 	h.markLostLocked(why)
 }
 
+// markLostLocked marks the lock lost, and gives up the place at the gate
+// the first time, since a lost lock frees the way for the next waiter.
 func (h *handle) markLostLocked(why string) {
-	if h.lostWhy != "" {
-		return
+	if h.lost.MarkLost(why) {
+		h.leaveGate()
 	}
-	h.lostWhy = why
-	close(h.lost)
-	h.leaveGate()
 }
 
-func (h *handle) lostError(op string) error {
-	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost, Hint: h.lostWhy}
-}
+func (h *handle) lostError(op string) error { return h.lost.Err(op, h.path) }
 
 // Check looks at the lock now, not only at what the last heartbeat saw, so
 // a caller about to publish (Update) never relies on a beat that has not
 // run yet.
 func (h *handle) Check() error {
 	h.mu.Lock()
-	released, why := h.released, h.lostWhy
+	released := h.released
 	h.mu.Unlock()
-	if why != "" {
-		return h.lostError("check")
+	if err := h.lostError("check"); err != nil {
+		return err
 	}
 	if released {
 		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
@@ -139,10 +136,7 @@ func (h *handle) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		if h.lostWhy != "" {
-			return h.lostError("release")
-		}
-		return nil
+		return h.lostError("release")
 	}
 	h.released = true
 	h.timer.Stop()
@@ -150,8 +144,8 @@ func (h *handle) Release() error {
 	defer h.dir.close()
 	defer h.p.setActive(h.owner.ID, false)
 
-	if h.lostWhy != "" {
-		return h.lostError("release")
+	if err := h.lostError("release"); err != nil {
+		return err
 	}
 	// Identity first, with one stat: while our descriptor is open (unix)
 	// the inode number cannot have been reused, so a path that is not our

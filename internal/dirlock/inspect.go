@@ -2,6 +2,13 @@ package dirlock
 
 import (
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The capabilities hold finds in the portable protocol.
+var (
+	_ lock.Breaker   = (*Protocol)(nil)
+	_ lock.Describer = (*Protocol)(nil)
 )
 
 // Inspect reports the state of the lock at path without taking it: free

@@ -110,7 +110,7 @@ const ticketDigits = 20
 // ticket can still be waiting.
 const headMark = 'H'
 
-// Protocol implements core.Protocol by putting a FIFO queue in front of
+// Protocol implements lock.Protocol by putting a FIFO queue in front of
 // Inner, which keeps providing the lock itself. The zero value is not
 // usable: use New.
 type Protocol struct {

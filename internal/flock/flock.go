@@ -23,9 +23,16 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
 )
 
-// Protocol implements core.Protocol with kernel locks. The zero value is
+// The capabilities hold finds in a kernel lock's handle.
+var (
+	_ lock.Filer         = (*handle)(nil)
+	_ lock.TokenReasoner = (*handle)(nil)
+)
+
+// Protocol implements lock.Protocol with kernel locks. The zero value is
 // ready to use.
 type Protocol struct{}
 
@@ -183,8 +190,8 @@ type handle struct {
 	// tokenErr says why this holder has no token (see TokenError).
 	tokenErr error
 	released bool
-	lost     bool          // Check found the lock file removed or replaced
-	lostCh   chan struct{} // made by the first Lost call
+	// lost is marked when Check finds the lock file removed or replaced.
+	lost lock.LostState
 }
 
 // Fence returns the fencing token, writing the record first if it was not
@@ -227,22 +234,10 @@ func (h *handle) Owner() *core.Owner {
 // lock file is removed or replaced: the lock then guards a file nobody
 // else will open, and newcomers lock the new one. Nothing watches for that
 // between calls to Check.
-func (h *handle) Lost() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.lostCh == nil {
-		h.lostCh = make(chan struct{})
-		if h.lost {
-			close(h.lostCh)
-		}
-	}
-	return h.lostCh
-}
+func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
-func (h *handle) lostError(op string) error {
-	return &core.Error{Op: op, Path: h.path, Err: core.ErrLost,
-		Hint: "the lock file was removed or replaced while held, so others may have locked its successor"}
-}
+// lostWhy is the Hint of a lost kernel lock's error.
+const lostWhy = "the lock file was removed or replaced while held, so others may have locked its successor"
 
 // File returns the open lock file, so that `hold run` can pass the
 // descriptor (and with it the lock) to the command it runs. After Release
@@ -254,18 +249,15 @@ func (h *handle) File() *os.File { return h.f.file() }
 func (h *handle) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.lost {
-		return h.lostError("check")
+	if err := h.lost.Err("check", h.path); err != nil {
+		return err
 	}
 	if h.released {
 		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
 	}
 	if same, err := h.f.namedBy(h.path); err == nil && !same {
-		h.lost = true
-		if h.lostCh != nil {
-			close(h.lostCh)
-		}
-		return h.lostError("check")
+		h.lost.MarkLost(lostWhy)
+		return h.lost.Err("check", h.path)
 	}
 	return nil
 }
@@ -277,10 +269,7 @@ func (h *handle) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		if h.lost {
-			return h.lostError("release")
-		}
-		return nil
+		return h.lost.Err("release", h.path)
 	}
 	h.released = true
 	h.unlist()
@@ -292,10 +281,7 @@ func (h *handle) Release() error {
 	if cerr != nil {
 		return &core.Error{Op: "release", Path: h.path, Err: cerr}
 	}
-	if h.lost {
-		return h.lostError("release")
-	}
-	return nil
+	return h.lost.Err("release", h.path)
 }
 
 // deadHolderHint explains a kernel lock that is held although its recorded

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 func request(path string, shared bool) *core.Request {
@@ -276,7 +277,7 @@ func TestFileAndRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Fence() // the record is written once the token is asked for
-	hf, ok := h.(interface{ File() *os.File })
+	hf, ok := h.(lock.Filer)
 	if !ok {
 		t.Fatal("a kernel lock handle has no File")
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 func openFDs(t *testing.T) int {
@@ -62,7 +64,7 @@ func TestNoDescriptorLeak(t *testing.T) {
 		if _, err := p.TryAcquire(request(filepath.Join(dir, "missing", "x.lock"), false)); err == nil {
 			t.Fatal("locked in a missing directory")
 		}
-		hf := holder.(interface{ File() *os.File })
+		hf := holder.(lock.Filer)
 		hf.File()
 		holder.Release()
 		freeSoon(t, path, 10*time.Second) // the abandoned wait has come and gone

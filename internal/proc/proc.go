@@ -49,7 +49,7 @@ var where = sync.OnceValues(func() (uint64, string) { return pidNamespace(), boo
 // Where returns what places a pid of this process beyond the host name:
 // the pid namespace (on Linux, the inode number of /proc/self/ns/pid) and
 // the boot (/proc/sys/kernel/random/boot_id). Zero and "" where unknown.
-// The portable protocol records them (core.Owner's PIDNS and BootID), so
+// The portable protocol records them (lock.Owner's PIDNS and BootID), so
 // that a holder in a container which shares the host's name is not judged
 // by a pid of another namespace.
 func Where() (pidNS uint64, boot string) { return where() }

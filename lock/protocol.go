@@ -1,4 +1,4 @@
-package core
+package lock
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"log/slog"
 )
 
-// Request describes one acquisition, as the public package hands it to a
-// protocol.
+// Request describes one acquisition, as hold hands it to a Protocol.
 type Request struct {
-	// Path is the lock path (for etcd, the key).
+	// Path is the lock path (for etcd, the key; for PostgreSQL, the lock
+	// name).
 	Path string
 	// Shared asks for a shared (reader) hold instead of an exclusive one.
 	Shared bool
@@ -38,16 +38,11 @@ type Request struct {
 	Explicit bool
 }
 
-// TokenReasoner is implemented by handles that can say why they have no
-// fencing token.
-type TokenReasoner interface {
-	// TokenError returns nil when Fence is a fencing token, and otherwise
-	// an *Error matching ErrNoToken whose Hint says why.
-	TokenError() error
-}
-
 // Protocol is one way of implementing locks: kernel locks, the portable
-// directory protocol, etcd. Implementations must be safe for concurrent use.
+// directory protocol, etcd, PostgreSQL, or a third party's. hold chooses
+// it with hold.WithProtocol and finds what it can do beyond these methods
+// through the capability interfaces (Breaker, Namer, Lister, Describer,
+// Closer). Implementations must be safe for concurrent use.
 type Protocol interface {
 	// Name is the protocol's short name: "flock", "dir", "etcd".
 	Name() string
@@ -62,23 +57,9 @@ type Protocol interface {
 	Inspect(path string) (*Status, error)
 }
 
-// Breaker is implemented by protocols whose locks can outlive their holder
-// and so may need removing by hand (the portable directory protocol).
-type Breaker interface {
-	// Break removes the lock at path if its holder is provably gone, or
-	// always when force is set. It returns the state it found.
-	Break(path string, force bool) (*Status, error)
-}
-
-// Namer is implemented by protocols that keep named locks in a namespace of
-// their own (etcd keys) rather than in the local lock directory, so that
-// Named("deploy") means the same lock on every machine.
-type Namer interface {
-	// NamedPath returns the lock path for a valid lock name.
-	NamedPath(name string) string
-}
-
-// Handle is one held lock.
+// Handle is one held lock. hold.Lock wraps it; its optional capabilities
+// are TokenReasoner and Filer, found through a Wrapper too. LostState
+// implements Lost and the ErrLost part of Check and Release.
 type Handle interface {
 	// Fence is the fencing token of this acquisition.
 	Fence() uint64
@@ -113,6 +94,7 @@ const (
 	Stale
 )
 
+// String returns "free", "held exclusive", "held shared" or "stale".
 func (s State) String() string {
 	switch s {
 	case HeldExclusive:

@@ -1,4 +1,4 @@
-package core
+package lock
 
 import (
 	"errors"
@@ -13,13 +13,16 @@ var (
 	// ErrBusy means the lock is held by someone else and the caller asked not
 	// to wait.
 	ErrBusy = errors.New("lock is busy")
-	// ErrTimeout means the wait ended because its deadline passed.
+	// ErrTimeout means the wait ended because its deadline passed. An
+	// error that matches it also matches context.DeadlineExceeded (see
+	// WaitError).
 	ErrTimeout = errors.New("timed out waiting for lock")
 	// ErrLost means a lock that was held is no longer this holder's: it was
 	// removed or replaced by someone else, or its lease expired.
 	ErrLost = errors.New("lock was lost")
 	// ErrInvalidName means a lock name is not one lowercase, path-free
-	// component of bounded length.
+	// component of bounded length, or a target names no lock path (the
+	// root directory).
 	ErrInvalidName = errors.New("invalid lock name")
 	// ErrUnsupported means the filesystem (or platform) refuses this kind of
 	// lock.
@@ -33,14 +36,16 @@ var (
 	// ErrForeign means the lock path holds something hold did not create
 	// (a data file, another tool's file, a hard link, a directory with
 	// other content), which hold will neither write, nor delete, nor use
-	// as a lock of its own.
+	// as a lock of its own. hold.LockFile locks such a file the way
+	// flock(1) does, without writing it.
 	ErrForeign = errors.New("lock path holds something hold did not create")
 	// ErrNoToken means a held lock has no fencing token: its lock file is
 	// not hold's to write (another user's, foreign content), or its
-	// protocol keeps none.
+	// protocol keeps none (see hold.Lock.TokenError).
 	ErrNoToken = errors.New("no fencing token")
 	// ErrLockIsTarget means an update or append was asked to lock the
-	// very file it changes.
+	// very file it changes (hold.LockFile naming the target). Nothing is
+	// written.
 	ErrLockIsTarget = errors.New("the lock file is the file being changed")
 )
 
@@ -59,6 +64,7 @@ const (
 	Dead
 )
 
+// String returns "alive", "dead" or "unknown".
 func (l Liveness) String() string {
 	switch l {
 	case Alive:
@@ -146,6 +152,8 @@ type Error struct {
 	Hint string
 }
 
+// Error returns "op path: cause", then who holds the lock and the hint
+// where known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)

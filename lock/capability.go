@@ -1,0 +1,84 @@
+package lock
+
+import (
+	"context"
+	"os"
+)
+
+// The optional capabilities of a Protocol or a Handle. hold asks for each
+// with a type assertion on these names, never on an anonymous interface,
+// so that a third-party protocol gains a capability by implementing the
+// named interface.
+
+// Breaker is implemented by protocols whose locks may need removing by
+// hand: the portable protocol's can outlive their holder, and a server's
+// lock can outlive a client that is gone (etcd, PostgreSQL). It gains the
+// protocol `hold break` and hold.Break.
+type Breaker interface {
+	// Break removes the lock at path if its holder is provably gone, or
+	// always when force is set. It returns the state it found.
+	Break(path string, force bool) (*Status, error)
+}
+
+// Namer is implemented by protocols that keep named locks in a namespace of
+// their own (etcd keys) rather than in the local lock directory, so that
+// hold.Named("deploy") means the same lock on every machine.
+type Namer interface {
+	// NamedPath returns the lock path for a valid lock name.
+	NamedPath(name string) string
+}
+
+// Lister is implemented by network protocols that can list the locks under
+// a key prefix (etcd, PostgreSQL). It gains the protocol `hold ls` of an
+// address such as etcd://host/prefix.
+type Lister interface {
+	// List calls each for every lock under prefix, with its state and the
+	// number of waiters queued behind it.
+	List(ctx context.Context, prefix string, each func(st *Status, waiters int)) error
+}
+
+// Describer is implemented by protocols whose Inspect decides a lock's
+// state by rules worth explaining (the portable protocol judges staleness
+// by the holder's pid, host and the lock's age). `hold status` prints what
+// Describe returns beside the state.
+type Describer interface {
+	// Describe says, in a sentence, what decided the state of the lock at
+	// path.
+	Describe(path string) string
+}
+
+// Closer is implemented by protocols that keep a connection to a server
+// (etcd, PostgreSQL): whoever made the protocol closes it when done. hold
+// takes such a protocol's locks to live on the server rather than in this
+// machine's file system, so that every attempt at one is a round trip that
+// a wait's deadline must bound too.
+type Closer interface {
+	// Close releases what the protocol keeps open (its client, its idle
+	// sessions); what it does to locks still held is the protocol's to say.
+	Close() error
+}
+
+// TokenReasoner is implemented by handles that can say why they have no
+// fencing token. Without it, hold.Lock.TokenError says only that the
+// protocol keeps none when Fence is 0.
+type TokenReasoner interface {
+	// TokenError returns nil when Fence is a fencing token, and otherwise
+	// an *Error matching ErrNoToken whose Hint says why.
+	TokenError() error
+}
+
+// Filer is implemented by handles of locks that belong to an open file
+// (kernel locks). It gains hold.Lock.File, with which `hold run` passes
+// the lock to the command it starts, as flock(1) does.
+type Filer interface {
+	// File returns the open lock file, which Release closes.
+	File() *os.File
+}
+
+// Wrapper is implemented by handles that wrap another (hold's debug
+// logging does), so that the capabilities of the wrapped handle are found
+// through the wrapper.
+type Wrapper interface {
+	// Unwrap returns the wrapped handle.
+	Unwrap() Handle
+}
