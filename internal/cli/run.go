@@ -55,12 +55,6 @@ Lock lifetime:
 // removed or replaced, the command is told (SIGTERM) and hold exits 65.
 const kernelLockCheck = time.Second
 
-// readyForCommand prepares, while the lock is taken, what watching it
-// during the command needs: the runtime's poller, which the first timer
-// makes (the check of a kernel lock's file is one), and which cannot be
-// made once the descriptors are gone; see proc.ReadyRuntime.
-func readyForCommand() error { return proc.ReadyRuntime() }
-
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
@@ -92,7 +86,13 @@ func runRun(args []string) int {
 	// is not lost but passed on at start. One goroutine does both (see
 	// runEvents). Catching starts in the background (see catchSignals)
 	// and is complete before the command starts.
-	sigs, prepared, stopSignals := catchSignals(readyForCommand)
+	// Watching the lock while the command runs arms a timer, and the first
+	// timer makes the runtime's poller, which must be made before the
+	// lock's files take the last descriptors: see proc.ReadyForLock.
+	if err := proc.ReadyForLock("run", spec.label); err != nil {
+		return fail("run", err, spec.conflictExit)
+	}
+	sigs, signalsCaught, stopSignals := catchSignals()
 	defer stopSignals()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -110,12 +110,7 @@ func runRun(args []string) int {
 		l.Release()
 		return fail("run", sig, spec.conflictExit)
 	}
-	if err := <-prepared; err != nil {
-		l.Release()
-		return fail("run", &hold.Error{Op: "run", Path: l.Path(), Err: err,
-			Hint: "no file descriptor is left for hold to watch the lock while the command runs; the command was not started. Raise the limit (ulimit -n) and try again"},
-			spec.conflictExit)
-	}
+	<-signalsCaught
 	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr

@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,13 @@ import (
 // runtimeReady is set once the Go runtime's poller is known to exist.
 var runtimeReady atomic.Bool
 
+// readyMu serialises ReadyRuntime's probes.
+var readyMu sync.Mutex
+
+// ReadyRuntime must run before, not beside, whatever opens the lock's
+// files: a descriptor taken between its probe and the poller's creation
+// would make the runtime abort anyway.
+//
 // ReadyRuntime makes sure the Go runtime's network poller exists before a
 // lock protocol spends file descriptors, and returns EMFILE or ENFILE
 // (nothing else) when there are not enough left for it.
@@ -26,6 +34,13 @@ var runtimeReady atomic.Bool
 // before it has touched anything. Once per process: later calls cost an
 // atomic load.
 func ReadyRuntime() error {
+	if runtimeReady.Load() {
+		return nil
+	}
+	// One probe at a time: two probing at once could each see the other's
+	// descriptors as taken, or both find two free and then need four.
+	readyMu.Lock()
+	defer readyMu.Unlock()
 	if runtimeReady.Load() {
 		return nil
 	}
