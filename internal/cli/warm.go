@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
 )
@@ -10,16 +9,16 @@ import (
 // warmUp does, on a goroutine of its own, the once-per-process work that
 // would otherwise fall between a network lock's acquisition and the start of
 // the command: this process's identity for the owner record (host name,
-// start time, masked command line), the local time zone for the record's
-// time, and, on Linux, the Go runtime's one check of whether pidfds work,
-// which forks and reaps a child before the first process is started. A
+// start time, masked command line) and, on Linux, the Go runtime's one
+// check of whether pidfds work, which forks and reaps a child before the
+// first process is started. (Owner records are written in UTC, so no time
+// zone is loaded.) A
 // network target's caller spends milliseconds waiting for the server to
 // accept its connection; this runs in that wait, on the other core. A
 // local lock takes microseconds, so warming up would only compete with it.
 func warmUp() {
 	go func() {
 		proc.SelfShared()
-		time.Now().Zone()
 		if p, err := os.FindProcess(os.Getpid()); err == nil {
 			p.Release()
 		}
