@@ -7,6 +7,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
 )
 
 // Lock is a held lock. Release it when done; Release is idempotent and safe
@@ -183,6 +184,22 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 		return nil, err
 	}
 	return c.protocol.Inspect(path)
+}
+
+// InspectAny is Inspect that also recognises a portable lock where the
+// chosen protocol finds something else at the lock path: a directory at
+// "<target>.lock" is reported as a portable (dir) lock, whatever protocol
+// the options chose. `hold status` uses it, so it reports either kind.
+func InspectAny(target string, opts ...Option) (*Status, error) {
+	st, err := Inspect(target, opts...)
+	var e *Error
+	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
+		return st, err
+	}
+	if fi, lerr := os.Lstat(e.Path); lerr != nil || !fi.IsDir() {
+		return st, err
+	}
+	return portable.New().Inspect(e.Path)
 }
 
 // lockPath returns the lock path the options and target name.
