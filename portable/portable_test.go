@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
 
@@ -164,5 +165,33 @@ func TestStaleAfterAndGraceJudgeOwnerlessLock(t *testing.T) {
 				l.Release()
 			}
 		})
+	}
+}
+
+// What hold asks of a protocol beyond taking locks, it finds in this one:
+// Inspect through WithProtocol judges the directory, Break (lock.Breaker)
+// refuses a live holder and names it, and Describe (lock.Describer, which
+// `hold status` prints) says what decided the state.
+func TestCapabilitiesThroughHold(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	p := portable.New()
+	l := heldBy(t, p, target)
+	st, err := hold.Inspect(target, hold.WithProtocol(p))
+	if err != nil || st.Protocol != "dir" || st.State != hold.HeldExclusive || st.Holder.Owner.ID != l.Owner().ID {
+		t.Fatalf("Inspect of a held lock: %+v %v", st, err)
+	}
+	var proto hold.Protocol = p
+	if _, ok := proto.(lock.Breaker); !ok {
+		t.Fatal("the protocol is not a lock.Breaker")
+	}
+	if _, err := hold.Break(target, false, hold.WithProtocol(p)); !errors.Is(err, hold.ErrBusy) || !strings.Contains(err.Error(), "alive") {
+		t.Fatalf("Break of a live lock: %v", err)
+	}
+	d, ok := proto.(lock.Describer)
+	if !ok {
+		t.Fatal("the protocol is not a lock.Describer")
+	}
+	if why := d.Describe(l.Path()); !strings.Contains(why, "alive") {
+		t.Fatalf("Describe of a lock held by this process: %q", why)
 	}
 }
