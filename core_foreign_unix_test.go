@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
 // A lock path that is a hard link to another file (a mistake, or a trap
@@ -188,7 +189,7 @@ func TestForeignContentEveryEntryPoint(t *testing.T) {
 		opts []hold.Option
 	}{
 		{"fair", []hold.Option{hold.Fair()}},
-		{"portable", []hold.Option{hold.WithProtocol(hold.Portable())}},
+		{"portable", []hold.Option{hold.WithProtocol(portable.New())}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "Cargo")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
 // A read-modify-write of a shared file, safe against every other process
@@ -96,7 +97,7 @@ func ExampleLock_MachineLocal() {
 	if err := l.MachineLocal(); errors.Is(err, hold.ErrMachineLocal) {
 		// An NFS mount with local locks, a FUSE filesystem, ...: other
 		// machines sharing dir would not see this lock.
-		fmt.Println("use hold.Portable() here:", err)
+		fmt.Println("use portable.New() here:", err)
 		return
 	}
 	fmt.Println("other machines see this lock, or none share the directory")
@@ -112,7 +113,7 @@ func ExampleRefuseMachineLocal() {
 
 	l, err := hold.Acquire(context.Background(), target, hold.RefuseMachineLocal())
 	if errors.Is(err, hold.ErrMachineLocal) {
-		l, err = hold.Acquire(context.Background(), target, hold.WithProtocol(hold.Portable()))
+		l, err = hold.Acquire(context.Background(), target, hold.WithProtocol(portable.New()))
 	}
 	if err != nil {
 		panic(err)

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/portable"
 )
 
 // TestFairComposes checks that Fair works with the other options in any
 // order: the queue goes beside the lock path they choose, and a fair
 // waiter queues there behind a plain holder, then gets the lock.
 func TestFairComposes(t *testing.T) {
-	portable := dirlock.New(dirlock.Config{})
+	dir := portable.New()
 	for _, tc := range []struct {
 		name  string
 		proto hold.Protocol
@@ -30,8 +30,8 @@ func TestFairComposes(t *testing.T) {
 		{"fair last", flock.Protocol{}, func(lf string) []hold.Option {
 			return []hold.Option{hold.WithProtocol(flock.Protocol{}), hold.LockFile(lf), hold.Field("job", "x"), hold.Fair()}
 		}},
-		{"fair portable", portable, func(lf string) []hold.Option {
-			return []hold.Option{hold.Fair(), hold.LockFile(lf), hold.WithProtocol(portable), hold.Field("job", "x")}
+		{"fair portable", dir, func(lf string) []hold.Option {
+			return []hold.Option{hold.Fair(), hold.LockFile(lf), hold.WithProtocol(dir), hold.Field("job", "x")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

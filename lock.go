@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 
-	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
 )
 
 // Lock is a held lock. Release it when done; Release is idempotent and safe
@@ -185,43 +185,18 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 	return c.protocol.Inspect(path)
 }
 
-// lockPath returns the lock path the options and target name.
-func (c *config) lockPath(target string) (string, error) {
-	switch {
-	case c.lockFile != "":
-		return c.lockFile, nil
-	case c.named:
-		// Even Named(""): an empty name is invalid, not a request for
-		// the default lock path.
-		return namedPath(c.name, c.protocol)
-	case target == "":
-		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}
+// InspectAny is Inspect that also recognises a portable lock where the
+// chosen protocol finds something else at the lock path: a directory at
+// "<target>.lock" is reported as a portable (dir) lock, whatever protocol
+// the options chose. `hold status` uses it, so it reports either kind.
+func InspectAny(target string, opts ...Option) (*Status, error) {
+	st, err := Inspect(target, opts...)
+	var e *Error
+	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
+		return st, err
 	}
-	if _, ok := c.protocol.(lock.Namer); ok {
-		// A protocol with its own namespace (etcd, PostgreSQL): the
-		// target is a key there, not a file of this machine.
-		return target + ".lock", nil
+	if fi, lerr := os.Lstat(e.Path); lerr != nil || !fi.IsDir() {
+		return st, err
 	}
-	return targetLockPath(target)
-}
-
-func (c *config) request(target string) (*Request, error) {
-	path, err := c.lockPath(target)
-	if err != nil {
-		return nil, err
-	}
-	// The owner's ID is left to the protocol: a kernel lock needs it only
-	// once its record is written, which a short hold never does.
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.lockFile != ""}
-	if c.omitCommand || !proc.RecordCommand() {
-		req.Owner.Command = nil
-	}
-	if len(c.fields) > 0 {
-		req.Owner.Fields = make(map[string]string, len(c.fields))
-		for k, v := range c.fields {
-			req.Owner.Fields[k] = v
-		}
-	}
-	return req, nil
+	return portable.New().Inspect(e.Path)
 }

@@ -1,11 +1,13 @@
 package hold
 
 import (
+	"errors"
 	"fmt"
-	"github.com/hold-dev/hold/lock"
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // maxNameLen bounds a lock name; with ".lock" it stays far below any
@@ -126,4 +128,48 @@ func targetLockPath(target string) (string, error) {
 			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
 	}
 	return t + ".lock", nil
+}
+
+// LockFile uses exactly path as the lock path, instead of "<target>.lock".
+//
+// hold writes its owner record and token into a lock file only when the
+// file is provably its own: empty, or holding a record of hold's, with one
+// link. A file named here that holds anything else (the data file itself,
+// as in flock(1)'s `flock data.json CMD`, or another tool's file) is
+// locked without being written, as flock(1) locks it: the lock excludes
+// every other holder, but the holder has no record and Token is 0
+// (Lock.TokenError says why). To have the record and the token, lock a
+// separate file.
+func LockFile(path string) Option {
+	return func(c *config) { c.lockFile = path; c.name = ""; c.named = false }
+}
+
+// Named puts the lock in this user's private lock directory under name, for
+// locks that guard something other than one file ("deploy", "nightly-db").
+// A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
+// and '-', starting with a letter or digit; anything else fails with
+// ErrInvalidName before the disk is touched. See NamedDir for where the
+// directory is.
+func Named(name string) Option {
+	return func(c *config) { c.name = name; c.named = true; c.lockFile = "" }
+}
+
+// lockPath returns the lock path the options and target name.
+func (c *config) lockPath(target string) (string, error) {
+	switch {
+	case c.lockFile != "":
+		return c.lockFile, nil
+	case c.named:
+		// Even Named(""): an empty name is invalid, not a request for
+		// the default lock path.
+		return namedPath(c.name, c.protocol)
+	case target == "":
+		return "", &Error{Op: "acquire", Path: target, Err: errors.New("no target, lock file or name given")}
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		// A protocol with its own namespace (etcd, PostgreSQL): the
+		// target is a key there, not a file of this machine.
+		return target + ".lock", nil
+	}
+	return targetLockPath(target)
 }

@@ -9,13 +9,13 @@ import (
 // ErrMachineLocal means the lock is a kernel lock on a filesystem whose
 // kernel locks other machines sharing it may not see (an NFS mount with
 // local locks, most FUSE filesystems, a VM's shared folder): processes on
-// two machines could then hold it at once. The portable protocol (Portable)
-// works there. Lock.MachineLocal reports it; RefuseMachineLocal turns it
-// into an acquisition error.
+// two machines could then hold it at once. The portable protocol (package
+// portable) works there. Lock.MachineLocal reports it; RefuseMachineLocal
+// turns it into an acquisition error.
 var ErrMachineLocal = errors.New("kernel locks here may not be seen by other machines")
 
 // machineLocalHint says what to do about ErrMachineLocal.
-const machineLocalHint = "use the portable protocol: --protocol dir, or hold.WithProtocol(hold.Portable()); `hold doctor DIR` checks the filesystem"
+const machineLocalHint = "use the portable protocol: --protocol dir, or hold.WithProtocol(portable.New()); `hold doctor DIR` checks the filesystem"
 
 // machineLocalError is the cause of an ErrMachineLocal *Error: which
 // filesystem, and why its kernel locks stay on this machine.

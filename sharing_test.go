@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
 // TestMachineLocalOnLocalDisk: on the test's temporary directory (a local
@@ -23,7 +24,7 @@ func TestMachineLocalOnLocalDisk(t *testing.T) {
 	if err := l.MachineLocal(); err != nil {
 		t.Errorf("MachineLocal on a local disk: %v", err)
 	}
-	p, err := hold.TryAcquire(target+"2", hold.WithProtocol(hold.Portable()))
+	p, err := hold.TryAcquire(target+"2", hold.WithProtocol(portable.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

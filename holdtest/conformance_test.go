@@ -3,13 +3,13 @@ package holdtest_test
 import (
 	"os"
 	"testing"
-	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/holdtest"
 )
 
-// The local protocols; etcd's and PostgreSQL's run from their packages.
+// The kernel lock and the fair queue, which live in the hold package; the
+// portable protocol's, etcd's and PostgreSQL's run from their packages.
 
 // removeLockFile takes a kernel lock away the way rm or a temp cleaner
 // does: newcomers lock a new file of the same name.
@@ -39,33 +39,12 @@ var fair = holdtest.Subject{
 	LockPath: lockFileOf,
 }
 
-// portableStale is the portable subject's StaleAfter: a killed holder's
-// lock is taken over once its heartbeat is this old.
-const portableStale = 2 * time.Second
-
-var portable = holdtest.Subject{
-	Name: "portable",
-	Options: func() ([]hold.Option, func(), error) {
-		p := hold.Portable(hold.StaleAfter(portableStale), hold.Heartbeat(portableStale/4))
-		return []hold.Option{hold.WithProtocol(p)}, nil, nil
-	},
-	NoTokens:  "the lock directory is deleted on release, so no counter survives it",
-	CrashFree: 2 * portableStale,
-	Lose: func(t *testing.T, l *hold.Lock) {
-		if err := os.RemoveAll(l.Path()); err != nil {
-			t.Fatal(err)
-		}
-	},
-	LockPath: lockFileOf,
-}
-
 func TestMain(m *testing.M) {
-	if code, ok := holdtest.RunWorker(kernel, fair, portable, broken); ok {
+	if code, ok := holdtest.RunWorker(kernel, fair, broken); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
 
-func TestConformanceKernel(t *testing.T)   { holdtest.Run(t, kernel) }
-func TestConformanceFair(t *testing.T)     { holdtest.Run(t, fair) }
-func TestConformancePortable(t *testing.T) { holdtest.Run(t, portable) }
+func TestConformanceKernel(t *testing.T) { holdtest.Run(t, kernel) }
+func TestConformanceFair(t *testing.T)   { holdtest.Run(t, fair) }

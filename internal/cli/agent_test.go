@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
 // agentClient drives a `hold agent` process the way a client library does.
@@ -321,7 +322,7 @@ func TestAgentEndOfInput(t *testing.T) {
 	for _, target := range []string{"a", "b", "c"} {
 		opts := []hold.Option{}
 		if target == "b" {
-			opts = append(opts, hold.WithProtocol(hold.Portable()))
+			opts = append(opts, hold.WithProtocol(portable.New()))
 		}
 		l, err := hold.TryAcquire(filepath.Join(dir, target), opts...)
 		if err != nil {
@@ -368,7 +369,7 @@ func TestAgentClientVanishes(t *testing.T) {
 			t.Fatalf("agent exit status %d, want 0", code)
 		}
 	})
-	l, err := hold.TryAcquire(filepath.Join(dir, "t"), hold.WithProtocol(hold.Portable()))
+	l, err := hold.TryAcquire(filepath.Join(dir, "t"), hold.WithProtocol(portable.New()))
 	if err != nil {
 		t.Fatalf("lock left held: %v", err)
 	}

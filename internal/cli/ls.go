@@ -21,6 +21,7 @@ import (
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func runLs(args []string) int {
 	if err := handOffIfRemote(paths...); err != nil {
 		return fail("ls", err, exitConflict)
 	}
-	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: hold.Portable(),
+	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: portable.New(),
 		kernel: readKernelTable()}
 	if *all {
 		if len(paths) > 0 || *recursive {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/portable"
 )
 
 // lsLine is one line of `hold ls --json`.
@@ -296,7 +297,7 @@ func BenchmarkLs1000(b *testing.B) {
 	makeLockFiles(b, dir, 1000)
 	b.ResetTimer()
 	for range b.N {
-		l := &lister{out: io.Discard, portable: hold.Portable(), kernel: readKernelTable()}
+		l := &lister{out: io.Discard, portable: portable.New(), kernel: readKernelTable()}
 		if err := l.listDir(dir); err != nil {
 			b.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/doctor"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/portable"
 )
 
 // Two bindfs mounts of one directory stand in for two machines sharing a
@@ -165,7 +166,7 @@ func TestSharedFSWarning(t *testing.T) {
 		t.Errorf("MachineLocal on a local disk: %v", err)
 	}
 	l.Release()
-	p, err := hold.Acquire(ctx, filepath.Join(d.b, "p"), hold.WithProtocol(hold.Portable()), hold.RefuseMachineLocal())
+	p, err := hold.Acquire(ctx, filepath.Join(d.b, "p"), hold.WithProtocol(portable.New()), hold.RefuseMachineLocal())
 	if err != nil {
 		t.Fatalf("portable lock with RefuseMachineLocal on the mount: %v", err)
 	}
@@ -271,7 +272,7 @@ func (c *counting) goWorkers(dir string, n, iters int) {
 			for range iters {
 				err := hold.Do(context.Background(), counter, func(context.Context) error {
 					return incrementFile(counter)
-				}, hold.WithProtocol(hold.Portable()))
+				}, hold.WithProtocol(portable.New()))
 				if err != nil {
 					return err
 				}
@@ -524,13 +525,13 @@ func BenchmarkSharedFSHandOff(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
-				l, err := hold.Acquire(context.Background(), filepath.Join(ma, "t"), hold.WithProtocol(hold.Portable()))
+				l, err := hold.Acquire(context.Background(), filepath.Join(ma, "t"), hold.WithProtocol(portable.New()))
 				if err != nil {
 					b.Fatal(err)
 				}
 				got := make(chan time.Time, 1)
 				go func() {
-					w, err := hold.Acquire(context.Background(), filepath.Join(c.waiterDir, "t"), hold.WithProtocol(hold.Portable()))
+					w, err := hold.Acquire(context.Background(), filepath.Join(c.waiterDir, "t"), hold.WithProtocol(portable.New()))
 					if err != nil {
 						b.Error(err)
 						got <- time.Time{}

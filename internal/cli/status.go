@@ -12,6 +12,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
 )
 
 func init() {
@@ -142,7 +143,7 @@ func portableJudgement(proto hold.Protocol, st *hold.Status) string {
 		return ""
 	}
 	if proto == nil || proto.Name() != "dir" {
-		proto = hold.Portable()
+		proto = portable.New()
 	}
 	if d, ok := proto.(lock.Describer); ok {
 		return d.Describe(st.Path)

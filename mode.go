@@ -2,6 +2,18 @@ package hold
 
 import "github.com/hold-dev/hold/internal/fairq"
 
+// WithProtocol takes the lock through p instead of the kernel's file lock:
+// portable.New() for a directory lock, etcd.Dial or postgres.Dial for a
+// lock on a server, or a third party's lock.Protocol. Make p once and
+// reuse it, since a protocol keeps state across locks (the locks it holds,
+// its connection).
+func WithProtocol(p Protocol) Option { return func(c *config) { c.protocol = p } }
+
+// Shared asks for a shared (reader) lock: any number of shared holders may
+// hold it together, and none while an exclusive holder does. A shared hold
+// does not advance the fencing token; its Token is the last exclusive one.
+func Shared() Option { return func(c *config) { c.shared = true } }
+
 // Fair makes this waiter wait in line: fair waiters on one lock path get the
 // lock in the order they asked for it, first come, first served.
 //

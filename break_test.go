@@ -9,76 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
-// The portable protocol through the public API: Do, Update, Inspect,
-// InspectAny and Break. Its own rules are tested in internal/dirlock.
-
-func TestPortableDoRunsUnderADirectoryLock(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "data.md")
-	dir := hold.Portable()
-	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
-		fi, err := os.Stat(target + ".lock")
-		if err != nil || !fi.IsDir() {
-			t.Errorf("no lock directory while fn runs: %v", err)
-		}
-		if _, err := os.Stat(filepath.Join(target+".lock", "owner.json")); err != nil {
-			t.Errorf("no owner record: %v", err)
-		}
-		// Another holder is refused meanwhile.
-		if _, err := hold.TryAcquire(target, hold.WithProtocol(hold.Portable())); !errors.Is(err, hold.ErrBusy) {
-			t.Errorf("second holder: %v", err)
-		}
-		return nil
-	}, hold.WithProtocol(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
-		t.Fatalf("lock directory left after Do: %v", err)
-	}
-}
-
-// A lock removed under fn: fn's context is cancelled (by the heartbeat's
-// lost signal) and Do reports ErrLost.
-func TestPortableDoCancelsFnWhenLost(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "data.md")
-	dir := hold.Portable(hold.Heartbeat(50 * time.Millisecond))
-	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
-		os.RemoveAll(target + ".lock")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(30 * time.Second):
-			t.Error("fn's context was not cancelled after the lock was lost")
-			return nil
-		}
-	}, hold.WithProtocol(dir))
-	if !errors.Is(err, hold.ErrLost) {
-		t.Fatalf("Do after a lost lock: %v", err)
-	}
-}
-
-// Update does not publish when the lock was lost during fn, even before a
-// heartbeat noticed: Check looks at the lock itself.
-func TestPortableUpdateRefusesAfterLost(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "data.md")
-	os.WriteFile(target, []byte("old"), 0o644)
-	dir := hold.Portable(hold.Heartbeat(time.Hour / 2))
-	err := hold.Update(context.Background(), target, func(old []byte) ([]byte, error) {
-		os.RemoveAll(target + ".lock")
-		return []byte("new"), nil
-	}, hold.WithProtocol(dir))
-	if !errors.Is(err, hold.ErrLost) {
-		t.Fatalf("Update after a lost lock: %v", err)
-	}
-	if b, _ := os.ReadFile(target); string(b) != "old" {
-		t.Fatalf("Update published %q after losing its lock", b)
-	}
-}
+// Break and InspectAny: a directory at the lock path is a portable lock,
+// whatever protocol the options chose. The portable protocol's own tests
+// are in package portable and internal/dirlock.
 
 func TestBreak(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "data.md")
@@ -96,7 +34,7 @@ func TestBreak(t *testing.T) {
 
 	// A live portable holder is refused, named; --force removes it and
 	// its holder finds the lock lost.
-	dir := hold.Portable()
+	dir := portable.New()
 	l, err = hold.Acquire(context.Background(), target, hold.WithProtocol(dir))
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +72,7 @@ func TestBreak(t *testing.T) {
 // when the kernel protocol was asked for (as `hold status` does).
 func TestInspectAnyFindsDirectoryLock(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "data.md")
-	l, err := hold.Acquire(context.Background(), target, hold.WithProtocol(hold.Portable()))
+	l, err := hold.Acquire(context.Background(), target, hold.WithProtocol(portable.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,197 @@
+package portable_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
+)
+
+// The portable protocol through hold's front door (Do, Update, Acquire),
+// and its options reaching the protocol. The rules of the lock itself are
+// tested in internal/dirlock; what every protocol must do, by the
+// conformance suite.
+
+func TestPortableDoRunsUnderADirectoryLock(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	dir := portable.New()
+	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
+		fi, err := os.Stat(target + ".lock")
+		if err != nil || !fi.IsDir() {
+			t.Errorf("no lock directory while fn runs: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(target+".lock", "owner.json")); err != nil {
+			t.Errorf("no owner record: %v", err)
+		}
+		// Another holder is refused meanwhile.
+		if _, err := hold.TryAcquire(target, hold.WithProtocol(portable.New())); !errors.Is(err, hold.ErrBusy) {
+			t.Errorf("second holder: %v", err)
+		}
+		return nil
+	}, hold.WithProtocol(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("lock directory left after Do: %v", err)
+	}
+}
+
+// A lock removed under fn: fn's context is cancelled (by the heartbeat's
+// lost signal) and Do reports ErrLost.
+func TestPortableDoCancelsFnWhenLost(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	dir := portable.New(portable.Heartbeat(50 * time.Millisecond))
+	err := hold.Do(context.Background(), target, func(ctx context.Context) error {
+		os.RemoveAll(target + ".lock")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(30 * time.Second):
+			t.Error("fn's context was not cancelled after the lock was lost")
+			return nil
+		}
+	}, hold.WithProtocol(dir))
+	if !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Do after a lost lock: %v", err)
+	}
+}
+
+// Update does not publish when the lock was lost during fn, even before a
+// heartbeat noticed: Check looks at the lock itself.
+func TestPortableUpdateRefusesAfterLost(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	os.WriteFile(target, []byte("old"), 0o644)
+	dir := portable.New(portable.Heartbeat(time.Hour / 2))
+	err := hold.Update(context.Background(), target, func(old []byte) ([]byte, error) {
+		os.RemoveAll(target + ".lock")
+		return []byte("new"), nil
+	}, hold.WithProtocol(dir))
+	if !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Update after a lost lock: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "old" {
+		t.Fatalf("Update published %q after losing its lock", b)
+	}
+}
+
+// hang bounds the waits below: long enough never to end one that works,
+// short enough to end one that hangs.
+const hang = time.Minute
+
+// heldBy takes the lock on target through p and releases it at the end of
+// the test.
+func heldBy(t *testing.T, p *portable.Protocol, target string) *hold.Lock {
+	t.Helper()
+	l, err := hold.TryAcquire(target, hold.WithProtocol(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
+	return l
+}
+
+// Patience ends a wait on a lock that stays with one holder, with
+// ErrTimeout naming that bound; without it only ctx would end the wait.
+func TestPatienceEndsWaitOnOneHolder(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	p := portable.New(portable.Patience(100 * time.Millisecond))
+	heldBy(t, p, target)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	_, err := hold.Acquire(ctx, target, hold.WithProtocol(p))
+	if !errors.Is(err, hold.ErrTimeout) || !strings.Contains(err.Error(), "(patience)") {
+		t.Fatalf("wait under Patience: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the wait ran until ctx ended: %v", err)
+	}
+}
+
+// Ceiling bounds a wait by itself too, and the error names it.
+func TestCeilingEndsWait(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	p := portable.New(portable.Ceiling(100 * time.Millisecond))
+	heldBy(t, p, target)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	_, err := hold.Acquire(ctx, target, hold.WithProtocol(p))
+	if !errors.Is(err, hold.ErrTimeout) || !strings.Contains(err.Error(), "the ceiling") {
+		t.Fatalf("wait under Ceiling: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the wait ran until ctx ended: %v", err)
+	}
+}
+
+// StaleAfter and Grace decide when a lock whose holder cannot be asked (a
+// directory without owner record, as proper-lockfile leaves) is taken
+// over: its heartbeat, the directory's mtime, is set a minute back, so no
+// clock is read twice.
+func TestStaleAfterAndGraceJudgeOwnerlessLock(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  []portable.Option
+		taken bool
+	}{
+		{"younger than StaleAfter", []portable.Option{portable.StaleAfter(time.Hour)}, false},
+		{"older than StaleAfter", []portable.Option{portable.StaleAfter(2 * time.Second)}, true},
+		{"older than StaleAfter, younger than Grace", []portable.Option{portable.StaleAfter(2 * time.Second), portable.Grace(time.Hour)}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "data.md")
+			if err := os.Mkdir(target+".lock", 0o777); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Minute)
+			if err := os.Chtimes(target+".lock", old, old); err != nil {
+				t.Fatal(err)
+			}
+			l, err := hold.TryAcquire(target, hold.WithProtocol(portable.New(c.opts...)))
+			switch {
+			case c.taken && err != nil:
+				t.Fatalf("a stale ownerless lock was not taken over: %v", err)
+			case !c.taken && !errors.Is(err, hold.ErrBusy):
+				t.Fatalf("an ownerless lock that is not stale: %v", err)
+			}
+			if l != nil {
+				l.Release()
+			}
+		})
+	}
+}
+
+// What hold asks of a protocol beyond taking locks, it finds in this one:
+// Inspect through WithProtocol judges the directory, Break (lock.Breaker)
+// refuses a live holder and names it, and Describe (lock.Describer, which
+// `hold status` prints) says what decided the state.
+func TestCapabilitiesThroughHold(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	p := portable.New()
+	l := heldBy(t, p, target)
+	st, err := hold.Inspect(target, hold.WithProtocol(p))
+	if err != nil || st.Protocol != "dir" || st.State != hold.HeldExclusive || st.Holder.Owner.ID != l.Owner().ID {
+		t.Fatalf("Inspect of a held lock: %+v %v", st, err)
+	}
+	var proto hold.Protocol = p
+	if _, ok := proto.(lock.Breaker); !ok {
+		t.Fatal("the protocol is not a lock.Breaker")
+	}
+	if _, err := hold.Break(target, false, hold.WithProtocol(p)); !errors.Is(err, hold.ErrBusy) || !strings.Contains(err.Error(), "alive") {
+		t.Fatalf("Break of a live lock: %v", err)
+	}
+	d, ok := proto.(lock.Describer)
+	if !ok {
+		t.Fatal("the protocol is not a lock.Describer")
+	}
+	if why := d.Describe(l.Path()); !strings.Contains(why, "alive") {
+		t.Fatalf("Describe of a lock held by this process: %q", why)
+	}
+}
