@@ -37,7 +37,11 @@ var etcdSubject = holdtest.Subject{
 	Target: func(t *testing.T) string {
 		return "conformance/" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	},
-	CrashFree: conformanceTTL,
+	// Waiters of one key queue on its revisions: that queue is what is
+	// pressed.
+	Workers:    8,
+	Increments: 100,
+	CrashFree:  conformanceTTL,
 	Lose: func(t *testing.T, l *hold.Lock) {
 		c := rawClient(t)
 		if _, err := c.Delete(context.Background(), l.Path()+"/", clientv3.WithPrefix()); err != nil {

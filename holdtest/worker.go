@@ -41,6 +41,24 @@ type report struct {
 	Err   string `json:"err,omitempty"`
 	// HolderPID is the pid a busy error named, 0 if none.
 	HolderPID int `json:"holder_pid,omitempty"`
+	// Protocol is the held lock's Protocol.
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// holderPID returns the pid a busy error names, 0 if none: the owner
+// record's, or else the first the kernel vouches for.
+func holderPID(err error) int {
+	var he *hold.Error
+	if !errors.As(err, &he) || he.Holder == nil {
+		return 0
+	}
+	if he.Holder.Owner != nil {
+		return he.Holder.Owner.PID
+	}
+	if len(he.Holder.PIDs) > 0 {
+		return he.Holder.PIDs[0]
+	}
+	return 0
 }
 
 // RunWorker runs this process as the worker that Run started, if it is
@@ -93,7 +111,7 @@ func (s Subject) work(role string) int {
 			out.Encode(report{PID: os.Getpid(), Err: err.Error()})
 			return 1
 		}
-		out.Encode(report{PID: os.Getpid(), Held: true, Token: l.Token()})
+		out.Encode(report{PID: os.Getpid(), Held: true, Token: l.Token(), Protocol: l.Protocol()})
 		io.ReadAll(io.LimitReader(os.Stdin, 1))
 		if err := l.Release(); err != nil {
 			fmt.Fprintln(os.Stderr, "holdtest worker: release:", err)
@@ -104,15 +122,7 @@ func (s Subject) work(role string) int {
 		l, err := hold.TryAcquire(target, opts...)
 		r := report{PID: os.Getpid()}
 		if err != nil {
-			r.Err, r.Busy = err.Error(), errors.Is(err, hold.ErrBusy)
-			var he *hold.Error
-			if errors.As(err, &he) && he.Holder != nil {
-				if he.Holder.Owner != nil {
-					r.HolderPID = he.Holder.Owner.PID
-				} else if len(he.Holder.PIDs) > 0 {
-					r.HolderPID = he.Holder.PIDs[0]
-				}
-			}
+			r.Err, r.Busy, r.HolderPID = err.Error(), errors.Is(err, hold.ErrBusy), holderPID(err)
 		} else {
 			r.Held, r.Token = true, l.Token()
 			l.Release()
