@@ -19,9 +19,6 @@ import (
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
-// workerEnv names the role a re-executed test binary plays.
-const workerEnv = "HOLD_ETCD_TEST_WORKER"
-
 // testEndpoint is the client URL of the etcd server every test shares. It
 // is set once by TestMain before any test runs.
 var testEndpoint string
@@ -29,9 +26,6 @@ var testEndpoint string
 func TestMain(m *testing.M) {
 	if code, ok := holdtest.RunWorker(etcdSubject); ok {
 		os.Exit(code)
-	}
-	if role := os.Getenv(workerEnv); role != "" {
-		os.Exit(runWorker(role))
 	}
 	dir, err := os.MkdirTemp("", "hold-etcd-test-")
 	if err != nil {
