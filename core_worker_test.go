@@ -23,7 +23,6 @@ import (
 // on stdout as one JSON line.
 
 func init() {
-	hold.RegisterWorker("core-count", coreCountWorker)
 	hold.RegisterWorker("core-hold", coreHoldWorker)
 }
 
@@ -37,37 +36,6 @@ type coreReport struct {
 	Permission bool   `json:"permission,omitempty"`
 	HolderPID  int    `json:"holder_pid,omitempty"`
 	IsHoldErr  bool   `json:"is_hold_error,omitempty"`
-}
-
-// coreCountWorker does CORE_N read-modify-write increments of the decimal
-// counter in CORE_TARGET, each under the lock, and appends the fencing
-// token of every acquisition to CORE_LOG while still holding it, so the
-// log's order is the order of acquisition.
-func coreCountWorker() int {
-	target, logPath := os.Getenv("CORE_TARGET"), os.Getenv("CORE_LOG")
-	n, _ := strconv.Atoi(os.Getenv("CORE_N"))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for range n {
-		l, err := hold.Acquire(ctx, target)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		if err := incrementFile(target); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 3
-		}
-		if err := appendLine(logPath, fmt.Sprintf("%d %d", l.Token(), os.Getpid())); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 3
-		}
-		if err := l.Release(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 4
-		}
-	}
-	return 0
 }
 
 // incrementFile is the unprotected read-modify-write the lock must guard:
