@@ -142,14 +142,6 @@ func TestHeartbeatRefreshesMtime(t *testing.T) {
 	t.Fatal("the heartbeat never refreshed the lock directory's mtime")
 }
 
-func TestSharedUnsupported(t *testing.T) {
-	req := request(lockIn(t))
-	req.Shared = true
-	if _, err := New(Config{}).TryAcquire(req); !errors.Is(err, core.ErrUnsupported) {
-		t.Fatalf("shared request: %v", err)
-	}
-}
-
 func TestMissingParentFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "x.lock")
 	_, err := New(Config{}).Acquire(context.Background(), request(path))
