@@ -353,8 +353,12 @@ func (c *checker) lost(t *testing.T) {
 	}
 	// A holder watching Lost before the loss: Check looks at the lock
 	// itself, so it reports the loss as soon as Lose has returned, and
-	// the channel the holder watches closes.
-	l := c.acquire(t, c.s.target(t))
+	// the channel the holder watches closes. The lock is then free for a
+	// newcomer (a portable holder keeps its place at the local gate until
+	// it finds the loss), and the old holder's Release leaves the
+	// newcomer's lock alone.
+	target := c.s.target(t)
+	l := c.acquire(t, target)
 	lost := l.Lost()
 	c.s.Lose(t, l)
 	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
@@ -365,7 +369,14 @@ func (c *checker) lost(t *testing.T) {
 	case <-time.After(hangBound):
 		t.Fatal("Check found the lock lost, but Lost was not closed")
 	}
+	newcomer := c.acquire(t, target)
 	c.releaseLost(t, l)
+	if err := newcomer.Check(); err != nil {
+		t.Errorf("the newcomer's Check, after the old holder's Release = %v; want nil", err)
+	}
+	if err := newcomer.Release(); err != nil {
+		t.Errorf("the newcomer's Release = %v", err)
+	}
 
 	// A holder that never asked for Lost: Check finds the loss all the
 	// same, and Lost, asked afterwards, is closed already.
