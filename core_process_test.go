@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // waitersBlocked waits until pid has n waits blocked in the kernel on the
@@ -25,7 +26,7 @@ func waitersBlocked(t *testing.T, path string, pid, n int) {
 		time.Sleep(300 * time.Millisecond)
 		return
 	}
-	eventually(t, hangBound, fmt.Sprintf("%d waits of pid %d to block on %s", n, pid, path), func() bool {
+	testenv.Eventually(t, hangBound, fmt.Sprintf("%d waits of pid %d to block on %s", n, pid, path), func() bool {
 		_, waiters, _ := kernelLocks(path)
 		c := 0
 		for _, w := range waiters {
@@ -44,7 +45,7 @@ func lockIdle(t *testing.T, path string) {
 	if _, _, ok := kernelLocks(path); !ok {
 		return
 	}
-	eventually(t, hangBound, "the lock "+path+" to be idle", func() bool {
+	testenv.Eventually(t, hangBound, "the lock "+path+" to be idle", func() bool {
 		h, w, _ := kernelLocks(path)
 		return len(h) == 0 && len(w) == 0
 	})
@@ -367,7 +368,7 @@ func TestBusyTimeoutCancel(t *testing.T) {
 	}
 	lockIdle(t, lockPath)
 	var l *hold.Lock
-	eventually(t, hangBound, "the lock to be free after its holder left", func() bool {
+	testenv.Eventually(t, hangBound, "the lock to be free after its holder left", func() bool {
 		l, err = hold.TryAcquire(target)
 		return err == nil
 	})

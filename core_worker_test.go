@@ -292,19 +292,6 @@ func (w *coreWorker) report(t testing.TB, bound time.Duration) coreReport {
 	}
 }
 
-// eventually polls cond every few milliseconds until it holds, failing the
-// test after bound. The bound only catches hangs.
-func eventually(t testing.TB, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %v for %s", bound, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil

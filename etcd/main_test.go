@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,9 +76,7 @@ func rawClient(t testing.TB, eps ...string) *clientv3.Client {
 }
 
 // uniqueKey returns a lock key no other test uses.
-func uniqueKey(t testing.TB) string {
-	return "hold-test/" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
+func uniqueKey(t testing.TB) string { return testenv.UniqueName(t, "hold-test/") }
 
 // lockOpts are the hold options that take key through p.
 func lockOpts(p *etcd.Protocol, key string) []hold.Option {

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 )
 
@@ -37,13 +38,7 @@ func sessions(t *testing.T, c *pgx.Conn, name string, granted bool) []int32 {
 // eventually polls cond until it holds, or fails the test after hangLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", hangLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, hangLimit, what, cond)
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -226,13 +226,7 @@ func tickets(t *testing.T, path string) []uint64 {
 // waitFor polls cond until it holds; the bound only catches hangs.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, what, cond)
 }
 
 // holdMain takes the main lock as a plain waiter, so fair waiters queue.
