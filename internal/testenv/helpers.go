@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,4 +35,32 @@ var names atomic.Uint64
 func UniqueName(t testing.TB, prefix string) string {
 	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
 	return prefix + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(names.Add(1), 36)
+}
+
+// Command returns a command that runs this test binary again, running no
+// test, with env added to its environment: how a multi-process test starts
+// a worker, whose TestMain finds its role and parameters in env. The race
+// detector's second of sleep at exit is turned off for it: a test waits
+// for its workers to exit, often many of them.
+func Command(env ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(append(os.Environ(), "GORACE="+gorace), env...)
+	return cmd
+}
+
+// DeadPID returns the pid of a process that has exited and been reaped:
+// this test binary, run with env and no test. Tests of how a dead
+// holder's lock is judged write it into an owner record.
+func DeadPID(t testing.TB, env ...string) int {
+	t.Helper()
+	cmd := Command(env...)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("a process to be dead: %v", err)
+	}
+	return cmd.Process.Pid
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -80,5 +81,27 @@ func TestUniqueName(t *testing.T) {
 				seen[name] = true
 			}
 		})
+	}
+}
+
+// TestCommand: a worker gets the environment it was given, on top of
+// this process's; DeadPID's process has exited.
+func TestCommand(t *testing.T) {
+	t.Setenv("TESTENV_INHERITED", "yes")
+	cmd := Command("TESTENV_CHILD=command", "TESTENV_GIVEN=1")
+	env := strings.Join(cmd.Environ(), "\n")
+	for _, want := range []string{"TESTENV_INHERITED=yes", "TESTENV_GIVEN=1", "atexit_sleep_ms=0"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the worker's environment lacks %s", want)
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("worker: %v\n%s", err, out)
+	}
+	pid := DeadPID(t, "TESTENV_CHILD=command")
+	if p, err := os.FindProcess(pid); err == nil {
+		if err := p.Signal(syscall.Signal(0)); err == nil {
+			t.Errorf("DeadPID's process %d is still there", pid)
+		}
 	}
 }
