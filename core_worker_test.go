@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Worker roles of the kernel-lock tests. A test starts the test binary
@@ -223,12 +224,14 @@ type coreWorker struct {
 // environment. The worker is killed when the test ends.
 func startCoreWorker(t testing.TB, role string, env ...string) *coreWorker {
 	t.Helper()
-	return startCoreWorkerCmd(t, exec.Command(os.Args[0], "-test.run=^$"), role, env...)
+	return startCoreWorkerCmd(t, testenv.Command(), role, env...)
 }
 
+// startCoreWorkerCmd starts cmd, a test binary (this one, or a copy
+// another user may run), in role.
 func startCoreWorkerCmd(t testing.TB, cmd *exec.Cmd, role string, env ...string) *coreWorker {
 	t.Helper()
-	cmd.Env = append(append(os.Environ(), hold.WorkerEnv+"="+role), env...)
+	cmd.Env = append(append(cmd.Environ(), hold.WorkerEnv+"="+role), env...)
 	w := &coreWorker{cmd: cmd, out: new(hold.LockedBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	if err := cmd.Start(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Worker processes are the test binary run again with workerEnv set to
@@ -172,6 +173,7 @@ func countOnce(ctx context.Context, target string, opts []hold.Option) error {
 
 // worker is a running worker process.
 type worker struct {
+	role   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	out    *bufio.Scanner
@@ -183,12 +185,7 @@ type worker struct {
 // worker is waited for (and killed if it hangs) when the test ends.
 func (s Subject) start(t *testing.T, role string, env ...string) *worker {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(append(os.Environ(), workerEnv+"="+s.Name+"/"+role), s.Env...), env...)
+	cmd := testenv.Command(append(append([]string{workerEnv + "=" + s.Name + "/" + role}, s.Env...), env...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -201,7 +198,7 @@ func (s Subject) start(t *testing.T, role string, env ...string) *worker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	w := &worker{role: s.Name + "/" + role, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 	t.Cleanup(func() { w.wait() })
 	return w
 }
@@ -214,7 +211,7 @@ func (w *worker) report(t *testing.T) report {
 	defer timer.Stop()
 	var r report
 	if !w.out.Scan() {
-		t.Fatalf("worker %s gave no report (exited, or hung for %v)", w.cmd.Env[len(os.Environ())], hangBound)
+		t.Fatalf("worker %s gave no report (exited, or hung for %v)", w.role, hangBound)
 	}
 	if err := json.Unmarshal(w.out.Bytes(), &r); err != nil {
 		t.Fatalf("worker's report %q: %v", w.out.Bytes(), err)

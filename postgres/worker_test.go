@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 )
 
@@ -58,10 +59,8 @@ func holdForever() error {
 
 // worker returns a command running this test binary in a worker role.
 func worker(t testing.TB, role, name string, env ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{workerEnv + "=" + role,
+	return testenv.Command(append([]string{workerEnv + "=" + role,
 		envConn + "=" + needServer(t).ConnString(), envName + "=" + name}, env...)...)
-	return cmd
 }
 
 // startHolder starts a hold-forever worker and returns it once it holds

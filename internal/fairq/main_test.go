@@ -179,8 +179,7 @@ func loopRole() int {
 // worker starts this test binary in a role.
 func worker(t *testing.T, role string, env ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role}, env...)...)
+	cmd := testenv.Command(append([]string{roleEnv + "=" + role}, env...)...)
 	cmd.Stderr = &prefixWriter{t: t, prefix: role + ": "}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
