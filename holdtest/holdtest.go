@@ -23,8 +23,8 @@
 //     holder in the error and its message, from another process and from
 //     the holder's own (two acquisitions in one process exclude each other);
 //   - a wait ends with its context: ErrTimeout (and context.DeadlineExceeded)
-//     at the deadline, context.Canceled on cancel, and an abandoned wait
-//     never leaves the lock held;
+//     at the deadline, context.Canceled on cancel, never both, and an
+//     abandoned wait never leaves the lock held;
 //   - Release is idempotent, and Check after it reports ErrReleased;
 //   - fencing tokens strictly increase from holder to holder, across
 //     processes (or, for a protocol without tokens, TokenError says why);
@@ -33,7 +33,8 @@
 //   - Inspect names the holder, its protocol and its token while the lock
 //     is held, and free after;
 //   - a lock taken away from its holder is reported by Check at once and
-//     by Lost, and every Release after says so too;
+//     by Lost, and every Release after says so too; the lock is then free
+//     for a newcomer, whose lock the old holder's Release leaves alone;
 //   - a holder killed with SIGKILL frees the lock within the protocol's
 //     promise, and the next holder's token is above the killed one's;
 //   - foreign content at a lock path is never written or deleted;
