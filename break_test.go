@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
 
@@ -53,12 +53,10 @@ func TestBreak(t *testing.T) {
 	l.Release()
 
 	// A dead holder's lock is broken without force.
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.Run()
+	dead := testenv.DeadPID(t)
 	os.Mkdir(target+".lock", 0o777)
 	os.WriteFile(filepath.Join(target+".lock", "owner.json"),
-		[]byte(`{"pid":`+strconv.Itoa(cmd.Process.Pid)+`,"token":"t","started_at":"2026-01-01T00:00:00Z"}`), 0o644)
+		[]byte(`{"pid":`+strconv.Itoa(dead)+`,"token":"t","started_at":"2026-01-01T00:00:00Z"}`), 0o644)
 	st, err = hold.Break(target, false)
 	if err != nil || st.State != hold.Stale {
 		t.Fatalf("Break of a dead holder's lock: %+v %v", st, err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // waitersBlocked waits until pid has n waits blocked in the kernel on the
@@ -25,7 +26,7 @@ func waitersBlocked(t *testing.T, path string, pid, n int) {
 		time.Sleep(300 * time.Millisecond)
 		return
 	}
-	eventually(t, hangBound, fmt.Sprintf("%d waits of pid %d to block on %s", n, pid, path), func() bool {
+	testenv.Eventually(t, hangBound, fmt.Sprintf("%d waits of pid %d to block on %s", n, pid, path), func() bool {
 		_, waiters, _ := kernelLocks(path)
 		c := 0
 		for _, w := range waiters {
@@ -44,53 +45,10 @@ func lockIdle(t *testing.T, path string) {
 	if _, _, ok := kernelLocks(path); !ok {
 		return
 	}
-	eventually(t, hangBound, "the lock "+path+" to be idle", func() bool {
+	testenv.Eventually(t, hangBound, "the lock "+path+" to be idle", func() bool {
 		h, w, _ := kernelLocks(path)
 		return len(h) == 0 && len(w) == 0
 	})
-}
-
-// TestManyProcessesLoseNoIncrement is the main promise: 16 processes each
-// doing 200 read-modify-write increments of one file under Acquire end
-// with the exact count, and the fencing tokens, logged in acquisition
-// order, strictly increase; a process started afterwards (a restart)
-// continues above them.
-func TestManyProcessesLoseNoIncrement(t *testing.T) {
-	const procs, each = 16, 200
-	dir := t.TempDir()
-	target, logPath := filepath.Join(dir, "counter"), filepath.Join(dir, "tokens")
-	var ws []*coreWorker
-	for range procs {
-		ws = append(ws, startCoreWorker(t, "core-count", "CORE_TARGET="+target, "CORE_LOG="+logPath, fmt.Sprintf("CORE_N=%d", each)))
-	}
-	for _, w := range ws {
-		if err := w.wait(t, 5*time.Minute); err != nil {
-			t.Fatalf("worker %d: %v\n%s", w.cmd.Process.Pid, err, w.out.String())
-		}
-	}
-	b, err := os.ReadFile(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(procs*each) {
-		t.Fatalf("counter = %s, want %d: updates were lost", got, procs*each)
-	}
-	tokens := readTokens(t, logPath)
-	if len(tokens) != procs*each {
-		t.Fatalf("%d tokens logged, want %d", len(tokens), procs*each)
-	}
-	for i := 1; i < len(tokens); i++ {
-		if tokens[i] <= tokens[i-1] {
-			t.Fatalf("token %d of the log is %d, after %d: fencing tokens must strictly increase in acquisition order", i, tokens[i], tokens[i-1])
-		}
-	}
-	last := tokens[len(tokens)-1]
-
-	// A new process, as after a restart of every holder, continues above.
-	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_RELEASE=now")
-	if r := w.report(t, hangBound); r.Token <= last {
-		t.Fatalf("token after restart = %d, want > %d", r.Token, last)
-	}
 }
 
 func readTokens(t *testing.T, path string) []uint64 {
@@ -410,7 +368,7 @@ func TestBusyTimeoutCancel(t *testing.T) {
 	}
 	lockIdle(t, lockPath)
 	var l *hold.Lock
-	eventually(t, hangBound, "the lock to be free after its holder left", func() bool {
+	testenv.Eventually(t, hangBound, "the lock to be free after its holder left", func() bool {
 		l, err = hold.TryAcquire(target)
 		return err == nil
 	})

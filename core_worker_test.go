@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Worker roles of the kernel-lock tests. A test starts the test binary
@@ -23,7 +24,6 @@ import (
 // on stdout as one JSON line.
 
 func init() {
-	hold.RegisterWorker("core-count", coreCountWorker)
 	hold.RegisterWorker("core-hold", coreHoldWorker)
 }
 
@@ -37,37 +37,6 @@ type coreReport struct {
 	Permission bool   `json:"permission,omitempty"`
 	HolderPID  int    `json:"holder_pid,omitempty"`
 	IsHoldErr  bool   `json:"is_hold_error,omitempty"`
-}
-
-// coreCountWorker does CORE_N read-modify-write increments of the decimal
-// counter in CORE_TARGET, each under the lock, and appends the fencing
-// token of every acquisition to CORE_LOG while still holding it, so the
-// log's order is the order of acquisition.
-func coreCountWorker() int {
-	target, logPath := os.Getenv("CORE_TARGET"), os.Getenv("CORE_LOG")
-	n, _ := strconv.Atoi(os.Getenv("CORE_N"))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for range n {
-		l, err := hold.Acquire(ctx, target)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		if err := incrementFile(target); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 3
-		}
-		if err := appendLine(logPath, fmt.Sprintf("%d %d", l.Token(), os.Getpid())); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 3
-		}
-		if err := l.Release(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 4
-		}
-	}
-	return 0
 }
 
 // incrementFile is the unprotected read-modify-write the lock must guard:
@@ -255,12 +224,14 @@ type coreWorker struct {
 // environment. The worker is killed when the test ends.
 func startCoreWorker(t testing.TB, role string, env ...string) *coreWorker {
 	t.Helper()
-	return startCoreWorkerCmd(t, exec.Command(os.Args[0], "-test.run=^$"), role, env...)
+	return startCoreWorkerCmd(t, testenv.Command(), role, env...)
 }
 
+// startCoreWorkerCmd starts cmd, a test binary (this one, or a copy
+// another user may run), in role.
 func startCoreWorkerCmd(t testing.TB, cmd *exec.Cmd, role string, env ...string) *coreWorker {
 	t.Helper()
-	cmd.Env = append(append(os.Environ(), hold.WorkerEnv+"="+role), env...)
+	cmd.Env = append(append(cmd.Environ(), hold.WorkerEnv+"="+role), env...)
 	w := &coreWorker{cmd: cmd, out: new(hold.LockedBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	if err := cmd.Start(); err != nil {
@@ -319,19 +290,6 @@ func (w *coreWorker) report(t testing.TB, bound time.Duration) coreReport {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no report from worker %d within %v; output:\n%s", w.cmd.Process.Pid, bound, w.out.String())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// eventually polls cond every few milliseconds until it holds, failing the
-// test after bound. The bound only catches hangs.
-func eventually(t testing.TB, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %v for %s", bound, what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -3,8 +3,6 @@ package etcd_test
 import (
 	"context"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/holdtest"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // endpointEnv tells the conformance suite's workers where the test's etcd
@@ -34,10 +33,12 @@ var etcdSubject = holdtest.Subject{
 		}
 		return []hold.Option{hold.WithProtocol(p)}, func() { p.Close() }, nil
 	},
-	Target: func(t *testing.T) string {
-		return "conformance/" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	},
-	CrashFree: conformanceTTL,
+	Target: func(t *testing.T) string { return testenv.UniqueName(t, "conformance/") },
+	// Waiters of one key queue on its revisions: that queue is what is
+	// pressed.
+	Workers:    8,
+	Increments: 100,
+	CrashFree:  conformanceTTL,
 	Lose: func(t *testing.T, l *hold.Lock) {
 		c := rawClient(t)
 		if _, err := c.Delete(context.Background(), l.Path()+"/", clientv3.WithPrefix()); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +17,6 @@ import (
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
-// workerEnv names the role a re-executed test binary plays.
-const workerEnv = "HOLD_ETCD_TEST_WORKER"
-
 // testEndpoint is the client URL of the etcd server every test shares. It
 // is set once by TestMain before any test runs.
 var testEndpoint string
@@ -29,9 +24,6 @@ var testEndpoint string
 func TestMain(m *testing.M) {
 	if code, ok := holdtest.RunWorker(etcdSubject); ok {
 		os.Exit(code)
-	}
-	if role := os.Getenv(workerEnv); role != "" {
-		os.Exit(runWorker(role))
 	}
 	dir, err := os.MkdirTemp("", "hold-etcd-test-")
 	if err != nil {
@@ -84,9 +76,7 @@ func rawClient(t testing.TB, eps ...string) *clientv3.Client {
 }
 
 // uniqueKey returns a lock key no other test uses.
-func uniqueKey(t testing.TB) string {
-	return "hold-test/" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
+func uniqueKey(t testing.TB) string { return testenv.UniqueName(t, "hold-test/") }
 
 // lockOpts are the hold options that take key through p.
 func lockOpts(p *etcd.Protocol, key string) []hold.Option {

@@ -63,7 +63,7 @@ func TestSuiteFailsBrokenProtocol(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the suite passed a protocol that locks nothing:\n%s", out)
 	}
-	for _, check := range []string{"Exclusion", "TryBusy", "WaitEnds", "ReleaseIdempotent", "Tokens", "Inspect"} {
+	for _, check := range []string{"Exclusion", "TryBusy", "WaitEnds", "ReleaseIdempotent", "Tokens", "Inspect", "Crash"} {
 		if !strings.Contains(string(out), "--- FAIL: TestConformanceBroken/"+check) {
 			t.Errorf("the check %s passed a protocol that locks nothing", check)
 		}

@@ -81,11 +81,12 @@ func (c *checker) try(t *testing.T, target string, env ...string) report {
 	return r
 }
 
-// Four processes increment one counter 25 times each, each increment
-// under the lock: the count must come out exact, and the tokens, logged
-// in the order of acquisition, must strictly increase.
+// Workers processes increment one counter Increments times each, each
+// increment under the lock: the count must come out exact, the log must
+// hold every acquisition of every worker, and the tokens, logged in the
+// order of acquisition, must strictly increase.
 func (c *checker) exclusion(t *testing.T) {
-	const workers, each = 4, 25
+	workers, each := c.s.pressure()
 	target := c.s.target(t)
 	dir := t.TempDir()
 	counter, log := filepath.Join(dir, "counter"), filepath.Join(dir, "tokens")
@@ -106,40 +107,85 @@ func (c *checker) exclusion(t *testing.T) {
 	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(workers*each) {
 		t.Errorf("counter = %s after %d increments under the lock: increments were lost", got, workers*each)
 	}
-	if c.s.NoTokens != "" {
-		return
-	}
 	logged, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	lines := strings.Split(strings.TrimSpace(string(logged)), "\n")
+	if len(lines) != workers*each {
+		t.Errorf("the log holds %d acquisitions, want %d", len(lines), workers*each)
+	}
+	pids := map[string]bool{}
 	var last uint64
-	for i, line := range strings.Split(strings.TrimSpace(string(logged)), "\n") {
-		_, tok, _ := strings.Cut(line, " ")
+	for i, line := range lines {
+		pid, tok, _ := strings.Cut(line, " ")
+		pids[pid] = true
+		if c.s.NoTokens != "" {
+			continue
+		}
 		n, err := strconv.ParseUint(tok, 10, 64)
 		if err != nil || n <= last {
 			t.Fatalf("acquisition %d has token %q after %d: tokens must strictly increase", i, tok, last)
 		}
 		last = n
 	}
+	if len(pids) != workers {
+		t.Errorf("acquisitions from %d processes, want %d", len(pids), workers)
+	}
 }
 
 // TryAcquire of a held lock fails at once with ErrBusy and names the
-// holder.
+// holder, in another process and in the holder's own: two acquisitions
+// in one process exclude each other as two processes do.
 func (c *checker) tryBusy(t *testing.T) {
 	target := c.s.target(t)
-	c.acquire(t, target)
+	held := c.acquire(t, target)
+	// Asking for the token makes sure the holder's record is written (a
+	// kernel lock may write it lazily), so that the holder can be named
+	// on every system.
+	held.Token()
 	r := c.try(t, target)
 	if !r.Busy {
 		t.Fatalf("TryAcquire of a held lock: held %v, error %q; want ErrBusy", r.Held, r.Err)
 	}
-	if r.HolderPID != 0 && r.HolderPID != os.Getpid() {
-		t.Errorf("the busy error names pid %d, not the holder %d: %s", r.HolderPID, os.Getpid(), r.Err)
+	checkNamed(t, "another process's TryAcquire", r.HolderPID, r.Err, os.Getpid())
+
+	l, err := hold.TryAcquire(target, c.opts...)
+	if err == nil {
+		l.Release()
+		t.Fatal("a second TryAcquire in the holder's process got the lock")
+	}
+	if !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("a second TryAcquire in the holder's process = %v; want ErrBusy", err)
+	}
+	checkNamed(t, "the holder's own TryAcquire", holderPID(err), err.Error(), os.Getpid())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	l, err = hold.Acquire(ctx, target, c.opts...)
+	if err == nil {
+		l.Release()
+		t.Fatal("a second Acquire in the holder's process got the lock")
+	}
+	if !errors.Is(err, hold.ErrTimeout) {
+		t.Errorf("a second Acquire in the holder's process, past its deadline = %v; want ErrTimeout", err)
 	}
 }
 
-// A wait ends with its context, and an abandoned wait leaves nothing
-// held.
+// checkNamed checks that a busy error names the holder, want, in the
+// error and in its message.
+func checkNamed(t *testing.T, what string, named int, msg string, want int) {
+	t.Helper()
+	if named != want {
+		t.Errorf("%s: the busy error names pid %d, not the holder %d: %s", what, named, want, msg)
+	}
+	if !strings.Contains(msg, "pid "+strconv.Itoa(want)) {
+		t.Errorf("%s: the busy error's message does not name pid %d: %s", what, want, msg)
+	}
+}
+
+// A wait ends with its context, as a timeout or as a cancellation, not
+// both, and an abandoned wait leaves nothing held.
 func (c *checker) waitEnds(t *testing.T) {
 	target := c.s.target(t)
 	w, _ := c.holder(t, target)
@@ -149,13 +195,15 @@ func (c *checker) waitEnds(t *testing.T) {
 	cancel()
 	if !errors.Is(err, hold.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Acquire past its deadline = %v; want ErrTimeout and context.DeadlineExceeded", err)
+	} else if errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire past its deadline = %v; it must not match context.Canceled", err)
 	}
 
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err = hold.Acquire(ctx, target, c.opts...)
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Acquire whose context was cancelled = %v; want context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, hold.ErrTimeout) {
+		t.Errorf("Acquire whose context was cancelled = %v; want context.Canceled, not ErrTimeout", err)
 	}
 
 	if err := w.wait(); err != nil {
@@ -249,7 +297,8 @@ func (c *checker) shared(t *testing.T) {
 	}
 }
 
-// Inspect names the holder while the lock is held, and free after.
+// Inspect names the holder, its protocol and its token while the lock is
+// held, and free after.
 func (c *checker) inspect(t *testing.T) {
 	target := c.s.target(t)
 	w, r := c.holder(t, target)
@@ -262,6 +311,15 @@ func (c *checker) inspect(t *testing.T) {
 	}
 	if h := st.Holder; h == nil || (h.Owner == nil || h.Owner.PID != r.PID) && !containsPID(h.PIDs, r.PID) {
 		t.Errorf("Inspect of a held lock names %v, not the holder, pid %d", st.Holder, r.PID)
+	}
+	if st.Protocol != r.Protocol {
+		t.Errorf("Inspect of a held lock: protocol %q, but the holder's lock says %q", st.Protocol, r.Protocol)
+	}
+	if h := st.Holder; h != nil && h.Owner != nil && h.Owner.Protocol != r.Protocol {
+		t.Errorf("Inspect of a held lock: the owner record says protocol %q, the holder's lock %q", h.Owner.Protocol, r.Protocol)
+	}
+	if c.s.NoTokens == "" && st.Fence != r.Token {
+		t.Errorf("Inspect of a held lock: fence %d, but the holder's token is %d", st.Fence, r.Token)
 	}
 	if err := w.wait(); err != nil {
 		t.Fatalf("holder: %v", err)
@@ -293,36 +351,71 @@ func (c *checker) lost(t *testing.T) {
 		}
 		t.Skip(why)
 	}
+	// A holder watching Lost before the loss: Check looks at the lock
+	// itself, so it reports the loss as soon as Lose has returned, and
+	// the channel the holder watches closes. The lock is then free for a
+	// newcomer (a portable holder keeps its place at the local gate until
+	// it finds the loss), and the old holder's Release leaves the
+	// newcomer's lock alone.
 	target := c.s.target(t)
 	l := c.acquire(t, target)
 	lost := l.Lost()
 	c.s.Lose(t, l)
-	deadline := time.Now().Add(hangBound)
-	for {
-		err := l.Check()
-		if errors.Is(err, hold.ErrLost) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Check of a lock taken away = %v; want ErrLost", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Check of a lock taken away = %v; want ErrLost", err)
 	}
 	select {
 	case <-lost:
 	case <-time.After(hangBound):
 		t.Fatal("Check found the lock lost, but Lost was not closed")
 	}
-	if err := l.Release(); !errors.Is(err, hold.ErrLost) {
-		t.Errorf("Release of a lost lock = %v; want ErrLost", err)
+	newcomer := c.acquire(t, target)
+	c.releaseLost(t, l)
+	if err := newcomer.Check(); err != nil {
+		t.Errorf("the newcomer's Check, after the old holder's Release = %v; want nil", err)
+	}
+	if err := newcomer.Release(); err != nil {
+		t.Errorf("the newcomer's Release = %v", err)
+	}
+
+	// A holder that never asked for Lost: Check finds the loss all the
+	// same, and Lost, asked afterwards, is closed already.
+	l = c.acquire(t, c.s.target(t))
+	c.s.Lose(t, l)
+	if err := l.Check(); !errors.Is(err, hold.ErrLost) {
+		t.Fatalf("Check of a lock taken away, Lost never asked = %v; want ErrLost", err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Error("Check found the lock lost, but Lost asked afterwards is not closed")
+	}
+	c.releaseLost(t, l)
+}
+
+// releaseLost checks that Release of a lost lock, and every Release
+// after it, reports the loss.
+func (c *checker) releaseLost(t *testing.T, l *hold.Lock) {
+	t.Helper()
+	for i := range 2 {
+		if err := l.Release(); !errors.Is(err, hold.ErrLost) {
+			t.Errorf("Release #%d of a lost lock = %v; want ErrLost", i+1, err)
+		}
 	}
 }
 
-// A holder killed with SIGKILL frees the lock within the protocol's
-// promise.
+// A holder in another process excludes this one until it is killed with
+// SIGKILL; then the lock is free within the protocol's promise, and the
+// next holder's token is above the killed one's.
 func (c *checker) crash(t *testing.T) {
 	target := c.s.target(t)
-	w, _ := c.holder(t, target)
+	w, r := c.holder(t, target)
+	if l, err := hold.TryAcquire(target, c.opts...); err == nil {
+		l.Release()
+		t.Fatal("TryAcquire got the lock a worker holds")
+	} else if !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("TryAcquire of the lock a worker holds = %v; want ErrBusy", err)
+	}
 	w.kill()
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.CrashFree+hangBound)
 	defer cancel()
@@ -330,6 +423,9 @@ func (c *checker) crash(t *testing.T) {
 	l, err := hold.Acquire(ctx, target, c.opts...)
 	if err != nil {
 		t.Fatalf("Acquire after the holder was killed: %v", err)
+	}
+	if c.s.NoTokens == "" && l.Token() <= r.Token {
+		t.Errorf("token %d after the killed holder's %d: tokens must strictly increase", l.Token(), r.Token)
 	}
 	l.Release()
 	if took := time.Since(start); took > c.s.CrashFree+10*time.Second {

@@ -22,11 +22,16 @@ func removeLockFile(t *testing.T, l *hold.Lock) {
 func lockFileOf(target string) string { return target + ".lock" }
 
 var kernel = holdtest.Subject{
-	Name:      "kernel",
-	Shared:    true,
-	CrashFree: 0,
-	Lose:      removeLockFile,
-	LockPath:  lockFileOf,
+	Name: "kernel",
+	// The kernel lock is hold's default: it is pressed hardest, 16
+	// processes of 200 increments, its tokens kept in the lock file
+	// across all of them.
+	Workers:    16,
+	Increments: 200,
+	Shared:     true,
+	CrashFree:  0,
+	Lose:       removeLockFile,
+	LockPath:   lockFileOf,
 }
 
 var fair = holdtest.Subject{

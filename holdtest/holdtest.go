@@ -18,20 +18,25 @@
 //
 // What every protocol must do:
 //   - exclusion across processes: N workers incrementing one counter under
-//     the lock lose no increment;
-//   - TryAcquire of a held lock fails at once with ErrBusy, naming the holder;
+//     the lock lose no increment, and each acquisition is logged once;
+//   - TryAcquire of a held lock fails at once with ErrBusy, naming the
+//     holder in the error and its message, from another process and from
+//     the holder's own (two acquisitions in one process exclude each other);
 //   - a wait ends with its context: ErrTimeout (and context.DeadlineExceeded)
-//     at the deadline, context.Canceled on cancel, and an abandoned wait
-//     never leaves the lock held;
+//     at the deadline, context.Canceled on cancel, never both, and an
+//     abandoned wait never leaves the lock held;
 //   - Release is idempotent, and Check after it reports ErrReleased;
 //   - fencing tokens strictly increase from holder to holder, across
 //     processes (or, for a protocol without tokens, TokenError says why);
 //   - shared holds exclude writers and admit readers, or are refused with
 //     ErrUnsupported;
-//   - Inspect names the holder while the lock is held, and free after;
-//   - a lock taken away from its holder is reported by Check and Lost;
+//   - Inspect names the holder, its protocol and its token while the lock
+//     is held, and free after;
+//   - a lock taken away from its holder is reported by Check at once and
+//     by Lost, and every Release after says so too; the lock is then free
+//     for a newcomer, whose lock the old holder's Release leaves alone;
 //   - a holder killed with SIGKILL frees the lock within the protocol's
-//     promise;
+//     promise, and the next holder's token is above the killed one's;
 //   - foreign content at a lock path is never written or deleted;
 //   - invalid lock names are refused with ErrInvalidName.
 package holdtest
@@ -74,6 +79,12 @@ type Subject struct {
 	// must strictly increase across holders.
 	NoTokens string
 
+	// Workers and Increments set how hard the exclusion check presses on
+	// the lock: Workers processes each increment the counter Increments
+	// times. Zero means 4 and 25; a protocol raises them where contention
+	// is what breaks it (a server's queue, a kernel's wake-ups).
+	Workers, Increments int
+
 	// CrashFree bounds how long the lock of a holder killed with SIGKILL
 	// stays held: 0 for at once (a kernel lock, a database session).
 	CrashFree time.Duration
@@ -101,6 +112,18 @@ func (s Subject) options() ([]hold.Option, func(), error) {
 		closeFn = func() {}
 	}
 	return opts, closeFn, err
+}
+
+// pressure returns the exclusion check's worker and increment counts.
+func (s Subject) pressure() (workers, each int) {
+	workers, each = s.Workers, s.Increments
+	if workers <= 0 {
+		workers = 4
+	}
+	if each <= 0 {
+		each = 25
+	}
+	return workers, each
 }
 
 // target returns a new target for one check.

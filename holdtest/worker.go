@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Worker processes are the test binary run again with workerEnv set to
@@ -41,6 +42,24 @@ type report struct {
 	Err   string `json:"err,omitempty"`
 	// HolderPID is the pid a busy error named, 0 if none.
 	HolderPID int `json:"holder_pid,omitempty"`
+	// Protocol is the held lock's Protocol.
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// holderPID returns the pid a busy error names, 0 if none: the owner
+// record's, or else the first the kernel vouches for.
+func holderPID(err error) int {
+	var he *hold.Error
+	if !errors.As(err, &he) || he.Holder == nil {
+		return 0
+	}
+	if he.Holder.Owner != nil {
+		return he.Holder.Owner.PID
+	}
+	if len(he.Holder.PIDs) > 0 {
+		return he.Holder.PIDs[0]
+	}
+	return 0
 }
 
 // RunWorker runs this process as the worker that Run started, if it is
@@ -93,7 +112,7 @@ func (s Subject) work(role string) int {
 			out.Encode(report{PID: os.Getpid(), Err: err.Error()})
 			return 1
 		}
-		out.Encode(report{PID: os.Getpid(), Held: true, Token: l.Token()})
+		out.Encode(report{PID: os.Getpid(), Held: true, Token: l.Token(), Protocol: l.Protocol()})
 		io.ReadAll(io.LimitReader(os.Stdin, 1))
 		if err := l.Release(); err != nil {
 			fmt.Fprintln(os.Stderr, "holdtest worker: release:", err)
@@ -104,15 +123,7 @@ func (s Subject) work(role string) int {
 		l, err := hold.TryAcquire(target, opts...)
 		r := report{PID: os.Getpid()}
 		if err != nil {
-			r.Err, r.Busy = err.Error(), errors.Is(err, hold.ErrBusy)
-			var he *hold.Error
-			if errors.As(err, &he) && he.Holder != nil {
-				if he.Holder.Owner != nil {
-					r.HolderPID = he.Holder.Owner.PID
-				} else if len(he.Holder.PIDs) > 0 {
-					r.HolderPID = he.Holder.PIDs[0]
-				}
-			}
+			r.Err, r.Busy, r.HolderPID = err.Error(), errors.Is(err, hold.ErrBusy), holderPID(err)
 		} else {
 			r.Held, r.Token = true, l.Token()
 			l.Release()
@@ -162,6 +173,7 @@ func countOnce(ctx context.Context, target string, opts []hold.Option) error {
 
 // worker is a running worker process.
 type worker struct {
+	role   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	out    *bufio.Scanner
@@ -173,12 +185,7 @@ type worker struct {
 // worker is waited for (and killed if it hangs) when the test ends.
 func (s Subject) start(t *testing.T, role string, env ...string) *worker {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(append(os.Environ(), workerEnv+"="+s.Name+"/"+role), s.Env...), env...)
+	cmd := testenv.Command(append(append([]string{workerEnv + "=" + s.Name + "/" + role}, s.Env...), env...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -191,7 +198,7 @@ func (s Subject) start(t *testing.T, role string, env ...string) *worker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	w := &worker{role: s.Name + "/" + role, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 	t.Cleanup(func() { w.wait() })
 	return w
 }
@@ -204,7 +211,7 @@ func (w *worker) report(t *testing.T) report {
 	defer timer.Stop()
 	var r report
 	if !w.out.Scan() {
-		t.Fatalf("worker %s gave no report (exited, or hung for %v)", w.cmd.Env[len(os.Environ())], hangBound)
+		t.Fatalf("worker %s gave no report (exited, or hung for %v)", w.role, hangBound)
 	}
 	if err := json.Unmarshal(w.out.Bytes(), &r); err != nil {
 		t.Fatalf("worker's report %q: %v", w.out.Bytes(), err)

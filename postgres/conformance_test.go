@@ -27,6 +27,10 @@ var pgSubject = holdtest.Subject{
 		return []hold.Option{hold.WithProtocol(p)}, func() { p.Close() }, nil
 	},
 	Target: func(t *testing.T) string { return uniqueName(t) },
+	// Many sessions queued on one advisory lock: the server's queue is
+	// what is pressed.
+	Workers:    16,
+	Increments: 100,
 	// The server frees a session's locks when its connection closes.
 	CrashFree: 0,
 	Lose: func(t *testing.T, l *hold.Lock) {
@@ -35,7 +39,9 @@ var pgSubject = holdtest.Subject{
 		if len(pids) != 1 {
 			t.Fatalf("holder sessions %v, want one", pids)
 		}
-		if _, err := raw.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pids[0]); err != nil {
+		// Wait for the session to end, so that the lock is gone when
+		// Lose returns.
+		if _, err := raw.Exec(context.Background(), `SELECT pg_terminate_backend($1, 5000)`, pids[0]); err != nil {
 			t.Fatal(err)
 		}
 	},

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,9 +87,7 @@ func rawConn(t testing.TB) *pgx.Conn {
 }
 
 // uniqueName returns a lock name no other test uses.
-func uniqueName(t testing.TB) string {
-	return "test/" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
+func uniqueName(t testing.TB) string { return testenv.UniqueName(t, "test/") }
 
 // lockOpts are the hold options that take name through p.
 func lockOpts(p *postgres.Protocol, name string) []hold.Option {

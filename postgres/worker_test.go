@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 )
 
@@ -20,8 +18,6 @@ import (
 const (
 	envConn = "HOLD_PG_TEST_CONN"
 	envName = "HOLD_PG_TEST_NAME"
-	envDir  = "HOLD_PG_TEST_DIR"
-	envN    = "HOLD_PG_TEST_N"
 )
 
 // runWorker plays a role in a re-executed test binary and returns its exit
@@ -29,8 +25,6 @@ const (
 func runWorker(role string) int {
 	var err error
 	switch role {
-	case "counter":
-		err = counterWorker()
 	case "hold-forever":
 		err = holdForever()
 	case "naive-cli":
@@ -45,60 +39,6 @@ func runWorker(role string) int {
 		return 1
 	}
 	return 0
-}
-
-// counterWorker increments the counter file N times under the lock and
-// logs each acquisition's fencing token, in lock order, to the token log.
-func counterWorker() error {
-	n, err := strconv.Atoi(os.Getenv(envN))
-	if err != nil {
-		return err
-	}
-	dir := os.Getenv(envDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	p, err := postgres.Dial(ctx, os.Getenv(envConn))
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	opts := []hold.Option{hold.WithProtocol(p), hold.LockFile(os.Getenv(envName))}
-	for i := 0; i < n; i++ {
-		l, err := hold.Acquire(ctx, "", opts...)
-		if err != nil {
-			return err
-		}
-		if err := incrementCounter(dir, l.Token()); err != nil {
-			return err
-		}
-		if err := l.Release(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// incrementCounter adds one to dir/counter and appends "TOKEN PID" to
-// dir/tokens: what a worker does under the lock.
-func incrementCounter(dir string, token uint64) error {
-	counter := filepath.Join(dir, "counter")
-	b, err := os.ReadFile(counter)
-	if err != nil {
-		return err
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("counter file holds %q: %v", b, err)
-	}
-	if err := os.WriteFile(counter, []byte(strconv.Itoa(v+1)), 0o644); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "tokens"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "%d %d\n", token, os.Getpid())
-	return f.Close()
 }
 
 // holdForever takes the lock, says "held TOKEN", and waits to be killed.
@@ -119,10 +59,8 @@ func holdForever() error {
 
 // worker returns a command running this test binary in a worker role.
 func worker(t testing.TB, role, name string, env ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{workerEnv + "=" + role,
+	return testenv.Command(append([]string{workerEnv + "=" + role,
 		envConn + "=" + needServer(t).ConnString(), envName + "=" + name}, env...)...)
-	return cmd
 }
 
 // startHolder starts a hold-forever worker and returns it once it holds
@@ -148,38 +86,4 @@ func startHolder(t *testing.T, name string) (*exec.Cmd, uint64) {
 		t.Fatalf("holder process said %q", line)
 	}
 	return cmd, token
-}
-
-// checkTokenLog checks dir/tokens: want lines whose tokens grow strictly,
-// from at least minPIDs processes.
-func checkTokenLog(t *testing.T, dir string, want, minPIDs int) {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "tokens"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var last uint64
-	lines := 0
-	pids := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		tok, pid, _ := strings.Cut(sc.Text(), " ")
-		v, err := strconv.ParseUint(tok, 10, 64)
-		if err != nil {
-			t.Fatalf("token log line %q", sc.Text())
-		}
-		if v <= last {
-			t.Fatalf("token %d after %d at line %d: tokens must grow strictly in lock order", v, last, lines+1)
-		}
-		last = v
-		lines++
-		pids[pid] = true
-	}
-	if lines != want {
-		t.Errorf("token log has %d lines, want %d", lines, want)
-	}
-	if len(pids) < minPIDs {
-		t.Errorf("tokens from %d processes, want %d", len(pids), minPIDs)
-	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // logSink collects the debug messages of acquisitions.
@@ -74,13 +75,7 @@ func gateFiles(t *testing.T, path string) []string {
 // eventually polls cond (generously: only to catch a hang).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not so after 30s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, what, cond)
 }
 
 // Gated workers (processes) contending: the count is exact and the O_EXCL

@@ -75,10 +75,7 @@ type worker struct {
 // startWorker runs role with env added to the environment.
 func startWorker(t testing.TB, role string, env ...string) *worker {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// GORACE: a race-enabled binary otherwise sleeps a second at exit.
-	cmd.Env = append(append(os.Environ(), envRole+"="+role, "GORACE=atexit_sleep_ms=0"), env...)
-	return startCmd(t, cmd)
+	return startCmd(t, testenv.Command(append([]string{envRole + "=" + role}, env...)...))
 }
 
 // startCmd starts cmd with its stdout read line by line, and reaps it as

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // lockIn returns a lock path in a fresh directory.
@@ -46,10 +46,7 @@ func stamp(t *testing.T, path string, o core.Owner) {
 // deadPID returns the pid of a process that has exited and been reaped.
 func deadPID(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRole+"=none", "GORACE=atexit_sleep_ms=0")
-	cmd.Run()
-	return cmd.Process.Pid
+	return testenv.DeadPID(t)
 }
 
 func mustBusy(t *testing.T, p *Protocol, path string) *core.Error {
@@ -140,14 +137,6 @@ func TestHeartbeatRefreshesMtime(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the heartbeat never refreshed the lock directory's mtime")
-}
-
-func TestSharedUnsupported(t *testing.T) {
-	req := request(lockIn(t))
-	req.Shared = true
-	if _, err := New(Config{}).TryAcquire(req); !errors.Is(err, core.ErrUnsupported) {
-		t.Fatalf("shared request: %v", err)
-	}
 }
 
 func TestMissingParentFails(t *testing.T) {

@@ -179,8 +179,7 @@ func loopRole() int {
 // worker starts this test binary in a role.
 func worker(t *testing.T, role string, env ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role}, env...)...)
+	cmd := testenv.Command(append([]string{roleEnv + "=" + role}, env...)...)
 	cmd.Stderr = &prefixWriter{t: t, prefix: role + ": "}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -226,13 +225,7 @@ func tickets(t *testing.T, path string) []uint64 {
 // waitFor polls cond until it holds; the bound only catches hangs.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, what, cond)
 }
 
 // holdMain takes the main lock as a plain waiter, so fair waiters queue.

@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Eventually polls cond every few milliseconds until it holds, and fails
+// t once bound has passed. The bound only turns a hang into a failure: a
+// test never asserts how soon cond comes true.
+func Eventually(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %v for %s", bound, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// names counts UniqueName's calls, so that two calls within one tick of
+// the clock still differ.
+var names atomic.Uint64
+
+// UniqueName returns prefix followed by the test's name, the time and a
+// count: a lock name that no other test uses, on a server that every test
+// of a run, and the runs before it, share (an etcd cluster, a PostgreSQL
+// database).
+func UniqueName(t testing.TB, prefix string) string {
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	return prefix + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(names.Add(1), 36)
+}
+
+// Command returns a command that runs this test binary again, running no
+// test, with env added to its environment: how a multi-process test starts
+// a worker, whose TestMain finds its role and parameters in env. The race
+// detector's second of sleep at exit is turned off for it: a test waits
+// for its workers to exit, often many of them.
+func Command(env ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(append(os.Environ(), "GORACE="+gorace), env...)
+	return cmd
+}
+
+// DeadPID returns the pid of a process that has exited and been reaped:
+// this test binary, run with env and no test. Tests of how a dead
+// holder's lock is judged write it into an owner record.
+func DeadPID(t testing.TB, env ...string) int {
+	t.Helper()
+	cmd := Command(env...)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("a process to be dead: %v", err)
+	}
+	return cmd.Process.Pid
+}
