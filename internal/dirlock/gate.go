@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // GateSuffix names the waiting gate: "<lock path>.gate", the path the
@@ -83,8 +83,8 @@ type gateResult struct {
 
 // gateRequest is the request for the gate of a: the same owner, so the
 // gate file names the process that is next in line for the lock.
-func (a *attempt) gateRequest() *core.Request {
-	return &core.Request{Path: a.path + GateSuffix, Owner: a.owner}
+func (a *attempt) gateRequest() *lock.Request {
+	return &lock.Request{Path: a.path + GateSuffix, Owner: a.owner}
 }
 
 // tryGate takes the gate if nobody is queued at it. busy reports a
@@ -95,7 +95,7 @@ func (a *attempt) tryGate() (leave func(), busy bool) {
 	if err == nil {
 		return leave, false
 	}
-	if errors.Is(err, core.ErrBusy) {
+	if errors.Is(err, lock.ErrBusy) {
 		a.logger("hold: waiting gate busy", "err", err)
 		return nil, true
 	}

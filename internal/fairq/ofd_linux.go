@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
 )
 
 // On Linux the queue is one file, "<lock path>.queue", and tickets are
@@ -83,7 +83,7 @@ var lastWait atomic.Int64
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = QueueFileSuffix
 
-func front(ctx context.Context, req *core.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
+func front(ctx context.Context, req *lock.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
 	if ticketFiles {
 		return frontTickets(ctx, req, wait, free)
 	}
@@ -100,7 +100,7 @@ type ofdQueue struct {
 // frontOFD is front on the queue file. Closing the file's descriptor
 // leaves the queue: the kernel drops every OFD lock of it, the waiter's
 // own slot with the rest.
-func frontOFD(ctx context.Context, req *core.Request, wait bool, free func() bool) (*Place, error) {
+func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() bool) (*Place, error) {
 	q, err := openOFDQueue(req.Path + queueFileSuffix)
 	if err != nil {
 		return nil, err
@@ -192,12 +192,12 @@ func openOFDQueue(path string) (*ofdQueue, error) {
 	}
 	if id.mode != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrNotRegular,
+		return nil, &lock.Error{Op: "open queue", Path: path, Err: lock.ErrNotRegular,
 			Hint: "the fair queue must be a regular file; remove what is there"}
 	}
 	if why := notQueueFile(fd); why != "" {
 		unix.Close(fd)
-		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrForeign,
+		return nil, &lock.Error{Op: "open queue", Path: path, Err: lock.ErrForeign,
 			Hint: why + "; hold writes only into a queue file of its own. Choose another lock path, or move it away if it is yours to move"}
 	}
 	q.fd, q.id = fd, id
@@ -231,8 +231,8 @@ func notQueueFile(fd int) string {
 	return ""
 }
 
-// lock is one F_OFD_* call on n bytes at off.
-func lock(fd, cmd int, typ int16, off, n int64) (*unix.Flock_t, error) {
+// ofdLock is one F_OFD_* call on n bytes at off.
+func ofdLock(fd, cmd int, typ int16, off, n int64) (*unix.Flock_t, error) {
 	lk := &unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: n}
 	for {
 		err := unix.FcntlFlock(uintptr(fd), cmd, lk)
@@ -269,7 +269,7 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 	}
 	for {
 		t := last + 1
-		_, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, slotBase+int64(t), 1)
+		_, err := ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, slotBase+int64(t), 1)
 		if busy(err) {
 			last = t
 			continue
@@ -290,13 +290,13 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 // can end happens on a second open file description, which an abandoned
 // wait closes once it is granted the lock.
 func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
-	_, err = lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
+	_, err = ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
 	if err != nil && busy(err) && ctx.Done() == nil {
 		resched.BeforeBlocking()
-		_, err = lock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+		_, err = ofdLock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 	}
 	if err == nil {
-		return func() { lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1) }, nil
+		return func() { ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1) }, nil
 	}
 	if !busy(err) {
 		return nil, q.error("lock queue counter", err)
@@ -307,7 +307,7 @@ func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := lock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 		done <- err
 	}()
 	select {
@@ -374,7 +374,7 @@ func (q *ofdQueue) highestHeld() (uint64, error) {
 
 // held returns a ticket in [from, from+n) whose slot is write-locked, or 0.
 func (q *ofdQueue) held(from, n uint64) (uint64, error) {
-	lk, err := lock(q.fd, unix.F_OFD_GETLK, unix.F_RDLCK, slotBase+int64(from), int64(n))
+	lk, err := ofdLock(q.fd, unix.F_OFD_GETLK, unix.F_RDLCK, slotBase+int64(from), int64(n))
 	if err != nil {
 		return 0, q.error("probe queue", err)
 	}
@@ -409,7 +409,7 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 	off := slotBase + int64(pred)
 	if ctx.Done() == nil {
 		resched.BeforeBlocking()
-		if _, err := lock(q.fd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1); err != nil {
+		if _, err := ofdLock(q.fd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1); err != nil {
 			return q.error("wait in queue", err)
 		}
 		// The read lock could stay until the queue file is closed (nobody
@@ -419,7 +419,7 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 		// dropping them at once measured 3-4% more hand-offs/s (four
 		// alternating runs each, bench harness, portable protocol on
 		// tmpfs, whose gate is this queue).
-		lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
+		ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
 		return nil
 	}
 	wfd, err := q.reopen()
@@ -428,7 +428,7 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := lock(wfd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1)
+		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1)
 		done <- err
 	}()
 	sw := q.stallWatch(free, pred)
@@ -475,7 +475,7 @@ func (q *ofdQueue) stallWatch(free func() bool, t uint64) *stallWatch {
 
 // stalled reports a waiter the stall rule passed over, naming it where it
 // can be found, in the debug log.
-func (q *ofdQueue) stalled(req *core.Request, t uint64) {
+func (q *ofdQueue) stalled(req *lock.Request, t uint64) {
 	if req.Logger == nil {
 		return
 	}
