@@ -14,20 +14,16 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
-// DecodeFence returns the fencing token of a record. Reading the previous
-// token is part of every exclusive acquisition, so a record laid out as
-// AppendEncode writes it, `{"fence":N,` first and `}` last, is read
-// without parsing the rest: N is what lock.DecodeOwner finds there whenever it
-// accepts the record. The middle is deliberately not validated (that was
-// most of an acquisition's CPU time). Such a record only comes from one
-// pwrite of our encoder, which another process never sees in part; only a
-// crash of the machine can tear it, and then the fence, in the first
-// bytes, is the newer or the older write's, either of which a successor
-// may safely count on from (the lock file is never synced, so a machine
-// crash can lose the newest record in any case). Any other record, or one
-// where the shortcut could disagree with lock.DecodeOwner (another key that may fold
-// to "fence", an escape that may spell one), is decoded in full, and
-// ok=false then means lock.DecodeOwner fails on it.
+// DecodeFence returns the fencing token of a record, as lock.DecodeOwner
+// would find it, without parsing the whole record: every exclusive
+// acquisition reads the previous token, and a full decode was most of its
+// CPU time. A record laid out as lock.Owner.AppendEncode writes it,
+// `{"fence":N,` first and `}` last, yields N with the middle unchecked:
+// such a record comes from one pwrite, which only a machine crash can
+// tear, and then either write's fence is safe to count on. Any other
+// record, or one where the shortcut could disagree (a key that may fold
+// to "fence", an escape), is decoded in full; ok=false means DecodeOwner
+// fails on it.
 func DecodeFence(b []byte) (fence uint64, ok bool) {
 	if len(b) > lock.MaxRecordSize {
 		return 0, false
@@ -69,7 +65,7 @@ func mayNameFence(b []byte) bool {
 		return true
 	}
 	// Look at each 'n' and each 'N' (few in a record) for "ence" around
-	// it, with IndexByte, which is vectorised (IndexAny here cost 1.6x).
+	// it, with IndexByte, which is vectorised where IndexAny is not.
 	for _, n := range []byte("nN") {
 		for i := 0; ; i++ {
 			j := bytes.IndexByte(b[i:], n)

@@ -17,8 +17,8 @@ import (
 // lock.DecodeOwner is lenient on purpose, to read other tools' records; this is
 // strict on purpose, because a false "yes" here lets hold overwrite data.
 // It is hand-written, without encoding/json, because the kernel-lock
-// protocol asks it on every acquisition: it takes a fraction of a
-// microsecond where a strict decode took 4 µs.
+// protocol asks it on every acquisition, and a strict decode with
+// encoding/json costs many times as much (docs/bench.md).
 func IsRecord(b []byte) bool {
 	if len(b) > lock.MaxRecordSize {
 		return false

@@ -18,8 +18,8 @@ import (
 // The heartbeat is a timer (time.AfterFunc), not a goroutine per lock: a
 // lock held for less than one beat then costs no goroutine at all, and
 // Release does not wait for one to wind down (handing a goroutine to
-// another thread and back was measured at tens to hundreds of
-// microseconds under load, most of an uncontended acquire+release). A beat
+// another thread and back can cost most of an uncontended acquire and
+// release under load). A beat
 // and Release exclude each other through mu, so no beat touches the
 // directory once Release has begun.
 type handle struct {

@@ -67,16 +67,9 @@
 // predecessor.
 //
 // Under contention every hand-off wakes a process that sleeps in the
-// kernel, and that wake-up is most of its cost. Measured on a 2-CPU
-// virtual machine (bench, 8 fair workers): from a waiter dropping its
-// ticket to its successor running took 27 µs at the median, mostly
-// scheduling delay (the successor waits behind its waker, which goes on
-// with its own work, or for the other CPU to come back from idle); the
-// successor then needs about 15 µs of system calls (the probe, opening and
-// locking the lock file, its owner record) before it holds the lock and
-// wakes the next. A pipe ping-pong between two busy processes wakes in
-// 5 µs there. See resched_unix.go for why a waiter
-// passes through the Go scheduler before it blocks.
+// kernel, and that wake-up, mostly scheduling delay, is most of its cost
+// (docs/fair.md measures it). A waiter passes through the Go scheduler
+// before it blocks; package internal/resched says why.
 //
 // Fair mode needs kernel locks on the queue's filesystem. It is
 // implemented on unix; elsewhere Acquire fails with lock.ErrUnsupported.

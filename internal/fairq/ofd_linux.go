@@ -21,8 +21,8 @@ import (
 // lock on its own slot while it is queued and waits on its predecessor's
 // slot with a read lock (F_OFD_SETLKW), so it still sleeps in the kernel
 // until the predecessor leaves or dies. Nothing is created or removed per
-// acquisition: file creation measured 40-400 µs here, more than a whole
-// kernel-lock acquisition, while a lock on a byte costs one system call.
+// acquisition: creating a file costs more than a whole kernel-lock
+// acquisition, while a lock on a byte costs one system call.
 // There is no dead ticket to clean either: a dead waiter's slot lock is
 // gone with its last descriptor.
 //
@@ -46,28 +46,11 @@ const slotBase = 1 << 20
 // when one reaches the front, so the first wait never delays it.
 //
 // Why: the Go runtime's monitor thread takes the P away from a goroutine
-// that has been in one system call for 10 ms, and after every such retake
-// it polls every 20 µs again for the next millisecond or more, in each
-// waiting process. In a queue long enough that waits pass 10 ms, the
-// monitors' polling slows the hand-offs, which lengthens every wait, and
-// the queue settles into a state where that polling took a fifth of all
-// CPU time (perf, 30 processes on 2 CPUs) and hand-offs ran at half the
-// rate. Measured with the portable protocol's gate (this queue) when its
-// hand-offs took 300-400 µs, 30 processes, tmpfs, alternating runs of the
-// bench harness, with stageTickets 16: 2,570-2,820 hand-offs/s and 31-33
-// context switches per acquisition with one wait, 3,360-3,560 and 13-14
-// with two.
-//
-// The second wait is one more wake-up, though, which a queue whose waits
-// stay short pays for nothing: once hand-offs took about 100 µs, 30 fair
-// waiters ran 10,550-11,920 hand-offs/s staging at 16 tickets and
-// 11,910-12,920 without (four alternating runs each). So a process stages
-// only while its waits are long (see stageAfter), and the portable
-// protocol's gate, whose hand-offs take 100-250 µs depending on the load,
-// stages in a busy spell and not otherwise: staging at 32 tickets instead
-// (never, with 30 waiters) let half of six runs fall back into the
-// monitor's polling (11-15 context switches per acquisition against 5-6,
-// 4,400-5,400 hand-offs/s against 6,700-7,900).
+// that has been in one system call for 10 ms and then polls every 20 µs
+// for a while, which in a long queue slows every hand-off and so
+// lengthens every wait further. The second wait costs one more wake-up,
+// so a process stages only while its waits are long (stageAfter). The
+// figures behind 16 are in docs/bench.md.
 const stageTickets = 16
 
 // stageAfter is how long this process's last wait in a queue must have
@@ -401,10 +384,7 @@ func (q *ofdQueue) held(from, n uint64) (uint64, error) {
 // errStalled, when the rule passes the predecessor over. A wait that
 // nothing can end keeps the kernel's blocking wait and no stall rule: the
 // rule needs this goroutine free to look at the lock, that is the second
-// path, and taking it for every fair wait cost about a third of the
-// hand-off rate (two alternating pairs of `cd bench && go run . -quick -n
-// 8,30 -impl 'hold fair'`, 8 workers: 17,001-17,868 hand-offs/s against
-// 24,746-26,367 with the blocking wait).
+// path, which costs about a third of the hand-off rate (docs/bench.md).
 func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) error {
 	off := slotBase + int64(pred)
 	if ctx.Done() == nil {
@@ -415,10 +395,7 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 		// The read lock could stay until the queue file is closed (nobody
 		// locks that slot again), one system call fewer per wait, but
 		// every lock on the file lengthens the list each F_OFD_* call on
-		// it walks: with 30 waiters, each keeping up to two such locks,
-		// dropping them at once measured 3-4% more hand-offs/s (four
-		// alternating runs each, bench harness, portable protocol on
-		// tmpfs, whose gate is this queue).
+		// it walks, so dropping it at once is the faster of the two.
 		ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
 		return nil
 	}

@@ -14,8 +14,8 @@ import (
 
 // The lock file holds one owner record: a line of JSON, padded with spaces
 // when a slightly shorter record replaces a longer one. Replacing it costs
-// one pwrite at offset 0 and, normally, no ftruncate (measured here, a
-// truncate-and-write of the record doubled the cost of an acquisition).
+// one pwrite at offset 0 and, normally, no ftruncate, which would double
+// the cost of an acquisition.
 // The fencing token is the record's "fence" field: each exclusive holder
 // reads the previous value and writes the next.
 
@@ -106,8 +106,7 @@ func lastFence(size int64, raw []byte) uint64 {
 // recordDelay is how long a hold lasts before its record is written
 // unasked: long enough that short holds never write, even on a machine
 // with more runnable processes than CPUs, where a holder is often
-// preempted for a few milliseconds (with 2 ms, 30 processes looping on one
-// lock on 2 CPUs made 20-25% fewer hand-offs than with 20 ms); short
+// preempted for a few milliseconds (docs/bench.md); short
 // enough that a hold anyone waits on is soon named by its own record. The
 // record is written between one and two recordDelays into a hold (see
 // lazy).
@@ -328,8 +327,8 @@ func (h *handle) erase() {
 
 // holderOf describes who holds the lock that f could not take: the record
 // in the file, whether the recorded process is alive and, on Linux, which
-// pids the kernel says hold it. Reading /proc/locks was measured here at
-// 5-15 ms after an idle spell (80 µs when warm), too slow for the error of
+// pids the kernel says hold it. Reading /proc/locks can take milliseconds
+// after an idle spell, too slow for the error of
 // a wait that has just timed out, so unless thorough is set it is read only
 // when the record does not explain the lock (no record, or a recorded
 // holder that is not alive).

@@ -212,7 +212,7 @@ func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 // O_NOFOLLOW: the file receives our owner record, so following a symlink
 // planted at the lock path would let its maker choose which file we write.
 // O_NONBLOCK: opening a FIFO planted at the lock path must not hang; the
-// fstat below then rejects it. O_CLOEXEC: a command we start must not
+// file-type check (checkRegular) then rejects it. O_CLOEXEC: a command we start must not
 // inherit the lock unless we pass it on purpose.
 //
 // When the file exists but is not writable by us (another user's lock
