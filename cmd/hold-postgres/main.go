@@ -8,7 +8,7 @@
 // It exists beside hold-remote, which serves every network backend, because
 // a process pays for the package initialisation of everything it links:
 // hold-remote's etcd client brings gRPC and protobuf, whose initialisation
-// takes about 2 ms, more than a PostgreSQL lock's round trips.
+// costs more than a PostgreSQL lock's round trips (docs/postgres.md).
 package main
 
 import (

@@ -44,7 +44,7 @@ func TestLinksNoNetworkBackend(t *testing.T) {
 // hold must be a static executable however it is built (go build, go
 // install, the release build): dynamic linking costs every call the
 // dynamic loader's start-up, and a static file is what a release ships.
-// Package net is what turns cgo on (its resolver uses libc's where cgo is
+// The net package is what turns cgo on (its resolver uses libc's where cgo is
 // available), so hold imports neither net nor runtime/cgo, whatever the
 // environment's CGO_ENABLED says.
 func TestLinksNoCgo(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // FS is the set of file system operations this package uses. OS is the
@@ -858,14 +859,14 @@ func CleanStale(fsys FS, target string) int {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		liveness := core.LivenessUnknown
+		liveness := lock.LivenessUnknown
 		if host == myHost {
 			liveness = proc.Alive(pid, start)
 		}
 		switch liveness {
-		case core.Alive:
+		case lock.Alive:
 			continue
-		case core.LivenessUnknown:
+		case lock.LivenessUnknown:
 			fi, err := e.Info()
 			if err != nil || time.Since(fi.ModTime()) < StaleAge {
 				continue

@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // CheckLockFile refuses a lock file that is the file an update or append
@@ -16,7 +16,7 @@ func CheckLockFile(op, file, lockFile string) error {
 	if lockFile == "" || !sameFile(file, lockFile) {
 		return nil
 	}
-	return &core.Error{Op: op, Path: file, Err: core.ErrLockIsTarget,
+	return &lock.Error{Op: op, Path: file, Err: lock.ErrLockIsTarget,
 		Hint: op + " changes this file, so a lock on the file itself would guard nothing; lock a separate file (the default " + file + ".lock, another lock file, or a named lock)"}
 }
 

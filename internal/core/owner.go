@@ -1,8 +1,7 @@
 // Package core holds what hold's own protocols share beyond the public
 // contract in package lock: the fast reader of a record's fencing token,
 // the strict recognition of hold's own records, random names and URL
-// redaction. The contract's names (Owner, Error, Protocol, ...) are aliases
-// of package lock, so that the protocols can keep importing them from here.
+// redaction.
 package core
 
 import (
@@ -15,29 +14,18 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
-// MaxRecordSize bounds how much of an owner record a reader will look at
-// (see lock.MaxRecordSize).
-const MaxRecordSize = lock.MaxRecordSize
-
-// Decode parses an owner record as lock.DecodeOwner does.
-func Decode(b []byte) (o *Owner, ok bool) { return lock.DecodeOwner(b) }
-
-// DecodeFence returns the fencing token of a record. Reading the previous
-// token is part of every exclusive acquisition, so a record laid out as
-// AppendEncode writes it, `{"fence":N,` first and `}` last, is read
-// without parsing the rest: N is what Decode finds there whenever Decode
-// accepts the record. The middle is deliberately not validated (that was
-// most of an acquisition's CPU time). Such a record only comes from one
-// pwrite of our encoder, which another process never sees in part; only a
-// crash of the machine can tear it, and then the fence, in the first
-// bytes, is the newer or the older write's, either of which a successor
-// may safely count on from (the lock file is never synced, so a machine
-// crash can lose the newest record in any case). Any other record, or one
-// where the shortcut could disagree with Decode (another key that may fold
-// to "fence", an escape that may spell one), is decoded in full, and
-// ok=false then means Decode fails on it.
+// DecodeFence returns the fencing token of a record, as lock.DecodeOwner
+// would find it, without parsing the whole record: every exclusive
+// acquisition reads the previous token, and a full decode was most of its
+// CPU time. A record laid out as lock.Owner.AppendEncode writes it,
+// `{"fence":N,` first and `}` last, yields N with the middle unchecked:
+// such a record comes from one pwrite, which only a machine crash can
+// tear, and then either write's fence is safe to count on. Any other
+// record, or one where the shortcut could disagree (a key that may fold
+// to "fence", an escape), is decoded in full; ok=false means DecodeOwner
+// fails on it.
 func DecodeFence(b []byte) (fence uint64, ok bool) {
-	if len(b) > MaxRecordSize {
+	if len(b) > lock.MaxRecordSize {
 		return 0, false
 	}
 	t := bytes.TrimSpace(bytes.TrimRight(b, "\x00"))
@@ -48,21 +36,21 @@ func DecodeFence(b []byte) (fence uint64, ok bool) {
 		for ; i < len(rest) && '0' <= rest[i] && rest[i] <= '9'; i++ {
 			d := uint64(rest[i] - '0')
 			if v > (math.MaxUint64-d)/10 {
-				i = -1 // overflow: leave it to Decode
+				i = -1 // overflow: leave it to DecodeOwner
 				break
 			}
 			v = v*10 + d
 		}
-		// (JSON allows no leading zero: "007" is left to Decode.)
+		// (JSON allows no leading zero: "007" is left to DecodeOwner.)
 		if i > 0 && i < len(rest) && (rest[i] == ',' || rest[i] == '}') &&
 			(rest[0] != '0' || i == 1) && t[len(t)-1] == '}' && !mayNameFence(rest[i:]) {
 			return v, true
 		}
 	}
-	// Decode gets a copy: encoding/json keeps no reference to its input,
+	// DecodeOwner gets a copy: encoding/json keeps no reference to its input,
 	// but the compiler cannot know that, and handing it b would move every
 	// caller's stack buffer to the heap, this rare path or not.
-	o, ok := Decode(bytes.Clone(b))
+	o, ok := lock.DecodeOwner(bytes.Clone(b))
 	if !ok {
 		return 0, false
 	}
@@ -77,7 +65,7 @@ func mayNameFence(b []byte) bool {
 		return true
 	}
 	// Look at each 'n' and each 'N' (few in a record) for "ence" around
-	// it, with IndexByte, which is vectorised (IndexAny here cost 1.6x).
+	// it, with IndexByte, which is vectorised where IndexAny is not.
 	for _, n := range []byte("nN") {
 		for i := 0; ; i++ {
 			j := bytes.IndexByte(b[i:], n)
@@ -92,9 +80,6 @@ func mayNameFence(b []byte) bool {
 	}
 	return false
 }
-
-// NewID returns a random acquisition id for Owner.ID (see lock.NewID).
-func NewID() string { return lock.NewID() }
 
 // RandomHex returns n random bytes in hex, for unique file names. They
 // come from the runtime's generator, as lock.NewID's do: they name things

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hold-dev/hold/lock"
 )
 
-func sampleOwner() *Owner {
-	return &Owner{
+func sampleOwner() *lock.Owner {
+	return &lock.Owner{
 		PID:       4242,
 		Host:      "a1",
 		ID:        "0123456789abcdef0123456789abcdef",
@@ -57,8 +59,8 @@ func seedRecords() [][]byte {
 		[]byte(`[1,2,3]`),
 		[]byte(`{"started_at":"yesterday"}`),
 		[]byte("\xff\xfe{\"pid\":1}"),
-		bytes.Repeat([]byte("{"), MaxRecordSize+1),
-		append([]byte(`{"command":["`), append(bytes.Repeat([]byte("x"), MaxRecordSize), `"]}`...)...),
+		bytes.Repeat([]byte("{"), lock.MaxRecordSize+1),
+		append([]byte(`{"command":["`), append(bytes.Repeat([]byte("x"), lock.MaxRecordSize), `"]}`...)...),
 	}
 }
 
@@ -69,12 +71,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, ok := Decode(b)
+		o, ok := lock.DecodeOwner(b)
 		fence, fok := DecodeFence(b)
 		if ok != (o != nil) {
 			t.Fatalf("Decode = %v, %v", o, ok)
 		}
-		if len(b) > MaxRecordSize && (ok || fok) {
+		if len(b) > lock.MaxRecordSize && (ok || fok) {
 			t.Fatalf("a record of %d bytes was accepted", len(b))
 		}
 		if ok {
@@ -85,10 +87,10 @@ func FuzzDecode(f *testing.F) {
 				return // not a time any encoder can write back
 			}
 			e1 := o.Encode()
-			if len(e1) > MaxRecordSize {
+			if len(e1) > lock.MaxRecordSize {
 				return // the fields added by encoding pushed it over the bound
 			}
-			o2, ok2 := Decode(e1)
+			o2, ok2 := lock.DecodeOwner(e1)
 			if !ok2 {
 				t.Fatalf("re-encoded record does not decode: %q", e1)
 			}
@@ -120,7 +122,7 @@ func FuzzEncode(f *testing.F) {
 	f.Add(0, "", "", int64(0), uint64(0), "", uint64(0), true, "", "", "")
 	f.Add(-1, "\xff", "\"\\", int64(-5), uint64(1<<63), "\x00\x1f\u2028\u2029\x7f<&>", uint64(1<<64-1), true, "dir", "\xc3", "\U0001F600")
 	f.Fuzz(func(t *testing.T, pid int, host, id string, nanos int64, procStart uint64, cmd string, fence uint64, shared bool, proto, key, val string) {
-		o := &Owner{PID: pid, Host: host, ID: id, StartedAt: time.Unix(0, nanos).UTC(), ProcStart: procStart,
+		o := &lock.Owner{PID: pid, Host: host, ID: id, StartedAt: time.Unix(0, nanos).UTC(), ProcStart: procStart,
 			Fence: fence, Shared: shared, Protocol: proto}
 		if cmd != "" {
 			o.Command = strings.Fields(cmd)
@@ -137,7 +139,7 @@ func FuzzEncode(f *testing.F) {
 		if err != nil {
 			t.Skip("encoding/json refuses it too:", err)
 		}
-		var a, b Owner
+		var a, b lock.Owner
 		if err := json.Unmarshal(ours, &a); err != nil {
 			t.Fatalf("our encoding %q: %v", ours, err)
 		}
@@ -155,7 +157,7 @@ func FuzzEncode(f *testing.F) {
 
 func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	o := sampleOwner()
-	var a, b Owner
+	var a, b lock.Owner
 	if err := json.Unmarshal(o.Encode(), &a); err != nil {
 		t.Fatal(err)
 	}
@@ -181,18 +183,18 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 
 func TestDecodeTolerates(t *testing.T) {
 	for _, s := range seedRecords() {
-		o, ok := Decode(s) // must not panic
+		o, ok := lock.DecodeOwner(s) // must not panic
 		t.Logf("%.40q -> ok=%v", s, ok)
 		_ = o
 	}
 	good := sampleOwner().Encode()
-	if o, ok := Decode(append(bytes.Clone(good[:len(good)-1]), "      \n\x00\x00"...)); !ok || o.Fence != 17 {
+	if o, ok := lock.DecodeOwner(append(bytes.Clone(good[:len(good)-1]), "      \n\x00\x00"...)); !ok || o.Fence != 17 {
 		t.Fatalf("a padded record does not decode: %v %v", o, ok)
 	}
-	if _, ok := Decode(good[:len(good)-5]); ok {
+	if _, ok := lock.DecodeOwner(good[:len(good)-5]); ok {
 		t.Fatal("a record cut short decoded")
 	}
-	if _, ok := Decode(append(bytes.Repeat([]byte(" "), MaxRecordSize), good...)); ok {
+	if _, ok := lock.DecodeOwner(append(bytes.Repeat([]byte(" "), lock.MaxRecordSize), good...)); ok {
 		t.Fatal("an oversized record decoded")
 	}
 	if f, ok := DecodeFence([]byte(`{"fence":1,"FENCE":3}`)); !ok || f != 3 {
@@ -219,7 +221,7 @@ func BenchmarkEncodeJSON(b *testing.B) {
 
 // typicalOwner is a record as a holder writes it: nothing that needs
 // escaping.
-func typicalOwner() *Owner {
+func typicalOwner() *lock.Owner {
 	o := sampleOwner()
 	o.Command = []string{"/usr/local/bin/hold", "run", "data/pipeline.md", "--", "make", "report"}
 	o.Fields = map[string]string{"job": "nightly"}
@@ -241,7 +243,7 @@ func BenchmarkDecode(b *testing.B) {
 	rec := typicalOwner().Encode()
 	b.ReportAllocs()
 	for b.Loop() {
-		Decode(rec)
+		lock.DecodeOwner(rec)
 	}
 }
 
@@ -255,7 +257,7 @@ func TestEncodeWritesUTC(t *testing.T) {
 	if !bytes.Contains(rec, []byte(`"started_at":"2026-11-29T15:00:00.000000005Z"`)) {
 		t.Fatalf("record's time not in UTC: %s", rec)
 	}
-	var back Owner
+	var back lock.Owner
 	if err := json.Unmarshal(rec, &back); err != nil || !back.StartedAt.Equal(o.StartedAt) {
 		t.Fatalf("decoded %v (%v), want the instant %v", back.StartedAt, err, o.StartedAt)
 	}

@@ -1,22 +1,26 @@
 package core
 
-import "math"
+import (
+	"math"
+
+	"github.com/hold-dev/hold/lock"
+)
 
 // IsRecord reports whether b is, exactly, an owner record as hold writes
 // it: one JSON object whose first keys are "fence" and "released", whose
-// other keys are all Owner's, with values of Owner's types, followed only
+// other keys are all lock.Owner's, with values of its types, followed only
 // by the blank padding a shorter record leaves when it overwrites a longer
 // one. A past record ({"fence":N,"released":true}) is one too.
 //
 // It is the test of whether a file is hold's to write into (see
 // IsOwnContent): anything else is the user's data or another tool's file.
-// Decode is lenient on purpose, to read other tools' records; this is
+// lock.DecodeOwner is lenient on purpose, to read other tools' records; this is
 // strict on purpose, because a false "yes" here lets hold overwrite data.
 // It is hand-written, without encoding/json, because the kernel-lock
-// protocol asks it on every acquisition: it takes a fraction of a
-// microsecond where a strict decode took 4 µs.
+// protocol asks it on every acquisition, and a strict decode with
+// encoding/json costs many times as much (docs/bench.md).
 func IsRecord(b []byte) bool {
-	if len(b) > MaxRecordSize {
+	if len(b) > lock.MaxRecordSize {
 		return false
 	}
 	s := scanner{b: b}
@@ -287,7 +291,7 @@ func IsLockRecord(b []byte) bool {
 	if IsRecord(b) {
 		return true
 	}
-	o, ok := Decode(b)
+	o, ok := lock.DecodeOwner(b)
 	return ok && o.PID > 0 && (o.ID != "" || !o.StartedAt.IsZero())
 }
 

@@ -5,16 +5,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 func TestIsRecord(t *testing.T) {
-	full := Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
+	full := lock.Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
 		ProcStart: 77, PIDNS: 4026532178, BootID: "b5e95595-6113-4d5a-9272-9e0642b11b33", Command: []string{"hold", "run", "T", "--", `sh -c "x\ty"`, "é\u2028"}, Fence: 12, Shared: true,
 		Protocol: "flock", Fields: map[string]string{"job": "nightly", "quote": `"`}}
 	mine := []string{
 		"",
 		string(full.Encode()),
-		string((&Owner{}).Encode()),
+		string((&lock.Owner{}).Encode()),
 		string(full.Encode()) + strings.Repeat(" ", 300) + "\n",
 		// The first version's release mark: "true " in place.
 		strings.Replace(string(full.Encode()), `"released":false`, `"released":true `, 1),
@@ -64,7 +66,7 @@ func TestAppendPastRecord(t *testing.T) {
 	if len(b) != 100 || b[len(b)-1] != '\n' {
 		t.Fatalf("past record %q: length %d, want 100 ending in a newline", b, len(b))
 	}
-	o, ok := Decode(b)
+	o, ok := lock.DecodeOwner(b)
 	if !ok || o.Fence != 7 || !o.Released || o.PID != 0 || len(o.Command) != 0 {
 		t.Fatalf("past record decodes to %+v, %v", o, ok)
 	}
@@ -85,18 +87,18 @@ func FuzzIsRecord(f *testing.F) {
 		if pid < 0 {
 			pid = 0
 		}
-		o := Owner{PID: pid, Host: host, ID: id, Command: []string{arg}, Fence: fence, Shared: shared, Fields: map[string]string{k: v}}
+		o := lock.Owner{PID: pid, Host: host, ID: id, Command: []string{arg}, Fence: fence, Shared: shared, Fields: map[string]string{k: v}}
 		b := o.Encode()
 		if !IsRecord(b) {
 			t.Fatalf("IsRecord(%q) = false for an encoded record", b)
 		}
-		if _, ok := Decode(b); !ok {
-			t.Fatalf("Decode(%q) fails", b)
+		if _, ok := lock.DecodeOwner(b); !ok {
+			t.Fatalf("lock.DecodeOwner(%q) fails", b)
 		}
 		// And for arbitrary bytes: a yes from IsRecord is a yes from Decode.
 		raw := []byte(host + arg)
 		if IsRecord(raw) {
-			if _, ok := Decode(raw); !ok {
+			if _, ok := lock.DecodeOwner(raw); !ok {
 				t.Fatalf("IsRecord(%q) but Decode fails", raw)
 			}
 		}
@@ -104,7 +106,7 @@ func FuzzIsRecord(f *testing.F) {
 }
 
 func BenchmarkIsRecord(b *testing.B) {
-	rec := (&Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
+	rec := (&lock.Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
 		ProcStart: 123456, Command: []string{"hold", "run", "data/tracker.md", "--", "./update-tracker.sh"}, Fence: 12345, Protocol: "flock"}).Encode()
 	for b.Loop() {
 		if !IsRecord(rec) {
@@ -114,7 +116,7 @@ func BenchmarkIsRecord(b *testing.B) {
 }
 
 func BenchmarkIsRecordBaselineJSONValid(b *testing.B) {
-	rec := (&Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
+	rec := (&lock.Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
 		ProcStart: 123456, Command: []string{"hold", "run", "data/tracker.md", "--", "./update-tracker.sh"}, Fence: 12345, Protocol: "flock"}).Encode()
 	for b.Loop() {
 		if !json.Valid(rec) {

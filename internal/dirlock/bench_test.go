@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/lock"
 )
 
 // The benchmarks put the portable protocol beside the kernel one in the
@@ -36,14 +36,14 @@ import (
 
 func protocols() []struct {
 	name string
-	p    func() core.Protocol
+	p    func() lock.Protocol
 } {
 	return []struct {
 		name string
-		p    func() core.Protocol
+		p    func() lock.Protocol
 	}{
-		{"dir", func() core.Protocol { return New(Config{}) }},
-		{"flock", func() core.Protocol { return flock.Protocol{} }},
+		{"dir", func() lock.Protocol { return New(Config{}) }},
+		{"flock", func() lock.Protocol { return flock.Protocol{} }},
 	}
 }
 
@@ -155,7 +155,7 @@ func mono() int64 {
 // workerBench is one process of BenchmarkHandoff.
 func workerBench(target string) int {
 	total, _ := strconv.Atoi(os.Getenv(envIters))
-	var p core.Protocol = New(Config{})
+	var p lock.Protocol = New(Config{})
 	if os.Getenv(envProto) == "flock" {
 		p = flock.Protocol{}
 	}

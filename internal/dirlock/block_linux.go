@@ -24,10 +24,7 @@ import (
 // of the gate goes through that on every hand-off. In a blocking ppoll(2)
 // the P stays busy, and the monitor keeps its 10 ms pace. It also spares
 // the shared instance's reader goroutine, a second thread woken for every
-// event. Measured with the bench harness on tmpfs, alternating runs:
-// 30 processes, 1,920-2,930 → 3,630-3,790 hand-offs/s and 15-28 → 9-10
-// context switches per acquisition; 8 processes, 5,490-6,660 →
-// 6,120-7,130 hand-offs/s and 5.2-5.7 → 4.0-4.3.
+// event. (Figures: docs/portable.md#cost and docs/bench.md.)
 type blockingWatch struct {
 	pool *blockPool
 	fd   int

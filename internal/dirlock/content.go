@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // What the protocol may delete is decided here, and nowhere else. A lock
@@ -25,7 +26,7 @@ import (
 //
 // Anything else there (a directory of photos, a data file, a symlink, a
 // FIFO) is the user's: it is never deleted, never waited on, and every
-// attempt to lock it fails at once with core.ErrForeign. The content is
+// attempt to lock it fails at once with lock.ErrForeign. The content is
 // judged before a reclaim moves anything aside, and again, on what was
 // moved, before anything is deleted (removeIfSame).
 
@@ -43,7 +44,7 @@ func foreignContent(path string, fi os.FileInfo) (why string, err error) {
 	case !fi.Mode().IsRegular():
 		return "a " + kindOf(fi.Mode()) + " is at the lock path", nil
 	}
-	b, err := readSmallFile(path, core.MaxRecordSize+1)
+	b, err := readSmallFile(path, lock.MaxRecordSize+1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || isResourceError(err) {
 			return "", err
@@ -86,7 +87,7 @@ func foreignDir(path string) (string, error) {
 			others = append(others, n)
 			continue
 		}
-		b, err := readSmallFile(filepath.Join(path, n), core.MaxRecordSize+1)
+		b, err := readSmallFile(filepath.Join(path, n), lock.MaxRecordSize+1)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // withdrawn meanwhile
@@ -117,7 +118,7 @@ func quoteAll(s []string) []string {
 
 // foreignError is the error for a lock path holding what is not a lock.
 func foreignError(op, path, why string) error {
-	return &core.Error{Op: op, Path: path, Err: core.ErrForeign,
+	return &lock.Error{Op: op, Path: path, Err: lock.ErrForeign,
 		Hint: why + "; hold never deletes or waits on such a thing. Choose another lock path (another target, --lock-file or --name), or move it away if it is yours to move"}
 }
 

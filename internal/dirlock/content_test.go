@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // mustForeign checks that every way of using path refuses it at once with
@@ -22,8 +22,8 @@ func mustForeign(t *testing.T, p *Protocol, path, hintHas string) {
 	before := snapshot(t, path)
 	check := func(what string, err error) {
 		t.Helper()
-		var e *core.Error
-		if !errors.As(err, &e) || !errors.Is(err, core.ErrForeign) {
+		var e *lock.Error
+		if !errors.As(err, &e) || !errors.Is(err, lock.ErrForeign) {
 			t.Fatalf("%s: want an *Error matching ErrForeign, got %v", what, err)
 		}
 		if !strings.Contains(e.Hint, hintHas) {
@@ -147,7 +147,7 @@ func TestLockLeftoversStillReclaimed(t *testing.T) {
 // delete is caught on what was moved aside: it is put back, not deleted.
 func TestContentArrivingDuringReclaim(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
 	p := New(Config{Stale: time.Second, Grace: time.Second})
 	p.fault = func(point string) {
 		if point != faultReclaimMoved {
@@ -160,7 +160,7 @@ func TestContentArrivingDuringReclaim(t *testing.T) {
 		}
 	}
 	_, err := p.TryAcquire(request(path))
-	if !errors.Is(err, core.ErrForeign) {
+	if !errors.Is(err, lock.ErrForeign) {
 		t.Fatalf("TryAcquire = %v, want ErrForeign", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(path, "notes.txt")); err != nil || string(b) != "mine" {
@@ -176,7 +176,7 @@ func ptr(s string) *string { return &s }
 // released as usual, and only the moved-aside tomb lingers.
 func TestSillyRenamedRecord(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
 	if err := os.WriteFile(filepath.Join(path, ".fuse_hidden0000000a00000001"), []byte(`{"pid":1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}

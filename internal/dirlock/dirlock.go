@@ -41,8 +41,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // GuardSuffix names the reclaim guard: "<lock path>.recover", as in
@@ -122,10 +122,10 @@ func (p *Protocol) setActive(token string, on bool) {
 
 // Acquire waits until the lock is held, ctx ends, or the Patience/Ceiling
 // rule gives up (see Config). Every error is an *lock.Error naming the
-// holder; a wait that ends matches core.ErrTimeout (or context.Canceled).
-func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+// holder; a wait that ends matches lock.ErrTimeout (or context.Canceled).
+func (p *Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
 	}
 	return p.acquire(ctx, req, true)
 }
@@ -133,7 +133,7 @@ func (p *Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle,
 // TryAcquire takes the lock if it can be had now. It is the same pass
 // Acquire makes, so a stale lock is reclaimed in line; only a live holder
 // (or a reclaim in progress) answers ErrBusy.
-func (p *Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
@@ -163,7 +163,7 @@ type attempt struct {
 	p       *Protocol
 	path    string
 	guard   string
-	owner   core.Owner
+	owner   lock.Owner
 	logger  func(msg string, args ...any)
 	lastErr error     // last mkdir error treated as contention, if not EEXIST
 	seen    judgement // the last judgement of a busy lock
@@ -175,19 +175,19 @@ type attempt struct {
 }
 
 // acquire is the protocol's one acquire loop.
-func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
 	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
 		return nil, err
 	}
 	if req.Shared {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the portable protocol has exclusive locks only"}
 	}
 	start := time.Now()
 	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner}
 	if a.owner.ID == "" {
-		a.owner.ID = core.NewID()
+		a.owner.ID = lock.NewID()
 	}
 	a.owner.Protocol = "dir"
 	// Where the pid lives: a waiter in another pid namespace or boot
@@ -291,7 +291,7 @@ func (p *Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (c
 // pass is one acquisition attempt: mkdir; on contention, a guarded reclaim
 // of a stale lock (unless skipJudge); on success, the stamp and its
 // read-back. It never sleeps, except to ride out an unreadable read-back.
-func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
+func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	if skipJudge && a.leaveGate == nil {
 		// Woken by a release, with every other waiter: most of them find
 		// the lock retaken already. A stat sees that without the parent
@@ -307,7 +307,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 	err := os.Mkdir(a.path, 0o777)
 	if err != nil {
 		if !isMkdirContention(err) {
-			return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err}
+			return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err}
 		}
 		if !errors.Is(err, os.ErrExist) {
 			a.lastErr = err
@@ -331,7 +331,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		// younger than Grace, and this is microseconds after our mkdir;
 		// rmdir removes it only while it is empty.
 		rmdir(a.path)
-		return passFailed, nil, &core.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
+		return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
 	owner.StartedAt = time.Now()
@@ -360,7 +360,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, core.Handle, error) {
 		if ours {
 			rmdir(a.path)
 		}
-		return passFailed, nil, &core.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
+		return passFailed, nil, &lock.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	a.p.hit(faultAfterStamp)
 	if !a.confirm(d, stamp) {
@@ -464,7 +464,7 @@ func check(path string, d *dirRef, stamp []byte) ownership {
 
 // contended handles a mkdir that found the path taken: judge it, and if
 // its holder is gone, reclaim it under the guard.
-func (a *attempt) contended() (outcome, core.Handle, error) {
+func (a *attempt) contended() (outcome, lock.Handle, error) {
 	// A first judgement without the guard: a live holder, the common case
 	// under contention, is answered without touching the guard at all.
 	a.seen = a.p.judge(a.path)
@@ -515,7 +515,7 @@ func (a *attempt) contended() (outcome, core.Handle, error) {
 		return passAgain, nil, nil
 	}
 	if err != nil && !isRemoveContention(err) {
-		return passFailed, nil, &core.Error{Op: "reclaim", Path: a.path, Err: err}
+		return passFailed, nil, &lock.Error{Op: "reclaim", Path: a.path, Err: err}
 	}
 	if err != nil {
 		a.lastErr = err
@@ -538,7 +538,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 			return fi, nil
 		}
 		if !isMkdirContention(err) {
-			return nil, &core.Error{Op: "reclaim", Path: a.guard, Err: err}
+			return nil, &lock.Error{Op: "reclaim", Path: a.guard, Err: err}
 		}
 		if !errors.Is(err, os.ErrExist) {
 			// Mid-flight on Windows: we cannot even judge it reliably.
@@ -575,8 +575,8 @@ func (a *attempt) dropGuard(fi os.FileInfo) {
 }
 
 // holder describes the last judged holder for an error.
-func (a *attempt) holder() *core.Holder {
-	return &core.Holder{Owner: a.seen.owner, Alive: a.seen.alive}
+func (a *attempt) holder() *lock.Holder {
+	return &lock.Holder{Owner: a.seen.owner, Alive: a.seen.alive}
 }
 
 // hint explains what the owner record could not: why there is no owner,
@@ -602,7 +602,7 @@ func (a *attempt) hint() string {
 }
 
 func (a *attempt) busy() error {
-	return &core.Error{Op: "acquire", Path: a.path, Err: core.ErrBusy, Holder: a.holder(), Hint: a.hint()}
+	return &lock.Error{Op: "acquire", Path: a.path, Err: lock.ErrBusy, Holder: a.holder(), Hint: a.hint()}
 }
 
 // timeout builds the error of a wait that the Patience or Ceiling rule
@@ -610,13 +610,13 @@ func (a *attempt) busy() error {
 // expired wait in hold, context.DeadlineExceeded.
 func (a *attempt) timeout(bound string) error {
 	a.seen = a.p.judge(a.path)
-	return &core.Error{Op: "acquire", Path: a.path,
-		Err:    fmt.Errorf("%w: %s (%w)", core.ErrTimeout, bound, context.DeadlineExceeded),
+	return &lock.Error{Op: "acquire", Path: a.path,
+		Err:    fmt.Errorf("%w: %s (%w)", lock.ErrTimeout, bound, context.DeadlineExceeded),
 		Holder: a.holder(), Hint: a.hint()}
 }
 
 // waitEnded builds the error of a wait the caller's context ended.
 func (a *attempt) waitEnded(ctxErr error) error {
 	a.seen = a.p.judge(a.path)
-	return &core.Error{Op: "acquire", Path: a.path, Err: core.WaitError(ctxErr), Holder: a.holder(), Hint: a.hint()}
+	return &lock.Error{Op: "acquire", Path: a.path, Err: lock.WaitError(ctxErr), Holder: a.holder(), Hint: a.hint()}
 }

@@ -5,21 +5,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
-// GateSuffix names the waiting gate: "<lock path>.gate", the path the
-// gate's queue is named after. On Linux the gate is the queue file
-// "<lock path>.gate.queue"; on other unix systems the queue directory
-// "<lock path>.gate.q"; on Windows, where there is no queue, the file
-// "<lock path>.gate" with a kernel lock on it. Only hold uses them (Node
-// tools never look).
-//
-// The problem it solves: every waiter on this machine was woken by every
-// release, and they all raced for the one mkdir; with tens of waiters the
-// losers' mkdirs, stats and owner reads queued on the parent directory's
-// lock in front of the winner's mkdir and stamp and the releaser's
-// cleanup, and hand-offs got slower than proper-lockfile's.
+// The gate. Without it every local waiter is woken by every release, and
+// all race for the one mkdir: with tens of waiters the losers' mkdirs,
+// stats and owner reads queue on the parent directory's lock in front of
+// the winner's mkdir and stamp and the releaser's cleanup, and hand-offs
+// get slower than proper-lockfile's.
 //
 // The gate is package fairq's queue with no lock behind it (fairq.Front):
 // among the waiters of this machine, only the one at the front of the
@@ -35,23 +28,14 @@ import (
 // directory aside first), or when its lock is found lost. So a release
 // wakes exactly one process, the next local waiter, which finds the path
 // free and takes it with one mkdir. Each hand-off between local waiters
-// is that one wake-up. (The first design let go of the front as soon as
-// the lock was won, so that the next waiter watched the directory while
-// the lock was held: every hand-off then cost two wake-ups of that waiter,
-// one to move to the front and start watching, one for the release, and
-// an inotify watch set and dropped. Measured with the bench harness on
-// tmpfs, four alternating runs each: 30 processes 4,910-5,570 →
-// 6,810-7,090 hand-offs/s and 8.7-9.8 → 6.0-6.5 context switches per
-// acquisition; 8 processes 6,970-8,570 → 8,680-10,810.)
+// is that one wake-up.
 //
-// Why a queue and not a kernel lock alone (the first gate here was one,
-// with the queue in front of it): a kernel lock hands nothing over; it
+// Why a queue and not a kernel lock: a kernel lock hands nothing over; it
 // wakes a waiter and lets it try again, so a holder that releases the
 // directory and asks again at once (any worker loop) finds the gate free,
 // because the waiter the kernel woke has not run yet, and the lock goes
 // round one process. The queue puts that holder behind everyone already
-// waiting. The kernel lock behind the queue ordered nothing more, and
-// cost every hand-off another wake-up and seven system calls.
+// waiting.
 //
 // `hold break` still frees the lock for local waiters: the holder's
 // heartbeat finds its directory gone within one beat and gives up its
@@ -73,6 +57,13 @@ import (
 // runs ungated, exactly as without a gate. The gate alone never fails an
 // acquisition. Where kernel locks are only local (some NFS mounts) it
 // orders only this machine's waiters, which is all it is for.
+
+// GateSuffix names the waiting gate: "<lock path>.gate", the path the
+// gate's queue is named after. On Linux the gate is the queue file
+// "<lock path>.gate.queue"; on other unix systems the queue directory
+// "<lock path>.gate.q"; on Windows, where there is no queue, the file
+// "<lock path>.gate" with a kernel lock on it. Only hold uses them (Node
+// tools never look).
 const GateSuffix = ".gate"
 
 // gateResult is the end of a gate wait run on its own goroutine.
@@ -83,8 +74,8 @@ type gateResult struct {
 
 // gateRequest is the request for the gate of a: the same owner, so the
 // gate file names the process that is next in line for the lock.
-func (a *attempt) gateRequest() *core.Request {
-	return &core.Request{Path: a.path + GateSuffix, Owner: a.owner}
+func (a *attempt) gateRequest() *lock.Request {
+	return &lock.Request{Path: a.path + GateSuffix, Owner: a.owner}
 }
 
 // tryGate takes the gate if nobody is queued at it. busy reports a
@@ -95,7 +86,7 @@ func (a *attempt) tryGate() (leave func(), busy bool) {
 	if err == nil {
 		return leave, false
 	}
-	if errors.Is(err, core.ErrBusy) {
+	if errors.Is(err, lock.ErrBusy) {
 		a.logger("hold: waiting gate busy", "err", err)
 		return nil, true
 	}

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/lock"
 )
 
 // logSink collects the debug messages of acquisitions.
@@ -39,7 +39,7 @@ func (s *logSink) String() string {
 	return s.buf.String()
 }
 
-func loggedRequest(path string, sink *logSink) *core.Request {
+func loggedRequest(path string, sink *logSink) *lock.Request {
 	r := request(path)
 	r.Logger = slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return r
@@ -183,7 +183,7 @@ func TestBrokenHolderLetsGateWaitersThrough(t *testing.T) {
 	default:
 		t.Fatal("the waiter got through while the holder's Lost had not fired")
 	}
-	if err := h.Release(); !errors.Is(err, core.ErrLost) {
+	if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Release of the broken lock: %v", err)
 	}
 	w.stdin.Close()
@@ -201,7 +201,7 @@ func TestPatienceBehindGate(t *testing.T) {
 	path := lockIn(t)
 	g := holdGate(t, path)
 	var sink logSink
-	waited, err := patienceRule(t, path, func() *core.Request { return loggedRequest(path, &sink) })
+	waited, err := patienceRule(t, path, func() *lock.Request { return loggedRequest(path, &sink) })
 	if log := sink.String(); strings.Contains(log, "waiting for lock") || strings.Contains(log, "gate unusable") {
 		t.Fatalf("the waiter got past a gate it could not have had:\n%s", log)
 	}
@@ -222,8 +222,8 @@ func TestContextEndsGateWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := New(fastConfig()).Acquire(ctx, request(path))
-	var e *core.Error
-	if !errors.Is(err, core.ErrTimeout) || !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
+	var e *lock.Error
+	if !errors.Is(err, lock.ErrTimeout) || !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
 		t.Fatalf("want ErrTimeout naming the holder, got %v", err)
 	}
 	// TryAcquire behind a busy gate: busy, naming the directory's holder.

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -19,14 +18,14 @@ import (
 // The heartbeat is a timer (time.AfterFunc), not a goroutine per lock: a
 // lock held for less than one beat then costs no goroutine at all, and
 // Release does not wait for one to wind down (handing a goroutine to
-// another thread and back was measured at tens to hundreds of
-// microseconds under load, most of an uncontended acquire+release). A beat
+// another thread and back can cost most of an uncontended acquire and
+// release under load). A beat
 // and Release exclude each other through mu, so no beat touches the
 // directory once Release has begun.
 type handle struct {
 	p     *Protocol
 	path  string
-	owner core.Owner
+	owner lock.Owner
 	stamp []byte // the owner record exactly as written
 	dir   *dirRef
 	lost  lock.LostState
@@ -41,7 +40,7 @@ type handle struct {
 	leaveGate func()
 }
 
-func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dirRef, leaveGate func()) *handle {
+func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func()) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
@@ -59,7 +58,7 @@ func (p *Protocol) newHandle(path string, owner core.Owner, stamp []byte, d *dir
 // one.
 func (h *handle) Fence() uint64 { return 0 }
 
-func (h *handle) Owner() *core.Owner { o := h.owner; return &o }
+func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
@@ -119,7 +118,7 @@ func (h *handle) Check() error {
 		return err
 	}
 	if released {
-		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
 	if check(h.path, h.dir, h.stamp) == notOurs {
 		h.markLost("the lock directory was removed or replaced")
@@ -167,7 +166,7 @@ func (h *handle) Release() error {
 	case removed:
 		if err != nil {
 			// The lock is free; only the tomb's cleanup failed.
-			return &core.Error{Op: "release", Path: h.path, Err: err, Hint: "the lock was released; a leftover could not be removed"}
+			return &lock.Error{Op: "release", Path: h.path, Err: err, Hint: "the lock was released; a leftover could not be removed"}
 		}
 		return nil
 	case changed:
@@ -183,5 +182,5 @@ func (h *handle) Release() error {
 	if err == nil {
 		err = errors.New("lock directory could not be removed")
 	}
-	return &core.Error{Op: "release", Path: h.path, Err: err}
+	return &lock.Error{Op: "release", Path: h.path, Err: err}
 }

@@ -1,7 +1,6 @@
 package dirlock
 
 import (
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -17,8 +16,8 @@ var (
 // liveness.
 //
 // What is not a lock at all (a directory with other files, a data file:
-// see content.go) is an error matching core.ErrForeign.
-func (p *Protocol) Inspect(path string) (*core.Status, error) {
+// see content.go) is an error matching lock.ErrForeign.
+func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	st, j := p.inspect(path)
 	switch j.verdict {
 	case foreign:
@@ -29,18 +28,18 @@ func (p *Protocol) Inspect(path string) (*core.Status, error) {
 	return st, nil
 }
 
-func (p *Protocol) inspect(path string) (*core.Status, judgement) {
-	st := &core.Status{Path: path, Protocol: "dir"}
+func (p *Protocol) inspect(path string) (*lock.Status, judgement) {
+	st := &lock.Status{Path: path, Protocol: "dir"}
 	j := p.judge(path)
 	switch j.verdict {
 	case vanished:
 		return st, j
 	case stale:
-		st.State = core.Stale
+		st.State = lock.Stale
 	default:
-		st.State = core.HeldExclusive
+		st.State = lock.HeldExclusive
 	}
-	st.Holder = &core.Holder{Owner: j.owner, Alive: j.alive}
+	st.Holder = &lock.Holder{Owner: j.owner, Alive: j.alive}
 	return st, j
 }
 
@@ -54,10 +53,10 @@ func (p *Protocol) Describe(path string) string {
 
 // Break removes the lock at path when its holder is provably gone, by the
 // same rules and under the same guard as a reclaim, and refuses a live one
-// with an error matching core.ErrBusy that names the holder. With force it
+// with an error matching lock.ErrBusy that names the holder. With force it
 // removes the lock whatever its state (still only the object it looked
 // at). It returns the state it found.
-func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
+func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 	st, j := p.inspect(path)
 	switch j.verdict {
 	case vanished:
@@ -70,12 +69,12 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	}
 	if force {
 		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil); err != nil {
-			return st, &core.Error{Op: "break", Path: path, Err: err, Holder: st.Holder}
+			return st, &lock.Error{Op: "break", Path: path, Err: err, Holder: st.Holder}
 		}
 		return st, nil
 	}
 	if j.verdict != stale {
-		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: st.Holder,
+		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
 			Hint: j.why + "; --force removes it anyway"}
 	}
 	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}}
@@ -84,7 +83,7 @@ func (p *Protocol) Break(path string, force bool) (*core.Status, error) {
 	case err != nil:
 		return st, err
 	case out == passBusy:
-		return st, &core.Error{Op: "break", Path: path, Err: core.ErrBusy, Holder: a.holder(),
+		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: a.holder(),
 			Hint: "another process is reclaiming it, or it is no longer stale: " + a.seen.why}
 	}
 	return st, nil

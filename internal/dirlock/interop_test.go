@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Interop with npm's proper-lockfile 4.1.2, the real package, installed by
@@ -191,7 +191,7 @@ func TestInteropHoldHolderKilled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a dead hold holder's lock was not taken over at once: %v", err)
 	}
-	if errors.Is(h.Check(), core.ErrLost) {
+	if errors.Is(h.Check(), lock.ErrLost) {
 		t.Fatal("lost")
 	}
 	h.Release()

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // OwnerFile is the owner record's name inside a lock directory, the name
@@ -48,7 +48,7 @@ type judgement struct {
 	fi os.FileInfo
 	// owner is the decoded record; nil when there is none, it is corrupt
 	// or it could not be read.
-	owner *core.Owner
+	owner *lock.Owner
 	// unreadable: the record exists but could not be read (permissions,
 	// Windows sharing violations, a planted symlink). Not the same as
 	// missing: it pins the lock live.
@@ -57,7 +57,7 @@ type judgement struct {
 	// failed verdict, what failed.
 	lookErr error
 	// alive is proc.Judge's answer for the owner.
-	alive core.Liveness
+	alive lock.Liveness
 	// age is how long ago the path's mtime (the heartbeat) was refreshed.
 	age time.Duration
 	// skew is set when the heartbeat is stamped further in the future
@@ -126,7 +126,7 @@ func (p *Protocol) judge(path string) judgement {
 	if j.owner != nil && j.owner.PID > 0 {
 		j.alive = proc.Judge(j.owner)
 	}
-	if j.alive != core.Alive {
+	if j.alive != lock.Alive {
 		// Not a live holder's: before anything may reclaim it, or wait
 		// for it to age, it must be a lock at all. (A live holder's
 		// directory is not listed: that is the common case under
@@ -157,11 +157,11 @@ func (p *Protocol) judge(path string) judgement {
 		return p.byAge(j)
 	}
 	switch j.alive {
-	case core.Dead:
+	case lock.Dead:
 		j.verdict = stale
 		j.why = "owner process is gone"
 		return j
-	case core.Alive:
+	case lock.Alive:
 		if isSelf(j.owner) && !p.isActive(j.owner.ID) {
 			// Our own pid proves nothing about a lock no handle of ours
 			// owns (a release that failed, a stamp never confirmed, another
@@ -196,7 +196,7 @@ func isResourceError(err error) bool {
 // failedError is the error of an operation on a lock that could not be
 // judged (verdict failed).
 func failedError(op, path string, j judgement) error {
-	return &core.Error{Op: op, Path: path, Err: j.lookErr,
+	return &lock.Error{Op: op, Path: path, Err: j.lookErr,
 		Hint: "hold could not judge the lock for want of file descriptors or memory, and neither waits on it nor removes it; raise the limit (ulimit -n) or free resources, and try again"}
 }
 
@@ -240,8 +240,8 @@ func heartbeatAge(age time.Duration) string {
 // skewError is the error for a lock whose heartbeat is stamped in the
 // future beyond the age rule's limit: waiting for it to age would last as
 // long as the clocks disagree, so the caller is told at once what to fix.
-func skewError(op, path string, j judgement, holder *core.Holder) error {
-	return &core.Error{Op: op, Path: path, Err: errClockSkew, Holder: holder,
+func skewError(op, path string, j judgement, holder *lock.Holder) error {
+	return &lock.Error{Op: op, Path: path, Err: errClockSkew, Holder: holder,
 		Hint: j.why + "; set the clocks right (NTP), or if the holder is known to be gone, remove the lock with `hold break --force`"}
 }
 
@@ -255,12 +255,12 @@ var errClockSkew = errors.New("cannot judge the lock: its heartbeat is in the fu
 // momentarily unreadable while waiters churn, and collapsing that into "no
 // record" lets the age rule condemn a live lock. A corrupt record is
 // readable but meaningless: it is returned as nil, for the age rule.
-func readOwner(dir string) (*core.Owner, error) {
+func readOwner(dir string) (*lock.Owner, error) {
 	raw, err := readRecord(dir)
 	if raw == nil || err != nil {
 		return nil, err
 	}
-	o, _ := core.Decode(raw)
+	o, _ := lock.DecodeOwner(raw)
 	return o, nil
 }
 
@@ -268,7 +268,7 @@ func readOwner(dir string) (*core.Owner, error) {
 // with a nil error when there is none (absence is a fact), an error when
 // it could not be read.
 func readRecord(dir string) ([]byte, error) {
-	b, err := readSmallFile(filepath.Join(dir, OwnerFile), core.MaxRecordSize+1)
+	b, err := readSmallFile(filepath.Join(dir, OwnerFile), lock.MaxRecordSize+1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, nil
@@ -282,7 +282,7 @@ func readRecord(dir string) ([]byte, error) {
 }
 
 // isSelf reports whether a record names this process.
-func isSelf(o *core.Owner) bool {
+func isSelf(o *lock.Owner) bool {
 	if o.PID != os.Getpid() || !proc.Local(o) {
 		return false
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Multi-process tests re-execute this test binary as workers: TestMain
@@ -56,8 +57,8 @@ func fastConfig() Config {
 }
 
 // request builds what the public package would hand the protocol.
-func request(path string) *core.Request {
-	r := &core.Request{Path: path, Owner: proc.Self()}
+func request(path string) *lock.Request {
+	r := &lock.Request{Path: path, Owner: proc.Self()}
 	r.Owner.ID = core.RandomHex(16)
 	return r
 }
@@ -268,7 +269,7 @@ func criticalSection(target string, f *faults) int {
 		}
 		b, _ := os.ReadFile(marker)
 		pid, _ := strconv.Atoi(string(b))
-		if pid > 0 && proc.Alive(pid, 0) != core.Dead {
+		if pid > 0 && proc.Alive(pid, 0) != lock.Dead {
 			fmt.Fprintf(os.Stderr, "two holders: pid %d is inside the critical section too\n", pid)
 			os.WriteFile(target+".violation", []byte(fmt.Sprintf("%d and %d\n", os.Getpid(), pid)), 0o644)
 			return 3
@@ -370,7 +371,7 @@ func workerTry(target string) int {
 	}
 	h, err := p.TryAcquire(request(target + ".lock"))
 	if err != nil {
-		if errors.Is(err, core.ErrBusy) {
+		if errors.Is(err, lock.ErrBusy) {
 			fmt.Println("busy")
 			return 0
 		}

@@ -64,6 +64,6 @@ func (w *fsWatch) signal() {
 }
 
 // close does not wait: closing a watcher waits for its reader goroutine,
-// measured at up to tens of milliseconds under load, and the new holder
+// which can take tens of milliseconds under load, and the new holder
 // need not wait for that.
 func (w *fsWatch) close() { go w.w.Close() }

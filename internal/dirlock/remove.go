@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // removal is what removeIfSame did.
@@ -128,7 +129,7 @@ type expect struct {
 func (e expect) tokenIn(raw []byte) bool {
 	var got string
 	if raw != nil {
-		if o, ok := core.Decode(raw); ok {
+		if o, ok := lock.DecodeOwner(raw); ok {
 			got = o.ID
 		}
 	}

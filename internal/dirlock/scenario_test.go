@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/lock"
 )
 
 // lockIn returns a lock path in a fresh directory.
@@ -33,7 +33,7 @@ func backdate(t *testing.T, path string, d time.Duration) {
 }
 
 // stamp makes a lock directory at path carrying owner o.
-func stamp(t *testing.T, path string, o core.Owner) {
+func stamp(t *testing.T, path string, o lock.Owner) {
 	t.Helper()
 	if err := os.Mkdir(path, 0o777); err != nil {
 		t.Fatal(err)
@@ -49,21 +49,21 @@ func deadPID(t *testing.T) int {
 	return testenv.DeadPID(t)
 }
 
-func mustBusy(t *testing.T, p *Protocol, path string) *core.Error {
+func mustBusy(t *testing.T, p *Protocol, path string) *lock.Error {
 	t.Helper()
 	h, err := p.TryAcquire(request(path))
 	if err == nil {
 		h.Release()
 		t.Fatal("TryAcquire took a lock that must not be taken")
 	}
-	var e *core.Error
-	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) {
+	var e *lock.Error
+	if !errors.As(err, &e) || !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("want an *Error matching ErrBusy, got %v", err)
 	}
 	return e
 }
 
-func mustTake(t *testing.T, p *Protocol, path string) core.Handle {
+func mustTake(t *testing.T, p *Protocol, path string) lock.Handle {
 	t.Helper()
 	h, err := p.TryAcquire(request(path))
 	if err != nil {
@@ -91,7 +91,7 @@ func TestAcquireReleaseOnDisk(t *testing.T) {
 			t.Errorf("owner.json lacks %s: %s", key, b)
 		}
 	}
-	o, ok := core.Decode(b)
+	o, ok := lock.DecodeOwner(b)
 	if !ok || o.ID != req.Owner.ID || o.PID != os.Getpid() || o.Protocol != "dir" {
 		t.Fatalf("owner record %s does not name this acquisition", b)
 	}
@@ -107,7 +107,7 @@ func TestAcquireReleaseOnDisk(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatalf("second Release: %v", err)
 	}
-	if err := h.Check(); !errors.Is(err, core.ErrReleased) {
+	if err := h.Check(); !errors.Is(err, lock.ErrReleased) {
 		t.Fatalf("Check after release: %v", err)
 	}
 	// Only the waiting gate (and its queue) stays: like a kernel lock file,
@@ -142,7 +142,7 @@ func TestHeartbeatRefreshesMtime(t *testing.T) {
 func TestMissingParentFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "x.lock")
 	_, err := New(Config{}).Acquire(context.Background(), request(path))
-	if err == nil || errors.Is(err, core.ErrBusy) || errors.Is(err, core.ErrTimeout) {
+	if err == nil || errors.Is(err, lock.ErrBusy) || errors.Is(err, lock.ErrTimeout) {
 		t.Fatalf("want an immediate error for a missing parent, got %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestOldOwnerlessReclaimed(t *testing.T) {
 // the stale setting; an old one is cleared and the stale lock reclaimed.
 func TestGuard(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: deadPID(t), ID: "dead", StartedAt: time.Now()})
 	guard := path + GuardSuffix
 	os.Mkdir(guard, 0o777)
 	p := New(Config{Stale: time.Nanosecond, Grace: 2 * time.Second})
@@ -193,7 +193,7 @@ func TestGuard(t *testing.T) {
 // A dead owner on this host is stale at once, however fresh its heartbeat.
 func TestDeadOwnerStaleAtOnce(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: deadPID(t), Host: proc.Hostname(), ID: "x", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: deadPID(t), Host: proc.Hostname(), ID: "x", StartedAt: time.Now()})
 	mustTake(t, New(Config{Stale: time.Hour}), path)
 }
 
@@ -204,7 +204,7 @@ func TestReusedPidStale(t *testing.T) {
 		t.Skip("no process start times on this OS")
 	}
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: os.Getppid(), ProcStart: 1, ID: "x", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: os.Getppid(), ProcStart: 1, ID: "x", StartedAt: time.Now()})
 	mustTake(t, New(Config{Stale: time.Hour}), path)
 }
 
@@ -213,7 +213,7 @@ func TestLiveOwnerNeverStale(t *testing.T) {
 	path := lockIn(t)
 	pp := os.Getppid()
 	start, _ := proc.StartTime(pp)
-	stamp(t, path, core.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "x", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "x", StartedAt: time.Now()})
 	backdate(t, path, 24*time.Hour)
 	mustBusy(t, New(Config{Stale: time.Millisecond, Grace: time.Millisecond}), path)
 }
@@ -242,7 +242,7 @@ func TestOwnPidWithoutHandleJudgedByAge(t *testing.T) {
 // An owner on another host is judged by heartbeat age.
 func TestOtherHostJudgedByAge(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: 1, Host: "elsewhere.invalid", ID: "x", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: 1, Host: "elsewhere.invalid", ID: "x", StartedAt: time.Now()})
 	p := New(Config{Stale: 2 * time.Second, Grace: time.Second})
 	mustBusy(t, p, path)
 	backdate(t, path, 3*time.Second)
@@ -309,10 +309,10 @@ func TestReclaimRaceInProcess(t *testing.T) {
 	dir := t.TempDir()
 	for rep := 0; rep < 200; rep++ {
 		path := filepath.Join(dir, "r"+time.Now().Format("150405.000000000")+".lock")
-		stamp(t, path, core.Owner{PID: dead, ID: "dead", StartedAt: time.Now()})
+		stamp(t, path, lock.Owner{PID: dead, ID: "dead", StartedAt: time.Now()})
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		results := make([]core.Handle, 2)
+		results := make([]lock.Handle, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
 			wg.Add(1)
@@ -329,7 +329,7 @@ func TestReclaimRaceInProcess(t *testing.T) {
 		for i := range 2 {
 			if errs[i] == nil {
 				won++
-			} else if !errors.Is(errs[i], core.ErrBusy) {
+			} else if !errors.Is(errs[i], lock.ErrBusy) {
 				t.Fatalf("rep %d: unexpected error %v", rep, errs[i])
 			}
 		}
@@ -353,7 +353,7 @@ func TestReclaimRaceInProcess(t *testing.T) {
 // the holder.
 func TestPatienceAndCeiling(t *testing.T) {
 	path := lockIn(t)
-	waited, err := patienceRule(t, path, func() *core.Request { return request(path) })
+	waited, err := patienceRule(t, path, func() *lock.Request { return request(path) })
 	t.Logf("ceiling after %v; %v", waited.Round(time.Millisecond), err)
 }
 
@@ -365,11 +365,11 @@ func TestPatienceAndCeiling(t *testing.T) {
 // holder; once the lock stays with one holder, patience must end the wait.
 // req makes each waiter's request. It returns how long the first wait
 // took and the second wait's error.
-func patienceRule(t *testing.T, path string, req func() *core.Request) (waited time.Duration, last error) {
+func patienceRule(t *testing.T, path string, req func() *lock.Request) (waited time.Duration, last error) {
 	t.Helper()
 	pp := os.Getppid()
 	start, _ := proc.StartTime(pp)
-	holder := core.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "h0", StartedAt: time.Now(), Command: []string{"churn"}}
+	holder := lock.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "h0", StartedAt: time.Now(), Command: []string{"churn"}}
 	stamp(t, path, holder)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -397,7 +397,7 @@ func patienceRule(t *testing.T, path string, req func() *core.Request) (waited t
 	waited = time.Since(t0)
 	close(stop)
 	wg.Wait()
-	if err == nil || !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a timeout, got %v", err)
 	}
 	if !strings.Contains(err.Error(), "ceiling") {
@@ -409,7 +409,7 @@ func patienceRule(t *testing.T, path string, req func() *core.Request) (waited t
 
 	// Now the lock stays with one holder: patience ends the wait.
 	_, err = p.Acquire(context.Background(), req())
-	if err == nil || !errors.Is(err, core.ErrTimeout) || !strings.Contains(err.Error(), "patience") {
+	if err == nil || !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "patience") {
 		t.Fatalf("want a patience timeout on a wedged holder, got %v", err)
 	}
 	return waited, err
@@ -423,10 +423,10 @@ func TestContextEndsWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := New(fastConfig()).Acquire(ctx, request(path))
-	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want ErrTimeout, got %v", err)
 	}
-	var e *core.Error
+	var e *lock.Error
 	if !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
 		t.Fatalf("timeout does not name the holder: %v", err)
 	}
@@ -489,11 +489,11 @@ func TestLostWhenDeleted(t *testing.T) {
 		t.Fatalf("lost noticed after %d heartbeats", after-before)
 	}
 	t.Logf("lost noticed by beat %d after the deletion, %v later (heartbeat 50ms)", after-before, time.Since(t0).Round(time.Millisecond))
-	if err := h.Check(); !errors.Is(err, core.ErrLost) {
+	if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Check: %v", err)
 	}
 	for range 2 {
-		if err := h.Release(); !errors.Is(err, core.ErrLost) {
+		if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 			t.Fatalf("Release: %v", err)
 		}
 	}
@@ -511,7 +511,7 @@ func TestLostWhenReplaced(t *testing.T) {
 	elsewhere := fastConfig()
 	elsewhere.Ungated = true
 	succ := mustTake(t, New(elsewhere), path)
-	if err := h.Check(); !errors.Is(err, core.ErrLost) {
+	if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Check right after the replacement: %v", err)
 	}
 	select {
@@ -519,7 +519,7 @@ func TestLostWhenReplaced(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Lost never fired")
 	}
-	if err := h.Release(); !errors.Is(err, core.ErrLost) {
+	if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Release: %v", err)
 	}
 	if err := succ.Check(); err != nil {
@@ -539,7 +539,7 @@ func TestLostWhenRecordReplaced(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Lost never fired")
 	}
-	if err := h.Release(); !errors.Is(err, core.ErrLost) {
+	if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Release: %v", err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -551,32 +551,32 @@ func TestInspectAndBreak(t *testing.T) {
 	path := lockIn(t)
 	p := New(fastConfig())
 	st, err := p.Inspect(path)
-	if err != nil || st.State != core.Free || st.Protocol != "dir" {
+	if err != nil || st.State != lock.Free || st.Protocol != "dir" {
 		t.Fatalf("free lock: %+v %v", st, err)
 	}
 	h := mustTake(t, p, path)
 	st, _ = p.Inspect(path)
-	if st.State != core.HeldExclusive || st.Holder.Owner.ID != h.Owner().ID || st.Holder.Alive != core.Alive {
+	if st.State != lock.HeldExclusive || st.Holder.Owner.ID != h.Owner().ID || st.Holder.Alive != lock.Alive {
 		t.Fatalf("held lock: %+v", st)
 	}
 	// A live holder is refused, named.
 	_, err = p.Break(path, false)
-	if !errors.Is(err, core.ErrBusy) || !strings.Contains(err.Error(), "pid ") {
+	if !errors.Is(err, lock.ErrBusy) || !strings.Contains(err.Error(), "pid ") {
 		t.Fatalf("Break of a live lock: %v", err)
 	}
 	// --force removes it; its holder finds the lock lost.
 	if _, err := p.Break(path, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Check(); !errors.Is(err, core.ErrLost) {
+	if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("holder after forced break: %v", err)
 	}
 
 	// A dead holder's lock: stale, and Break removes it.
 	path2 := lockIn(t)
-	stamp(t, path2, core.Owner{PID: deadPID(t), ID: "d", StartedAt: time.Now()})
+	stamp(t, path2, lock.Owner{PID: deadPID(t), ID: "d", StartedAt: time.Now()})
 	st, _ = p.Inspect(path2)
-	if st.State != core.Stale || st.Holder.Alive != core.Dead {
+	if st.State != lock.Stale || st.Holder.Alive != lock.Dead {
 		t.Fatalf("dead holder's lock: %+v", st)
 	}
 	if _, err := p.Break(path2, false); err != nil {

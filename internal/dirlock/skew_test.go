@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // A heartbeat stamped far in the future (a holder's clock, or a file
@@ -19,7 +19,7 @@ import (
 // waiting; Describe says "in the future", not "-23h59m59s old".
 func TestHeartbeatInTheFutureIsClockSkew(t *testing.T) {
 	path := lockIn(t)
-	stamp(t, path, core.Owner{PID: 1, Host: "elsewhere.invalid", ID: "x", StartedAt: time.Now()})
+	stamp(t, path, lock.Owner{PID: 1, Host: "elsewhere.invalid", ID: "x", StartedAt: time.Now()})
 	ahead := time.Now().Add(24 * time.Hour)
 	if err := os.Chtimes(path, ahead, ahead); err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestHeartbeatInTheFutureIsClockSkew(t *testing.T) {
 	if why := p.Describe(path); !strings.Contains(why, "in the future") || !strings.Contains(why, "clock skew") || strings.Contains(why, "-23h") {
 		t.Errorf("Describe: %q", why)
 	}
-	if _, err := p.TryAcquire(request(path)); err == nil || errors.Is(err, core.ErrBusy) || !strings.Contains(err.Error(), "clock skew") {
+	if _, err := p.TryAcquire(request(path)); err == nil || errors.Is(err, lock.ErrBusy) || !strings.Contains(err.Error(), "clock skew") {
 		t.Errorf("TryAcquire of a lock stamped a day ahead: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

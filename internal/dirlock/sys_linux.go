@@ -41,8 +41,6 @@ func renameNoReplace(from, to string) error {
 // a release cleans up after itself. The lock path is free by then, and the
 // waiter it woke is, on a busy machine, often queued on this very CPU
 // behind the releaser, which still has its tomb to delete and its next
-// acquisition to start. Measured with the bench harness on tmpfs (2 CPUs),
-// five alternating runs each: median hand-offs/s with 30 processes 4,570 →
-// 5,481, with 8 processes 7,427 → 8,162. sched_yield(2) returns at once
-// when nothing else is runnable.
+// acquisition to start (docs/portable.md#cost has the gain).
+// sched_yield(2) returns at once when nothing else is runnable.
 func yieldCPU() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Op is one thing the lock probes ask of the second party.
@@ -82,10 +82,10 @@ type peerState struct {
 func (s *peerState) do(op Op, path string) (Answer, error) {
 	switch op {
 	case OpFlockExclusive, OpFlockShared:
-		req := &core.Request{Path: path, Shared: op == OpFlockShared, Owner: proc.Self()}
+		req := &lock.Request{Path: path, Shared: op == OpFlockShared, Owner: proc.Self()}
 		req.Owner.ID = "hold-doctor-peer"
 		h, err := flock.Protocol{}.TryAcquire(req)
-		if errors.Is(err, core.ErrBusy) {
+		if errors.Is(err, lock.ErrBusy) {
 			return Denied, nil
 		}
 		if err != nil {
@@ -230,7 +230,7 @@ serve:
 		}
 		a, err := st.do(op, path)
 		switch {
-		case errors.Is(err, core.ErrUnsupported):
+		case errors.Is(err, lock.ErrUnsupported):
 			err = reply(lineUnsupported + " " + strconv.Quote(err.Error()))
 		case err != nil:
 			err = reply(lineError + " " + strconv.Quote(err.Error()))
@@ -339,7 +339,7 @@ func (p *procPeer) Do(ctx context.Context, op Op, path string) (Answer, error) {
 			msg = rest
 		}
 		if kind == lineUnsupported {
-			return "", fmt.Errorf("%w (second process: %s)", core.ErrUnsupported, msg)
+			return "", fmt.Errorf("%w (second process: %s)", lock.ErrUnsupported, msg)
 		}
 		return "", fmt.Errorf("second process: %s", msg)
 	}

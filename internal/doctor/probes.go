@@ -13,11 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/fsinfo"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Sizes of the races. Small: each round costs a few goroutine starts and
@@ -69,11 +69,11 @@ func (r *run) probeFilesystem() (Result, string) {
 
 // take tries a kernel lock on path the way hold takes one, through its
 // flock protocol, without waiting.
-func take(path string, shared bool) (h core.Handle, granted bool, err error) {
-	req := &core.Request{Path: path, Shared: shared, Owner: proc.Self()}
+func take(path string, shared bool) (h lock.Handle, granted bool, err error) {
+	req := &lock.Request{Path: path, Shared: shared, Owner: proc.Self()}
 	req.Owner.ID = "hold-doctor"
 	h, err = flock.Protocol{}.TryAcquire(req)
-	if errors.Is(err, core.ErrBusy) {
+	if errors.Is(err, lock.ErrBusy) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -109,7 +109,7 @@ func (r *run) peerLock(ctx context.Context, op Op, path string) (bool, error) {
 // kernel locks (ENOLCK, EOPNOTSUPP) is a finding, not a failed
 // experiment: hold cannot use flock there.
 func lockErr(what string, err error) (Result, string) {
-	if errors.Is(err, core.ErrUnsupported) {
+	if errors.Is(err, lock.ErrUnsupported) {
 		return Fail, fmt.Sprintf("this filesystem refuses kernel locks (%s: %v)", what, err)
 	}
 	return Error, fmt.Sprintf("%s: %v", what, err)
@@ -218,7 +218,7 @@ func (r *run) probeFlockFcntl(ctx context.Context) (Result, string) {
 	defer h.Release()
 	got, err := r.peerLock(ctx, OpFcntlWrite, path)
 	if err != nil {
-		if errors.Is(err, core.ErrUnsupported) {
+		if errors.Is(err, lock.ErrUnsupported) {
 			return Warn, "POSIX locks are refused here: " + err.Error()
 		}
 		return lockErr("second party's fcntl lock", err)

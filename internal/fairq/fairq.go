@@ -67,19 +67,12 @@
 // predecessor.
 //
 // Under contention every hand-off wakes a process that sleeps in the
-// kernel, and that wake-up is most of its cost. Measured on a 2-CPU
-// virtual machine (bench, 8 fair workers): from a waiter dropping its
-// ticket to its successor running took 27 µs at the median, mostly
-// scheduling delay (the successor waits behind its waker, which goes on
-// with its own work, or for the other CPU to come back from idle); the
-// successor then needs about 15 µs of system calls (the probe, opening and
-// locking the lock file, its owner record) before it holds the lock and
-// wakes the next. A pipe ping-pong between two busy processes wakes in
-// 5 µs there. See resched_unix.go for why a waiter
-// passes through the Go scheduler before it blocks.
+// kernel, and that wake-up, mostly scheduling delay, is most of its cost
+// (docs/fair.md measures it). A waiter passes through the Go scheduler
+// before it blocks; package internal/resched says why.
 //
 // Fair mode needs kernel locks on the queue's filesystem. It is
-// implemented on unix; elsewhere Acquire fails with core.ErrUnsupported.
+// implemented on unix; elsewhere Acquire fails with lock.ErrUnsupported.
 package fairq
 
 import (
@@ -89,9 +82,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
 )
 
 // QueueSuffix is appended to a lock path to name its queue directory.
@@ -114,7 +107,7 @@ const headMark = 'H'
 // Inner, which keeps providing the lock itself. The zero value is not
 // usable: use New.
 type Protocol struct {
-	inner core.Protocol
+	inner lock.Protocol
 	// ticketFiles selects the queue of ticket files on Linux too, where
 	// the default is the queue file with byte-range locks. Tests use it to
 	// run the portable design where they run.
@@ -123,10 +116,10 @@ type Protocol struct {
 
 // New returns a protocol that serves fair waiters of inner's locks in
 // arrival order.
-func New(inner core.Protocol) Protocol { return Protocol{inner: inner} }
+func New(inner lock.Protocol) Protocol { return Protocol{inner: inner} }
 
 // Inner returns the wrapped protocol.
-func (p Protocol) Inner() core.Protocol { return p.inner }
+func (p Protocol) Inner() lock.Protocol { return p.inner }
 
 // Name returns the wrapped protocol's name: the lock on disk is that
 // protocol's lock, and fairness is only a way of waiting for it.
@@ -134,14 +127,14 @@ func (p Protocol) Name() string { return p.inner.Name() }
 
 // Inspect reports the main lock's state; the queue does not change who holds
 // the lock.
-func (p Protocol) Inspect(path string) (*core.Status, error) { return p.inner.Inspect(path) }
+func (p Protocol) Inspect(path string) (*lock.Status, error) { return p.inner.Inspect(path) }
 
 // acquire is the one path of Acquire and TryAcquire: reach the front of
 // the queue, take the main lock, leave the queue. Leaving waits until the
 // main lock is held (or the attempt failed): the successor must not start
 // for the main lock before this waiter holds it, or the two would race for
 // it as plain waiters do.
-func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	// The queue's waits arm timers; see proc.ReadyForLock.
 	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
 		return nil, err
@@ -168,7 +161,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 func (p Protocol) free(path string) func() bool {
 	return func() bool {
 		st, err := p.inner.Inspect(path)
-		return err == nil && st.State == core.Free
+		return err == nil && st.State == lock.Free
 	}
 }
 
@@ -281,14 +274,14 @@ var errQueued = errors.New("waiters are queued ahead")
 // waiters for something that is not a kernel lock (the portable protocol
 // uses it to let one local waiter at a time contend for its directory).
 //
-// Without wait, Front returns an error wrapping core.ErrBusy when anyone
+// Without wait, Front returns an error wrapping lock.ErrBusy when anyone
 // is queued ahead. When ctx ends, the place is given up and the error
-// wraps core.WaitError(ctx.Err()). Fair queues exist on unix; elsewhere
-// the error wraps core.ErrUnsupported.
-func Front(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
+// wraps lock.WaitError(ctx.Err()). Fair queues exist on unix; elsewhere
+// the error wraps lock.ErrUnsupported.
+func Front(ctx context.Context, req *lock.Request, wait bool) (*Place, error) {
 	pl, err := front(ctx, req, wait, false, nil)
 	if err == errQueued {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy,
 			Hint: "waiters are queued ahead"}
 	}
 	return pl, err
@@ -297,16 +290,16 @@ func Front(ctx context.Context, req *core.Request, wait bool) (*Place, error) {
 // Acquire joins the queue, waits for every fair waiter that arrived earlier,
 // then takes the main lock. When ctx ends it leaves the queue at once (its
 // successor moves on) and returns an *Error wrapping WaitError(ctx.Err()).
-func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+func (p Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
 	}
 	return p.acquire(ctx, req, true)
 }
 
 // TryAcquire takes the lock only if no fair waiter is queued and the main
 // lock is free; it never waits.
-func (p Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+func (p Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
@@ -343,25 +336,25 @@ const (
 
 // waitEnded is the error of a step in the queue that failed: the caller's
 // context ended (hint says where), or err itself.
-func waitEnded(ctx context.Context, req *core.Request, hint string, err error) error {
+func waitEnded(ctx context.Context, req *lock.Request, hint string, err error) error {
 	if ctx.Err() != nil {
 		if hint == whileQueued {
 			if w, ok := HeadWaiter(req.Path); ok {
 				hint += "; first in the queue: " + w.String()
 			}
 		}
-		return &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(ctx.Err()), Hint: hint}
+		return &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(ctx.Err()), Hint: hint}
 	}
 	return err
 }
 
 // busyError is what TryAcquire returns when fair waiters are queued ahead.
 func busyError(p Protocol, path string) error {
-	e := &core.Error{Op: "acquire", Path: path, Err: core.ErrBusy,
+	e := &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy,
 		Hint: "fair waiters are queued for this lock"}
 	if st, err := p.inner.Inspect(path); err == nil {
 		e.Holder = st.Holder
-		if st.State == core.Free {
+		if st.State == lock.Free {
 			// Free, yet someone is queued: name whose turn it is (a
 			// stopped waiter is passed over after StallBound).
 			if w, ok := HeadWaiter(path); ok {

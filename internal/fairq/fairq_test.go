@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // TestFIFOOrder queues waiter processes one by one behind a held lock,
@@ -189,7 +189,7 @@ func testCancelledWaiterLeavesNoTicket(t *testing.T, design string) {
 		case err := <-middle:
 			want := context.Canceled
 			if deadline {
-				want = core.ErrTimeout
+				want = lock.ErrTimeout
 			}
 			if !errors.Is(err, want) {
 				t.Fatalf("cancelled waiter returned %v", err)
@@ -228,7 +228,7 @@ func testTimeoutAtHead(t *testing.T, design string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := newProtocol(design).Acquire(ctx, request(path))
-	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 	if left := queued(t, design, path); len(left) != 0 {
@@ -286,7 +286,7 @@ func testTryAcquire(t *testing.T, design string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("second TryAcquire: got %v, want ErrBusy", err)
 	}
 	// A fair waiter queues behind the holder; TryAcquire reports busy
@@ -304,7 +304,7 @@ func testTryAcquire(t *testing.T, design string) {
 	if n, err := Waiting(path); err != nil || n != 1 {
 		t.Fatalf("Waiting = %d, %v; want 1", n, err)
 	}
-	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrBusy) {
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("TryAcquire with a waiter queued: got %v, want ErrBusy", err)
 	}
 	if err := h.Release(); err != nil {
@@ -378,7 +378,7 @@ func TestForeignQueueDirectory(t *testing.T) {
 			}
 		}
 		_, err := newProtocol(ticketsDesign).TryAcquire(request(path))
-		if !errors.Is(err, core.ErrForeign) {
+		if !errors.Is(err, lock.ErrForeign) {
 			t.Fatalf("%s: got %v, want ErrForeign", name, err)
 		}
 		entries, _ := os.ReadDir(q)
@@ -402,7 +402,7 @@ func TestQueueSymlinkRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := newProtocol(ticketsDesign).TryAcquire(request(path))
-	if !errors.Is(err, core.ErrNotRegular) {
+	if !errors.Is(err, lock.ErrNotRegular) {
 		t.Fatalf("got %v, want ErrNotRegular", err)
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
@@ -458,7 +458,7 @@ func testSharedHoldersTogether(t *testing.T, design string) {
 	p := newProtocol(design)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	shared := func() *core.Request { r := request(path); r.Shared = true; return r }
+	shared := func() *lock.Request { r := request(path); r.Shared = true; return r }
 	a, err := p.Acquire(ctx, shared())
 	if err != nil {
 		t.Fatal(err)
@@ -507,7 +507,7 @@ func testTimeoutWhileJoining(t *testing.T, design string) {
 	defer cancel()
 	start := time.Now()
 	_, err = p.Acquire(ctx, request(path))
-	if !errors.Is(err, core.ErrTimeout) {
+	if !errors.Is(err, lock.ErrTimeout) {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
@@ -545,7 +545,7 @@ func testFront(t *testing.T, design string) {
 	}
 	if design == ofdDesign {
 		// The exported form reports it as busy.
-		if _, err := Front(ctx, request(path), false); !errors.Is(err, core.ErrBusy) {
+		if _, err := Front(ctx, request(path), false); !errors.Is(err, lock.ErrBusy) {
 			t.Fatalf("Front without waiting: got %v, want ErrBusy", err)
 		}
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Multi-process tests re-run this test binary as a worker: TestMain sees
@@ -73,8 +73,8 @@ func TestMain(m *testing.M) {
 	}
 }
 
-func request(path string) *core.Request {
-	return &core.Request{Path: path, Owner: proc.Self()}
+func request(path string) *lock.Request {
+	return &lock.Request{Path: path, Owner: proc.Self()}
 }
 
 // waiterRole takes the lock in fair mode loops times (default once) and
@@ -138,7 +138,7 @@ func (c *ticketCatcher) Handle(_ context.Context, r slog.Record) error {
 func loopRole() int {
 	path, marker, counter := os.Getenv(lockEnv), os.Getenv(markerEnv), os.Getenv(counterEnv)
 	loops, _ := strconv.Atoi(os.Getenv(loopsEnv))
-	var p core.Protocol = flock.Protocol{}
+	var p lock.Protocol = flock.Protocol{}
 	if os.Getenv(fairEnv) == "1" {
 		p = newProtocol(os.Getenv(designEnv))
 	}
@@ -229,7 +229,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // holdMain takes the main lock as a plain waiter, so fair waiters queue.
-func holdMain(t *testing.T, path string) core.Handle {
+func holdMain(t *testing.T, path string) lock.Handle {
 	t.Helper()
 	h, err := flock.Protocol{}.TryAcquire(request(path))
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
 )
 
 // On Linux the queue is one file, "<lock path>.queue", and tickets are
@@ -21,8 +21,8 @@ import (
 // lock on its own slot while it is queued and waits on its predecessor's
 // slot with a read lock (F_OFD_SETLKW), so it still sleeps in the kernel
 // until the predecessor leaves or dies. Nothing is created or removed per
-// acquisition: file creation measured 40-400 µs here, more than a whole
-// kernel-lock acquisition, while a lock on a byte costs one system call.
+// acquisition: creating a file costs more than a whole kernel-lock
+// acquisition, while a lock on a byte costs one system call.
 // There is no dead ticket to clean either: a dead waiter's slot lock is
 // gone with its last descriptor.
 //
@@ -46,28 +46,11 @@ const slotBase = 1 << 20
 // when one reaches the front, so the first wait never delays it.
 //
 // Why: the Go runtime's monitor thread takes the P away from a goroutine
-// that has been in one system call for 10 ms, and after every such retake
-// it polls every 20 µs again for the next millisecond or more, in each
-// waiting process. In a queue long enough that waits pass 10 ms, the
-// monitors' polling slows the hand-offs, which lengthens every wait, and
-// the queue settles into a state where that polling took a fifth of all
-// CPU time (perf, 30 processes on 2 CPUs) and hand-offs ran at half the
-// rate. Measured with the portable protocol's gate (this queue) when its
-// hand-offs took 300-400 µs, 30 processes, tmpfs, alternating runs of the
-// bench harness, with stageTickets 16: 2,570-2,820 hand-offs/s and 31-33
-// context switches per acquisition with one wait, 3,360-3,560 and 13-14
-// with two.
-//
-// The second wait is one more wake-up, though, which a queue whose waits
-// stay short pays for nothing: once hand-offs took about 100 µs, 30 fair
-// waiters ran 10,550-11,920 hand-offs/s staging at 16 tickets and
-// 11,910-12,920 without (four alternating runs each). So a process stages
-// only while its waits are long (see stageAfter), and the portable
-// protocol's gate, whose hand-offs take 100-250 µs depending on the load,
-// stages in a busy spell and not otherwise: staging at 32 tickets instead
-// (never, with 30 waiters) let half of six runs fall back into the
-// monitor's polling (11-15 context switches per acquisition against 5-6,
-// 4,400-5,400 hand-offs/s against 6,700-7,900).
+// that has been in one system call for 10 ms and then polls every 20 µs
+// for a while, which in a long queue slows every hand-off and so
+// lengthens every wait further. The second wait costs one more wake-up,
+// so a process stages only while its waits are long (stageAfter). The
+// figures behind 16 are in docs/bench.md.
 const stageTickets = 16
 
 // stageAfter is how long this process's last wait in a queue must have
@@ -83,7 +66,7 @@ var lastWait atomic.Int64
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = QueueFileSuffix
 
-func front(ctx context.Context, req *core.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
+func front(ctx context.Context, req *lock.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
 	if ticketFiles {
 		return frontTickets(ctx, req, wait, free)
 	}
@@ -100,7 +83,7 @@ type ofdQueue struct {
 // frontOFD is front on the queue file. Closing the file's descriptor
 // leaves the queue: the kernel drops every OFD lock of it, the waiter's
 // own slot with the rest.
-func frontOFD(ctx context.Context, req *core.Request, wait bool, free func() bool) (*Place, error) {
+func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() bool) (*Place, error) {
 	q, err := openOFDQueue(req.Path + queueFileSuffix)
 	if err != nil {
 		return nil, err
@@ -192,12 +175,12 @@ func openOFDQueue(path string) (*ofdQueue, error) {
 	}
 	if id.mode != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrNotRegular,
+		return nil, &lock.Error{Op: "open queue", Path: path, Err: lock.ErrNotRegular,
 			Hint: "the fair queue must be a regular file; remove what is there"}
 	}
 	if why := notQueueFile(fd); why != "" {
 		unix.Close(fd)
-		return nil, &core.Error{Op: "open queue", Path: path, Err: core.ErrForeign,
+		return nil, &lock.Error{Op: "open queue", Path: path, Err: lock.ErrForeign,
 			Hint: why + "; hold writes only into a queue file of its own. Choose another lock path, or move it away if it is yours to move"}
 	}
 	q.fd, q.id = fd, id
@@ -231,8 +214,8 @@ func notQueueFile(fd int) string {
 	return ""
 }
 
-// lock is one F_OFD_* call on n bytes at off.
-func lock(fd, cmd int, typ int16, off, n int64) (*unix.Flock_t, error) {
+// ofdLock is one F_OFD_* call on n bytes at off.
+func ofdLock(fd, cmd int, typ int16, off, n int64) (*unix.Flock_t, error) {
 	lk := &unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: n}
 	for {
 		err := unix.FcntlFlock(uintptr(fd), cmd, lk)
@@ -269,7 +252,7 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 	}
 	for {
 		t := last + 1
-		_, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, slotBase+int64(t), 1)
+		_, err := ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, slotBase+int64(t), 1)
 		if busy(err) {
 			last = t
 			continue
@@ -290,13 +273,13 @@ func (q *ofdQueue) join(ctx context.Context) (uint64, error) {
 // can end happens on a second open file description, which an abandoned
 // wait closes once it is granted the lock.
 func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
-	_, err = lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
+	_, err = ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
 	if err != nil && busy(err) && ctx.Done() == nil {
 		resched.BeforeBlocking()
-		_, err = lock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+		_, err = ofdLock(q.fd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 	}
 	if err == nil {
-		return func() { lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1) }, nil
+		return func() { ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, 0, 1) }, nil
 	}
 	if !busy(err) {
 		return nil, q.error("lock queue counter", err)
@@ -307,7 +290,7 @@ func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := lock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
+		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 		done <- err
 	}()
 	select {
@@ -374,7 +357,7 @@ func (q *ofdQueue) highestHeld() (uint64, error) {
 
 // held returns a ticket in [from, from+n) whose slot is write-locked, or 0.
 func (q *ofdQueue) held(from, n uint64) (uint64, error) {
-	lk, err := lock(q.fd, unix.F_OFD_GETLK, unix.F_RDLCK, slotBase+int64(from), int64(n))
+	lk, err := ofdLock(q.fd, unix.F_OFD_GETLK, unix.F_RDLCK, slotBase+int64(from), int64(n))
 	if err != nil {
 		return 0, q.error("probe queue", err)
 	}
@@ -401,25 +384,19 @@ func (q *ofdQueue) held(from, n uint64) (uint64, error) {
 // errStalled, when the rule passes the predecessor over. A wait that
 // nothing can end keeps the kernel's blocking wait and no stall rule: the
 // rule needs this goroutine free to look at the lock, that is the second
-// path, and taking it for every fair wait cost about a third of the
-// hand-off rate (two alternating pairs of `cd bench && go run . -quick -n
-// 8,30 -impl 'hold fair'`, 8 workers: 17,001-17,868 hand-offs/s against
-// 24,746-26,367 with the blocking wait).
+// path, which costs about a third of the hand-off rate (docs/bench.md).
 func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) error {
 	off := slotBase + int64(pred)
 	if ctx.Done() == nil {
 		resched.BeforeBlocking()
-		if _, err := lock(q.fd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1); err != nil {
+		if _, err := ofdLock(q.fd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1); err != nil {
 			return q.error("wait in queue", err)
 		}
 		// The read lock could stay until the queue file is closed (nobody
 		// locks that slot again), one system call fewer per wait, but
 		// every lock on the file lengthens the list each F_OFD_* call on
-		// it walks: with 30 waiters, each keeping up to two such locks,
-		// dropping them at once measured 3-4% more hand-offs/s (four
-		// alternating runs each, bench harness, portable protocol on
-		// tmpfs, whose gate is this queue).
-		lock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
+		// it walks, so dropping it at once is the faster of the two.
+		ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_UNLCK, off, 1)
 		return nil
 	}
 	wfd, err := q.reopen()
@@ -428,7 +405,7 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := lock(wfd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1)
+		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1)
 		done <- err
 	}()
 	sw := q.stallWatch(free, pred)
@@ -475,7 +452,7 @@ func (q *ofdQueue) stallWatch(free func() bool, t uint64) *stallWatch {
 
 // stalled reports a waiter the stall rule passed over, naming it where it
 // can be found, in the debug log.
-func (q *ofdQueue) stalled(req *core.Request, t uint64) {
+func (q *ofdQueue) stalled(req *lock.Request, t uint64) {
 	if req.Logger == nil {
 		return
 	}

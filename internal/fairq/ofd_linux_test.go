@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 func designs() []string { return []string{ofdDesign, ticketsDesign} }
@@ -51,7 +51,7 @@ func TestOFDQueueFileRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := newProtocol(ofdDesign).TryAcquire(request(path))
-	if !errors.Is(err, core.ErrNotRegular) {
+	if !errors.Is(err, lock.ErrNotRegular) {
 		t.Fatalf("got %v, want ErrNotRegular", err)
 	}
 	if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
@@ -88,10 +88,10 @@ func TestOFDForeignQueueFile(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.TryAcquire(request(path)); !errors.Is(err, core.ErrForeign) {
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, lock.ErrForeign) {
 		t.Fatalf("TryAcquire with a foreign queue file: got %v, want ErrForeign", err)
 	}
-	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, core.ErrForeign) {
+	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, lock.ErrForeign) {
 		t.Fatalf("Acquire with a foreign queue file: got %v, want ErrForeign", err)
 	}
 	b, err := os.ReadFile(path + queueFileSuffix)
@@ -117,7 +117,7 @@ func holdCounter(t *testing.T, design, path string) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1); err != nil {
+	if _, err := ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	return func() { unix.Close(q.fd) }
@@ -161,7 +161,7 @@ func TestOFDWaitPastGap(t *testing.T) {
 	p := newProtocol(ofdDesign)
 	main := holdMain(t, path)
 	type result struct {
-		h   core.Handle
+		h   lock.Handle
 		err error
 	}
 	first := make(chan result, 1)
@@ -178,7 +178,7 @@ func TestOFDWaitPastGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the counter is free", func() bool {
-		_, err := lock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
+		_, err := ofdLock(q.fd, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 1)
 		return err == nil
 	})
 	err = os.WriteFile(path+queueFileSuffix, []byte(ticketName(k+5)+"\n"), 0o666)

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
 )
 
 // The queue works on raw descriptors and *at system calls relative to the
@@ -22,7 +22,7 @@ import (
 
 // frontTickets is front on the queue directory. Leaving removes the
 // waiter's ticket, then closes it.
-func frontTickets(ctx context.Context, req *core.Request, wait bool, free func() bool) (*Place, error) {
+func frontTickets(ctx context.Context, req *lock.Request, wait bool, free func() bool) (*Place, error) {
 	q, err := openQueue(req.Path)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func openQueue(lockPath string) (*queue, error) {
 	}
 	if why := notQueueDir(fd); why != "" {
 		unix.Close(fd)
-		return nil, &core.Error{Op: "open queue", Path: dir, Err: core.ErrForeign,
+		return nil, &lock.Error{Op: "open queue", Path: dir, Err: lock.ErrForeign,
 			Hint: why + "; hold creates files only in a queue directory of its own. Choose another lock path, or move it away if it is yours to move"}
 	}
 	q.dfd = fd
@@ -226,7 +226,7 @@ func (q *queue) join(ctx context.Context) (*ticket, error) {
 	if !ok && n > 0 {
 		// Not a counter hold wrote: someone's file, which the counter's
 		// write would damage.
-		return nil, &core.Error{Op: "open queue", Path: q.dir, Err: core.ErrForeign,
+		return nil, &lock.Error{Op: "open queue", Path: q.dir, Err: lock.ErrForeign,
 			Hint: "its " + counterName + " is not a queue counter; hold writes only into a queue of its own. Choose another lock path, or move it away if it is yours to move"}
 	}
 	if !ok {
@@ -439,13 +439,13 @@ func (q *queue) error(op string, err error) error { return queueError(q.dir, op,
 
 // queueError describes a failed step on the queue at path.
 func queueError(path, op string, err error) error {
-	e := &core.Error{Op: op, Path: path, Err: err}
+	e := &lock.Error{Op: op, Path: path, Err: err}
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		e.Err = core.ErrNotRegular
+		e.Err = lock.ErrNotRegular
 		e.Hint = "a symbolic link or a file of the wrong type sits where the fair queue goes; remove it"
 	case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
-		e.Err = errors.Join(core.ErrUnsupported, err)
+		e.Err = errors.Join(lock.ErrUnsupported, err)
 		e.Hint = "this filesystem refuses kernel locks, which fair mode needs for its queue"
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		e.Hint = "every fair waiter must be able to write the fair queue"

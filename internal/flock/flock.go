@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/resched"
 	"github.com/hold-dev/hold/lock"
@@ -40,19 +39,19 @@ type Protocol struct{}
 func (Protocol) Name() string { return "flock" }
 
 // TryAcquire takes the lock if it is free, without waiting.
-func (p Protocol) TryAcquire(req *core.Request) (core.Handle, error) {
+func (p Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
 // Acquire waits until the lock is held or ctx ends.
-func (p Protocol) Acquire(ctx context.Context, req *core.Request) (core.Handle, error) {
+func (p Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err)}
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
 	}
 	return p.acquire(ctx, req, true)
 }
 
-func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (core.Handle, error) {
+func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	f, writable, err := openLockFile(req.Path, req.BeforeCreate)
 	if err != nil {
 		return nil, err
@@ -77,7 +76,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		if !wait {
 			h := holderOf(f, false)
 			f.close()
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
@@ -86,7 +85,7 @@ func (p Protocol) acquire(ctx context.Context, req *core.Request, wait bool) (co
 		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
 			// f now belongs to the abandoned wait, which closes it.
 			h := holderAt(req.Path)
-			return nil, &core.Error{Op: "acquire", Path: req.Path, Err: core.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
 		}
 	}
 	if err != nil {
@@ -171,7 +170,7 @@ type handle struct {
 	writable bool // the lock file was opened for writing
 
 	mu    sync.Mutex
-	owner core.Owner
+	owner lock.Owner
 	// published: the record was written, or it was decided that none
 	// will be (see publishLocked).
 	published bool
@@ -214,7 +213,7 @@ func (h *handle) TokenError() error {
 
 // Owner returns a copy of the published record (writing it first if it
 // was not yet); the caller may change the copy.
-func (h *handle) Owner() *core.Owner {
+func (h *handle) Owner() *lock.Owner {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.publishLocked()
@@ -253,7 +252,7 @@ func (h *handle) Check() error {
 		return err
 	}
 	if h.released {
-		return &core.Error{Op: "check", Path: h.path, Err: core.ErrReleased}
+		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
 	if same, err := h.f.namedBy(h.path); err == nil && !same {
 		h.lost.MarkLost(lostWhy)
@@ -276,10 +275,10 @@ func (h *handle) Release() error {
 	h.erase()
 	uerr, cerr := h.f.release()
 	if uerr != nil {
-		return &core.Error{Op: "release", Path: h.path, Err: uerr}
+		return &lock.Error{Op: "release", Path: h.path, Err: uerr}
 	}
 	if cerr != nil {
-		return &core.Error{Op: "release", Path: h.path, Err: cerr}
+		return &lock.Error{Op: "release", Path: h.path, Err: cerr}
 	}
 	return h.lost.Err("release", h.path)
 }
@@ -289,8 +288,8 @@ func (h *handle) Release() error {
 // inherited the descriptor (typically the command `hold run` started) still
 // has it, or, after a holder that was killed, a tool that writes no owner
 // record took the lock.
-func deadHolderHint(h *core.Holder) string {
-	if h == nil || h.Alive != core.Dead {
+func deadHolderHint(h *lock.Holder) string {
+	if h == nil || h.Alive != lock.Dead {
 		return ""
 	}
 	return "the recorded holder is dead but the lock is held: by a process that inherited its descriptor (such as a command it started), or by a tool that writes no owner record; `hold status` lists the processes that have the lock file open"

@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
-func request(path string, shared bool) *core.Request {
-	r := &core.Request{Path: path, Shared: shared, Owner: proc.Self()}
+func request(path string, shared bool) *lock.Request {
+	r := &lock.Request{Path: path, Shared: shared, Owner: proc.Self()}
 	r.Owner.ID = "test"
 	return r
 }
@@ -81,7 +80,7 @@ func TestAbandonedWaitNeverKeepsLock(t *testing.T) {
 			if err := h.Release(); err != nil {
 				t.Fatal(err)
 			}
-		case errors.Is(err, core.ErrTimeout):
+		case errors.Is(err, lock.ErrTimeout):
 			abandoned++
 		default:
 			t.Fatalf("round %d: %v", i, err)
@@ -106,7 +105,7 @@ func TestCancelledWaitReturnsAtOnce(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("%v, want context.Canceled", err)
 	}
-	var e *core.Error
+	var e *lock.Error
 	if !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != os.Getpid() {
 		t.Fatalf("error %v does not name the holder", err)
 	}
@@ -131,7 +130,7 @@ func TestLastFence(t *testing.T) {
 		{"padded record", int64(len(rec) + 10), append(bytes.Clone(rec), "          "...), 41, true},
 		{"garbage", 7, []byte("garbage"), before, false},
 		{"no fence", 9, []byte(`{"pid":1}`), before, false},
-		{"too big to read", core.MaxRecordSize + 1, nil, before, false},
+		{"too big to read", lock.MaxRecordSize + 1, nil, before, false},
 	} {
 		got := lastFence(c.size, c.raw)
 		if c.exact && got != c.atLeast || !c.exact && got < c.atLeast {
@@ -162,7 +161,7 @@ func TestRecordRewrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, ok := core.Decode(b)
+		o, ok := lock.DecodeOwner(b)
 		if !ok || o.Fence != fence {
 			t.Fatalf("%s: record %q does not decode to fence %d", what, b, fence)
 		}
@@ -216,11 +215,11 @@ func TestSharedDoesNotWrite(t *testing.T) {
 	if s1.Fence() != h.Fence() || s2.Fence() != h.Fence() || !s1.Owner().Shared {
 		t.Fatalf("shared fences %d %d, want the last exclusive %d", s1.Fence(), s2.Fence(), h.Fence())
 	}
-	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, core.ErrBusy) {
+	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("exclusive beside shared holders: %v", err)
 	}
 	st, err := p.Inspect(path)
-	if err != nil || st.State != core.HeldShared {
+	if err != nil || st.State != lock.HeldShared {
 		t.Fatalf("Inspect: %+v %v", st, err)
 	}
 	s1.Release()
@@ -236,7 +235,7 @@ func TestInspect(t *testing.T) {
 	path := filepath.Join(dir, "t.lock")
 	var p Protocol
 	st, err := p.Inspect(path)
-	if err != nil || st.State != core.Free || st.Holder != nil {
+	if err != nil || st.State != lock.Free || st.Holder != nil {
 		t.Fatalf("no lock file: %+v %v", st, err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -247,16 +246,16 @@ func TestInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = p.Inspect(path)
-	if err != nil || st.State != core.HeldExclusive || st.Holder.Owner.PID != os.Getpid() || st.Fence != h.Fence() || st.Holder.Alive != core.Alive {
+	if err != nil || st.State != lock.HeldExclusive || st.Holder.Owner.PID != os.Getpid() || st.Fence != h.Fence() || st.Holder.Alive != lock.Alive {
 		t.Fatalf("held: %+v %v", st, err)
 	}
 	// Inspect's probes must leave the holder's lock alone.
-	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, core.ErrBusy) {
+	if _, err := p.TryAcquire(request(path, false)); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("after Inspect: %v", err)
 	}
 	h.Release()
 	st, err = p.Inspect(path)
-	if err != nil || st.State != core.Free || st.Holder == nil || st.Holder.Owner.Fence != h.Fence() {
+	if err != nil || st.State != lock.Free || st.Holder == nil || st.Holder.Owner.Fence != h.Fence() {
 		t.Fatalf("released: %+v %v", st, err)
 	}
 	// Inspect's probes must leave a free lock free.
@@ -303,7 +302,7 @@ func TestFileAndRelease(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatalf("second Release: %v", err)
 	}
-	if err := h.Check(); !errors.Is(err, core.ErrReleased) {
+	if err := h.Check(); !errors.Is(err, lock.ErrReleased) {
 		t.Fatalf("Check after Release: %v", err)
 	}
 	if _, err := f.ReadAt(b, 0); err == nil {
@@ -344,8 +343,8 @@ func TestHolderWithoutRecord(t *testing.T) {
 	f := lockWithoutRecord(t, path)
 	var p Protocol
 	_, err := p.TryAcquire(request(path, false))
-	var e *core.Error
-	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) {
+	var e *lock.Error
+	if !errors.As(err, &e) || !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("%v", err)
 	}
 	t.Logf("%v", err)
@@ -372,14 +371,14 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	}
 	h.Release()
 	b, _ := os.ReadFile(path)
-	o, ok := core.Decode(b)
+	o, ok := lock.DecodeOwner(b)
 	if !ok || !o.Released || o.Fence != h.Fence() {
 		t.Fatalf("after release the record is %s, want it marked released with fence %d", b, h.Fence())
 	}
 	f := lockWithoutRecord(t, path)
 	_, err = p.TryAcquire(request(path, false))
-	var e *core.Error
-	if !errors.As(err, &e) || !errors.Is(err, core.ErrBusy) || e.Holder == nil {
+	var e *lock.Error
+	if !errors.As(err, &e) || !errors.Is(err, lock.ErrBusy) || e.Holder == nil {
 		t.Fatalf("%v", err)
 	}
 	if e.Holder.Owner != nil {
@@ -387,12 +386,12 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	}
 	t.Log(err)
 	st, err := p.Inspect(path)
-	if err != nil || st.State != core.HeldExclusive || st.Fence != h.Fence() || st.Holder.Owner != nil {
+	if err != nil || st.State != lock.HeldExclusive || st.Fence != h.Fence() || st.Holder.Owner != nil {
 		t.Fatalf("Inspect: %+v %v", st, err)
 	}
 	f.unlock()
 	st, err = p.Inspect(path)
-	if err != nil || st.State != core.Free || st.Holder == nil || st.Holder.Owner == nil || !st.Holder.Owner.Released {
+	if err != nil || st.State != lock.Free || st.Holder == nil || st.Holder.Owner == nil || !st.Holder.Owner.Released {
 		t.Fatalf("Inspect of the free lock: %+v %v; want the last record", st, err)
 	}
 }
@@ -433,7 +432,7 @@ func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
 			t.Fatalf("%s: Lost closed before anyone looked", damage.name)
 		default:
 		}
-		if err := h.Check(); !errors.Is(err, core.ErrLost) {
+		if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 			t.Fatalf("%s: Check: %v, want ErrLost", damage.name, err)
 		}
 		select {
@@ -447,7 +446,7 @@ func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
 			t.Fatalf("%s: a later Lost channel is open", damage.name)
 		}
 		for range 2 {
-			if err := h.Release(); !errors.Is(err, core.ErrLost) {
+			if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 				t.Fatalf("%s: Release: %v, want ErrLost", damage.name, err)
 			}
 		}

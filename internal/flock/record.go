@@ -9,12 +9,13 @@ import (
 
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // The lock file holds one owner record: a line of JSON, padded with spaces
 // when a slightly shorter record replaces a longer one. Replacing it costs
-// one pwrite at offset 0 and, normally, no ftruncate (measured here, a
-// truncate-and-write of the record doubled the cost of an acquisition).
+// one pwrite at offset 0 and, normally, no ftruncate, which would double
+// the cost of an acquisition.
 // The fencing token is the record's "fence" field: each exclusive holder
 // reads the previous value and writes the next.
 
@@ -28,7 +29,7 @@ const padSlack = 256
 
 // readRecord reads the record in f. It returns the size of the file
 // content it saw and the raw record, which aliases buf when it fits
-// there. A file larger than core.MaxRecordSize is not read at all (a nil
+// there. A file larger than lock.MaxRecordSize is not read at all (a nil
 // record with its size): it is corrupt by definition.
 func readRecord(f *lockFile, buf []byte) (size int64, raw []byte, err error) {
 	// One pread: a short read of a regular file is its end, and the
@@ -47,7 +48,7 @@ func readRecord(f *lockFile, buf []byte) (size int64, raw []byte, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if size > core.MaxRecordSize {
+	if size > lock.MaxRecordSize {
 		return size, nil, nil
 	}
 	big := make([]byte, size+1)
@@ -55,7 +56,7 @@ func readRecord(f *lockFile, buf []byte) (size int64, raw []byte, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if n > core.MaxRecordSize {
+	if n > lock.MaxRecordSize {
 		// It grew meanwhile (a writer not holding the lock).
 		return int64(n), nil, nil
 	}
@@ -105,8 +106,7 @@ func lastFence(size int64, raw []byte) uint64 {
 // recordDelay is how long a hold lasts before its record is written
 // unasked: long enough that short holds never write, even on a machine
 // with more runnable processes than CPUs, where a holder is often
-// preempted for a few milliseconds (with 2 ms, 30 processes looping on one
-// lock on 2 CPUs made 20-25% fewer hand-offs than with 20 ms); short
+// preempted for a few milliseconds (docs/bench.md); short
 // enough that a hold anyone waits on is soon named by its own record. The
 // record is written between one and two recordDelays into a hold (see
 // lazy).
@@ -127,7 +127,7 @@ func foreign(f *lockFile, size int64, raw []byte) string {
 // foreignError refuses a derived lock path that holds what hold did not
 // create.
 func foreignError(path, why string) error {
-	return &core.Error{Op: "acquire", Path: path, Err: core.ErrForeign,
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrForeign,
 		Hint: why + "; hold never writes into such a file. Lock a separate file: name another target, or --name NAME; " +
 			"--lock-file " + path + " locks it as flock(1) does, without an owner record or token. " +
 			"If it is a lock file of hold's that a crash damaged, remove it"}
@@ -139,7 +139,7 @@ func foreignError(path, why string) error {
 // middle of rewriting its record (a new record over the tail of a longer
 // one, before the truncate): what starts as every record of hold's starts
 // is left to the check under the lock, which decides.
-func checkForeign(f *lockFile, req *core.Request) error {
+func checkForeign(f *lockFile, req *lock.Request) error {
 	if req.Explicit {
 		return nil
 	}
@@ -177,7 +177,7 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 	var buf [readSize]byte
 	size, raw, err := readRecord(f, buf[:])
 	if err != nil {
-		return false, &core.Error{Op: "read owner record", Path: h.path, Err: err}
+		return false, &lock.Error{Op: "read owner record", Path: h.path, Err: err}
 	}
 	if why := foreign(f, size, raw); why != "" {
 		if !explicit {
@@ -199,7 +199,7 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 // foreign notes that the lock file is not hold's: no record, no token.
 func (h *handle) foreign(why string) {
 	h.noRecord(why + ", so hold locks it without writing an owner record")
-	h.tokenErr.(*core.Error).Err = fmt.Errorf("%w: %w", core.ErrNoToken, core.ErrForeign)
+	h.tokenErr.(*lock.Error).Err = fmt.Errorf("%w: %w", lock.ErrNoToken, lock.ErrForeign)
 	h.published = true
 }
 
@@ -245,7 +245,7 @@ func (h *handle) publishLocked() {
 		var err error
 		size, raw, err = readRecord(h.f, buf[:])
 		if err != nil {
-			h.tokenErr = &core.Error{Op: "read owner record", Path: h.path, Err: err}
+			h.tokenErr = &lock.Error{Op: "read owner record", Path: h.path, Err: err}
 			return
 		}
 		if why := foreign(h.f, size, raw); why != "" {
@@ -274,12 +274,12 @@ func (h *handle) publishLocked() {
 	}
 	h.owner.Fence = last + 1
 	if h.owner.ID == "" {
-		h.owner.ID = core.NewID()
+		h.owner.ID = lock.NewID()
 	}
 	b := h.owner.AppendEncode(buf[:0])
-	if len(b) > core.MaxRecordSize {
+	if len(b) > lock.MaxRecordSize {
 		// The next holder would take it for a stranger's file.
-		h.noRecord(fmt.Sprintf("the owner record would be %d bytes, more than %d: the extra fields (Field, --field) are too large", len(b), core.MaxRecordSize))
+		h.noRecord(fmt.Sprintf("the owner record would be %d bytes, more than %d: the extra fields (Field, --field) are too large", len(b), lock.MaxRecordSize))
 		return
 	}
 	pad := size - int64(len(b))
@@ -307,7 +307,7 @@ func (h *handle) publishLocked() {
 // noRecord notes that this holder writes no record, and why.
 func (h *handle) noRecord(why string) {
 	h.owner.Fence = 0
-	h.tokenErr = &core.Error{Op: "token", Path: h.path, Err: core.ErrNoToken, Hint: why}
+	h.tokenErr = &lock.Error{Op: "token", Path: h.path, Err: lock.ErrNoToken, Hint: why}
 }
 
 // erase replaces the record this holder wrote with a past record: the
@@ -327,23 +327,23 @@ func (h *handle) erase() {
 
 // holderOf describes who holds the lock that f could not take: the record
 // in the file, whether the recorded process is alive and, on Linux, which
-// pids the kernel says hold it. Reading /proc/locks was measured here at
-// 5-15 ms after an idle spell (80 µs when warm), too slow for the error of
+// pids the kernel says hold it. Reading /proc/locks can take milliseconds
+// after an idle spell, too slow for the error of
 // a wait that has just timed out, so unless thorough is set it is read only
 // when the record does not explain the lock (no record, or a recorded
 // holder that is not alive).
-func holderOf(f *lockFile, thorough bool) *core.Holder {
+func holderOf(f *lockFile, thorough bool) *lock.Holder {
 	lazy.publish(f)
 	rec := readOwner(f)
 	leftover := rec != nil && rec.Released
-	h := &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
-	if !thorough && h.Alive == core.Alive && !leftover {
+	h := &lock.Holder{Owner: rec, Alive: proc.Judge(rec)}
+	if !thorough && h.Alive == lock.Alive && !leftover {
 		return h
 	}
 	if leftover {
 		// The record names a past holder: say nothing rather than
 		// something false, unless the kernel knows better below.
-		h.Owner, h.Alive = nil, core.LivenessUnknown
+		h.Owner, h.Alive = nil, lock.LivenessUnknown
 	}
 	if pids := proc.LockHolders(f.procFd()); len(pids) > 0 {
 		h.PIDs = pids
@@ -360,10 +360,10 @@ func holderOf(f *lockFile, thorough bool) *core.Holder {
 // readOwner reads and decodes the record in f; nil when there is none,
 // it cannot be read, or the file holds something other than a record of
 // hold's (data of the user's must never be reported as a holder).
-func readOwner(f *lockFile) *core.Owner {
+func readOwner(f *lockFile) *lock.Owner {
 	var buf [readSize]byte
 	if _, raw, err := readRecord(f, buf[:]); err == nil && core.IsRecord(raw) {
-		rec, _ := core.Decode(raw)
+		rec, _ := lock.DecodeOwner(raw)
 		return rec
 	}
 	return nil
@@ -371,7 +371,7 @@ func readOwner(f *lockFile) *core.Owner {
 
 // holderAt is holderOf for a path, for when the waiting descriptor has
 // been given away. Nil when the file cannot be opened.
-func holderAt(path string) *core.Holder {
+func holderAt(path string) *lock.Holder {
 	f, err := openForInspect(path)
 	if err != nil {
 		return nil
@@ -384,8 +384,8 @@ func holderAt(path string) *core.Holder {
 // Whether the lock is held is decided by the kernel (non-blocking probes),
 // never by the recorded pid: a dead recorded holder whose descriptor lives
 // on in a child still holds the lock.
-func (Protocol) Inspect(path string) (*core.Status, error) {
-	st := &core.Status{Path: path, Protocol: "flock"}
+func (Protocol) Inspect(path string) (*lock.Status, error) {
+	st := &lock.Status{Path: path, Protocol: "flock"}
 	f, err := openForInspect(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -395,17 +395,17 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 	}
 	defer f.close()
 	state := probe(f)
-	if state != core.Free {
+	if state != lock.Free {
 		lazy.publish(f)
 	}
 	rec := readOwner(f)
 	if rec != nil {
 		st.Fence = rec.Fence
 	}
-	if state == core.Free {
+	if state == lock.Free {
 		if rec != nil {
 			// The last holder, for the record.
-			st.Holder = &core.Holder{Owner: rec, Alive: proc.Judge(rec)}
+			st.Holder = &lock.Holder{Owner: rec, Alive: proc.Judge(rec)}
 		}
 		return st, nil
 	}
@@ -418,14 +418,14 @@ func (Protocol) Inspect(path string) (*core.Status, error) {
 // the least disruptive one first: a shared probe does not disturb shared
 // holders, and it fails only under an exclusive holder. (For the instant a
 // probe holds the lock, a TryAcquire elsewhere may find it busy.)
-func probe(f *lockFile) core.State {
+func probe(f *lockFile) lock.State {
 	if err := f.lock(true, false); err != nil {
-		return core.HeldExclusive
+		return lock.HeldExclusive
 	}
 	f.unlock()
 	if err := f.lock(false, false); err != nil {
-		return core.HeldShared
+		return lock.HeldShared
 	}
 	f.unlock()
-	return core.Free
+	return lock.Free
 }

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // lockFile is an open lock file. It works on the raw descriptor rather
@@ -212,7 +212,7 @@ func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 // O_NOFOLLOW: the file receives our owner record, so following a symlink
 // planted at the lock path would let its maker choose which file we write.
 // O_NONBLOCK: opening a FIFO planted at the lock path must not hang; the
-// fstat below then rejects it. O_CLOEXEC: a command we start must not
+// file-type check (checkRegular) then rejects it. O_CLOEXEC: a command we start must not
 // inherit the lock unless we pass it on purpose.
 //
 // When the file exists but is not writable by us (another user's lock
@@ -285,10 +285,10 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 func checkRegular(fd int, path string) (fileInfo, error) {
 	fi, err := fileType(fd)
 	if err != nil {
-		return fi, &core.Error{Op: "open", Path: path, Err: err}
+		return fi, &lock.Error{Op: "open", Path: path, Err: err}
 	}
 	if fi.mode != unix.S_IFREG {
-		return fi, &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
+		return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
 			Hint: "it is a " + describeMode(fi.mode) + "; remove it or choose another lock path"}
 	}
 	return fi, nil
@@ -311,20 +311,20 @@ func describeMode(m uint32) string {
 }
 
 func openError(path string, err error) error {
-	e := &core.Error{Op: "open", Path: path, Err: err}
+	e := &lock.Error{Op: "open", Path: path, Err: err}
 	switch err {
 	case unix.ELOOP:
-		e.Err = core.ErrNotRegular
+		e.Err = lock.ErrNotRegular
 		e.Hint = "it is a symbolic link, which hold never follows for a lock file; remove it or choose another lock path"
 	case unix.EISDIR:
-		e.Err = core.ErrNotRegular
+		e.Err = lock.ErrNotRegular
 		e.Hint = "it is a directory; remove it or choose another lock path (a directory lock is the portable protocol: --protocol dir)"
 	case unix.ENOENT:
 		e.Hint = "the directory that should hold the lock file does not exist; create it first"
 	case unix.ENOTDIR:
 		e.Hint = "a component of the lock path is not a directory"
 	case unix.ENXIO:
-		e.Err = core.ErrNotRegular
+		e.Err = lock.ErrNotRegular
 		e.Hint = "it is a socket or device; remove it or choose another lock path"
 	case unix.EACCES, unix.EPERM:
 		e.Hint = "no permission to create the lock file there; choose a writable place with --lock-file or --name"
@@ -385,10 +385,10 @@ func isBusy(err error) bool {
 // locks say so with ENOLCK (NFS without a lock manager), EOPNOTSUPP or
 // EINVAL (some FUSE filesystems).
 func lockError(path string, err error) error {
-	e := &core.Error{Op: "lock", Path: path, Err: err}
+	e := &lock.Error{Op: "lock", Path: path, Err: err}
 	switch err {
 	case unix.ENOLCK, unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS:
-		e.Err = fmt.Errorf("%w: %w", core.ErrUnsupported, err)
+		e.Err = fmt.Errorf("%w: %w", lock.ErrUnsupported, err)
 		e.Hint = "this filesystem refuses kernel locks; put the lock on a local filesystem with --lock-file or --name, or use the portable protocol (--protocol dir)"
 	}
 	return e

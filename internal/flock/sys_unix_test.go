@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // TestUnsupportedFilesystem: the errors by which filesystems refuse
@@ -18,12 +18,12 @@ import (
 func TestUnsupportedFilesystem(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.ENOLCK, unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS} {
 		err := lockError("/mnt/nfs/x.lock", errno)
-		var e *core.Error
-		if !errors.Is(err, core.ErrUnsupported) || !errors.Is(err, errno) || !errors.As(err, &e) || !strings.Contains(e.Hint, "local filesystem") {
+		var e *lock.Error
+		if !errors.Is(err, lock.ErrUnsupported) || !errors.Is(err, errno) || !errors.As(err, &e) || !strings.Contains(e.Hint, "local filesystem") {
 			t.Errorf("%v: %v", errno, err)
 		}
 	}
-	if err := lockError("x", unix.EIO); errors.Is(err, core.ErrUnsupported) || !errors.Is(err, unix.EIO) {
+	if err := lockError("x", unix.EIO); errors.Is(err, lock.ErrUnsupported) || !errors.Is(err, unix.EIO) {
 		t.Errorf("EIO: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/windows"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // On Windows, LockFileEx locks are mandatory: locked bytes cannot be read
@@ -100,7 +100,7 @@ func (f *lockFile) procFd() uintptr { return f.f.Fd() }
 func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
-		return nil, false, &core.Error{Op: "open", Path: path, Err: err}
+		return nil, false, &lock.Error{Op: "open", Path: path, Err: err}
 	}
 	const share = windows.FILE_SHARE_READ | windows.FILE_SHARE_WRITE | windows.FILE_SHARE_DELETE
 	// FILE_FLAG_OPEN_REPARSE_POINT opens a symlink itself rather than its
@@ -163,17 +163,17 @@ func openForInspect(path string) (*lockFile, error) {
 func checkRegular(f *os.File, path string) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return &core.Error{Op: "open", Path: path, Err: err}
+		return &lock.Error{Op: "open", Path: path, Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		return &core.Error{Op: "open", Path: path, Err: core.ErrNotRegular,
+		return &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
 			Hint: "remove it or choose another lock path"}
 	}
 	return nil
 }
 
 func openError(path string, err error) error {
-	e := &core.Error{Op: "open", Path: path, Err: err}
+	e := &lock.Error{Op: "open", Path: path, Err: err}
 	switch err {
 	case windows.ERROR_PATH_NOT_FOUND:
 		e.Hint = "the directory that should hold the lock file does not exist; create it first"
@@ -211,9 +211,9 @@ func isBusy(err error) bool {
 }
 
 func lockError(path string, err error) error {
-	e := &core.Error{Op: "lock", Path: path, Err: err}
+	e := &lock.Error{Op: "lock", Path: path, Err: err}
 	if errors.Is(err, windows.ERROR_NOT_SUPPORTED) || errors.Is(err, windows.ERROR_INVALID_FUNCTION) {
-		e.Err = fmt.Errorf("%w: %w", core.ErrUnsupported, err)
+		e.Err = fmt.Errorf("%w: %w", lock.ErrUnsupported, err)
 		e.Hint = "this filesystem refuses byte-range locks; use a local volume or the portable protocol (--protocol dir)"
 	}
 	return e

@@ -60,9 +60,8 @@ func (c *fileCache) add(f *lockFile) {
 //
 // It also writes the records of holds that have lasted recordDelay, from
 // one timer per process that runs only while some hold is listed, rather
-// than a timer per hold: with 30 processes looping on one lock on 2 CPUs,
-// arming and stopping a timer on every acquisition cost 15% of the
-// hand-offs.
+// than a timer per hold, whose arming and stopping on every acquisition
+// costs a noticeable share of the hand-offs (docs/bench.md).
 var lazy = holders{m: make(map[fileKey]*handle)}
 
 type holders struct {

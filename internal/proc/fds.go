@@ -1,6 +1,6 @@
 package proc
 
-import "github.com/hold-dev/hold/internal/core"
+import "github.com/hold-dev/hold/lock"
 
 // ReadyForLock is ReadyRuntime for an operation op on the lock at path,
 // with its failure as that operation's error. Call it before the first
@@ -9,7 +9,7 @@ import "github.com/hold-dev/hold/internal/core"
 // that leaves nothing behind, never a runtime dump halfway through.
 func ReadyForLock(op, path string) error {
 	if err := ReadyRuntime(); err != nil {
-		return &core.Error{Op: op, Path: path, Err: err,
+		return &lock.Error{Op: op, Path: path, Err: err,
 			Hint: "no file descriptor is left for hold; nothing was created. Raise the limit (ulimit -n) and try again"}
 	}
 	return nil

@@ -16,23 +16,18 @@ var runtimeReady atomic.Bool
 // readyMu serialises ReadyRuntime's probes.
 var readyMu sync.Mutex
 
-// ReadyRuntime must run before, not beside, whatever opens the lock's
-// files: a descriptor taken between its probe and the poller's creation
-// would make the runtime abort anyway.
-//
 // ReadyRuntime makes sure the Go runtime's network poller exists before a
 // lock protocol spends file descriptors, and returns EMFILE or ENFILE
 // (nothing else) when there are not enough left for it.
 //
 // The runtime creates its poller (on Linux an epoll instance and an
-// eventfd) lazily, at the first timer, and aborts the whole process with
-// a runtime dump when it cannot: with a lock file and a queue open, at a
-// low descriptor limit, that first timer came after hold had opened its
-// files, and `hold run --fair` died with a stack trace instead of an
-// error, leaving whatever it had made. Made first, the poller needs no
-// descriptor later; and when two cannot be had, the caller reports that
-// before it has touched anything. Once per process: later calls cost an
-// atomic load.
+// eventfd) lazily, at the first timer, and aborts the whole process when
+// it cannot: at a low descriptor limit, a timer after the lock's files
+// were opened would kill the process instead of returning an error. Made
+// first, the poller needs no descriptor later, and a shortage is reported
+// before anything is touched. So it must run before, not beside, whatever
+// opens the lock's files. Once per process: later calls cost an atomic
+// load.
 func ReadyRuntime() error {
 	if runtimeReady.Load() {
 		return nil

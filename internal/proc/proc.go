@@ -10,15 +10,15 @@ import (
 	"os"
 	"sync"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // self is computed once: a process has exactly one identity.
-var self = sync.OnceValue(func() core.Owner {
+var self = sync.OnceValue(func() lock.Owner {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
 	start, _ := StartTime(pid)
-	return core.Owner{
+	return lock.Owner{
 		PID:       pid,
 		Host:      host,
 		ProcStart: start,
@@ -29,7 +29,7 @@ var self = sync.OnceValue(func() core.Owner {
 // Self returns a record describing this process (PID, Host, ProcStart,
 // Command), without ID, time or fence. The Command slice is a fresh copy,
 // with values that look like secrets masked (MaskSecrets).
-func Self() core.Owner {
+func Self() lock.Owner {
 	o := self()
 	o.Command = append([]string(nil), o.Command...)
 	return o
@@ -37,7 +37,7 @@ func Self() core.Owner {
 
 // SelfShared is Self without the copy: its Command is shared by every
 // call and must not be modified (a protocol only encodes it).
-func SelfShared() core.Owner { return self() }
+func SelfShared() lock.Owner { return self() }
 
 // Hostname is this machine's host name as Self records it.
 func Hostname() string { return self().Host }
@@ -60,7 +60,7 @@ func Where() (pidNS uint64, boot string) { return where() }
 // cannot confirm (its own is unknown) is not local either: a pid is only
 // meaningful in its own namespace. Records without them (earlier
 // versions, other tools) are local when the host matches, as before.
-func Local(o *core.Owner) bool {
+func Local(o *lock.Owner) bool {
 	if o.Host != "" && o.Host != self().Host {
 		return false
 	}
@@ -80,21 +80,21 @@ func Local(o *core.Owner) bool {
 // (LivenessUnknown): see Local. Otherwise a pid that does not exist is
 // dead, and so is a pid whose start time differs from the recorded one:
 // the pid was reused by an unrelated process.
-func Judge(o *core.Owner) core.Liveness {
+func Judge(o *lock.Owner) lock.Liveness {
 	if o == nil || o.PID <= 0 {
-		return core.LivenessUnknown
+		return lock.LivenessUnknown
 	}
 	if !Local(o) {
-		return core.LivenessUnknown
+		return lock.LivenessUnknown
 	}
 	me := self()
 	if o.PID == me.PID {
 		// This very process, unless the pid was reused: then the one
 		// recorded is gone. No need to ask the system.
 		if o.ProcStart == 0 || me.ProcStart == 0 || o.ProcStart == me.ProcStart {
-			return core.Alive
+			return lock.Alive
 		}
-		return core.Dead
+		return lock.Dead
 	}
 	return Alive(o.PID, o.ProcStart)
 }
@@ -102,17 +102,17 @@ func Judge(o *core.Owner) core.Liveness {
 // Alive says whether process pid runs on this host and, when procStart is
 // not zero and the OS reports start times, whether it is still the same
 // process.
-func Alive(pid int, procStart uint64) core.Liveness {
+func Alive(pid int, procStart uint64) lock.Liveness {
 	switch exists(pid) {
-	case core.Dead:
-		return core.Dead
-	case core.LivenessUnknown:
-		return core.LivenessUnknown
+	case lock.Dead:
+		return lock.Dead
+	case lock.LivenessUnknown:
+		return lock.LivenessUnknown
 	}
 	if procStart != 0 {
 		if now, ok := StartTime(pid); ok && now != procStart {
-			return core.Dead
+			return lock.Dead
 		}
 	}
-	return core.Alive
+	return lock.Alive
 }

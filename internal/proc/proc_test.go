@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 func TestSelf(t *testing.T) {
@@ -37,16 +37,16 @@ func TestJudge(t *testing.T) {
 	me := Self()
 	for _, c := range []struct {
 		name string
-		o    *core.Owner
-		want core.Liveness
+		o    *lock.Owner
+		want lock.Liveness
 	}{
-		{"no record", nil, core.LivenessUnknown},
-		{"no pid", &core.Owner{}, core.LivenessUnknown},
-		{"other host", &core.Owner{PID: me.PID, Host: me.Host + ".elsewhere"}, core.LivenessUnknown},
-		{"this process", &core.Owner{PID: me.PID, Host: me.Host, ProcStart: me.ProcStart}, core.Alive},
-		{"this process, no start time", &core.Owner{PID: me.PID}, core.Alive},
-		{"parent", &core.Owner{PID: os.Getppid(), Host: me.Host}, core.Alive},
-		{"exited", &core.Owner{PID: deadPID(t), Host: me.Host}, core.Dead},
+		{"no record", nil, lock.LivenessUnknown},
+		{"no pid", &lock.Owner{}, lock.LivenessUnknown},
+		{"other host", &lock.Owner{PID: me.PID, Host: me.Host + ".elsewhere"}, lock.LivenessUnknown},
+		{"this process", &lock.Owner{PID: me.PID, Host: me.Host, ProcStart: me.ProcStart}, lock.Alive},
+		{"this process, no start time", &lock.Owner{PID: me.PID}, lock.Alive},
+		{"parent", &lock.Owner{PID: os.Getppid(), Host: me.Host}, lock.Alive},
+		{"exited", &lock.Owner{PID: deadPID(t), Host: me.Host}, lock.Dead},
 	} {
 		if got := Judge(c.o); got != c.want {
 			t.Errorf("%s: Judge = %v, want %v", c.name, got, c.want)
@@ -60,17 +60,17 @@ func TestJudge(t *testing.T) {
 		parent := os.Getppid()
 		for _, c := range []struct {
 			name string
-			o    *core.Owner
-			want core.Liveness
+			o    *lock.Owner
+			want lock.Liveness
 		}{
 			// A pid of another namespace or boot says nothing here, dead
 			// or alive: judged like one of another host.
-			{"parent's pid, other pid namespace", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns + 1, BootID: boot}, core.LivenessUnknown},
-			{"parent's pid, other boot", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot + "x"}, core.LivenessUnknown},
-			{"dead pid, other pid namespace", &core.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns + 1}, core.LivenessUnknown},
-			{"this process's pid, other pid namespace", &core.Owner{PID: me.PID, Host: me.Host, PIDNS: ns + 1}, core.LivenessUnknown},
-			{"parent, same namespace and boot", &core.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot}, core.Alive},
-			{"dead, same namespace and boot", &core.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns, BootID: boot}, core.Dead},
+			{"parent's pid, other pid namespace", &lock.Owner{PID: parent, Host: me.Host, PIDNS: ns + 1, BootID: boot}, lock.LivenessUnknown},
+			{"parent's pid, other boot", &lock.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot + "x"}, lock.LivenessUnknown},
+			{"dead pid, other pid namespace", &lock.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns + 1}, lock.LivenessUnknown},
+			{"this process's pid, other pid namespace", &lock.Owner{PID: me.PID, Host: me.Host, PIDNS: ns + 1}, lock.LivenessUnknown},
+			{"parent, same namespace and boot", &lock.Owner{PID: parent, Host: me.Host, PIDNS: ns, BootID: boot}, lock.Alive},
+			{"dead, same namespace and boot", &lock.Owner{PID: deadPID(t), Host: me.Host, PIDNS: ns, BootID: boot}, lock.Dead},
 		} {
 			if got := Judge(c.o); got != c.want {
 				t.Errorf("%s: Judge = %v, want %v", c.name, got, c.want)
@@ -78,8 +78,8 @@ func TestJudge(t *testing.T) {
 		}
 
 		// A live pid with another start time is a reused pid.
-		o := &core.Owner{PID: me.PID, ProcStart: me.ProcStart + 1}
-		if got := Judge(o); got != core.Dead {
+		o := &lock.Owner{PID: me.PID, ProcStart: me.ProcStart + 1}
+		if got := Judge(o); got != lock.Dead {
 			t.Errorf("this pid with another start time: %v, want dead", got)
 		}
 		pp := os.Getppid()
@@ -87,10 +87,10 @@ func TestJudge(t *testing.T) {
 		if !ok {
 			t.Fatal("no start time for the parent")
 		}
-		if got := Alive(pp, start+1); got != core.Dead {
+		if got := Alive(pp, start+1); got != lock.Dead {
 			t.Errorf("parent pid with another start time: %v, want dead", got)
 		}
-		if got := Alive(pp, start); got != core.Alive {
+		if got := Alive(pp, start); got != lock.Alive {
 			t.Errorf("parent: %v", got)
 		}
 	}

@@ -7,18 +7,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // exists asks the kernel with signal 0: ESRCH means no such process, EPERM
 // means it exists but belongs to someone else.
-func exists(pid int) core.Liveness {
+func exists(pid int) lock.Liveness {
 	err := unix.Kill(pid, 0)
 	switch {
 	case err == nil, errors.Is(err, unix.EPERM):
-		return core.Alive
+		return lock.Alive
 	case errors.Is(err, unix.ESRCH):
-		return core.Dead
+		return lock.Dead
 	}
-	return core.LivenessUnknown
+	return lock.LivenessUnknown
 }

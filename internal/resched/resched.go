@@ -19,11 +19,8 @@ import (
 // call it takes the P away (starting another thread to poll the network),
 // and every such retake sends the monitor back to waking up every 20 µs.
 // In a process that queues for a lock over and over, the monitor so never
-// rests. Measured with 8 processes looping on a fair lock on 2 CPUs: two
-// monitor wake-ups per acquisition, a third of all the CPU time the
-// processes used, and 3.5 to 4 context switches per acquisition where the
-// hand-offs need one or two (1.6 with the yield below; at 30 processes, 12
-// without it and 2.4 with it).
+// rests, and costs more CPU and context switches than the hand-offs
+// themselves (docs/bench.md and docs/fair.md have the figures).
 //
 // Going through the scheduler (runtime.Gosched) moves the tick. It costs a
 // thread wake-up of its own when another P is idle, so a waiter does it

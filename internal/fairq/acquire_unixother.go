@@ -5,12 +5,12 @@ package fairq
 import (
 	"context"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Without open file description locks (Linux only), the queue is a
 // directory of ticket files.
-func front(ctx context.Context, req *core.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
+func front(ctx context.Context, req *lock.Request, wait, ticketFiles bool, free func() bool) (*Place, error) {
 	return frontTickets(ctx, req, wait, free)
 }
 

@@ -1,7 +1,5 @@
 //go:build !unix
 
-// Command bench is hold's benchmark suite. It compares kernel-lock
-// implementations through flock(2) and flock(1), so it runs on unix only.
 package main
 
 import (
@@ -9,6 +7,8 @@ import (
 	"os"
 )
 
+// main says why there is nothing to run: the suite compares kernel-lock
+// implementations through flock(2) and flock(1), which are unix only.
 func main() {
 	fmt.Fprintln(os.Stderr, "bench: the benchmark suite runs on unix systems only")
 	os.Exit(1)
