@@ -12,3 +12,5 @@ func lockedSlots(t *testing.T, path string) []uint64 {
 }
 
 func holdCounter(t *testing.T, design, path string) func() { return holdTicketCounter(t, path) }
+
+func counterFree(t *testing.T, design, path string) bool { return ticketCounterFree(t, path) }

@@ -240,6 +240,25 @@ func holdMain(t *testing.T, path string) lock.Handle {
 
 func lockPath(t *testing.T) string { return filepath.Join(t.TempDir(), "data.lock") }
 
+// ticketCounterFree reports whether nobody holds the tickets design's
+// counter lock. The probe takes the lock for an instant when it is free.
+func ticketCounterFree(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(path+QueueSuffix, counterName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == syscall.EWOULDBLOCK {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
 // holdTicketCounter takes the ticket directory's counter lock.
 func holdTicketCounter(t *testing.T, path string) func() {
 	t.Helper()

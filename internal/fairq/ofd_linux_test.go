@@ -285,3 +285,22 @@ func TestOFDStagedWait(t *testing.T) {
 		t.Fatal("never reached the front once everyone ahead had left")
 	}
 }
+
+// counterFree reports whether nobody holds the queue counter's lock, that
+// is, no waiter is in the middle of taking a ticket.
+func counterFree(t *testing.T, design, path string) bool {
+	t.Helper()
+	if design == ticketsDesign {
+		return ticketCounterFree(t, path)
+	}
+	q, err := openOFDQueue(path + queueFileSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(q.fd)
+	lk, err := ofdLock(q.fd, unix.F_OFD_GETLK, unix.F_WRLCK, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk.Type == unix.F_UNLCK
+}
