@@ -222,6 +222,35 @@ func (w *stallWatch) stalled(now time.Time) bool {
 	return now.Sub(w.since) >= StallBound
 }
 
+// await waits for a blocking lock call that runs on its own goroutine and
+// reports on done, until ctx ends or the stall rule (sw, nil for none)
+// passes the predecessor over. finished says the call reported, with err;
+// otherwise err is ctx's or errStalled, and the call is abandoned: abandon
+// runs once it reports, to drop what the call was granted (its descriptor),
+// so an abandoned wait holds nothing. Both designs wait this way.
+func (w *stallWatch) await(ctx context.Context, done <-chan error, abandon func()) (finished bool, err error) {
+	looks, stop := w.ticker()
+	defer stop()
+	for {
+		select {
+		case err := <-done:
+			return true, err
+		case <-ctx.Done():
+			err = ctx.Err()
+		case now := <-looks:
+			if !w.stalled(now) {
+				continue
+			}
+			err = errStalled
+		}
+		go func() {
+			<-done
+			abandon()
+		}()
+		return false, err
+	}
+}
+
 // Waiter is a fair waiter found in a queue (see HeadWaiter).
 type Waiter struct {
 	PID     int

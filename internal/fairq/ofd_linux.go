@@ -293,20 +293,15 @@ func (q *ofdQueue) lockCounter(ctx context.Context) (unlock func(), err error) {
 		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_WRLCK, 0, 1)
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			unix.Close(wfd)
-			return nil, q.error("lock queue counter", err)
-		}
-		return func() { unix.Close(wfd) }, nil
-	case <-ctx.Done():
-		go func() {
-			<-done
-			unix.Close(wfd)
-		}()
-		return nil, ctx.Err()
+	finished, err := (*stallWatch)(nil).await(ctx, done, func() { unix.Close(wfd) })
+	switch {
+	case !finished:
+		return nil, err
+	case err != nil:
+		unix.Close(wfd)
+		return nil, q.error("lock queue counter", err)
 	}
+	return func() { unix.Close(wfd) }, nil
 }
 
 // highestLive returns the highest ticket below `below` whose waiter is
@@ -408,34 +403,15 @@ func (q *ofdQueue) waitFor(ctx context.Context, pred uint64, free func() bool) e
 		_, err := ofdLock(wfd, unix.F_OFD_SETLKW, unix.F_RDLCK, off, 1)
 		done <- err
 	}()
-	sw := q.stallWatch(free, pred)
-	looks, stop := sw.ticker()
-	defer stop()
-	for {
-		select {
-		case err := <-done:
-			unix.Close(wfd)
-			if err != nil {
-				return q.error("wait in queue", err)
-			}
-			return nil
-		case <-ctx.Done():
-			go func() {
-				<-done
-				unix.Close(wfd)
-			}()
-			return ctx.Err()
-		case now := <-looks:
-			if !sw.stalled(now) {
-				continue
-			}
-			go func() {
-				<-done
-				unix.Close(wfd)
-			}()
-			return errStalled
-		}
+	finished, err := q.stallWatch(free, pred).await(ctx, done, func() { unix.Close(wfd) })
+	if !finished {
+		return err
 	}
+	unix.Close(wfd)
+	if err != nil {
+		return q.error("wait in queue", err)
+	}
+	return nil
 }
 
 // stallWatch returns the stall rule for a wait on ticket t, nil when

@@ -65,10 +65,10 @@ func frontTickets(ctx context.Context, req *lock.Request, wait bool, free func()
 				return err == nil && p == nil
 			}}
 		}
-		err = waitFlockStall(ctx, pred.fd, unix.LOCK_SH, sw)
+		err = waitFlock(ctx, pred.fd, unix.LOCK_SH, sw)
 		if err == errStalled {
 			// Passed over (see StallBound): its ticket stays, it is
-			// alive; look below it. waitFlockStall has handed pred.fd to
+			// alive; look below it. waitFlock has handed pred.fd to
 			// the goroutine that still waits on it.
 			if req.Logger != nil {
 				req.Logger.Debug("hold: passed over a fair waiter that kept its place while the lock stayed free",
@@ -207,7 +207,7 @@ func (q *queue) join(ctx context.Context) (*ticket, error) {
 	if err := unix.Flock(cfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		// Someone else is taking a ticket: that takes microseconds, unless
 		// its process was stopped, so the wait still ends with ctx.
-		if err := waitFlock(ctx, cfd, unix.LOCK_EX); err != nil {
+		if err := waitFlock(ctx, cfd, unix.LOCK_EX, nil); err != nil {
 			if ctx.Err() != nil {
 				return nil, err // waitFlock has handed cfd to a goroutine that closes it
 			}
@@ -365,64 +365,24 @@ func hasHeadMark(fd int) bool {
 // waitShared blocks until a shared lock on a predecessor's ticket is
 // granted or ctx ends. Holding it never delays anyone: nobody else asks for
 // it exclusively.
-func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, unix.LOCK_SH) }
+func waitShared(ctx context.Context, fd int) error { return waitFlock(ctx, fd, unix.LOCK_SH, nil) }
 
-// waitFlockStall is waitFlock with the stall rule (sw, when not nil) for a
-// wait that ctx can end (see ofdQueue.waitFor): the wait also ends, with errStalled, when the rule passes the ticket's
-// waiter over; fd then belongs to a goroutine that closes it once the
-// lock is granted, as after a context that ended.
-func waitFlockStall(ctx context.Context, fd, how int, sw *stallWatch) error {
-	if sw == nil || ctx.Done() == nil {
-		return waitFlock(ctx, fd, how)
-	}
-	done := make(chan error, 1)
-	go func() { done <- flockRetry(fd, how) }()
-	looks, stop := sw.ticker()
-	defer stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			go func() {
-				<-done
-				unix.Close(fd)
-			}()
-			return ctx.Err()
-		case now := <-looks:
-			if !sw.stalled(now) {
-				continue
-			}
-			go func() {
-				<-done
-				unix.Close(fd)
-			}()
-			return errStalled
-		}
-	}
-}
-
-// waitFlock blocks until flock(2) grants how on fd or ctx ends. A blocked
-// flock(2) cannot be interrupted from Go, so when ctx can end the call runs
-// on its own goroutine; if ctx ends first, that goroutine keeps fd and
-// closes it once the lock is granted, so an abandoned wait holds nothing.
-func waitFlock(ctx context.Context, fd, how int) error {
+// waitFlock blocks until flock(2) grants how on fd or ctx ends, or the
+// stall rule (sw, nil for none) passes the ticket's waiter over
+// (errStalled). A blocked flock(2) cannot be interrupted from Go, so when
+// ctx can end the call runs on its own goroutine; if the wait ends first,
+// that goroutine keeps fd and closes it once the lock is granted, so an
+// abandoned wait holds nothing. A wait nothing can end blocks in the
+// kernel and has no stall rule (see ofdQueue.waitFor).
+func waitFlock(ctx context.Context, fd, how int, sw *stallWatch) error {
 	if ctx.Done() == nil {
 		resched.BeforeBlocking()
 		return flockRetry(fd, how)
 	}
 	done := make(chan error, 1)
 	go func() { done <- flockRetry(fd, how) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		go func() {
-			<-done
-			unix.Close(fd)
-		}()
-		return ctx.Err()
-	}
+	_, err := sw.await(ctx, done, func() { unix.Close(fd) })
+	return err
 }
 
 // flockRetry is a blocking flock(2) that a signal does not end.
