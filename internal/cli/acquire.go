@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
@@ -29,7 +30,7 @@ const (
 // waiting at most -w otherwise, until ctx ends in any case. While it waits
 // it tells stderr who holds the lock (always on a terminal, with --verbose
 // otherwise; a nil stderr keeps it silent). A wait ended by a signal (see
-// interruptible) returns a *signalError, so the exit status becomes
+// interruptible) returns a *errkind.SignalError, so the exit status becomes
 // 128+signal.
 func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, error) {
 	start := time.Now()
@@ -66,9 +67,9 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 		l, err = hold.Acquire(wctx, s.target, s.opts...)
 		stopNotice()
 		if err != nil {
-			var sig *signalError
+			var sig *errkind.SignalError
 			if errors.As(context.Cause(ctx), &sig) {
-				err = &signalError{sig: sig.sig, err: err}
+				err = &errkind.SignalError{Sig: sig.Sig, Err: err}
 			}
 		}
 	}

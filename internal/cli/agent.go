@@ -11,11 +11,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -1106,42 +1106,36 @@ func errorReply(err error) *agentError {
 	return e
 }
 
-// errorCode is the one mapping from an error to a reply's code, the
-// agent's counterpart of exitCode.
+// errorCodes maps the kinds of an error to a reply's code: the first row
+// whose kinds the error has decides; codeIO if none does. It is the
+// agent's counterpart of exitCodes.
+var errorCodes = []struct {
+	kinds errkind.Kinds
+	code  string
+}{
+	{errkind.Usage, codeInvalid},
+	{errkind.Foreign, codeForeign},
+	{errkind.Busy, codeBusy},
+	{errkind.Timeout, codeTimeout},
+	{errkind.Lost, codeLost},
+	{errkind.Canceled, codeAbort},
+	{errkind.Exec, codeNoExec},
+	{errkind.ReadOnly, codeReadOnly},
+	{errkind.Full, codeFull},
+	{errkind.NotRegular, codeNotRegular},
+	{errkind.IsDir, codeIsDir},
+	{errkind.NotExist, codeNotFound},
+	{errkind.Permission, codeAccess},
+	{errkind.Unsupported, codeUnsupported},
+}
+
+// errorCode is the code of a reply that fails with err.
 func errorCode(err error) string {
-	var (
-		usage *usageError
-		exec  *execError
-	)
-	switch {
-	case errors.As(err, &usage), errors.Is(err, hold.ErrInvalidName), errors.Is(err, hold.ErrLockIsTarget):
-		return codeInvalid
-	case errors.Is(err, hold.ErrForeign):
-		return codeForeign
-	case errors.Is(err, hold.ErrBusy):
-		return codeBusy
-	case errors.Is(err, hold.ErrTimeout):
-		return codeTimeout
-	case errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
-		return codeLost
-	case errors.Is(err, context.Canceled):
-		return codeAbort
-	case errors.As(err, &exec):
-		return codeNoExec
-	case errors.Is(err, syscall.EROFS):
-		return codeReadOnly
-	case isFilesystemFull(err):
-		return codeFull
-	case errors.Is(err, hold.ErrNotRegular):
-		return codeNotRegular
-	case errors.Is(err, syscall.EISDIR):
-		return codeIsDir
-	case errors.Is(err, os.ErrNotExist):
-		return codeNotFound
-	case errors.Is(err, os.ErrPermission):
-		return codeAccess
-	case errors.Is(err, hold.ErrUnsupported):
-		return codeUnsupported
+	kinds := errkind.Of(err)
+	for _, row := range errorCodes {
+		if kinds&row.kinds != 0 {
+			return row.code
+		}
 	}
 	return codeIO
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 // Network targets (etcd://...) are served by hold-remote, which links the
@@ -96,7 +98,7 @@ func (a *agent) subAgent() (*subAgent, error) {
 	}
 	exe, err := findRemote()
 	if err != nil {
-		return nil, &execError{cmd: remoteCommand, err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, remoteCommand)}
+		return nil, &errkind.ExecError{Cmd: remoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, remoteCommand)}
 	}
 	args := []string{"agent"}
 	if a.client != "" {
@@ -107,14 +109,14 @@ func (a *agent) subAgent() (*subAgent, error) {
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	sub := &subAgent{a: a, cmd: cmd, in: in, exited: make(chan struct{}),
 		waiting: map[uint64]relay{}, ids: map[string]uint64{}, locks: map[uint64]uint64{}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -167,7 +168,7 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	if err != nil {
 		return fail(op, err, spec.conflictExit)
 	}
-	var sig *signalError
+	var sig *errkind.SignalError
 	if errors.As(interrupted, &sig) {
 		l.Release()
 		return fail(op, sig, spec.conflictExit)
@@ -206,8 +207,8 @@ func checkGuarded(op, file, lockFile string) error {
 // fileError labels an error about FILE the way the library does.
 func fileError(op, file string, err error) error {
 	var he *hold.Error
-	var usage *usageError
-	var exec *execError
+	var usage *errkind.UsageError
+	var exec *errkind.ExecError
 	if errors.As(err, &he) || errors.As(err, &usage) || errors.As(err, &exec) {
 		return err
 	}

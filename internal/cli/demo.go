@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 func init() {
@@ -123,7 +124,7 @@ func runDemoWriters(self, file string, writers, records int, locked bool) (time.
 			return 0, err
 		}
 		if err := cmd.Start(); err != nil {
-			return 0, &execError{cmd: self, err: err}
+			return 0, &errkind.ExecError{Cmd: self, Err: err}
 		}
 		cmds, gates = append(cmds, cmd), append(gates, gate)
 	}

@@ -41,7 +41,7 @@
 //
 // fail (exit.go) is the one place that turns an error into a message and an
 // exit status; return usagef(...) for bad input and wrap exec failures with
-// execError so they map to the documented codes.
+// errkind.ExecError so they map to the documented codes.
 //
 // # Adding a protocol
 //
@@ -103,6 +103,7 @@ import (
 	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
 )
@@ -448,7 +449,7 @@ func interruptible(parent context.Context) (ctx context.Context, stop func()) {
 	go func() {
 		select {
 		case sig := <-sigs:
-			cancel(&signalError{sig: sig})
+			cancel(&errkind.SignalError{Sig: sig})
 		case <-done:
 		}
 	}()

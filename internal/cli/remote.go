@@ -13,6 +13,7 @@ import (
 	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 // The network backends live in companion executables. Linking them into
@@ -216,7 +217,7 @@ func handOff(scheme, dedicated string) error {
 	if exe == "" {
 		var err error
 		if exe, err = findRemote(); err != nil {
-			return &execError{cmd: remoteCommand, err: fmt.Errorf("%w; %s:// targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, scheme, remoteCommand)}
+			return &errkind.ExecError{Cmd: remoteCommand, Err: fmt.Errorf("%w; %s:// targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, scheme, remoteCommand)}
 		}
 	}
 	env := append(os.Environ(), remoteEnv+"=1")

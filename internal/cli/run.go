@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -104,7 +105,7 @@ func runRun(args []string) int {
 	if err != nil {
 		return fail("run", err, spec.conflictExit)
 	}
-	var sig *signalError
+	var sig *errkind.SignalError
 	if errors.As(interrupted, &sig) {
 		// Interrupted just as the lock came: do not start the command.
 		l.Release()
@@ -203,7 +204,7 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *run
 		defer runtime.UnlockOSThread()
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, &execError{cmd: argv[0], err: err}
+		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
 	if spec.verbose {
 		fmt.Fprintf(os.Stderr, "hold: running %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
@@ -214,7 +215,7 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *run
 		return 0, lostErr
 	}
 	if cmd.ProcessState == nil {
-		return 0, &execError{cmd: argv[0], err: err}
+		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
 	return exitStatusOf(cmd.ProcessState), nil
 }
@@ -284,7 +285,7 @@ func (r *runEvents) loop() {
 				// held, runRun sees it and does not start the command,
 				// unless it is already starting: then the command gets
 				// the signal as soon as it runs.
-				r.cancel(&signalError{sig: sig})
+				r.cancel(&errkind.SignalError{Sig: sig})
 				pending = append(pending, sig)
 				continue
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -10,9 +9,6 @@ import (
 // forwardedSignals are the signals hold catches. Windows delivers only
 // Ctrl-C (os.Interrupt) to a console process.
 var forwardedSignals = []os.Signal{os.Interrupt}
-
-// signalName returns the signal's name.
-func signalName(sig os.Signal) string { return sig.String() }
 
 // isTerminal reports whether f is a console.
 func isTerminal(f *os.File) bool {
@@ -27,11 +23,4 @@ func terminalWidth(f *os.File) int {
 		return 0
 	}
 	return int(info.Window.Right-info.Window.Left) + 1
-}
-
-// isFilesystemFullOS recognises Windows' own codes for a full or
-// write-protected disk.
-func isFilesystemFullOS(err error) bool {
-	return errors.Is(err, windows.ERROR_DISK_FULL) || errors.Is(err, windows.ERROR_WRITE_PROTECT) ||
-		errors.Is(err, windows.ERROR_HANDLE_DISK_FULL)
 }
