@@ -9,14 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/errkind"
-	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // hold agent serves lock requests as JSON lines on stdin and answers on
@@ -31,9 +31,9 @@ import (
 //   - A lock is named by a number the agent hands out; every acquisition is
 //     its own hold.Lock, so two acquisitions of one target by one client
 //     exclude each other, as two processes do.
-//   - The lock options are the command line's lock flags: a request's
-//     options are set on a flag set of lockFlags and resolved by the same
-//     code as `hold run`'s (see agentRequest.spec).
+//   - The lock options are the command line's lock flags, as JSON fields:
+//     a request fills the same lockspec.Spec that the flags fill, and
+//     lockspec resolves both (see agentRequest.spec).
 //   - End of stdin means the client is gone: every wait is abandoned, every
 //     lock released, and the agent exits.
 
@@ -206,17 +206,17 @@ type agent struct {
 	locks   map[uint64]*agentLock
 	pending map[string]context.CancelCauseFunc // by request id
 	updates map[uint64]chan updateAnswer
-	busy    map[*lockSpec]time.Time // when a lock was last found busy
-	remote  *subAgent               // lazily started, for network targets (see agent_remote.go)
-	sync    *syncChannel            // the synchronous channel, once a hello asked for it
-	patrol  bool                    // the patrol of kernel locks runs (see patrolLocks)
+	busy    map[lockspec.Key]time.Time // when a lock was last found busy
+	remote  *subAgent                  // lazily started, for network targets (see agent_remote.go)
+	sync    *syncChannel               // the synchronous channel, once a hello asked for it
+	patrol  bool                       // the patrol of kernel locks runs (see patrolLocks)
 }
 
 // agentLock is a lock the client holds: one of this agent's, or one that
 // the sub-agent holds for it (remote != 0, the sub-agent's number).
 type agentLock struct {
 	l    *hold.Lock
-	spec *lockSpec
+	spec lockspec.Resolved
 	done chan struct{} // closed on release: stops the loss watcher
 	// remote is the sub-agent's number for a lock it holds, and sub the
 	// sub-agent; zero and nil for this agent's own locks.
@@ -250,7 +250,7 @@ func newAgent(out io.Writer) *agent {
 		locks:   map[uint64]*agentLock{},
 		pending: map[string]context.CancelCauseFunc{},
 		updates: map[uint64]chan updateAnswer{},
-		busy:    map[*lockSpec]time.Time{},
+		busy:    map[lockspec.Key]time.Time{},
 	}
 }
 
@@ -397,7 +397,7 @@ func (a *agent) dispatch(req *agentRequest) {
 			a.status(req)
 		}
 	case "update", "append":
-		if addressScheme(req.Target) != "" {
+		if lockspec.AddressScheme(req.Target) != "" {
 			a.replyError(req.ID, &agentError{Code: codeInvalid, Message: fmt.Sprintf("%s takes a file path, not an address like %q", req.Op, req.Target)})
 			return
 		}
@@ -478,130 +478,70 @@ func (a *agent) hello(req *agentRequest) {
 	a.reply(r)
 }
 
-// specKey is what a lockSpec is made of, for requests without fields or
-// settings: the key of specCache.
-type specKey struct {
-	target, protocol, lockFile, name string
-	wait                             float64 // -1: not given
-	shared, fair                     bool
-}
-
-// specCache keeps the specs of recent requests: a client typically locks
-// the same few targets again and again, and resolving the options through
-// a flag set costs more than taking a free kernel lock. Only specs whose
-// protocol holds nothing open (no network client) are kept; they are
-// immutable, so sharing them is safe.
-var specCache = struct {
-	sync.Mutex
-	m map[specKey]*lockSpec
-}{m: map[specKey]*lockSpec{}}
-
-// maxCachedSpecs bounds specCache; it is emptied when full.
-const maxCachedSpecs = 1024
-
-// spec turns a request's lock options into a lockSpec. The spec is made by
-// the command line's own flags (resolveSpec) or taken from specCache.
-func (req *agentRequest) spec() (*lockSpec, error) {
-	if len(req.Fields) > 0 || len(req.Settings) > 0 {
-		return req.resolveSpec()
+// spec is the request's lock options as a lockspec.Spec, the type the
+// command line fills from its flags, checked as the flags are: the agent
+// accepts exactly what `hold run` accepts.
+func (req *agentRequest) spec() (lockspec.Spec, error) {
+	s := lockspec.Spec{
+		Target:        req.Target,
+		Shared:        req.Shared,
+		Fair:          req.Fair,
+		Protocol:      req.Protocol,
+		ProtocolGiven: req.Protocol != "",
+		LockFile:      req.LockFile,
+		Name:          req.Name,
+		ConflictExit:  exitConflict,
 	}
-	key := specKey{target: req.Target, protocol: req.Protocol, lockFile: req.LockFile, name: req.Name,
-		wait: -1, shared: req.Shared, fair: req.Fair}
 	if req.Wait != nil {
-		key.wait = *req.Wait
-	}
-	specCache.Lock()
-	s, ok := specCache.m[key]
-	specCache.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := req.resolveSpec()
-	if err != nil {
-		return nil, err
-	}
-	if _, closer := s.proto.(lock.Closer); !closer {
-		specCache.Lock()
-		if len(specCache.m) >= maxCachedSpecs {
-			clear(specCache.m)
+		w := *req.Wait
+		if w < 0 || w > 1e9 {
+			return s, usagef("wait must be a number of seconds >= 0, not %v", w)
 		}
-		specCache.m[key] = s
-		specCache.Unlock()
+		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
+	}
+	if len(req.Fields) > 0 {
+		s.Fields = make([]lockspec.Field, 0, len(req.Fields))
+		for _, k := range sortedKeys(req.Fields) {
+			if k == "" {
+				return s, usagef("a field needs a name")
+			}
+			// As --field KEY=VALUE does, the first "=" ends the key.
+			k, v, _ := strings.Cut(k+"="+req.Fields[k], "=")
+			s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
+		}
+	}
+	for _, k := range sortedKeys(req.Settings) {
+		if !lockspec.IsSetting(k) {
+			return s, usagef("unknown setting %q (known: %s)", k, lockspec.SettingNames())
+		}
+	}
+	if len(req.Settings) > 0 {
+		s.Settings = req.Settings
 	}
 	return s, nil
 }
 
-// resolveSpec turns a request's lock options into a lockSpec through the
-// command line's own flags, so that the agent accepts exactly what `hold
-// run` accepts and checks it the same way.
-func (req *agentRequest) resolveSpec() (*lockSpec, error) {
-	fs := newFlagSet("agent", true)
-	var lf lockFlags
-	lf.addTo(fs)
-	set := func(flag, value string) error {
-		if err := fs.Set(flag, value); err != nil {
-			return usagef("%s: %v", flag, err)
-		}
-		return nil
-	}
-	var err error
-	if req.Wait != nil {
-		if w := *req.Wait; w < 0 || w > 1e9 {
-			return nil, usagef("wait must be a number of seconds >= 0, not %v", w)
-		}
-		err = errors.Join(err, set("wait", strconv.FormatFloat(*req.Wait, 'g', -1, 64)))
-	}
-	if req.Shared {
-		err = errors.Join(err, set("shared", "true"))
-	}
-	if req.Fair {
-		err = errors.Join(err, set("fair", "true"))
-	}
-	if req.Protocol != "" {
-		err = errors.Join(err, set("protocol", req.Protocol))
-	}
-	if req.LockFile != "" {
-		err = errors.Join(err, set("lock-file", req.LockFile))
-	}
-	if req.Name != "" {
-		err = errors.Join(err, set("name", req.Name))
-	}
-	for _, k := range sortedKeys(req.Fields) {
-		if k == "" {
-			return nil, usagef("a field needs a name")
-		}
-		err = errors.Join(err, set("field", k+"="+req.Fields[k]))
-	}
-	for _, k := range sortedKeys(req.Settings) {
-		if !isRemoteSetting(k) {
-			return nil, usagef("unknown setting %q (known: %s)", k, remoteSettingNames())
-		}
-		err = errors.Join(err, set(k, req.Settings[k]))
-	}
+// resolve is spec, resolved: the lock to take, ready for hold.Acquire.
+func (req *agentRequest) resolve() (*lockspec.Resolved, error) {
+	s, err := req.spec()
 	if err != nil {
 		return nil, err
 	}
-	return lf.resolve(req.Target)
+	return s.Resolve()
 }
 
-func isRemoteSetting(flag string) bool {
-	for _, s := range remoteSettings {
-		if s.Flag == flag {
-			return true
-		}
+// newLock is resolve into a new agentLock, which holds the resolved
+// request while the lock is taken and held.
+func (req *agentRequest) newLock() (*agentLock, error) {
+	s, err := req.spec()
+	if err != nil {
+		return nil, err
 	}
-	return false
-}
-
-func remoteSettingNames() string {
-	names := ""
-	for i, s := range remoteSettings {
-		if i > 0 {
-			names += ", "
-		}
-		names += s.Flag
+	al := new(agentLock)
+	if err := s.ResolveInto(&al.spec); err != nil {
+		return nil, err
 	}
-	return names
+	return al, nil
 }
 
 // acquire serves acquire and try. The first attempt is made at once, on
@@ -609,21 +549,22 @@ func remoteSettingNames() string {
 // another thread, which on a busy machine costs more than the lock
 // itself. Only a wait gets its own goroutine.
 func (a *agent) acquire(req *agentRequest) {
-	spec, err := req.spec()
+	al, err := req.newLock()
 	if err != nil {
 		a.replyErr(req.ID, err)
 		return
 	}
-	if spec.nonblock || !a.recentlyBusy(spec) {
+	spec := &al.spec
+	if spec.Nonblock || !a.recentlyBusy(spec) {
 		l, err := a.try(spec)
-		if err == nil || spec.nonblock || !errors.Is(err, hold.ErrBusy) {
-			a.granted(req.ID, spec, l, err)
+		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
+			a.granted(req.ID, al, l, err)
 			return
 		}
 	}
 	a.spawn(req.ID, func(ctx context.Context) {
-		l, err := spec.acquire(ctx, nil)
-		a.granted(req.ID, spec, l, abortCause(ctx, err))
+		l, err := spec.Acquire(ctx, nil)
+		a.granted(req.ID, al, l, abortCause(ctx, err))
 	})
 }
 
@@ -632,36 +573,39 @@ func (a *agent) acquire(req *agentRequest) {
 // read and judge the holder's record only to be thrown away.
 const busyMemory = 100 * time.Millisecond
 
+// maxBusyMemory bounds the busy memory; it is emptied when full.
+const maxBusyMemory = 1024
+
 // recentlyBusy reports whether spec's lock was found busy within busyMemory.
-func (a *agent) recentlyBusy(spec *lockSpec) bool {
+func (a *agent) recentlyBusy(spec *lockspec.Resolved) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	t, ok := a.busy[spec]
+	t, ok := a.busy[spec.Key]
 	return ok && time.Since(t) < busyMemory
 }
 
 // try makes one attempt at spec's lock, without waiting, and remembers
 // when it was busy.
-func (a *agent) try(spec *lockSpec) (*hold.Lock, error) {
-	l, err := hold.TryAcquire(spec.target, spec.opts...)
+func (a *agent) try(spec *lockspec.Resolved) (*hold.Lock, error) {
+	l, err := hold.TryAcquire(spec.Target, spec.Opts...)
 	if errors.Is(err, hold.ErrBusy) {
 		a.markBusy(spec)
 	}
 	return l, err
 }
 
-func (a *agent) markBusy(spec *lockSpec) {
+func (a *agent) markBusy(spec *lockspec.Resolved) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.busy) >= maxCachedSpecs {
+	if len(a.busy) >= maxBusyMemory {
 		clear(a.busy)
 	}
-	a.busy[spec] = time.Now()
+	a.busy[spec.Key] = time.Now()
 }
 
 // granted answers an acquisition: the lock l, or the error that kept it.
-func (a *agent) granted(id json.RawMessage, spec *lockSpec, l *hold.Lock, err error) {
-	r, watch := a.grant(id, spec, l, err)
+func (a *agent) granted(id json.RawMessage, al *agentLock, l *hold.Lock, err error) {
+	r, watch := a.grant(id, al, l, err)
 	if r != nil {
 		a.reply(r)
 	}
@@ -675,16 +619,16 @@ func (a *agent) granted(id json.RawMessage, spec *lockSpec, l *hold.Lock, err er
 // be called once the reply is sent: it starts watching the lock for its
 // loss, so that the client never hears of a loss before the lock itself.
 // The reply is nil when the client left meanwhile (l is then released).
-func (a *agent) grant(id json.RawMessage, spec *lockSpec, l *hold.Lock, err error) (r *agentReply, watch func()) {
+func (a *agent) grant(id json.RawMessage, al *agentLock, l *hold.Lock, err error) (r *agentReply, watch func()) {
 	if err != nil {
-		spec.close()
+		al.spec.Close()
 		return errReply(id, err), nil
 	}
-	al := &agentLock{l: l, spec: spec, done: make(chan struct{})}
+	al.l, al.done = l, make(chan struct{})
 	n, ok := a.addLock(al)
 	if !ok { // the client left while we waited
 		l.Release()
-		spec.close()
+		al.spec.Close()
 		return nil, nil
 	}
 	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
@@ -851,7 +795,7 @@ func (a *agent) release(req *agentRequest) {
 func (al *agentLock) release() error {
 	close(al.done)
 	err := al.l.Release()
-	al.spec.close()
+	al.spec.Close()
 	return err
 }
 
@@ -868,13 +812,13 @@ func (a *agent) check(req *agentRequest) {
 }
 
 func (a *agent) status(req *agentRequest) {
-	spec, err := req.spec()
+	spec, err := req.resolve()
 	if err != nil {
 		a.replyErr(req.ID, err)
 		return
 	}
-	defer spec.close()
-	st, err := spec.inspect()
+	defer spec.Close()
+	st, err := spec.Inspect()
 	if err != nil {
 		a.replyErr(req.ID, err)
 		return
@@ -990,12 +934,12 @@ func (a *agent) guarded(ctx context.Context, req *agentRequest, work func(*hold.
 	if err := checkGuarded(req.Op, req.Target, req.LockFile); err != nil {
 		return err
 	}
-	spec, err := req.spec()
+	spec, err := req.resolve()
 	if err != nil {
 		return err
 	}
-	defer spec.close()
-	l, err := spec.acquire(ctx, nil)
+	defer spec.Close()
+	l, err := spec.Acquire(ctx, nil)
 	if err != nil {
 		return abortCause(ctx, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // Network targets (etcd://...) are served by hold-remote, which links the
@@ -56,11 +57,11 @@ type relay struct {
 // proxied relays req to the sub-agent when its target has a network scheme
 // this executable does not link, and reports whether it did.
 func (a *agent) proxied(req *agentRequest) bool {
-	scheme := addressScheme(req.Target)
-	if scheme == "" || !isRemoteScheme(scheme) {
+	scheme := lockspec.AddressScheme(req.Target)
+	if scheme == "" || !lockspec.IsRemoteScheme(scheme) {
 		return false
 	}
-	if _, linked := schemes[scheme]; linked {
+	if lockspec.Serves(scheme) {
 		return false
 	}
 	sub, err := a.subAgent()
@@ -96,16 +97,16 @@ func (a *agent) subAgent() (*subAgent, error) {
 	if a.remote != nil && !a.remote.isDead() {
 		return a.remote, nil
 	}
-	exe, err := findRemote()
+	exe, err := lockspec.FindRemote()
 	if err != nil {
-		return nil, &errkind.ExecError{Cmd: remoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, remoteCommand)}
+		return nil, &errkind.ExecError{Cmd: lockspec.RemoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, lockspec.RemoteCommand)}
 	}
 	args := []string{"agent"}
 	if a.client != "" {
 		args = append(args, "--for", a.client)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), remoteEnv+"=1")
+	cmd.Env = append(os.Environ(), lockspec.RemoteEnv+"=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -171,7 +172,7 @@ func (s *subAgent) send(req *agentRequest, clientID json.RawMessage, handle func
 
 // subAgentGone is the reply to a request the sub-agent can no longer answer.
 func subAgentGone() *agentReply {
-	return &agentReply{Error: &agentError{Code: codeLost, Message: remoteCommand + " agent (the sub-agent serving network targets) exited"}}
+	return &agentReply{Error: &agentError{Code: codeLost, Message: lockspec.RemoteCommand + " agent (the sub-agent serving network targets) exited"}}
 }
 
 // readReplies relays the sub-agent's replies and events until its output

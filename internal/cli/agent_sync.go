@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // The synchronous channel. A request on the agent's standard input and its
@@ -36,18 +38,18 @@ const syncOps = "try, release and check"
 func (a *agent) syncDispatch(req *agentRequest) (r *agentReply, after func()) {
 	switch req.Op {
 	case "try":
-		if scheme := addressScheme(req.Target); scheme != "" {
+		if scheme := lockspec.AddressScheme(req.Target); scheme != "" {
 			return failReply(req.ID, &agentError{Code: codeInvalid,
 				Message: fmt.Sprintf("%s:// targets are served on the standard channel (stdin), not the synchronous one", scheme)}), nil
 		}
 		zero := 0.0
 		req.Wait = &zero
-		spec, err := req.spec()
+		al, err := req.newLock()
 		if err != nil {
 			return errReply(req.ID, err), nil
 		}
-		l, err := a.try(spec)
-		r, after = a.grant(req.ID, spec, l, err)
+		l, err := a.try(&al.spec)
+		r, after = a.grant(req.ID, al, l, err)
 		if r == nil {
 			r = failReply(req.ID, &agentError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
 		}

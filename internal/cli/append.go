@@ -155,23 +155,23 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	if err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
-	defer spec.close()
+	defer spec.Close()
 	// The filter's pipes and its grace timer need the runtime's poller,
 	// which cannot be made once the lock has taken the last descriptors.
-	if err := proc.ReadyForLock(op, spec.label); err != nil {
+	if err := proc.ReadyForLock(op, spec.Label); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	ctx, stopWait := interruptible(context.Background())
-	l, err := spec.acquire(ctx, os.Stderr)
+	l, err := spec.Acquire(ctx, os.Stderr)
 	interrupted := context.Cause(ctx)
 	stopWait()
 	if err != nil {
-		return fail(op, err, spec.conflictExit)
+		return fail(op, err, spec.ConflictExit)
 	}
 	var sig *errkind.SignalError
 	if errors.As(interrupted, &sig) {
 		l.Release()
-		return fail(op, sig, spec.conflictExit)
+		return fail(op, sig, spec.ConflictExit)
 	}
 	err = work(l)
 	if rerr := l.Release(); rerr != nil && err == nil {
@@ -185,9 +185,9 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 		return failFilter(op, file, fe)
 	}
 	if errors.As(err, &sig) {
-		return fail(op, err, spec.conflictExit)
+		return fail(op, err, spec.ConflictExit)
 	}
-	return fail(op, fileError(op, file, err), spec.conflictExit)
+	return fail(op, fileError(op, file, err), spec.ConflictExit)
 }
 
 // checkGuarded refuses, before any lock is taken or created, what an

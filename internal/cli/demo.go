@@ -15,6 +15,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 func init() {
@@ -157,7 +158,7 @@ func runDemoWriter(args []string) int {
 	locked := args[3] == "lock"
 	io.Copy(io.Discard, os.Stdin)
 	ctx := context.Background()
-	debug := debugOptions() // the writers inherit HOLD_DEBUG
+	debug := lockspec.DebugOptions() // the writers inherit HOLD_DEBUG
 	for j := range n {
 		rec := fmt.Sprintf("writer %s record %d", id, j)
 		if locked {

@@ -13,12 +13,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hold-dev/hold/internal/gnuflag"
-
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -79,7 +78,7 @@ func runLs(args []string) int {
 	paths := fs.Args()
 	// A network prefix is listed by hold-remote: hand over before anything
 	// is printed, so that it lists every PATH in order.
-	if err := handOffIfRemote(paths...); err != nil {
+	if err := lockspec.HandOffIfRemote(paths...); err != nil {
 		return fail("ls", err, exitConflict)
 	}
 	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: hold.Portable(),
@@ -97,8 +96,9 @@ func runLs(args []string) int {
 		paths = defaultLsPaths()
 	}
 	for _, p := range paths {
-		if addressScheme(p) != "" {
-			l.report(l.listRemote(p, fs))
+		if lockspec.AddressScheme(p) != "" {
+			spec := lf.spec(p)
+			l.report(l.listRemote(p, &spec))
 			continue
 		}
 		l.report(l.listDir(p))
@@ -350,20 +350,14 @@ func isOwnerRecord(b []byte) bool {
 	return core.IsRecord(b) || bytes.HasPrefix(b, []byte(`{"fence":`))
 }
 
-// listRemote lists the locks under an address-style PATH.
-func (l *lister) listRemote(target string, fs *gnuflag.FlagSet) error {
-	if err := handOffIfRemote(target); err != nil {
-		return err
-	}
-	resolve := resolveAddress
-	if r, ok := listSchemes[addressScheme(target)]; ok {
-		resolve = r
-	}
-	proto, prefix, err := resolve(target, fs)
+// listRemote lists the locks under an address-style PATH; spec carries
+// the connection settings.
+func (l *lister) listRemote(target string, spec *lockspec.Spec) error {
+	proto, prefix, err := lockspec.ResolveList(target, spec)
 	if err != nil {
 		return err
 	}
-	defer closeProtocol(proto)
+	defer lockspec.CloseProtocol(proto)
 	ls, ok := proto.(lock.Lister)
 	if !ok {
 		return usagef("cannot list %s locks", proto.Name())

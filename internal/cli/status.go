@@ -11,6 +11,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -97,7 +98,7 @@ func runStatus(args []string) int {
 	}
 	// Hand a network target over before anything is printed, so that
 	// hold-remote reports every target in order.
-	if err := handOffIfRemote(targets...); err != nil {
+	if err := lockspec.HandOffIfRemote(targets...); err != nil {
 		return fail("status", err, exitConflict)
 	}
 	code := 0
@@ -122,14 +123,14 @@ func inspectTarget(lf *lockFlags, target string) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer spec.close()
-	st, err := spec.inspect()
+	defer spec.Close()
+	st, err := spec.Inspect()
 	if err != nil {
 		return nil, err
 	}
 	r := newStatusReport(target, st)
 	if r.Held || st.State == hold.Stale {
-		r.Judged = portableJudgement(spec.proto, st)
+		r.Judged = portableJudgement(spec.Proto, st)
 	}
 	return r, nil
 }
@@ -216,7 +217,7 @@ func newHolderReport(h *hold.Holder, held bool) *holderReport {
 		t := o.StartedAt
 		hr.StartedAt = &t
 		if held {
-			hr.HeldSeconds = roundDuration(o.Held(time.Now())).Seconds()
+			hr.HeldSeconds = lockspec.RoundDuration(o.Held(time.Now())).Seconds()
 		}
 	}
 	return hr
@@ -248,7 +249,7 @@ func printStatus(w io.Writer, r *statusReport) {
 		if h.StartedAt != nil {
 			since := h.StartedAt.Local().Format(time.RFC3339)
 			if r.Held {
-				since += fmt.Sprintf(" (%s ago)", roundDuration(time.Since(*h.StartedAt)))
+				since += fmt.Sprintf(" (%s ago)", lockspec.RoundDuration(time.Since(*h.StartedAt)))
 			}
 			fmt.Fprintf(w, "  since:     %s\n", since)
 		}
