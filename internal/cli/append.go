@@ -11,6 +11,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -148,7 +149,7 @@ func (s *spooled) Close() error {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if err := checkGuarded(op, file, lf.lockFile); err != nil {
+	if err := lockspec.CheckGuarded(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)
@@ -187,30 +188,5 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	if errors.As(err, &sig) {
 		return fail(op, err, spec.ConflictExit)
 	}
-	return fail(op, fileError(op, file, err), spec.ConflictExit)
-}
-
-// checkGuarded refuses, before any lock is taken or created, what an
-// update or append of file can never do: lock the file itself (lockFile),
-// or write a file that cannot be one (a directory). The command line and
-// the agent both ask it.
-func checkGuarded(op, file, lockFile string) error {
-	if err := atomicfile.CheckLockFile(op, file, lockFile); err != nil {
-		return err
-	}
-	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
-		return fileError(op, file, err)
-	}
-	return nil
-}
-
-// fileError labels an error about FILE the way the library does.
-func fileError(op, file string, err error) error {
-	var he *hold.Error
-	var usage *errkind.UsageError
-	var exec *errkind.ExecError
-	if errors.As(err, &he) || errors.As(err, &usage) || errors.As(err, &exec) {
-		return err
-	}
-	return &hold.Error{Op: op, Path: file, Err: err, Hint: atomicfile.Hint(err)}
+	return fail(op, lockspec.FileError(op, file, err), spec.ConflictExit)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/report"
 )
 
 func init() {
@@ -52,7 +53,7 @@ func runBreak(args []string) int {
 	// Show what is about to be removed (and what --force overrides).
 	if st, err := hold.InspectAny(spec.Target, spec.Opts...); err == nil && st.State != hold.Free &&
 		(*force || st.State == hold.Stale) {
-		printStatus(os.Stdout, newStatusReport(spec.Target, st))
+		printStatus(os.Stdout, report.NewStatus(spec.Target, st))
 	}
 	st, err := hold.Break(spec.Target, *force, spec.Opts...)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -56,7 +57,7 @@ Exit status: 0 when every PATH could be listed, 66 when one cannot be read,
 // lsReport is one line of `hold ls --json`: status's report and the
 // number of waiters.
 type lsReport struct {
-	*statusReport
+	*report.Status
 	Waiters int `json:"waiters"`
 }
 
@@ -161,7 +162,7 @@ func (l *lister) add(st *hold.Status, waiters int) {
 func (l *lister) finish() int {
 	if l.asJSON {
 		for _, r := range l.rows {
-			b, _ := json.Marshal(lsReport{statusReport: newStatusReport("", r.st), Waiters: r.waiters})
+			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters})
 			fmt.Fprintf(l.out, "%s\n", b)
 		}
 		return l.code

@@ -1,4 +1,4 @@
-package cli
+package agent
 
 import (
 	"fmt"
@@ -35,43 +35,43 @@ const syncOps = "try, release and check"
 
 // syncDispatch serves one request of the synchronous channel. It returns
 // the reply and, when not nil, what to run once the reply is sent.
-func (a *agent) syncDispatch(req *agentRequest) (r *agentReply, after func()) {
+func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 	switch req.Op {
 	case "try":
 		if scheme := lockspec.AddressScheme(req.Target); scheme != "" {
-			return failReply(req.ID, &agentError{Code: codeInvalid,
+			return failed(req.ID, &replyError{Code: codeInvalid,
 				Message: fmt.Sprintf("%s:// targets are served on the standard channel (stdin), not the synchronous one", scheme)}), nil
 		}
 		zero := 0.0
 		req.Wait = &zero
 		al, err := req.newLock()
 		if err != nil {
-			return errReply(req.ID, err), nil
+			return replyTo(req.ID, err), nil
 		}
 		l, err := a.try(&al.spec)
 		r, after = a.grant(req.ID, al, l, err)
 		if r == nil {
-			r = failReply(req.ID, &agentError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
+			r = failed(req.ID, &replyError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
 		}
 		return r, after
 	case "release", "check":
 		al, e := a.localLock(req.Lock, req.Op == "release")
 		switch {
 		case e != nil:
-			return failReply(req.ID, e), nil
+			return failed(req.ID, e), nil
 		case req.Op == "release":
-			return errReply(req.ID, al.release()), nil
+			return replyTo(req.ID, al.release()), nil
 		default:
-			return errReply(req.ID, al.l.Check()), nil
+			return replyTo(req.ID, al.l.Check()), nil
 		}
 	}
-	return failReply(req.ID, &agentError{Code: codeInvalid,
+	return failed(req.ID, &replyError{Code: codeInvalid,
 		Message: fmt.Sprintf("the synchronous channel serves %s; send %q on the standard channel (stdin)", syncOps, req.Op)}), nil
 }
 
 // localLock looks up lock n, one of the agent's own, and takes it out of
 // the table if take is set. A lock that the sub-agent serves is refused.
-func (a *agent) localLock(n uint64, take bool) (*agentLock, *agentError) {
+func (a *agent) localLock(n uint64, take bool) (*heldLock, *replyError) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	al := a.locks[n]
@@ -79,7 +79,7 @@ func (a *agent) localLock(n uint64, take bool) (*agentLock, *agentError) {
 	case al == nil:
 		return nil, noLock(n)
 	case al.remote != 0:
-		return nil, &agentError{Code: codeInvalid,
+		return nil, &replyError{Code: codeInvalid,
 			Message: fmt.Sprintf("lock %d is a network lock, served on the standard channel (stdin) only", n)}
 	}
 	if take {

@@ -1,4 +1,4 @@
-package cli
+package agent
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 // BenchmarkAgentSpec measures turning a request's lock options into the
 // lock to take: what every acquire, try and status pays before the lock.
 func BenchmarkAgentSpec(b *testing.B) {
-	req := &agentRequest{Target: "x"}
+	req := &request{Target: "x"}
 	for b.Loop() {
 		s, err := req.resolve()
 		if err != nil {
