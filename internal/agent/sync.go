@@ -7,10 +7,10 @@ import (
 )
 
 // The synchronous channel. A request on the agent's standard input and its
-// reply on standard output cost a Node client 150–190 µs on a quiet
-// machine, almost all of it in Node's own stream machinery; the lock is a
-// few µs of that. A line written to a FIFO and echoed back on another costs
-// the same client about 5 µs. So a client whose hello asks for it
+// reply on standard output cost a Node client far more than the lock, almost
+// all of it in Node's own stream machinery; a line written to a FIFO and
+// echoed back on another costs a small fraction of that (the bench suite's
+// Node rows give the numbers). So a client whose hello asks for it
 // ("sync": true) gets the paths of two FIFOs: it writes requests that never
 // wait (try, release, check) to the first and waits for each reply on the
 // second, holding its thread for the µs that takes, and keeps the

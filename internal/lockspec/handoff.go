@@ -13,8 +13,8 @@ import (
 
 // The network backends live in companion executables. Linking them into
 // hold would make every local lock pay for them: the etcd client alone
-// brings gRPC and protobuf, whose package initialisation took about 2 ms of
-// hold's 4 ms start before anything was locked. So hold knows only the
+// brings gRPC and protobuf, whose package initialisation would be a large
+// part of hold's start before anything is locked. So hold knows only the
 // names of the remote address schemes and their flags. When a command line
 // names such a target, hold hands the whole command line over to a
 // companion (an exec on unix, so the process, its pid, its signals and its
@@ -29,8 +29,8 @@ const RemoteCommand = "hold-remote"
 // dedicatedCommands are companions that serve one backend only, by scheme.
 // hold prefers one when every network target of a command line is its
 // backend's: a process initialises every package it links, and hold-remote
-// links the etcd client, whose gRPC and protobuf packages take about 2 ms to
-// initialise, a cost a PostgreSQL lock need not pay. When the dedicated
+// links the etcd client, whose gRPC and protobuf packages a PostgreSQL lock
+// need not pay to initialise. When the dedicated
 // companion is not installed, hold-remote serves its schemes as well.
 var dedicatedCommands = map[string]string{
 	"postgres":   "hold-postgres",
