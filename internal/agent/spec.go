@@ -40,12 +40,12 @@ func (req *request) spec() (lockspec.Spec, error) {
 			s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(req.Settings)) {
-		if !lockspec.IsSetting(k) {
-			return s, errkind.Usagef("unknown setting %q (known: %s)", k, lockspec.SettingNames())
-		}
-	}
 	if len(req.Settings) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(req.Settings)) {
+			if !lockspec.IsSetting(k) {
+				return s, errkind.Usagef("unknown setting %q (known: %s)", k, lockspec.SettingNames())
+			}
+		}
 		s.Settings = req.Settings
 	}
 	return s, nil
