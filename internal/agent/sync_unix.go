@@ -200,6 +200,8 @@ func newSyncReader(fd int) *syncReader {
 	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}
 }
 
+// Read reads the next requests, polling first when one is likely to
+// follow at once (see syncReader).
 func (r *syncReader) Read(b []byte) (int, error) {
 	start := time.Now()
 	if r.multi && r.quick && r.expect {

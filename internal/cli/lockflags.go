@@ -154,7 +154,7 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 	if s.WaitGiven {
 		s.Wait = lockspec.SecondsToWait(float64(f.wait))
 	}
-	if f.fs == nil || f.fs.Changed("protocol") {
+	if f.fs.Changed("protocol") {
 		s.Protocol, s.ProtocolGiven = f.protocol, true
 	}
 	for i, st := range lockspec.RemoteSettings {
@@ -190,6 +190,7 @@ func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
 // unset (wait forever).
 type seconds float64
 
+// String returns the value as given, or "" when unset.
 func (s *seconds) String() string {
 	if *s < 0 {
 		return ""
@@ -197,6 +198,7 @@ func (s *seconds) String() string {
 	return strconv.FormatFloat(float64(*s), 'g', -1, 64)
 }
 
+// Set parses a number of seconds >= 0.
 func (s *seconds) Set(v string) error {
 	x, err := strconv.ParseFloat(v, 64)
 	if err != nil || x < 0 || x != x || x > 1e9 {
@@ -206,6 +208,7 @@ func (s *seconds) Set(v string) error {
 	return nil
 }
 
+// Type names the value in flag errors.
 func (s *seconds) Type() string { return "seconds" }
 
 // newFlagSet returns the flag set of subcommand name. With interspersed

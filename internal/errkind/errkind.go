@@ -103,6 +103,7 @@ func Of(err error) Kinds {
 // UsageError is bad input: a flag, an argument or a request field.
 type UsageError struct{ Msg string }
 
+// Error returns the message, which says what was wrong with the input.
 func (e *UsageError) Error() string { return e.Msg }
 
 // Usagef returns a *UsageError.
@@ -117,6 +118,7 @@ type ExecError struct {
 	Err error
 }
 
+// Error says which command could not run, and why.
 func (e *ExecError) Error() string { return fmt.Sprintf("cannot run %s: %v", e.Cmd, e.Err) }
 
 // Unwrap returns the reason the command could not start.
@@ -128,6 +130,7 @@ type SignalError struct {
 	Err error // the error of the interrupted operation, if any
 }
 
+// Error names the signal, and what the interrupted operation left.
 func (e *SignalError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("interrupted by %v: %v", SignalName(e.Sig), e.Err)
