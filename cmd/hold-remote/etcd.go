@@ -5,11 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hold-dev/hold/internal/gnuflag"
-
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // The etcd address scheme: a target "etcd://host:port[,host:port...]/key"
@@ -18,7 +17,7 @@ import (
 // out of process lists and `hold status` output.
 
 // etcdDialTimeout bounds how long hold waits for a first connection; -w
-// bounds it further (cli.DialTimeout).
+// bounds it further (lockspec.Spec.DialTimeout).
 const etcdDialTimeout = 5 * time.Second
 
 func init() {
@@ -27,13 +26,13 @@ func init() {
 
 // resolveEtcd connects to the cluster an etcd:// target names and returns
 // the protocol and the key.
-func resolveEtcd(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
+func resolveEtcd(target string, spec *lockspec.Spec) (hold.Protocol, string, error) {
 	eps, key, err := etcd.ParseAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
 	}
 	ttl := etcd.DefaultTTL
-	if v := cli.EtcdTTL.Value(fs); v != "" {
+	if v := lockspec.EtcdTTL.Value(spec); v != "" {
 		secs, err := strconv.ParseFloat(v, 64)
 		if err != nil || secs < 1 || secs > 24*3600 {
 			return nil, "", cli.Usagef("--ttl wants a number of seconds between 1 and 86400, not %q", v)
@@ -42,19 +41,19 @@ func resolveEtcd(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, err
 	}
 	cfg := etcd.Config{
 		Endpoints:   eps,
-		CAFile:      cli.EtcdCA.Value(fs),
-		CertFile:    cli.EtcdCert.Value(fs),
-		KeyFile:     cli.EtcdKey.Value(fs),
-		Username:    cli.EtcdUser.Value(fs),
-		Password:    cli.EtcdPassword.Value(fs),
-		DialTimeout: cli.DialTimeout(fs, etcdDialTimeout),
+		CAFile:      lockspec.EtcdCA.Value(spec),
+		CertFile:    lockspec.EtcdCert.Value(spec),
+		KeyFile:     lockspec.EtcdKey.Value(spec),
+		Username:    lockspec.EtcdUser.Value(spec),
+		Password:    lockspec.EtcdPassword.Value(spec),
+		DialTimeout: spec.DialTimeout(etcdDialTimeout),
 	}
 	if (cfg.Username == "") != (cfg.Password == "") {
 		return nil, "", cli.Usagef("etcd needs both a user and a password (--etcd-user/$HOLD_ETCD_USER, $HOLD_ETCD_PASSWORD), or neither")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+time.Second)
 	defer cancel()
-	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+cli.EtcdPassword.Flag))
+	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+lockspec.EtcdPassword.Flag))
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,13 +5,13 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/etcd"
-	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // hold's help text repeats the etcd package's default TTL, since hold does
 // not link the package; this keeps the two in step.
 func TestEtcdDefaultTTLMatches(t *testing.T) {
-	if got, want := time.Duration(cli.EtcdDefaultTTL)*time.Second, etcd.DefaultTTL; got != want {
-		t.Fatalf("cli.EtcdDefaultTTL is %v, etcd.DefaultTTL is %v", got, want)
+	if got, want := time.Duration(lockspec.EtcdDefaultTTL)*time.Second, etcd.DefaultTTL; got != want {
+		t.Fatalf("lockspec.EtcdDefaultTTL is %v, etcd.DefaultTTL is %v", got, want)
 	}
 }

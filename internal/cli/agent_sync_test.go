@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold"
 )
@@ -163,6 +164,10 @@ func TestAgentSyncChannelUnopened(t *testing.T) {
 	}
 }
 
+// agentPatrol is how often the agent looks at its kernel locks' files
+// (patrolEvery in internal/agent).
+const agentPatrol = time.Second
+
 // TestAgentKernelLockLost: a kernel lock whose lock file is removed while
 // held is reported lost unasked, once.
 func TestAgentKernelLockLost(t *testing.T) {
@@ -182,7 +187,7 @@ func TestAgentKernelLockLost(t *testing.T) {
 	}
 	wantCode(t, c.request(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, r["lock"])), "ELOST")
 	wantOK(t, c.request(fmt.Sprintf(`{"id":4,"op":"check","lock":%v}`, kept["lock"])))
-	c.pending("no second event", 2*patrolEvery+patrolEvery/2)
+	c.pending("no second event", 2*agentPatrol+agentPatrol/2)
 	for _, m := range c.held {
 		if m["event"] != nil {
 			t.Errorf("unexpected event %v", m)

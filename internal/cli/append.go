@@ -10,6 +10,8 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -147,30 +149,30 @@ func (s *spooled) Close() error {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if err := checkGuarded(op, file, lf.lockFile); err != nil {
+	if err := lockspec.CheckGuarded(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)
 	if err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
-	defer spec.close()
+	defer spec.Close()
 	// The filter's pipes and its grace timer need the runtime's poller,
 	// which cannot be made once the lock has taken the last descriptors.
-	if err := proc.ReadyForLock(op, spec.label); err != nil {
+	if err := proc.ReadyForLock(op, spec.Label); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	ctx, stopWait := interruptible(context.Background())
-	l, err := spec.acquire(ctx, os.Stderr)
+	l, err := spec.Acquire(ctx, os.Stderr)
 	interrupted := context.Cause(ctx)
 	stopWait()
 	if err != nil {
-		return fail(op, err, spec.conflictExit)
+		return fail(op, err, spec.ConflictExit)
 	}
-	var sig *signalError
+	var sig *errkind.SignalError
 	if errors.As(interrupted, &sig) {
 		l.Release()
-		return fail(op, sig, spec.conflictExit)
+		return fail(op, sig, spec.ConflictExit)
 	}
 	err = work(l)
 	if rerr := l.Release(); rerr != nil && err == nil {
@@ -184,32 +186,7 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 		return failFilter(op, file, fe)
 	}
 	if errors.As(err, &sig) {
-		return fail(op, err, spec.conflictExit)
+		return fail(op, err, spec.ConflictExit)
 	}
-	return fail(op, fileError(op, file, err), spec.conflictExit)
-}
-
-// checkGuarded refuses, before any lock is taken or created, what an
-// update or append of file can never do: lock the file itself (lockFile),
-// or write a file that cannot be one (a directory). The command line and
-// the agent both ask it.
-func checkGuarded(op, file, lockFile string) error {
-	if err := atomicfile.CheckLockFile(op, file, lockFile); err != nil {
-		return err
-	}
-	if _, err := atomicfile.Locate(atomicfile.OS{}, file); err != nil {
-		return fileError(op, file, err)
-	}
-	return nil
-}
-
-// fileError labels an error about FILE the way the library does.
-func fileError(op, file string, err error) error {
-	var he *hold.Error
-	var usage *usageError
-	var exec *execError
-	if errors.As(err, &he) || errors.As(err, &usage) || errors.As(err, &exec) {
-		return err
-	}
-	return &hold.Error{Op: op, Path: file, Err: err, Hint: atomicfile.Hint(err)}
+	return fail(op, lockspec.FileError(op, file, err), spec.ConflictExit)
 }

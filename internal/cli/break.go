@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/report"
 )
 
 func init() {
@@ -48,13 +49,13 @@ func runBreak(args []string) int {
 	if err != nil {
 		return fail("break", err, lf.conflictExit)
 	}
-	defer spec.close()
+	defer spec.Close()
 	// Show what is about to be removed (and what --force overrides).
-	if st, err := hold.InspectAny(spec.target, spec.opts...); err == nil && st.State != hold.Free &&
+	if st, err := hold.InspectAny(spec.Target, spec.Opts...); err == nil && st.State != hold.Free &&
 		(*force || st.State == hold.Stale) {
-		printStatus(os.Stdout, newStatusReport(spec.target, st))
+		printStatus(os.Stdout, report.NewStatus(spec.Target, st))
 	}
-	st, err := hold.Break(spec.target, *force, spec.opts...)
+	st, err := hold.Break(spec.Target, *force, spec.Opts...)
 	if err != nil {
 		return fail("break", err, lf.conflictExit)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // Shell completion works the same way in every shell: the script a shell
@@ -286,8 +287,9 @@ func flagValues(f *gnuflag.Flag, cur string) (files bool, cands []candidate) {
 	var all []candidate
 	switch f.Name {
 	case "protocol":
-		for _, p := range protocolNames() {
-			all = append(all, candidate{p, protocols[p].summary})
+		for _, p := range lockspec.ProtocolNames() {
+			summary, _ := lockspec.ProtocolSummary(p)
+			all = append(all, candidate{p, summary})
 		}
 	case "name":
 		for _, n := range namedLocks() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestCompleteAnswers(t *testing.T) {
 	}{
 		{[]string{"st"}, completeNoFiles, []string{"status"}},
 		{[]string{"help", "do"}, completeNoFiles, []string{"doctor"}},
-		{[]string{"run", "--protocol", ""}, completeNoFiles, protocolNames()},
+		{[]string{"run", "--protocol", ""}, completeNoFiles, lockspec.ProtocolNames()},
 		{[]string{"run", "--protocol=f"}, completeNoFiles, []string{"--protocol=flock"}},
 		{[]string{"run", "--protocol", "=", "d"}, completeNoFiles, []string{"dir"}},
 		{[]string{"run", "--name", "d"}, completeNoFiles, []string{"deploy"}},

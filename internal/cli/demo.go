@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 func init() {
@@ -123,7 +125,7 @@ func runDemoWriters(self, file string, writers, records int, locked bool) (time.
 			return 0, err
 		}
 		if err := cmd.Start(); err != nil {
-			return 0, &execError{cmd: self, err: err}
+			return 0, &errkind.ExecError{Cmd: self, Err: err}
 		}
 		cmds, gates = append(cmds, cmd), append(gates, gate)
 	}
@@ -156,7 +158,7 @@ func runDemoWriter(args []string) int {
 	locked := args[3] == "lock"
 	io.Copy(io.Discard, os.Stdin)
 	ctx := context.Background()
-	debug := debugOptions() // the writers inherit HOLD_DEBUG
+	debug := lockspec.DebugOptions() // the writers inherit HOLD_DEBUG
 	for j := range n {
 		rec := fmt.Sprintf("writer %s record %d", id, j)
 		if locked {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/hold-dev/hold/internal/doctor"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 func init() {
@@ -65,11 +66,11 @@ const stallEnv = "HOLD_DOCTOR_STALL_AFTER"
 func runDoctor(args []string) int {
 	fs := newFlagSet("doctor", true)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	defProto := os.Getenv(protocolEnv)
+	defProto := os.Getenv(lockspec.ProtocolEnv)
 	if defProto == "" {
-		defProto = defaultProtocol
+		defProto = lockspec.DefaultProtocol
 	}
-	proto := fs.String("protocol", defProto, "judge protocol `NAME`: "+strings.Join(protocolNames(), ", ")+"; "+protocolEnv+" sets the default")
+	proto := fs.String("protocol", defProto, "judge protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -78,8 +79,8 @@ func runDoctor(args []string) int {
 	}
 	// Doctor judges the two filesystem protocols by name, whether or not
 	// this build registers them, and says "could not tell" for others.
-	if _, ok := protocols[*proto]; !ok && *proto != "flock" && *proto != "dir" {
-		return fail("doctor", usagef("unknown protocol %q (known: %s)", *proto, strings.Join(protocolNames(), ", ")), exitConflict)
+	if _, ok := lockspec.ProtocolSummary(*proto); !ok && *proto != "flock" && *proto != "dir" {
+		return fail("doctor", usagef("unknown protocol %q (known: %s)", *proto, strings.Join(lockspec.ProtocolNames(), ", ")), exitConflict)
 	}
 	dir := "."
 	if fs.NArg() == 1 {

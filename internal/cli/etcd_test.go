@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/etcd/etcdtest"
+	"github.com/hold-dev/hold/internal/report"
 )
 
 // startEtcd runs an etcd server inside the test and returns its host:port.
@@ -69,7 +70,7 @@ func TestEtcdStatusBusyAndSecrets(t *testing.T) {
 	}
 
 	r = runHold(t, dir, "status", "--json", addr)
-	var rep statusReport
+	var rep report.Status
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("status --json: %v: %q", err, r.stdout)
 	}

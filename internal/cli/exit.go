@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
 
-	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
@@ -41,86 +39,53 @@ Exit status:
   128+N   interrupted by signal N while waiting
 `
 
-// usageError is bad input on the command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
 // usagef returns a usage error (exit 64).
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
+func usagef(format string, args ...any) error { return errkind.Usagef(format, args...) }
+
+// exitCodes maps the kinds of an error to hold's exit status: the first
+// row whose kinds the error has decides. Busy and timed out are absent:
+// their status is the caller's (-E), see exitCode.
+var exitCodes = []struct {
+	kinds errkind.Kinds
+	code  int
+}{
+	{errkind.Usage, exitUsage},
+	{errkind.Busy | errkind.Timeout, -1},
+	{errkind.Exec, exitExecFailed},
+	{errkind.ReadOnly | errkind.Full, exitCannotCreate},
+	// hold update and append: a target that is not a regular file (a
+	// directory, a FIFO, a device, a socket) is one case, with one
+	// status, whichever check found it.
+	{errkind.NotRegular | errkind.Foreign | errkind.NotExist | errkind.Permission | errkind.FileNotRegular | errkind.IsDir, exitCannotOpen},
+	{errkind.Unsupported | errkind.Lost, exitLockError},
+	{errkind.Canceled, exitSignalBase + 2},
+	{errkind.Errno, exitOSError},
 }
-
-// execError is a command that could not be started (exit 69).
-type execError struct {
-	cmd string
-	err error
-}
-
-func (e *execError) Error() string { return fmt.Sprintf("cannot run %s: %v", e.cmd, e.err) }
-func (e *execError) Unwrap() error { return e.err }
-
-// signalError ends a wait that a signal interrupted (exit 128+signal).
-type signalError struct {
-	sig os.Signal
-	err error // the error of the interrupted operation, if any
-}
-
-func (e *signalError) Error() string {
-	if e.err != nil {
-		return fmt.Sprintf("interrupted by %v: %v", signalName(e.sig), e.err)
-	}
-	return fmt.Sprintf("interrupted by %v", signalName(e.sig))
-}
-
-func (e *signalError) Unwrap() error { return e.err }
 
 // exitCode is the one mapping from an error to hold's exit status.
 // conflict is the status for busy and timed out (1 unless -E).
 func exitCode(err error, conflict int) int {
-	var (
-		usage *usageError
-		exec  *execError
-		sig   *signalError
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
-	case errors.As(err, &sig):
-		if n, ok := sig.sig.(syscall.Signal); ok {
+	}
+	kinds := errkind.Of(err)
+	if kinds&errkind.Signal != 0 {
+		var sig *errkind.SignalError
+		errors.As(err, &sig)
+		if n, ok := sig.Sig.(syscall.Signal); ok {
 			return exitSignalBase + int(n)
 		}
 		return exitSignalBase + 2
-	case errors.As(err, &usage), errors.Is(err, hold.ErrInvalidName), errors.Is(err, hold.ErrLockIsTarget):
-		return exitUsage
-	case errors.Is(err, hold.ErrBusy), errors.Is(err, hold.ErrTimeout):
-		return conflict
-	case errors.As(err, &exec):
-		return exitExecFailed
-	case isFilesystemFull(err):
-		return exitCannotCreate
-	case errors.Is(err, hold.ErrNotRegular), errors.Is(err, hold.ErrForeign), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
-		// hold update and append: a target that is not a regular file (a
-		// directory, a FIFO, a device, a socket) is one case, with one
-		// status, whichever check found it.
-		errors.Is(err, atomicfile.ErrNotRegular), errors.Is(err, syscall.EISDIR):
-		return exitCannotOpen
-	case errors.Is(err, hold.ErrUnsupported), errors.Is(err, hold.ErrLost), errors.Is(err, hold.ErrReleased):
-		return exitLockError
-	case errors.Is(err, context.Canceled):
-		return exitSignalBase + 2
 	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return exitOSError
+	for _, row := range exitCodes {
+		if kinds&row.kinds != 0 {
+			if row.code < 0 {
+				return conflict
+			}
+			return row.code
+		}
 	}
 	return exitLockError
-}
-
-// isFilesystemFull reports a read-only or full filesystem.
-func isFilesystemFull(err error) bool {
-	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) ||
-		errors.Is(err, syscall.EDQUOT) || isFilesystemFullOS(err)
 }
 
 // fail reports err on stderr as "hold CMD: ..." and returns its exit
@@ -130,7 +95,7 @@ func fail(cmd string, err error, conflict int) int {
 	code := exitCode(err, conflict)
 	fmt.Fprintf(os.Stderr, "hold %s: %v\n", cmd, err)
 	if code == exitUsage {
-		var usage *usageError
+		var usage *errkind.UsageError
 		if errors.As(err, &usage) {
 			fmt.Fprintf(os.Stderr, "Run 'hold %s --help' for usage.\n", cmd)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold/internal/gnuflag"
+
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // flagLine matches a flag's line in the Flags section of --help:
@@ -50,7 +52,7 @@ func flagEntries(help string) []string {
 // take --shared; status, break and ls do not take the waiting flags), and
 // each default is said once.
 func TestHelpListsExactlyTheAcceptedFlags(t *testing.T) {
-	t.Setenv(protocolEnv, "") // the built-in defaults, as documentedDefaults shows them
+	t.Setenv(lockspec.ProtocolEnv, "") // the built-in defaults, as documentedDefaults shows them
 	for _, name := range visibleCommands() {
 		fs := flagSetOf(commands[name])
 		var accepted []string

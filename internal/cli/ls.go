@@ -13,13 +13,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hold-dev/hold/internal/gnuflag"
-
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
@@ -58,7 +58,7 @@ Exit status: 0 when every PATH could be listed, 66 when one cannot be read,
 // lsReport is one line of `hold ls --json`: status's report and the
 // number of waiters.
 type lsReport struct {
-	*statusReport
+	*report.Status
 	Waiters int `json:"waiters"`
 }
 
@@ -80,7 +80,7 @@ func runLs(args []string) int {
 	paths := fs.Args()
 	// A network prefix is listed by hold-remote: hand over before anything
 	// is printed, so that it lists every PATH in order.
-	if err := handOffIfRemote(paths...); err != nil {
+	if err := lockspec.HandOffIfRemote(paths...); err != nil {
 		return fail("ls", err, exitConflict)
 	}
 	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: portable.New(),
@@ -98,8 +98,9 @@ func runLs(args []string) int {
 		paths = defaultLsPaths()
 	}
 	for _, p := range paths {
-		if addressScheme(p) != "" {
-			l.report(l.listRemote(p, fs))
+		if lockspec.AddressScheme(p) != "" {
+			spec := lf.spec(p)
+			l.report(l.listRemote(p, &spec))
 			continue
 		}
 		l.report(l.listDir(p))
@@ -162,7 +163,7 @@ func (l *lister) add(st *hold.Status, waiters int) {
 func (l *lister) finish() int {
 	if l.asJSON {
 		for _, r := range l.rows {
-			b, _ := json.Marshal(lsReport{statusReport: newStatusReport("", r.st), Waiters: r.waiters})
+			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters})
 			fmt.Fprintf(l.out, "%s\n", b)
 		}
 		return l.code
@@ -351,20 +352,14 @@ func isOwnerRecord(b []byte) bool {
 	return core.IsRecord(b) || bytes.HasPrefix(b, []byte(`{"fence":`))
 }
 
-// listRemote lists the locks under an address-style PATH.
-func (l *lister) listRemote(target string, fs *gnuflag.FlagSet) error {
-	if err := handOffIfRemote(target); err != nil {
-		return err
-	}
-	resolve := resolveAddress
-	if r, ok := listSchemes[addressScheme(target)]; ok {
-		resolve = r
-	}
-	proto, prefix, err := resolve(target, fs)
+// listRemote lists the locks under an address-style PATH; spec carries
+// the connection settings.
+func (l *lister) listRemote(target string, spec *lockspec.Spec) error {
+	proto, prefix, err := lockspec.ResolveList(target, spec)
 	if err != nil {
 		return err
 	}
-	defer closeProtocol(proto)
+	defer lockspec.CloseProtocol(proto)
 	ls, ok := proto.(lock.Lister)
 	if !ok {
 		return usagef("cannot list %s locks", proto.Name())

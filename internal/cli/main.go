@@ -3,7 +3,7 @@
 // it links only the local protocols, so that it starts as fast as flock(1).
 // cmd/hold-remote adds the network backends (etcd://, postgres:// targets),
 // cmd/hold-postgres only PostgreSQL's, and hold hands a command line with
-// such a target over to one of them (see remote.go).
+// such a target over to one of them (see internal/lockspec's handoff.go).
 //
 //	hold run [flags] TARGET -- COMMAND [ARGS...]
 //	hold run [flags] TARGET -c 'shell command'

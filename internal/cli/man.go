@@ -9,6 +9,7 @@ import (
 	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold/internal/dirlock"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // The man page and the completion scripts are generated from what --help
@@ -49,7 +50,7 @@ func flagSetOf(c *command) *gnuflag.FlagSet {
 
 // documentedDefaults clears the environment variables that change flag
 // defaults, so that generated documentation shows the built-in ones.
-func documentedDefaults() { os.Unsetenv(protocolEnv) }
+func documentedDefaults() { os.Unsetenv(lockspec.ProtocolEnv) }
 
 func runMan(args []string) int {
 	fs := newFlagSet("man", true)
@@ -70,15 +71,15 @@ type envVar struct{ name, meaning string }
 // manEnvironment lists the environment variables hold reads or sets.
 func manEnvironment() []envVar {
 	vars := []envVar{
-		{protocolEnv, "the default lock protocol for --protocol (" + strings.Join(protocolNames(), ", ") + "); without it, " + defaultProtocol + "."},
-		{debugEnv, "set to 1 (or true) to print the library's debug events on stderr: waiting, queued, acquired, released, lost, and the protocol's own steps."},
+		{lockspec.ProtocolEnv, "the default lock protocol for --protocol (" + strings.Join(lockspec.ProtocolNames(), ", ") + "); without it, " + lockspec.DefaultProtocol + "."},
+		{lockspec.DebugEnv, "set to 1 (or true) to print the library's debug events on stderr: waiting, queued, acquired, released, lost, and the protocol's own steps."},
 		{"XDG_RUNTIME_DIR", "where named locks (--name) live: $XDG_RUNTIME_DIR/hold; without it, a private hold-UID directory in the temporary directory."},
 		{"HOLD_TARGET, HOLD_LOCK_FILE, HOLD_TOKEN, HOLD_LOCK_FD", "set by hold run for its command: the target, the lock path, the fencing token and, when the command inherits the lock, its descriptor (3)."},
 		{dirlock.EnvStale + ", " + dirlock.EnvHeartbeat + ", " + dirlock.EnvGrace + ", " + dirlock.EnvPatience + ", " + dirlock.EnvCeiling + ", " + dirlock.EnvMaxPoll,
 			"timing of the portable protocol (--protocol dir): a Go duration such as 1.5s, or milliseconds."},
 		{dirlock.EnvGate, "set to 0 to make portable-protocol waiters contend without the local waiting gate."},
 	}
-	for _, s := range remoteSettings {
+	for _, s := range lockspec.RemoteSettings {
 		usage, _ := gnuflag.UnquoteUsage(&gnuflag.Flag{Usage: s.Usage})
 		vars = append(vars, envVar{s.Env, "--" + s.Flag + " (hold-remote): " + usage + "."})
 	}

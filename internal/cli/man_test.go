@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ const committedMan = "../../docs/hold.1"
 func TestManPageIsUpToDate(t *testing.T) {
 	t.Parallel()
 	// The page must not depend on the environment of whoever generates it.
-	r := runHoldEnv(t, t.TempDir(), []string{protocolEnv + "=dir"}, "man")
+	r := runHoldEnv(t, t.TempDir(), []string{lockspec.ProtocolEnv + "=dir"}, "man")
 	if r.code != 0 {
 		t.Fatalf("hold man: exit %d: %s", r.code, r.stderr)
 	}
@@ -70,7 +71,7 @@ func TestManPageNamesEveryVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	internal := map[string]bool{remoteEnv: true, stallEnv: true}
+	internal := map[string]bool{lockspec.RemoteEnv: true, stallEnv: true}
 	var sources []string
 	for _, glob := range []string{"*.go", "../dirlock/config.go"} {
 		m, _ := filepath.Glob(glob)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 	"github.com/hold-dev/hold/postgres/pgtest"
@@ -207,7 +208,7 @@ func testPostgresStatus(t *testing.T, addr, secret string) {
 		t.Errorf("status shows the password:\n%s", r.stdout)
 	}
 	r = runHold(t, dir, "status", "--json", addr)
-	var rep statusReport
+	var rep report.Status
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("status --json: %v: %q", err, r.stdout)
 	}

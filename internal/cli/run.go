@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -72,14 +74,14 @@ func runRun(args []string) int {
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
-	if _, served := schemes[addressScheme(target)]; served {
+	if lockspec.Serves(lockspec.AddressScheme(target)) {
 		warmUp()
 	}
 	spec, err := lf.resolve(target)
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
-	defer spec.close()
+	defer spec.Close()
 
 	// Catch signals from now on: one that comes while waiting ends the
 	// wait, and one that comes between acquiring and starting the command
@@ -89,8 +91,8 @@ func runRun(args []string) int {
 	// Watching the lock while the command runs arms a timer, and the first
 	// timer makes the runtime's poller, which must be made before the
 	// lock's files take the last descriptors: see proc.ReadyForLock.
-	if err := proc.ReadyForLock("run", spec.label); err != nil {
-		return fail("run", err, spec.conflictExit)
+	if err := proc.ReadyForLock("run", spec.Label); err != nil {
+		return fail("run", err, spec.ConflictExit)
 	}
 	sigs, signalsCaught, stopSignals := catchSignals()
 	defer stopSignals()
@@ -99,16 +101,16 @@ func runRun(args []string) int {
 	r := startRunEvents(sigs, cancel)
 	defer r.stop()
 
-	l, err := spec.acquire(ctx, os.Stderr)
+	l, err := spec.Acquire(ctx, os.Stderr)
 	interrupted := context.Cause(ctx)
 	if err != nil {
-		return fail("run", err, spec.conflictExit)
+		return fail("run", err, spec.ConflictExit)
 	}
-	var sig *signalError
+	var sig *errkind.SignalError
 	if errors.As(interrupted, &sig) {
 		// Interrupted just as the lock came: do not start the command.
 		l.Release()
-		return fail("run", sig, spec.conflictExit)
+		return fail("run", sig, spec.ConflictExit)
 	}
 	<-signalsCaught
 	code, err := runLocked(l, spec, argv, *closeFD, r)
@@ -116,7 +118,7 @@ func runRun(args []string) int {
 		err = rerr
 	}
 	if err != nil {
-		return fail("run", err, spec.conflictExit)
+		return fail("run", err, spec.ConflictExit)
 	}
 	return code
 }
@@ -182,11 +184,11 @@ func shellCommand(s string) []string {
 
 // runLocked runs argv while l is held and returns its exit status, after
 // the command has exited. r passes signals on to it while it runs.
-func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *runEvents) (int, error) {
+func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD bool, r *runEvents) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(),
-		"HOLD_TARGET="+spec.label,
+		"HOLD_TARGET="+spec.Label,
 		"HOLD_LOCK_FILE="+l.Path(),
 		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
 	)
@@ -203,9 +205,9 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *run
 		defer runtime.UnlockOSThread()
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, &execError{cmd: argv[0], err: err}
+		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
-	if spec.verbose {
+	if spec.Verbose {
 		fmt.Fprintf(os.Stderr, "hold: running %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
 	}
 	r.started(cmd, l)
@@ -214,7 +216,7 @@ func runLocked(l *hold.Lock, spec *lockSpec, argv []string, closeFD bool, r *run
 		return 0, lostErr
 	}
 	if cmd.ProcessState == nil {
-		return 0, &execError{cmd: argv[0], err: err}
+		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
 	return exitStatusOf(cmd.ProcessState), nil
 }
@@ -284,7 +286,7 @@ func (r *runEvents) loop() {
 				// held, runRun sees it and does not start the command,
 				// unless it is already starting: then the command gets
 				// the signal as soon as it runs.
-				r.cancel(&signalError{sig: sig})
+				r.cancel(&errkind.SignalError{Sig: sig})
 				pending = append(pending, sig)
 				continue
 			}

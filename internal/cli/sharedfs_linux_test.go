@@ -19,6 +19,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/doctor"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
@@ -93,7 +94,7 @@ func holdEnv(t *testing.T, dir string, env []string, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, holdBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(withoutEnv(os.Environ(), protocolEnv), env...)
+	cmd.Env = append(withoutEnv(os.Environ(), lockspec.ProtocolEnv), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -134,7 +135,7 @@ func TestSharedFSWarning(t *testing.T) {
 	if r := holdEnv(t, d.a, nil, "run", "--protocol", "flock", "t", "--", "true"); r.code != 0 || r.stderr != "" {
 		t.Errorf("--protocol flock: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
 	}
-	if r := holdEnv(t, d.a, []string{protocolEnv + "=flock"}, "run", "t", "--", "true"); r.code != 0 || r.stderr != "" {
+	if r := holdEnv(t, d.a, []string{lockspec.ProtocolEnv + "=flock"}, "run", "t", "--", "true"); r.code != 0 || r.stderr != "" {
 		t.Errorf("HOLD_PROTOCOL=flock: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
 	}
 	// The exit status is the command's, warning or not.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 func init() {
@@ -133,7 +134,7 @@ func runUpdate(args []string) int {
 			}
 			select {
 			case sig := <-sigs:
-				return &signalError{sig: sig, err: fmt.Errorf("%s left unchanged", file)}
+				return &errkind.SignalError{Sig: sig, Err: fmt.Errorf("%s left unchanged", file)}
 			default:
 			}
 			return nil
@@ -172,7 +173,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // file, reached through a pipe that hold copies from, so that nothing the
 // filter leaves running can write into the file once it is published. A
 // signal on sigs kills the filter (with its process group) and returns a
-// *signalError; a filter that cannot start gives an *execError, one that
+// *errkind.SignalError; a filter that cannot start gives an *errkind.ExecError, one that
 // fails a *filterError, and a failed write to out that write's error.
 func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Writer, sigs <-chan os.Signal, verbose bool) (int64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -191,7 +192,7 @@ func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Wr
 	// parent-death signal (Linux) means "hold died"; see startLocked.
 	exited, err := startLocked(cmd)
 	if err != nil {
-		return 0, &execError{cmd: argv[0], err: err}
+		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
 	if verbose {
 		fmt.Fprintf(os.Stderr, "hold: running filter %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
@@ -199,7 +200,7 @@ func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Wr
 	select {
 	case err := <-exited:
 		if cmd.ProcessState == nil {
-			return 0, &execError{cmd: argv[0], err: err}
+			return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 		}
 		if cw.err != nil {
 			return 0, cw.err
@@ -218,6 +219,6 @@ func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Wr
 	case sig := <-sigs:
 		killGroup(cmd.Process)
 		<-exited
-		return 0, &signalError{sig: sig, err: fmt.Errorf("filter %s (pid %d) killed; %s left unchanged", argv[0], cmd.Process.Pid, file)}
+		return 0, &errkind.SignalError{Sig: sig, Err: fmt.Errorf("filter %s (pid %d) killed; %s left unchanged", argv[0], cmd.Process.Pid, file)}
 	}
 }

@@ -11,11 +11,9 @@ import (
 // the command: this process's identity for the owner record (host name,
 // start time, masked command line) and, on Linux, the Go runtime's one
 // check of whether pidfds work, which forks and reaps a child before the
-// first process is started. (Owner records are written in UTC, so no time
-// zone is loaded.) A
-// network target's caller spends milliseconds waiting for the server to
-// accept its connection; this runs in that wait, on the other core. A
-// local lock takes microseconds, so warming up would only compete with it.
+// first process is started. It runs while a network target's caller waits
+// for the server; a local lock is too quick to gain from it, and would only
+// compete with it.
 func warmUp() {
 	go func() {
 		proc.SelfShared()

@@ -10,10 +10,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/hold-dev/hold/internal/gnuflag"
-
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/postgres"
 )
 
@@ -37,7 +36,7 @@ func Register() {
 
 // resolvePostgresList is resolvePostgres for `hold ls`: the part after #
 // is a prefix of lock names, and may be left out to list every lock.
-func resolvePostgresList(target string, _ *gnuflag.FlagSet) (hold.Protocol, string, error) {
+func resolvePostgresList(target string, _ *lockspec.Spec) (hold.Protocol, string, error) {
 	connString, prefix, err := postgres.ParseListAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
@@ -51,12 +50,12 @@ func resolvePostgresList(target string, _ *gnuflag.FlagSet) (hold.Protocol, stri
 
 // resolvePostgres connects to the database a postgres:// target names and
 // returns the protocol and the lock name.
-func resolvePostgres(target string, fs *gnuflag.FlagSet) (hold.Protocol, string, error) {
+func resolvePostgres(target string, spec *lockspec.Spec) (hold.Protocol, string, error) {
 	connString, name, err := postgres.ParseAddress(target)
 	if err != nil {
 		return nil, "", cli.Usagef("%v", err)
 	}
-	p, err := dialPostgres(connString, fs)
+	p, err := dialPostgres(connString, spec)
 	if err != nil {
 		return nil, "", err
 	}
@@ -64,9 +63,9 @@ func resolvePostgres(target string, fs *gnuflag.FlagSet) (hold.Protocol, string,
 }
 
 // dialPostgres connects to the database of a postgres:// target, within
-// -w if fs has it (nil: the default bound).
-func dialPostgres(connString string, fs *gnuflag.FlagSet) (*postgres.Protocol, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cli.DialTimeout(fs, postgresDialTimeout+time.Second))
+// the request's wait if it has one (nil: the default bound).
+func dialPostgres(connString string, spec *lockspec.Spec) (*postgres.Protocol, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), spec.DialTimeout(postgresDialTimeout+time.Second))
 	defer cancel()
 	// One lock per process: a released session has no later use.
 	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package agent
 
 import (
 	"errors"
@@ -192,16 +192,16 @@ type syncReader struct {
 
 // syncSpin bounds the polling for the next request. It covers what a
 // Node client does between a lock's reply and its release when the
-// critical section is short: 50 µs left a quarter of the requests to a
-// sleeping thread and ran a free lock at about 2× proper-lockfile's rate on
-// an idle 2-CPU VM; 100 µs ran it at 3.4–4.1× (the bench suite's Node
-// rows).
+// critical section is short, so that such a release finds the agent awake
+// instead of a sleeping thread (the bench suite's Node rows measure it).
 const syncSpin = 100 * time.Microsecond
 
 func newSyncReader(fd int) *syncReader {
 	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}
 }
 
+// Read reads the next requests, polling first when one is likely to
+// follow at once (see syncReader).
 func (r *syncReader) Read(b []byte) (int, error) {
 	start := time.Now()
 	if r.multi && r.quick && r.expect {

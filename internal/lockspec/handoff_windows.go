@@ -1,10 +1,12 @@
-package cli
+package lockspec
 
 import (
 	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
+
+	"github.com/hold-dev/hold/internal/errkind"
 )
 
 // execRemote runs the companion with this process's standard streams and
@@ -19,7 +21,7 @@ func execRemote(exe string, argv, env []string) error {
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		return &execError{cmd: exe, err: err}
+		return &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	os.Exit(cmd.ProcessState.ExitCode())
 	return nil

@@ -1,7 +1,7 @@
 //go:build !linux
 
-package cli
+package report
 
 // openersOf: finding which processes have a file open needs /proc; other
 // systems report none.
-func openersOf(string) []opener { return nil }
+func openersOf(string) []Opener { return nil }

@@ -1,4 +1,4 @@
-package cli
+package lockspec
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
-	"github.com/hold-dev/hold/lock"
 )
 
 // How the waiting message behaves: it appears once a wait has lasted
@@ -25,50 +25,50 @@ const (
 	logRefresh      = 5 * time.Second
 )
 
-// acquire takes the lock as the flags say: at once or not at all with -n,
+// Acquire takes the lock as the request says: at once or not at all with -n,
 // waiting at most -w otherwise, until ctx ends in any case. While it waits
 // it tells stderr who holds the lock (always on a terminal, with --verbose
-// otherwise; a nil stderr keeps it silent). A wait ended by a signal (see
-// interruptible) returns a *signalError, so the exit status becomes
-// 128+signal.
-func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, error) {
+// otherwise; a nil stderr keeps it silent). A wait ended by a signal (a
+// ctx whose cause is a *errkind.SignalError) returns a *errkind.SignalError
+// too, so that the exit status becomes 128+signal.
+func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, error) {
 	start := time.Now()
 	var (
 		l   *hold.Lock
 		err error
 	)
-	if s.nonblock || (s.timeout > 0 && s.local()) {
+	if r.Nonblock || (r.Timeout > 0 && r.Local()) {
 		// -w bounds the wait, not the attempt: a free lock is taken
 		// whatever -w says, as -n takes it, even when SECONDS is shorter
 		// than opening the lock file takes. So a bounded wait on a local
 		// lock tries once first and starts the clock only when the lock
 		// is busy. (A network protocol's attempt is a round trip that -w
 		// bounds too, connecting included.)
-		l, err = hold.TryAcquire(s.target, s.opts...)
+		l, err = hold.TryAcquire(r.Target, r.Opts...)
 	}
-	if !s.nonblock && l == nil && (err == nil || errors.Is(err, hold.ErrBusy)) {
+	if !r.Nonblock && l == nil && (err == nil || errors.Is(err, hold.ErrBusy)) {
 		err = nil
-		if s.timeout > 0 || stderr != nil && (s.verbose || isTerminal(stderr)) {
+		if r.Timeout > 0 || stderr != nil && (r.Verbose || isTerminal(stderr)) {
 			// The deadline and the waiting notice arm timers, and the
 			// first timer makes the Go runtime's poller: see
 			// proc.ReadyForLock.
-			if err := proc.ReadyForLock("acquire", s.label); err != nil {
+			if err := proc.ReadyForLock("acquire", r.Label); err != nil {
 				return nil, err
 			}
 		}
 		wctx := ctx
-		if s.timeout > 0 {
+		if r.Timeout > 0 {
 			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, s.timeout)
+			wctx, cancel = context.WithTimeout(ctx, r.Timeout)
 			defer cancel()
 		}
-		stopNotice := s.noticeWhileWaiting(stderr)
-		l, err = hold.Acquire(wctx, s.target, s.opts...)
+		stopNotice := r.noticeWhileWaiting(stderr)
+		l, err = hold.Acquire(wctx, r.Target, r.Opts...)
 		stopNotice()
 		if err != nil {
-			var sig *signalError
+			var sig *errkind.SignalError
 			if errors.As(context.Cause(ctx), &sig) {
-				err = &signalError{sig: sig.sig, err: err}
+				err = &errkind.SignalError{Sig: sig.Sig, Err: err}
 			}
 		}
 	}
@@ -79,21 +79,14 @@ func (s *lockSpec) acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
 		}
 	}
-	if err == nil && s.warnMachineLocal && stderr != nil {
+	if err == nil && r.WarnMachineLocal && stderr != nil {
 		warnMachineLocal(stderr, l)
 	}
-	if err == nil && s.verbose && stderr != nil {
+	if err == nil && r.Verbose && stderr != nil {
 		fmt.Fprintf(stderr, "hold: acquired %s (%s, token %d) after %s\n",
-			l.Path(), modeName(l.Owner().Shared), l.Token(), roundDuration(time.Since(start)))
+			l.Path(), modeName(l.Owner().Shared), l.Token(), RoundDuration(time.Since(start)))
 	}
 	return l, err
-}
-
-// local reports whether the lock lives in this machine's filesystem (the
-// kernel lock, the portable protocol), not behind a network client.
-func (s *lockSpec) local() bool {
-	_, network := s.proto.(lock.Closer)
-	return !network
 }
 
 // warnMachineLocal prints one line on stderr when l is a kernel lock on a
@@ -114,12 +107,12 @@ func warnMachineLocal(stderr *os.File, l *hold.Lock) {
 // noticeWhileWaiting starts the waiting message; the returned function
 // stops it and clears a message left on a terminal line. It returns only
 // when nothing more will be printed.
-func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
+func (r *Resolved) noticeWhileWaiting(stderr *os.File) (stop func()) {
 	if stderr == nil {
 		return func() {}
 	}
 	terminal := isTerminal(stderr)
-	if !terminal && !s.verbose {
+	if !terminal && !r.Verbose {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -144,7 +137,7 @@ func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
 				return
 			case <-timer.C:
 			}
-			msg := s.waitingMessage(time.Since(start))
+			msg := r.waitingMessage(time.Since(start))
 			if terminal {
 				// One line, cut to the terminal's width: a wrapped line
 				// could not be rewritten in place.
@@ -169,12 +162,12 @@ func (s *lockSpec) noticeWhileWaiting(stderr *os.File) (stop func()) {
 
 // waitingMessage says what we wait for and who holds it, e.g.
 // "hold: waiting 3s for data.lock, held by pid 4242 (make) on host a1 for 12.4s, alive".
-func (s *lockSpec) waitingMessage(waited time.Duration) string {
-	st, err := s.inspect()
+func (r *Resolved) waitingMessage(waited time.Duration) string {
+	st, err := r.Inspect()
 	if err != nil {
-		return fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), s.target)
+		return fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), r.Target)
 	}
-	msg := fmt.Sprintf("hold: waiting %s for %s", roundDuration(waited), st.Path)
+	msg := fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), st.Path)
 	switch {
 	case st.State == hold.Free:
 		if w, ok := fairq.HeadWaiter(st.Path); ok && w.Stopped {
@@ -189,6 +182,7 @@ func (s *lockSpec) waitingMessage(waited time.Duration) string {
 	return msg + ", " + st.State.String()
 }
 
+// modeName names a lock mode in messages.
 func modeName(shared bool) string {
 	if shared {
 		return "shared"
@@ -196,8 +190,8 @@ func modeName(shared bool) string {
 	return "exclusive"
 }
 
-// roundDuration shortens a duration for people: 1.2s, 250ms, 3m4s.
-func roundDuration(d time.Duration) time.Duration {
+// RoundDuration shortens a duration for people: 1.2s, 250ms, 3m4s.
+func RoundDuration(d time.Duration) time.Duration {
 	switch {
 	case d >= time.Minute:
 		return d.Round(time.Second)

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"os"
@@ -17,7 +17,7 @@ import (
 // be dead while a child that inherited the descriptor holds the lock on;
 // this finds the child. Processes whose descriptors we may not read are
 // missed.
-func openersOf(path string) []opener {
+func openersOf(path string) []Opener {
 	var want unix.Stat_t
 	if err := unix.Stat(path, &want); err != nil {
 		return nil
@@ -27,7 +27,7 @@ func openersOf(path string) []opener {
 		return nil
 	}
 	self := os.Getpid()
-	var found []opener
+	var found []Opener
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil || pid == self {
@@ -41,11 +41,11 @@ func openersOf(path string) []opener {
 		for _, fd := range fds {
 			var st unix.Stat_t
 			if unix.Stat(filepath.Join(fdDir, fd.Name()), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
-				found = append(found, opener{PID: pid, Command: proc.Cmdline(pid)})
+				found = append(found, Opener{PID: pid, Command: proc.Cmdline(pid)})
 				break
 			}
 		}
 	}
-	slices.SortFunc(found, func(a, b opener) int { return a.PID - b.PID })
+	slices.SortFunc(found, func(a, b Opener) int { return a.PID - b.PID })
 	return found
 }

@@ -1,4 +1,4 @@
-package cli
+package agent
 
 import (
 	"encoding/json"
@@ -8,10 +8,13 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // Network targets (etcd://...) are served by hold-remote, which links the
-// backends hold leaves out (see remote.go). An agent run as hold cannot
+// backends hold leaves out (see lockspec/handoff.go). An agent run as hold cannot
 // exec itself away as the command line does: it already serves other
 // locks. So on the first request with such a target it starts
 // `hold-remote agent` as its child, a sub-agent speaking the same
@@ -47,38 +50,38 @@ type subAgent struct {
 
 // relay is a request waiting for the sub-agent's reply.
 type relay struct {
-	handle    func(*agentReply)
+	handle    func(*reply)
 	clientKey string // the client's request id, "" if it cannot be cancelled
 }
 
 // proxied relays req to the sub-agent when its target has a network scheme
 // this executable does not link, and reports whether it did.
-func (a *agent) proxied(req *agentRequest) bool {
-	scheme := addressScheme(req.Target)
-	if scheme == "" || !isRemoteScheme(scheme) {
+func (a *agent) proxied(req *request) bool {
+	scheme := lockspec.AddressScheme(req.Target)
+	if scheme == "" || !lockspec.IsRemoteScheme(scheme) {
 		return false
 	}
-	if _, linked := schemes[scheme]; linked {
+	if lockspec.Serves(scheme) {
 		return false
 	}
 	sub, err := a.subAgent()
 	if err != nil {
-		a.replyErr(req.ID, err)
+		a.answer(req.ID, err)
 		return true
 	}
 	clientID := req.ID
-	sub.send(req, clientID, func(r *agentReply) {
+	sub.send(req, clientID, func(r *reply) {
 		r.ID = clientID
 		if r.OK && r.Lock != 0 && (req.Op == "acquire" || req.Op == "try") {
-			n, ok := a.addLock(&agentLock{remote: r.Lock, sub: sub})
+			n, ok := a.addLock(&heldLock{remote: r.Lock, sub: sub})
 			if !ok { // the client left meanwhile
-				sub.send(&agentRequest{Op: "release", Lock: r.Lock}, nil, func(*agentReply) {})
+				sub.send(&request{Op: "release", Lock: r.Lock}, nil, func(*reply) {})
 				return
 			}
 			sub.mapLock(r.Lock, n)
 			r.Lock = n
 		}
-		a.reply(r)
+		a.send(r)
 	})
 	return true
 }
@@ -94,27 +97,27 @@ func (a *agent) subAgent() (*subAgent, error) {
 	if a.remote != nil && !a.remote.isDead() {
 		return a.remote, nil
 	}
-	exe, err := findRemote()
+	exe, err := lockspec.FindRemote()
 	if err != nil {
-		return nil, &execError{cmd: remoteCommand, err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, remoteCommand)}
+		return nil, &errkind.ExecError{Cmd: lockspec.RemoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, lockspec.RemoteCommand)}
 	}
 	args := []string{"agent"}
 	if a.client != "" {
 		args = append(args, "--for", a.client)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), remoteEnv+"=1")
+	cmd.Env = append(os.Environ(), lockspec.RemoteEnv+"=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, &execError{cmd: exe, err: err}
+		return nil, &errkind.ExecError{Cmd: exe, Err: err}
 	}
 	sub := &subAgent{a: a, cmd: cmd, in: in, exited: make(chan struct{}),
 		waiting: map[uint64]relay{}, ids: map[string]uint64{}, locks: map[uint64]uint64{}}
@@ -137,7 +140,7 @@ func (s *subAgent) mapLock(theirs, ours uint64) {
 
 // send relays req under a new id; handle gets the reply. clientID, if not
 // nil, is remembered so that the client can cancel the request.
-func (s *subAgent) send(req *agentRequest, clientID json.RawMessage, handle func(*agentReply)) {
+func (s *subAgent) send(req *request, clientID json.RawMessage, handle func(*reply)) {
 	s.mu.Lock()
 	if s.dead {
 		s.mu.Unlock()
@@ -168,8 +171,8 @@ func (s *subAgent) send(req *agentRequest, clientID json.RawMessage, handle func
 }
 
 // subAgentGone is the reply to a request the sub-agent can no longer answer.
-func subAgentGone() *agentReply {
-	return &agentReply{Error: &agentError{Code: codeLost, Message: remoteCommand + " agent (the sub-agent serving network targets) exited"}}
+func subAgentGone() *reply {
+	return &reply{Error: &replyError{Code: codeLost, Message: lockspec.RemoteCommand + " agent (the sub-agent serving network targets) exited"}}
 }
 
 // readReplies relays the sub-agent's replies and events until its output
@@ -177,7 +180,7 @@ func subAgentGone() *agentReply {
 // held is reported lost.
 func (s *subAgent) readReplies(out io.Reader) {
 	readLines(out, func(line []byte) bool {
-		var r agentReply
+		var r reply
 		if json.Unmarshal(line, &r) != nil {
 			return true
 		}
@@ -187,7 +190,7 @@ func (s *subAgent) readReplies(out io.Reader) {
 			s.mu.Unlock()
 			if ok {
 				r.Lock = n
-				s.a.reply(&r)
+				s.a.send(&r)
 			}
 			return true
 		}
@@ -219,13 +222,13 @@ func (s *subAgent) readReplies(out io.Reader) {
 	for _, n := range locks {
 		if s.a.lookupLock(n) != nil {
 			gone := subAgentGone()
-			s.a.reply(&agentReply{Event: "lost", Lock: n, Error: gone.Error})
+			s.a.send(&reply{Event: "lost", Lock: n, Error: gone.Error})
 		}
 	}
 }
 
 // forwardRelease releases a lock the sub-agent holds for the client.
-func (a *agent) forwardRelease(req *agentRequest, al *agentLock) {
+func (a *agent) forwardRelease(req *request, al *heldLock) {
 	al.sub.mu.Lock()
 	delete(al.sub.locks, al.remote)
 	al.sub.mu.Unlock()
@@ -233,14 +236,14 @@ func (a *agent) forwardRelease(req *agentRequest, al *agentLock) {
 }
 
 // forwardLockOp relays a release or check of lock al to the sub-agent.
-func (a *agent) forwardLockOp(req *agentRequest, al *agentLock) {
+func (a *agent) forwardLockOp(req *request, al *heldLock) {
 	clientID := req.ID
 	relayed := *req
 	relayed.Lock = al.remote
-	al.sub.send(&relayed, nil, func(r *agentReply) {
+	al.sub.send(&relayed, nil, func(r *reply) {
 		r.ID = clientID
 		r.Lock = 0
-		a.reply(r)
+		a.send(r)
 	})
 }
 
@@ -257,7 +260,7 @@ func (a *agent) cancelRemote(clientID json.RawMessage) bool {
 	id, ok := sub.ids[string(clientID)]
 	sub.mu.Unlock()
 	if ok {
-		sub.send(&agentRequest{Op: "cancel", Request: json.RawMessage(fmt.Sprint(id))}, nil, func(*agentReply) {})
+		sub.send(&request{Op: "cancel", Request: json.RawMessage(fmt.Sprint(id))}, nil, func(*reply) {})
 	}
 	return ok
 }

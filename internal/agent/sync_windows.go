@@ -1,4 +1,4 @@
-package cli
+package agent
 
 // syncChannel is absent on Windows, which has no FIFOs: hello answers
 // without the synchronous channel, and clients keep to the standard one.

@@ -1,27 +1,12 @@
 //go:build unix
 
-package cli
+package lockspec
 
 import (
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// forwardedSignals are the signals hold catches: they end a wait, and
-// `hold run` passes them on to its command.
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
-
-// signalName returns "SIGINT" etc.
-func signalName(sig os.Signal) string {
-	if s, ok := sig.(syscall.Signal); ok {
-		if n := unix.SignalName(s); n != "" {
-			return n
-		}
-	}
-	return sig.String()
-}
 
 // isTerminal reports whether f is a terminal. Asking for the window size
 // works on every unix, and fails for files, pipes and /dev/null.
@@ -38,6 +23,3 @@ func terminalWidth(f *os.File) int {
 	}
 	return int(ws.Col)
 }
-
-// isFilesystemFullOS: on unix the portable errno checks suffice.
-func isFilesystemFullOS(error) bool { return false }

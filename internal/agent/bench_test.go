@@ -1,4 +1,4 @@
-package cli
+package agent
 
 import (
 	"io"
@@ -7,27 +7,16 @@ import (
 	"testing"
 )
 
-// BenchmarkAgentSpec measures resolving a request's lock options the
-// second time: specCache makes it a map lookup instead of a flag set
-// (14–22 µs here, more than a free kernel lock costs).
+// BenchmarkAgentSpec measures turning a request's lock options into the
+// lock to take: what every acquire, try and status pays before the lock.
 func BenchmarkAgentSpec(b *testing.B) {
-	req := &agentRequest{Target: "x"}
+	req := &request{Target: "x"}
 	for b.Loop() {
-		if _, err := req.spec(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkAgentResolveSpec measures resolving them through the flag set.
-func BenchmarkAgentResolveSpec(b *testing.B) {
-	req := &agentRequest{Target: "x"}
-	for b.Loop() {
-		s, err := req.resolveSpec()
+		s, err := req.resolve()
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.close()
+		s.Close()
 	}
 }
 

@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockspec"
+)
+
+// The lock table: taking a lock for the client, filing it under a number,
+// and releasing or checking it by that number.
+
+// heldLock is a lock the client holds: one of this agent's, or one that
+// the sub-agent holds for it (remote != 0, the sub-agent's number).
+type heldLock struct {
+	l    *hold.Lock
+	spec lockspec.Resolved
+	done chan struct{} // closed on release: stops the loss watcher
+	// remote is the sub-agent's number for a lock it holds, and sub the
+	// sub-agent; zero and nil for this agent's own locks.
+	remote uint64
+	sub    *subAgent
+	// lostTold: patrolLocks told the client of this lock's loss (a.mu).
+	lostTold bool
+}
+
+// acquire serves acquire and try. The first attempt is made at once, on
+// the reading goroutine: a free lock is then answered without waking
+// another thread, which on a busy machine costs more than the lock
+// itself. Only a wait gets its own goroutine.
+func (a *agent) acquire(req *request) {
+	al, err := req.newLock()
+	if err != nil {
+		a.answer(req.ID, err)
+		return
+	}
+	spec := &al.spec
+	if spec.Nonblock || !a.recentlyBusy(spec) {
+		l, err := a.try(spec)
+		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
+			a.granted(req.ID, al, l, err)
+			return
+		}
+	}
+	a.spawn(req.ID, func(ctx context.Context) {
+		l, err := spec.Acquire(ctx, nil)
+		a.granted(req.ID, al, l, abortCause(ctx, err))
+	})
+}
+
+// busyMemory is how long a lock found busy is assumed to stay busy: an
+// acquire of it within that time skips the first attempt, which would
+// read and judge the holder's record only to be thrown away.
+const busyMemory = 100 * time.Millisecond
+
+// maxBusyMemory bounds the busy memory; it is emptied when full.
+const maxBusyMemory = 1024
+
+// recentlyBusy reports whether spec's lock was found busy within busyMemory.
+func (a *agent) recentlyBusy(spec *lockspec.Resolved) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.busy[spec.Key]
+	return ok && time.Since(t) < busyMemory
+}
+
+// try makes one attempt at spec's lock, without waiting, and remembers
+// when it was busy.
+func (a *agent) try(spec *lockspec.Resolved) (*hold.Lock, error) {
+	l, err := hold.TryAcquire(spec.Target, spec.Opts...)
+	if errors.Is(err, hold.ErrBusy) {
+		a.markBusy(spec)
+	}
+	return l, err
+}
+
+func (a *agent) markBusy(spec *lockspec.Resolved) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.busy) >= maxBusyMemory {
+		clear(a.busy)
+	}
+	a.busy[spec.Key] = time.Now()
+}
+
+// granted answers an acquisition: the lock l, or the error that kept it.
+func (a *agent) granted(id json.RawMessage, al *heldLock, l *hold.Lock, err error) {
+	r, watch := a.grant(id, al, l, err)
+	if r != nil {
+		a.send(r)
+	}
+	if watch != nil {
+		watch()
+	}
+}
+
+// grant files the lock l under a new number and returns the reply that
+// says so, or the error reply when err is set. watch, when not nil, is to
+// be called once the reply is sent: it starts watching the lock for its
+// loss, so that the client never hears of a loss before the lock itself.
+// The reply is nil when the client left meanwhile (l is then released).
+func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error) (r *reply, watch func()) {
+	if err != nil {
+		al.spec.Close()
+		return replyTo(id, err), nil
+	}
+	al.l, al.done = l, make(chan struct{})
+	n, ok := a.addLock(al)
+	if !ok { // the client left while we waited
+		l.Release()
+		al.spec.Close()
+		return nil, nil
+	}
+	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
+}
+
+// abortCause makes a wait ended by a cancel request or by the client's
+// departure say so.
+func abortCause(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w (%v)", err, cause)
+	}
+	return err
+}
+
+func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *reply {
+	owner := l.Owner()
+	return &reply{ID: id, OK: true, Lock: n, Token: l.Token(), Path: l.Path(), Protocol: l.Protocol(), Owner: &owner}
+}
+
+// addLock files a lock under a new number; false if the agent is closing.
+func (a *agent) addLock(al *heldLock) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return 0, false
+	}
+	a.next++
+	a.locks[a.next] = al
+	if !a.patrol && isKernel(al) {
+		a.patrol = true
+		a.wg.Add(1)
+		go a.patrolLocks()
+	}
+	return a.next, true
+}
+
+// takeLock removes lock n from the table for its release.
+func (a *agent) takeLock(n uint64) *heldLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	al := a.locks[n]
+	delete(a.locks, n)
+	return al
+}
+
+func (a *agent) lookupLock(n uint64) *heldLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.locks[n]
+}
+
+func noLock(n uint64) *replyError {
+	return &replyError{Code: codeNoLock, Message: fmt.Sprintf("no lock %d: never acquired, or already released", n)}
+}
+
+func (a *agent) release(req *request) {
+	al := a.takeLock(req.Lock)
+	if al == nil {
+		a.refuse(req.ID, noLock(req.Lock))
+		return
+	}
+	if al.remote != 0 {
+		a.forwardRelease(req, al)
+		return
+	}
+	a.answer(req.ID, al.release())
+}
+
+// release gives up one of the agent's own locks, already taken out of
+// the table.
+func (al *heldLock) release() error {
+	close(al.done)
+	err := al.l.Release()
+	al.spec.Close()
+	return err
+}
+
+func (a *agent) check(req *request) {
+	al := a.lookupLock(req.Lock)
+	switch {
+	case al == nil:
+		a.refuse(req.ID, noLock(req.Lock))
+	case al.remote != 0:
+		a.forwardLockOp(req, al)
+	default:
+		a.answer(req.ID, al.l.Check())
+	}
+}

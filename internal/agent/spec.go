@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/lockspec"
+)
+
+// spec is the request's lock options as a lockspec.Spec, the type the
+// command line fills from its flags, checked as the flags are: the agent
+// accepts exactly what `hold run` accepts.
+func (req *request) spec() (lockspec.Spec, error) {
+	s := lockspec.Spec{
+		Target:        req.Target,
+		Shared:        req.Shared,
+		Fair:          req.Fair,
+		Protocol:      req.Protocol,
+		ProtocolGiven: req.Protocol != "",
+		LockFile:      req.LockFile,
+		Name:          req.Name,
+	}
+	if req.Wait != nil {
+		w := *req.Wait
+		if w < 0 || w > 1e9 {
+			return s, errkind.Usagef("wait must be a number of seconds >= 0, not %v", w)
+		}
+		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
+	}
+	if len(req.Fields) > 0 {
+		s.Fields = make([]lockspec.Field, 0, len(req.Fields))
+		for _, k := range slices.Sorted(maps.Keys(req.Fields)) {
+			if k == "" {
+				return s, errkind.Usagef("a field needs a name")
+			}
+			// As --field KEY=VALUE does, the first "=" ends the key.
+			k, v, _ := strings.Cut(k+"="+req.Fields[k], "=")
+			s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
+		}
+	}
+	if len(req.Settings) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(req.Settings)) {
+			if !lockspec.IsSetting(k) {
+				return s, errkind.Usagef("unknown setting %q (known: %s)", k, lockspec.SettingNames())
+			}
+		}
+		s.Settings = req.Settings
+	}
+	return s, nil
+}
+
+// resolve is spec, resolved: the lock to take, ready for hold.Acquire.
+func (req *request) resolve() (*lockspec.Resolved, error) {
+	s, err := req.spec()
+	if err != nil {
+		return nil, err
+	}
+	return s.Resolve()
+}
+
+// newLock is resolve into a new heldLock, which holds the resolved
+// request while the lock is taken and held.
+func (req *request) newLock() (*heldLock, error) {
+	s, err := req.spec()
+	if err != nil {
+		return nil, err
+	}
+	al := new(heldLock)
+	if err := s.ResolveInto(&al.spec); err != nil {
+		return nil, err
+	}
+	return al, nil
+}

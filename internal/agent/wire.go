@@ -1,0 +1,300 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/report"
+)
+
+// The wire protocol: the request and reply lines, how they are read and
+// written, and the error codes replies carry (docs/agent.md).
+
+// protocolVersion is the protocol version this agent speaks (docs/agent.md).
+const protocolVersion = 1
+
+// maxRequestLine bounds one request line. Larger lines are answered with
+// an EINVAL error and skipped, so a broken client cannot make the agent
+// allocate without limit.
+const maxRequestLine = 64 << 20
+
+// The error codes of replies; docs/agent.md explains each.
+const (
+	codeBusy        = "EBUSY"
+	codeTimeout     = "ETIMEDOUT"
+	codeAbort       = "EABORT"
+	codeLost        = "ELOST"
+	codeInvalid     = "EINVAL"
+	codeNoLock      = "ENOLOCK"
+	codeNotFound    = "ENOENT"
+	codeAccess      = "EACCES"
+	codeNotRegular  = "ENOTREG"
+	codeForeign     = "EFOREIGN"
+	codeIsDir       = "EISDIR"
+	codeFull        = "ENOSPC"
+	codeReadOnly    = "EROFS"
+	codeUnsupported = "ENOTSUP"
+	codeNoExec      = "ENOEXEC"
+	codeIO          = "EIO"
+)
+
+// request is one request line. Which fields apply depends on Op;
+// docs/agent.md lists them per operation.
+type request struct {
+	ID json.RawMessage `json:"id"`
+	Op string          `json:"op"`
+
+	// hello: the highest version the client speaks, and whether it
+	// wants the synchronous channel (sync.go).
+	Version int  `json:"version"`
+	Sync    bool `json:"sync"`
+
+	// acquire, try, status, update, append: what to lock and how.
+	Target   string            `json:"target"`
+	Wait     *float64          `json:"wait"`
+	Shared   bool              `json:"shared"`
+	Fair     bool              `json:"fair"`
+	Protocol string            `json:"protocol"`
+	LockFile string            `json:"lock_file"`
+	Name     string            `json:"name"`
+	Fields   map[string]string `json:"fields"`
+	Settings map[string]string `json:"settings"`
+
+	// update, append
+	MustExist bool `json:"must_exist"`
+	// append: the bytes to append; commit: the new content (base64).
+	Data []byte `json:"data"`
+
+	// release, check: the lock's number.
+	Lock uint64 `json:"lock"`
+	// commit, abort: the update's number.
+	Update uint64 `json:"update"`
+	// cancel: the id of the request whose wait to end.
+	Request json.RawMessage `json:"request"`
+}
+
+// reply is a reply (ID set) or an event (Event set).
+type reply struct {
+	ID    json.RawMessage `json:"id,omitempty"`
+	Event string          `json:"event,omitempty"`
+	OK    bool            `json:"ok"`
+
+	// hello
+	Version int        `json:"version,omitempty"`
+	Agent   string     `json:"agent,omitempty"`
+	PID     int        `json:"pid,omitempty"`
+	Sync    *syncPaths `json:"sync,omitempty"`
+
+	// acquire, try, update (the lock taken); lost (the lock lost).
+	Lock     uint64      `json:"lock,omitempty"`
+	Token    uint64      `json:"token,omitempty"`
+	Path     string      `json:"path,omitempty"`
+	Protocol string      `json:"protocol,omitempty"`
+	Owner    *hold.Owner `json:"owner,omitempty"`
+
+	// update: the update's number and the file's old content.
+	Update uint64 `json:"update,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+	// commit: whether the file was written (false: the content was unchanged).
+	Written bool `json:"written,omitempty"`
+
+	// status
+	Status *report.Status `json:"status,omitempty"`
+
+	// cancel: whether a pending request was found and cancelled.
+	Cancelled bool `json:"cancelled,omitempty"`
+
+	Error *replyError `json:"error,omitempty"`
+}
+
+// replyError describes a failed request or a lost lock.
+type replyError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Holder  *report.Holder `json:"holder,omitempty"`
+	Hint    string         `json:"hint,omitempty"`
+}
+
+// readLines calls emit with every complete line of r (without its newline)
+// until r ends or emit returns false. A line longer than maxRequestLine is
+// passed on as nil, so that it gets an error reply; an unterminated last
+// line is dropped: its writer vanished mid-request.
+func readLines(r io.Reader, emit func([]byte) bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxRequestLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			out := line
+			if tooLong {
+				out = nil
+			} else {
+				out = out[:len(out)-1]
+			}
+			if !emit(out) {
+				return
+			}
+			line, tooLong = nil, false
+		case errors.Is(err, bufio.ErrBufferFull):
+			// part of a long line: keep reading
+		default:
+			return
+		}
+	}
+}
+
+// parseRequest parses one request line. It returns the request, or the
+// error reply for a line that is not one, or neither for a blank line.
+func parseRequest(line []byte) (*request, *reply) {
+	if line == nil {
+		return nil, failed(nil, &replyError{Code: codeInvalid, Message: fmt.Sprintf("request line longer than %d bytes", maxRequestLine)})
+	}
+	if len(trimSpace(line)) == 0 {
+		return nil, nil // blank lines are allowed, and ignored
+	}
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		// Salvage the id, if there is one, so the client can match the error.
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(line, &idOnly)
+		return nil, failed(validID(idOnly.ID), &replyError{Code: codeInvalid, Message: "malformed request: " + err.Error()})
+	}
+	if len(req.ID) == 0 || string(req.ID) == "null" {
+		return nil, failed(nil, &replyError{Code: codeInvalid, Message: `request without "id"`})
+	}
+	if validID(req.ID) == nil {
+		return nil, failed(nil, &replyError{Code: codeInvalid, Message: `"id" must be a string or a number`})
+	}
+	return &req, nil
+}
+
+// validID returns id if it is a JSON string or number, else nil.
+func validID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nil
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return id
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// encodeReply encodes r as one line, newline included.
+func encodeReply(r *reply) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Only an unencodable error message could cause this.
+		b, _ = json.Marshal(&reply{ID: r.ID, Error: &replyError{Code: codeIO, Message: "reply not encodable: " + err.Error()}})
+	}
+	return append(b, '\n')
+}
+
+// The reply helpers. Each has one job:
+//
+//	answer(id, err)  send replyTo(id, err)
+//	refuse(id, e)    send failed(id, e)
+//	replyTo(id, err) the reply: ok when err is nil, else errorOf(err)
+//	failed(id, e)    the reply carrying the error e
+//	errorOf(err)     the error object describing err
+
+// answer replies ok when err is nil, else with err described.
+func (a *agent) answer(id json.RawMessage, err error) {
+	a.send(replyTo(id, err))
+}
+
+// refuse replies with the error e.
+func (a *agent) refuse(id json.RawMessage, e *replyError) {
+	a.send(failed(id, e))
+}
+
+// replyTo is the reply ok when err is nil, else the one describing err.
+func replyTo(id json.RawMessage, err error) *reply {
+	if err == nil {
+		return &reply{ID: id, OK: true}
+	}
+	return failed(id, errorOf(err))
+}
+
+// failed is the reply carrying e; a request without a usable id is
+// answered with id null.
+func failed(id json.RawMessage, e *replyError) *reply {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return &reply{ID: id, Error: e}
+}
+
+// errorOf describes err for the client: its code, its message (which
+// names the holder), the holder and the hint.
+func errorOf(err error) *replyError {
+	e := &replyError{Code: errorCode(err), Message: err.Error()}
+	var he *hold.Error
+	if errors.As(err, &he) {
+		e.Hint = he.Hint
+		if he.Holder != nil {
+			e.Holder = report.NewHolder(he.Holder, true)
+		}
+	}
+	return e
+}
+
+// errorCodes maps the kinds of an error to a reply's code: the first row
+// whose kinds the error has decides; codeIO if none does. It is the
+// agent's counterpart of the command line's exit statuses.
+var errorCodes = []struct {
+	kinds errkind.Kinds
+	code  string
+}{
+	{errkind.Usage, codeInvalid},
+	{errkind.Foreign, codeForeign},
+	{errkind.Busy, codeBusy},
+	{errkind.Timeout, codeTimeout},
+	{errkind.Lost, codeLost},
+	{errkind.Canceled, codeAbort},
+	{errkind.Exec, codeNoExec},
+	{errkind.ReadOnly, codeReadOnly},
+	{errkind.Full, codeFull},
+	{errkind.NotRegular, codeNotRegular},
+	{errkind.IsDir, codeIsDir},
+	{errkind.NotExist, codeNotFound},
+	{errkind.Permission, codeAccess},
+	{errkind.Unsupported, codeUnsupported},
+}
+
+// errorCode is the code of a reply that fails with err.
+func errorCode(err error) string {
+	kinds := errkind.Of(err)
+	for _, row := range errorCodes {
+		if kinds&row.kinds != 0 {
+			return row.code
+		}
+	}
+	return codeIO
+}

@@ -1,0 +1,142 @@
+// Package report describes a lock's state and holder as hold shows them:
+// the records behind `hold status` (text and --json), `hold ls` and the
+// agent's status replies and error holders, so that all of them say the
+// same thing in the same words.
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/lockspec"
+)
+
+// Status describes a lock's state for people and programs: what `hold
+// status` prints, its --json output, and the agent's status reply.
+type Status struct {
+	Target   string `json:"target,omitempty"`
+	Path     string `json:"lock_file"`
+	Protocol string `json:"protocol"`
+	// State is "free", "held exclusive", "held shared" or "stale".
+	State string `json:"state"`
+	Held  bool   `json:"held"`
+	// Token is the last fencing token handed out on this lock.
+	Token uint64 `json:"token"`
+	// Holder is the owner record (for a free lock: the last holder's).
+	Holder *Holder `json:"holder,omitempty"`
+	// KernelPIDs are the pids the kernel lists for the lock (Linux).
+	KernelPIDs []int `json:"kernel_pids,omitempty"`
+	// Openers are the processes that have the lock file open, looked up
+	// when the recorded holder is dead but the lock is held (Linux).
+	Openers []Opener `json:"openers,omitempty"`
+	// Note explains a surprising state.
+	Note string `json:"note,omitempty"`
+	// Judged says what decided a portable lock's state: the holder's
+	// liveness on this host, or, for a holder on another host or without
+	// a record, its heartbeat's age.
+	Judged string `json:"judged,omitempty"`
+}
+
+// Holder describes a lock's holder from its owner record.
+type Holder struct {
+	PID         int               `json:"pid"`
+	Host        string            `json:"host,omitempty"`
+	Alive       string            `json:"alive"`
+	Command     []string          `json:"command,omitempty"`
+	StartedAt   *time.Time        `json:"started_at,omitempty"`
+	HeldSeconds float64           `json:"held_seconds,omitempty"`
+	Shared      bool              `json:"shared,omitempty"`
+	Fields      map[string]string `json:"fields,omitempty"`
+}
+
+// Opener is a process that has the lock file open.
+type Opener struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command,omitempty"`
+}
+
+// NewStatus describes st, the state of target's lock.
+func NewStatus(target string, st *hold.Status) *Status {
+	r := &Status{
+		Target:   core.RedactURL(target),
+		Path:     st.Path,
+		Protocol: st.Protocol,
+		State:    st.State.String(),
+		Held:     st.State == hold.HeldExclusive || st.State == hold.HeldShared,
+		Token:    st.Fence,
+	}
+	h := st.Holder
+	if h == nil {
+		return r
+	}
+	if !r.Held && h.Owner != nil && h.Owner.Released && h.Owner.PID == 0 {
+		// A kernel lock's released record keeps only the last token for
+		// the next holder and names nobody (no pid, no command): there
+		// is no last holder to show.
+		return r
+	}
+	r.KernelPIDs = h.PIDs
+	r.Holder = NewHolder(h, r.Held)
+	if !r.Held {
+		return r
+	}
+	recordedDead := h.Owner != nil && h.Alive == hold.Dead
+	kernel := st.Protocol == "flock"
+	if kernel && (recordedDead || h.Owner == nil) {
+		r.Openers = openersOf(st.Path)
+	}
+	switch {
+	case recordedDead && st.Protocol == "etcd":
+		r.Note = fmt.Sprintf("the recorded holder (pid %d) is dead; the lock stays held until its lease expires (or `hold break` revokes it)", h.Owner.PID)
+	case recordedDead && kernel:
+		r.Note = fmt.Sprintf("the recorded holder (pid %d) is dead, but the lock is still held: "+
+			"a process that inherited its descriptor has it (the command of a killed 'hold run', or a process it started)", h.Owner.PID)
+	case h.Owner == nil && st.Protocol == "dir":
+		r.Note = "no owner.json: the holder is not hold (proper-lockfile, for one) or has not written it yet; it is judged by the directory's age"
+	case h.Owner == nil && st.State == hold.HeldShared && kernel:
+		// A lock file has room for one record, and readers share the
+		// lock, so no shared holder writes one, hold's included.
+		r.Note = "shared holders write no owner record, hold's own included"
+		if len(h.PIDs) > 0 {
+			r.Note += "; the kernel names the holders above"
+		}
+	case h.Owner == nil:
+		r.Note = "no owner record: the holder is another tool (flock(1), for one), a hold that has not written its record yet " +
+			"(it does once it has held the lock for 10-20 ms or is asked for its token), or one that could not write it"
+	case len(h.PIDs) > 0 && !slices.Contains(h.PIDs, h.Owner.PID):
+		r.Note = fmt.Sprintf("the kernel names pid %s as the holder, not the recorded pid %d", JoinPIDs(h.PIDs), h.Owner.PID)
+	}
+	return r
+}
+
+// NewHolder describes h's owner record (nil without one); held says
+// whether the lock is held now, so that the time held means something.
+func NewHolder(h *hold.Holder, held bool) *Holder {
+	o := h.Owner
+	if o == nil {
+		return nil
+	}
+	hr := &Holder{PID: o.PID, Host: o.Host, Alive: h.Alive.String(), Command: o.Command,
+		Shared: o.Shared, Fields: o.Fields}
+	if !o.StartedAt.IsZero() {
+		t := o.StartedAt
+		hr.StartedAt = &t
+		if held {
+			hr.HeldSeconds = lockspec.RoundDuration(o.Held(time.Now())).Seconds()
+		}
+	}
+	return hr
+}
+
+// JoinPIDs lists pids for people: "4242, 4243".
+func JoinPIDs(pids []int) string {
+	s := make([]string, len(pids))
+	for i, p := range pids {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}
