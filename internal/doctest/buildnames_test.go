@@ -28,14 +28,6 @@ var (
 	allOS  = append([]string{"js", "plan9", "wasip1", "windows", "zos"}, unixOS...)
 )
 
-// oldSuffixNames are files that keep a spelling the convention retired
-// until their package is restructured; each name here is to go with it.
-var oldSuffixNames = map[string]bool{
-	"internal/cli/ls_other.go":     true,
-	"internal/cli/status_other.go": true,
-	"internal/cli/run_bsd.go":      true,
-}
-
 // TestBuildSuffixes holds every Go file of the repository to the naming
 // convention for build constraints: a suffix from suffixRule means that
 // build line, and _other means the rest, the systems that none of the
@@ -63,9 +55,6 @@ func TestBuildSuffixes(t *testing.T) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		if oldSuffixNames[filepath.ToSlash(rel)] {
-			return nil
-		}
 		dir := filepath.Dir(path)
 		checked++
 		if expr, ok := suffixRule[suffix]; ok {
