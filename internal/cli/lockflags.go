@@ -52,7 +52,7 @@ package cli
 //
 //	func init() {
 //		registerProtocol("dir", "portable directory lock (mkdir), for NFS/SMB and proper-lockfile",
-//			func() (hold.Protocol, error) { return hold.Portable(), nil })
+//			func() (hold.Protocol, error) { return portable.New(), nil })
 //	}
 //
 // If the returned protocol implements lock.Closer (a network client), the
