@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // TestRunTargetSpellings: `hold run data`, `hold run data/` (what shell
@@ -52,5 +56,23 @@ func TestRunTargetSpellings(t *testing.T) {
 	r := runHold(t, dir, "run", "/", "--", "true")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--lock-file") {
 		t.Errorf("hold run /: exit %d, want %d with a hint: %s", r.code, exitUsage, r.stderr)
+	}
+}
+
+// Every request for the portable protocol in one process gets the same
+// protocol value, which knows every lock this process's handles hold.
+func TestDirProtocolOnePerProcess(t *testing.T) {
+	var resolved []hold.Protocol
+	for _, wait := range []time.Duration{0, time.Second} {
+		s := lockspec.Spec{Target: filepath.Join(t.TempDir(), "data"), Protocol: "dir", ProtocolGiven: true, Wait: wait, WaitGiven: true}
+		r, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		resolved = append(resolved, r.Proto)
+	}
+	if resolved[0] != resolved[1] {
+		t.Fatalf("two requests got two portable protocols: %p and %p", resolved[0], resolved[1])
 	}
 }
