@@ -13,6 +13,7 @@ __all__ = [
     "Foreign",
     "Invalid",
     "AgentError",
+    "HoldWarning",
 ]
 
 
@@ -128,6 +129,14 @@ class AgentError(HoldError):
     """The hold agent could not start, or died while a request was pending."""
 
     code = "EAGENT"
+
+
+class HoldWarning(UserWarning):
+    """What an update that succeeded should tell, issued with
+    ``warnings.warn``: the file changed owner (``allow_owner_change``), or
+    its directory could not be synced, so the change may not survive a
+    crash of the machine. Not an error: the file was replaced, and a caller
+    that retried would apply its change twice."""
 
 
 _CLASSES: Dict[str, Type[HoldError]] = {
