@@ -1,4 +1,5 @@
-"""The exceptions of every failed operation, one class per agent error code."""
+"""The exceptions of every failed operation, one class per agent error code,
+and the warning of an update that succeeded."""
 
 from __future__ import annotations
 
