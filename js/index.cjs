@@ -467,7 +467,7 @@ class Lock {
 // The options each function takes.
 const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
-const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding']);
+const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
 
 /** Checks opts and turns them into the request's fields. */
@@ -490,7 +490,10 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
     }
     req.wait = opts.wait;
   }
-  for (const [key, field] of [['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist']]) {
+  for (const [key, field] of [
+    ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
+    ['allowSplit', 'allow_split'], ['allowOwnerChange', 'allow_owner_change'],
+  ]) {
     if (opts[key] !== undefined) {
       if (typeof opts[key] !== 'boolean') throw new HoldError('EINVAL', `${key} must be true or false`);
       req[field] = opts[key];
@@ -644,6 +647,13 @@ function toBytes(data, what) {
  * as `hold update` does. Nothing is written if fn throws (its error is
  * rethrown) or returns the old content. Resolves with whether the file was
  * written.
+ *
+ * A file with other hard links (opts.allowSplit accepts it) or one whose
+ * owner or group cannot be kept (opts.allowOwnerChange) is refused with
+ * 'EACCES' before fn runs. What the agent warns about once the file is
+ * replaced (an owner changed, a directory not synced) is emitted as a
+ * process warning of type 'HoldWarning': Node prints it on stderr, as
+ * `hold update` would, and process.on('warning') sees it.
  */
 async function update(file, fn, opts = {}) {
   if (typeof fn !== 'function') throw new HoldError('EINVAL', 'update needs a function from the old content to the new');
@@ -672,6 +682,9 @@ async function update(file, fn, opts = {}) {
     ag.updateRef();
   }
   const done = await ag.request({ op: 'commit', update: reply.update, data: data.toString('base64') });
+  // Not an error: the file is replaced, and a caller that retried would
+  // apply its change twice.
+  if (done.warning) process.emitWarning(done.warning, { type: 'HoldWarning', code: 'HOLD_UPDATE' }); // it names the file
   return Boolean(done.written);
 }
 

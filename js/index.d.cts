@@ -99,6 +99,14 @@ export interface FileOptions extends Omit<LockOptions, 'shared'> {
 export interface UpdateOptions extends FileOptions {
   /** What fn gets: a string (the default, 'utf8') or a Buffer ('buffer'). */
   encoding?: 'utf8' | 'buffer';
+  /** Replace a file that has other hard links, which keep the old content (otherwise 'EACCES'). */
+  allowSplit?: boolean;
+  /**
+   * Replace a file whose owner or group cannot be kept; it then belongs to
+   * the agent's user, and a 'HoldWarning' process warning says so
+   * (otherwise 'EACCES').
+   */
+  allowOwnerChange?: boolean;
 }
 
 /** Where a lock is, for status. */
@@ -154,7 +162,9 @@ export function withLock<T>(target: string | undefined, fn: (lock: Lock) => T | 
 /**
  * Replaces the file's content with fn(old content), atomically and under
  * its lock. Nothing is written if fn throws or returns the old content.
- * Resolves with whether the file was written.
+ * Resolves with whether the file was written; what the agent warns about
+ * after the file was replaced is emitted as a 'HoldWarning' process
+ * warning.
  */
 export function update(file: string, fn: (old: string) => string | Uint8Array | Promise<string | Uint8Array>, opts?: UpdateOptions & { encoding?: 'utf8' }): Promise<boolean>;
 export function update(file: string, fn: (old: Buffer) => string | Uint8Array | Promise<string | Uint8Array>, opts: UpdateOptions & { encoding: 'buffer' }): Promise<boolean>;

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
@@ -39,8 +40,18 @@ func (a *agent) append(ctx context.Context, req *request) {
 // if the client leaves first.
 func (a *agent) update(ctx context.Context, req *request) {
 	var answer *updateAnswer
+	// The warnings come after the rename, when the update has succeeded:
+	// they go with the commit's ok reply, since the agent's stderr is
+	// nobody's to read.
+	var warnings []string
+	o := atomicfile.Options{
+		MustExist:        req.MustExist,
+		AllowSplit:       req.AllowSplit,
+		AllowOwnerChange: req.AllowOwnerChange,
+		Warn:             func(err error) { warnings = append(warnings, err.Error()) },
+	}
 	err := a.guarded(ctx, req, func(l *hold.Lock) error {
-		return atomicfile.Update(atomicfile.OS{}, req.Target, req.MustExist, func(old []byte) ([]byte, error) {
+		return atomicfile.UpdateWith(atomicfile.OS{}, req.Target, o, func(old []byte) ([]byte, error) {
 			answer = a.askForContent(req, l, old)
 			if !answer.commit {
 				return nil, errUpdateAborted
@@ -57,7 +68,7 @@ func (a *agent) update(ctx context.Context, req *request) {
 	case err != nil:
 		a.answer(answer.id, err)
 	default:
-		a.send(&reply{ID: answer.id, OK: true, Written: !bytes.Equal(answer.old, answer.data)})
+		a.send(&reply{ID: answer.id, OK: true, Written: !bytes.Equal(answer.old, answer.data), Warning: strings.Join(warnings, "; ")})
 	}
 }
 

@@ -67,6 +67,11 @@ type request struct {
 
 	// update, append
 	MustExist bool `json:"must_exist"`
+	// update: accept what a replacement cannot keep, as `hold update
+	// --allow-split` and `--allow-owner-change` do. An append writes in
+	// place, keeping both, so it ignores them, as the Go API's Append does.
+	AllowSplit       bool `json:"allow_split"`
+	AllowOwnerChange bool `json:"allow_owner_change"`
 	// append: the bytes to append; commit: the new content (base64).
 	Data []byte `json:"data"`
 
@@ -100,8 +105,11 @@ type reply struct {
 	// update: the update's number and the file's old content.
 	Update uint64 `json:"update,omitempty"`
 	Data   []byte `json:"data,omitempty"`
-	// commit: whether the file was written (false: the content was unchanged).
-	Written bool `json:"written,omitempty"`
+	// commit: whether the file was written (false: the content was unchanged),
+	// and what a client should be told about an update that succeeded
+	// (the warnings `hold update` prints on stderr).
+	Written bool   `json:"written,omitempty"`
+	Warning string `json:"warning,omitempty"`
 
 	// status
 	Status *report.Status `json:"status,omitempty"`

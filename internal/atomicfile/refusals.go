@@ -80,7 +80,7 @@ func (e *HardLinkError) Error() string {
 }
 
 func (e *HardLinkError) hint() string {
-	return "allow that with --allow-split or hold.AllowSplit(), or use append, which writes in place; the file was left unchanged"
+	return "allow that with --allow-split, hold.AllowSplit() or allow_split in hold agent's update (allowSplit in Node), or use append, which writes in place; the file was left unchanged"
 }
 
 // Is matches ErrHardLinked and fs.ErrPermission.
@@ -122,7 +122,7 @@ func (e *OwnerError) hint() string {
 	if e.UID == e.Self {
 		who = "a member of " + groupName(e.GID)
 	}
-	return "run the update as " + who + " or as root, or let the file change owner with --allow-owner-change or hold.AllowOwnerChange(); append writes in place and keeps the owner; the file was left unchanged"
+	return "run the update as " + who + " or as root, or let the file change owner with --allow-owner-change, hold.AllowOwnerChange() or allow_owner_change in hold agent's update (allowOwnerChange in Node); append writes in place and keeps the owner; the file was left unchanged"
 }
 
 // Is matches ErrOwnerNotKept and fs.ErrPermission.

@@ -31,8 +31,18 @@ type agentClient struct {
 // startAgent starts the hold binary named bin as an agent in dir.
 func startAgent(t *testing.T, bin, dir string) *agentClient {
 	t.Helper()
+	return startAgentAs(t, bin, nil, dir)
+}
+
+// startAgentAs is startAgent with the agent run as the user and groups in
+// cred (nil: as this process).
+func startAgentAs(t *testing.T, bin string, cred *syscall.Credential, dir string) *agentClient {
+	t.Helper()
 	cmd := exec.Command(bin, "agent", "--for", t.Name())
 	cmd.Dir = dir
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -427,6 +437,90 @@ func TestAgentUpdate(t *testing.T) {
 		t.Fatalf("update lock left held: %v", err)
 	}
 	l.Release()
+}
+
+// TestAgentUpdateHardLink: an update of a file with a second hard link is
+// refused, file untouched, unless the request has allow_split: then the
+// file is replaced and the other name keeps the old content. An append,
+// which writes in place, needs no such field.
+func TestAgentUpdateHardLink(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(a, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	c := startAgent(t, holdBin, dir)
+	r := c.request(`{"id":1,"op":"update","target":"a"}`)
+	wantCode(t, r, "EACCES")
+	if hint, _ := r["error"].(map[string]any)["hint"].(string); !strings.Contains(hint, "allow_split") {
+		t.Errorf("the refusal's hint does not name allow_split: %v", r)
+	}
+	if got, other := readFile(t, a), readFile(t, b); got != "old\n" || other != "old\n" {
+		t.Fatalf("refused update changed a file: a %q, b %q", got, other)
+	}
+	// The lock was released with the refusal.
+	wantOK(t, c.request(`{"id":2,"op":"append","target":"a","data":"YXBwZW5kZWQK"}`)) // "appended\n"
+
+	r = wantOK(t, c.request(`{"id":3,"op":"update","target":"a","allow_split":true}`))
+	if r["data"] != "b2xkCmFwcGVuZGVkCg==" { // "old\nappended\n"
+		t.Fatalf("update with allow_split: %v", r)
+	}
+	if r := wantOK(t, c.request(fmt.Sprintf(`{"id":4,"op":"commit","update":%v,"data":"bmV3Cg=="}`, r["update"]))); r["written"] != true || r["warning"] != nil {
+		t.Fatalf("commit: %v, want written and no warning", r)
+	}
+	if got, other := readFile(t, a), readFile(t, b); got != "new\n" || other != "old\nappended\n" {
+		t.Errorf("after the split: a %q, b %q", got, other)
+	}
+}
+
+// TestAgentUpdateOwnerChange: an agent that runs as nobody, a member of the
+// file's group, refuses to make another user's file its own, unless the
+// update has allow_owner_change: then the file is replaced, keeps its
+// group, and the commit's reply carries the warning `hold update` prints.
+func TestAgentUpdateOwnerChange(t *testing.T) {
+	needRootCLI(t, "files of another user, and the agent run as a third")
+	bin := holdAsNobody(t)
+	dir := publicDir(t)
+	os.Chown(dir, 0, otherGID)
+	os.Chmod(dir, 0o775)
+	file := filepath.Join(dir, "tracker")
+	os.WriteFile(file, []byte("v1\n"), 0o664)
+	os.Chmod(file, 0o664)
+	os.Chown(file, otherUID, otherGID)
+	os.WriteFile(file+".lock", nil, 0o666)
+	os.Chmod(file+".lock", 0o666)
+	member := &syscall.Credential{Uid: nobodyID, Gid: nobodyID, Groups: []uint32{otherGID}}
+	c := startAgentAs(t, bin, member, dir)
+
+	r := c.request(`{"id":1,"op":"update","target":"tracker"}`)
+	if msg := wantCode(t, r, "EACCES"); !strings.Contains(msg, "uid 4242") {
+		t.Errorf("the refusal does not name the owner: %v", r)
+	}
+	if hint, _ := r["error"].(map[string]any)["hint"].(string); !strings.Contains(hint, "allow_owner_change") {
+		t.Errorf("the refusal's hint does not name allow_owner_change: %v", r)
+	}
+	if got := readFile(t, file); got != "v1\n" {
+		t.Fatalf("refused update changed the file to %q", got)
+	}
+
+	r = wantOK(t, c.request(`{"id":2,"op":"update","target":"tracker","allow_owner_change":true}`))
+	r = wantOK(t, c.request(fmt.Sprintf(`{"id":3,"op":"commit","update":%v,"data":"djIK"}`, r["update"]))) // "v2\n"
+	if warning, _ := r["warning"].(string); r["written"] != true || !strings.Contains(warning, "now belongs to uid 65534") {
+		t.Errorf("commit with allow_owner_change: %v, want written and a warning naming the new owner", r)
+	}
+	if got := readFile(t, file); got != "v2\n" {
+		t.Fatalf("file = %q after the commit", got)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != nobodyID || st.Gid != otherGID {
+		t.Errorf("owner %d:%d, want %d:%d (the group kept)", st.Uid, st.Gid, nobodyID, otherGID)
+	}
 }
 
 // TestAgentLostEvent: a portable lock broken by force under the agent is

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { linkSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -103,6 +103,27 @@ test('append adds whole records', async () => {
   assert.equal(lines.length, 21);
 });
 
+test('update refuses a hard-linked file unless allowSplit, which leaves the other name the old content', async () => {
+  const dir = scratch();
+  const [a, b] = [join(dir, 'a'), join(dir, 'b')];
+  writeFileSync(a, 'old\n');
+  linkSync(a, b);
+  let called = false;
+  await assert.rejects(update(a, () => { called = true; return 'new\n'; }), (err) => {
+    assert.ok(err instanceof HoldError, String(err));
+    assert.equal(err.code, 'EACCES');
+    assert.match(err.message, /2 hard links/);
+    assert.match(err.hint, /allowSplit/);
+    return true;
+  });
+  assert.equal(called, false, 'fn ran for a refused update');
+  assert.equal(readFileSync(a, 'utf8'), 'old\n');
+  assert.equal(readFileSync(b, 'utf8'), 'old\n');
+  assert.equal(await update(a, (old) => old.replace('old', 'new'), { allowSplit: true }), true);
+  assert.equal(readFileSync(a, 'utf8'), 'new\n');
+  assert.equal(readFileSync(b, 'utf8'), 'old\n');
+});
+
 test('busy, timeout and abort errors name the holder', async () => {
   const target = join(scratch(), 'db');
   const holder = startGroup(holdBin, ['run', target, '-c', 'echo held; sleep 600']);
@@ -157,6 +178,9 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
     [() => withLock('t'), /function/],
     [() => update(join(dir, 'f'), (o) => o, { shared: true }), /unknown option "shared"/],
     [() => lock('t', { mustExist: true }), /unknown option "mustExist"/],
+    [() => update(join(dir, 'f'), (o) => o, { allowSplit: 'yes' }), /allowSplit must be true or false/],
+    [() => update(join(dir, 'f'), (o) => o, { allowOwnerChange: 1 }), /allowOwnerChange must be true or false/],
+    [() => append(join(dir, 'f'), 'x', { allowSplit: true }), /unknown option "allowSplit"/],
   ];
   for (const [call, message] of cases) {
     await assert.rejects(call(), (err) => {

@@ -35,9 +35,16 @@ export const holdBin = process.env.HOLD_BIN;
 /** A scratch directory, removed when the test process exits. */
 export function scratch() {
   const dir = mkdtempSync(join(tmpdir(), 'hold-js-test-'));
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  scratchDirs.push(dir);
   return dir;
 }
+
+// One exit listener removes them all: one per directory would pass Node's
+// limit of ten listeners, which it reports as a leak.
+const scratchDirs = [];
+process.on('exit', () => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /**
  * Starts a child process; returns it with `exited` (a promise of

@@ -3,12 +3,16 @@ status, and bad input."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+import unittest
 
-from helpers import HANG, TempDirTest, hold
+from helpers import HANG, TempDirTest, hold, hold_binary
 
 
 class LockTest(TempDirTest):
@@ -159,6 +163,91 @@ class FileTest(TempDirTest):
             hold.update(self.path("missing"), lambda old: "x", must_exist=True)
         self.assertEqual(cm.exception.code, "ENOENT")
 
+    def test_update_hard_link_needs_allow_split(self) -> None:
+        a, b = self.path("a"), self.path("b")
+        with open(a, "w") as fh:
+            fh.write("old\n")
+        os.link(a, b)
+        called = []
+        with self.assertRaises(hold.HoldError) as cm:
+            hold.update(a, lambda old: called.append(old) or "new\n")
+        self.assertEqual(cm.exception.code, "EACCES")
+        self.assertIn("2 hard links", str(cm.exception))
+        self.assertIn("allow_split", cm.exception.hint or "")
+        self.assertEqual(called, [], "fn ran for a refused update")
+        for name in (a, b):
+            with open(name) as fh:
+                self.assertEqual(fh.read(), "old\n")
+        self.assertTrue(hold.update(a, lambda old: old.replace("old", "new"), allow_split=True))
+        with open(a) as fh:
+            self.assertEqual(fh.read(), "new\n")
+        with open(b) as fh:
+            self.assertEqual(fh.read(), "old\n")
+
+    @unittest.skipUnless(
+        sys.platform.startswith("linux") and os.geteuid() == 0 and shutil.which("setpriv"),
+        "needs root on Linux and setpriv (util-linux): files of another user, and the agent run as nobody",
+    )
+    def test_update_owner_change_warns(self) -> None:
+        # Root may always give a file its owner, so the agent of this test
+        # runs as nobody, through setpriv, in a worker process: a process
+        # has one agent, started with the HOLD_BIN of its first request.
+        nobody, other = 65534, 4242
+        os.chmod(self.dir, 0o777)
+        bin_dir = tempfile.mkdtemp(prefix="hold-py-test-bin-")
+        self.addCleanup(shutil.rmtree, bin_dir, ignore_errors=True)
+        os.chmod(bin_dir, 0o755)
+        exe = os.path.join(bin_dir, "hold")
+        shutil.copy(hold_binary(), exe)
+        os.chmod(exe, 0o755)
+        wrapper = os.path.join(bin_dir, "hold-as-nobody")
+        with open(wrapper, "w") as fh:
+            fh.write(
+                f"#!/bin/sh\ncd '{self.dir}' && exec setpriv --reuid={nobody} --regid={nobody} --clear-groups '{exe}' \"$@\"\n"
+            )
+        os.chmod(wrapper, 0o755)
+        f = self.path("tracker")
+        with open(f, "w") as fh:
+            fh.write("v1\n")
+        os.chmod(f, 0o666)
+        os.chown(f, other, other)
+        out = self.finish(self.python(
+            """
+            import json, os, sys, warnings
+            os.environ["HOLD_BIN"] = sys.argv[1]
+            import hold
+            try:
+                hold.update("tracker", lambda old: "v2\\n")
+                refused = None
+            except hold.HoldError as e:
+                refused = {"code": e.code, "message": str(e), "hint": e.hint}
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                written = hold.update("tracker", lambda old: old.replace("v1", "v2"), allow_owner_change=True)
+            print(json.dumps({
+                "refused": refused,
+                "written": written,
+                "warnings": [[w.category.__name__, str(w.message), os.path.basename(w.filename)] for w in caught],
+            }))
+            """,
+            wrapper,
+        ))
+        got = json.loads(out)
+        refused = got["refused"]
+        self.assertIsNotNone(refused, "the update of another user's file was not refused")
+        self.assertEqual(refused["code"], "EACCES")
+        self.assertIn("uid 4242", refused["message"])
+        self.assertIn("allow_owner_change", refused["hint"])
+        self.assertTrue(got["written"])
+        self.assertEqual(len(got["warnings"]), 1, got["warnings"])
+        category, message, filename = got["warnings"][0]
+        self.assertEqual(category, "HoldWarning")
+        self.assertIn("tracker now belongs to uid 65534", message)
+        self.assertEqual(filename, "<string>", "the warning does not point at the caller")
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "v2\n")
+        self.assertEqual(os.stat(f).st_uid, nobody)
+
     def test_append(self) -> None:
         f = self.path("log")
         hold.append(f, "one\n")
@@ -174,6 +263,8 @@ class BadInputTest(TempDirTest):
             (lambda: hold.lock(self.path("x"), timeout="5"), "timeout must be a number"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), timeout=float("nan")), "not NaN"),
             (lambda: hold.lock(self.path("x"), shared="yes"), "shared must be True or False"),  # type: ignore[arg-type]
+            (lambda: hold.update(self.path("x"), lambda old: old, allow_split=1), "allow_split must be True or False"),  # type: ignore[arg-type]
+            (lambda: hold.update(self.path("x"), lambda old: old, allow_owner_change="y"), "allow_owner_change must be True or False"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), fields=["a"]), "fields must be a mapping"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), name=""), "name must be a non-empty string"),
             (lambda: hold.append(self.path("x"), 5), "data must be str or bytes"),  # type: ignore[arg-type]

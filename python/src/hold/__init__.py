@@ -22,11 +22,12 @@ import asyncio
 import math
 import os
 import threading
+import warnings
 from typing import Any, Callable, Dict, Generator, Mapping, Optional, Tuple, Union
 
 from . import _agent
 from ._agent import Agent, Reply, Request, decode, encode, get_agent, is_address
-from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, Invalid, Lost, Timeout, from_reply
+from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, HoldWarning, Invalid, Lost, Timeout, from_reply
 from ._version import __version__
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "Foreign",
     "Invalid",
     "AgentError",
+    "HoldWarning",
     "__version__",
 ]
 
@@ -223,13 +225,21 @@ def _request(
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
     must_exist: bool = False,
+    allow_split: bool = False,
+    allow_owner_change: bool = False,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
     wait = _timeout_field(timeout)
     if wait is not None:
         req["wait"] = wait
-    for key, flag in (("shared", shared), ("fair", fair), ("must_exist", must_exist)):
+    for key, flag in (
+        ("shared", shared),
+        ("fair", fair),
+        ("must_exist", must_exist),
+        ("allow_split", allow_split),
+        ("allow_owner_change", allow_owner_change),
+    ):
         if not isinstance(flag, bool):
             raise Invalid(f"{key} must be True or False, not {flag!r}")
         if flag:
@@ -451,6 +461,8 @@ def update(
     *,
     binary: bool = False,
     must_exist: bool = False,
+    allow_split: bool = False,
+    allow_owner_change: bool = False,
     timeout: Optional[float] = None,
     fair: bool = False,
     protocol: Optional[str] = None,
@@ -465,7 +477,15 @@ def update(
     ENOENT) and returns the new (str or bytes), which replaces the file
     atomically, as ``hold update`` does: a temp file beside it, synced,
     renamed over it. Nothing is written if fn raises (its error propagates)
-    or returns the old content. Returns whether the file was written."""
+    or returns the old content. Returns whether the file was written.
+
+    A file with other hard links, or one whose owner or group the new file
+    could not have, is refused (``HoldError`` with code EACCES) before fn
+    runs, unless allow_split (the other names keep the old content) or
+    allow_owner_change (the file becomes the agent's user's) accepts it.
+    What ``hold update`` would print as a warning once the file is replaced
+    (the owner changed, the directory could not be synced) is issued as a
+    ``HoldWarning`` with ``warnings.warn``."""
     if not callable(fn):
         raise Invalid("update needs a function from the old content to the new")
     if not isinstance(binary, bool):
@@ -473,6 +493,7 @@ def update(
     req = _request(
         _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
+        allow_split=allow_split, allow_owner_change=allow_owner_change,
     )
     ag = get_agent()
     reply = ag.call({"op": "update", **req}, kind="update")
@@ -500,6 +521,10 @@ def update(
         ag.send_quietly({"op": "abort", "update": number})
         raise
     done = ag.call({"op": "commit", "update": number, "data": encode(data)})
+    warning = done.get("warning")
+    if isinstance(warning, str) and warning:
+        # It names the file; stacklevel points at the caller's update().
+        warnings.warn(warning, HoldWarning, stacklevel=2)
     return bool(done.get("written"))
 
 

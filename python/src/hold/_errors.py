@@ -1,4 +1,5 @@
-"""The exceptions of every failed operation, one class per agent error code."""
+"""The exceptions of every failed operation, one class per agent error code,
+and the warning of an update that succeeded."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ __all__ = [
     "Foreign",
     "Invalid",
     "AgentError",
+    "HoldWarning",
 ]
 
 
@@ -128,6 +130,14 @@ class AgentError(HoldError):
     """The hold agent could not start, or died while a request was pending."""
 
     code = "EAGENT"
+
+
+class HoldWarning(UserWarning):
+    """What an update that succeeded should tell, issued with
+    ``warnings.warn``: the file changed owner (``allow_owner_change``), or
+    its directory could not be synced, so the change may not survive a
+    crash of the machine. Not an error: the file was replaced, and a caller
+    that retried would apply its change twice."""
 
 
 _CLASSES: Dict[str, Type[HoldError]] = {
