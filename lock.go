@@ -30,7 +30,9 @@ type Lock struct {
 // Waiting sleeps in the kernel for kernel locks; when ctx ends, Acquire
 // returns at once with an *Error that matches ErrTimeout (deadline) or
 // context.Canceled and names the current holder, and the abandoned wait
-// never leaves the lock held.
+// never leaves the lock held: a blocked flock(2) cannot be called off, so
+// if the kernel grants it later the lock is dropped at once (a TryAcquire
+// elsewhere in that instant may find it busy, held by this process).
 func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) {
 	c := newConfig(opts)
 	req, err := c.request(target)
