@@ -483,16 +483,7 @@ func TestAgentUpdateHardLink(t *testing.T) {
 func TestAgentUpdateOwnerChange(t *testing.T) {
 	needRootCLI(t, "files of another user, and the agent run as a third")
 	bin := holdAsNobody(t)
-	dir := publicDir(t)
-	os.Chown(dir, 0, otherGID)
-	os.Chmod(dir, 0o775)
-	file := filepath.Join(dir, "tracker")
-	os.WriteFile(file, []byte("v1\n"), 0o664)
-	os.Chmod(file, 0o664)
-	os.Chown(file, otherUID, otherGID)
-	os.WriteFile(file+".lock", nil, 0o666)
-	os.Chmod(file+".lock", 0o666)
-	member := &syscall.Credential{Uid: nobodyID, Gid: nobodyID, Groups: []uint32{otherGID}}
+	dir, file, member := otherUsersFile(t)
 	c := startAgentAs(t, bin, member, dir)
 
 	r := c.request(`{"id":1,"op":"update","target":"tracker"}`)

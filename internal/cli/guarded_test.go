@@ -583,22 +583,31 @@ func TestUpdateCLIKeepsACL(t *testing.T) {
 	}
 }
 
+// otherUsersFile makes "tracker" (v1) in a public directory of group
+// otherGID: the file belongs to otherUID and is writable by its group, and
+// its lock file is writable by all. It returns the directory, the file and
+// the credentials of nobody as a member of that group.
+func otherUsersFile(t *testing.T) (dir, file string, member *syscall.Credential) {
+	t.Helper()
+	dir = publicDir(t)
+	os.Chown(dir, 0, otherGID)
+	os.Chmod(dir, 0o775)
+	file = filepath.Join(dir, "tracker")
+	os.WriteFile(file, []byte("v1\n"), 0o664)
+	os.Chmod(file, 0o664)
+	os.Chown(file, otherUID, otherGID)
+	os.WriteFile(file+".lock", nil, 0o666)
+	os.Chmod(file+".lock", 0o666)
+	return dir, file, &syscall.Credential{Uid: nobodyID, Gid: nobodyID, Groups: []uint32{otherGID}}
+}
+
 // TestUpdateCLIGroupMember: nobody, a member of the file's group, may not
 // make another user's file its own without saying so: refused (66), and
 // with --allow-owner-change done, the group kept and the change reported.
 func TestUpdateCLIGroupMember(t *testing.T) {
 	needRootCLI(t, "files of another user, and hold run as a third")
 	bin := holdAsNobody(t)
-	dir := publicDir(t)
-	os.Chown(dir, 0, otherGID)
-	os.Chmod(dir, 0o775)
-	file := filepath.Join(dir, "tracker")
-	os.WriteFile(file, []byte("v1\n"), 0o664)
-	os.Chmod(file, 0o664)
-	os.Chown(file, otherUID, otherGID)
-	os.WriteFile(file+".lock", nil, 0o666)
-	os.Chmod(file+".lock", 0o666)
-	member := &syscall.Credential{Uid: nobodyID, Gid: nobodyID, Groups: []uint32{otherGID}}
+	dir, file, member := otherUsersFile(t)
 
 	r := runHoldAs(t, bin, member, dir, "update", "tracker", "--", "sed", "s/v1/v2/")
 	if r.code != 66 || !strings.Contains(r.stderr, "uid 4242") || !strings.Contains(r.stderr, "--allow-owner-change") {

@@ -32,14 +32,10 @@ func TestMain(m *testing.M) {
 	// hold and its companions go side by side, as `go install` puts them,
 	// so that hold finds hold-postgres and hold-remote for network targets.
 	holdBin = filepath.Join(dir, "hold")
-	for _, pkg := range []string{"../../cmd/hold", "../../cmd/hold-remote", "../../cmd/hold-postgres"} {
-		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg+":", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	if err := testenv.BuildExecutables("../..", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := testenv.Run(m)
 	os.RemoveAll(dir)

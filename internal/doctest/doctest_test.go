@@ -86,15 +86,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	for _, pkg := range []string{"cmd/hold", "cmd/hold-remote", "cmd/hold-postgres"} {
-		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./"+pkg)
-		build.Dir = root
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg+":", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	if err := testenv.BuildExecutables(root, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := testenv.Run(m)
 	os.RemoveAll(dir)

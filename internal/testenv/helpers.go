@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -63,4 +65,20 @@ func DeadPID(t testing.TB, env ...string) int {
 		t.Fatalf("a process to be dead: %v", err)
 	}
 	return cmd.Process.Pid
+}
+
+// BuildExecutables builds hold, hold-remote and hold-postgres from the
+// module at root into dir, side by side as `go install` puts them, so
+// that hold finds its companions for network targets. The compiler's
+// output goes to stderr.
+func BuildExecutables(root, dir string) error {
+	for _, pkg := range []string{"cmd/hold", "cmd/hold-remote", "cmd/hold-postgres"} {
+		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./"+pkg)
+		build.Dir = root
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", pkg, err)
+		}
+	}
+	return nil
 }
