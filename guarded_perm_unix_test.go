@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Permission checks are real only for an unprivileged user: root writes
@@ -30,15 +32,7 @@ func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)
 func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(env ...string) (int, string)) {
 	t.Helper()
 	root := os.Geteuid() == 0
-	dir, err := os.MkdirTemp("", "hold-perm-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error { os.Chmod(p, 0o755); return nil })
-		os.RemoveAll(dir)
-	})
-	os.Chmod(dir, 0o755)
+	dir = testenv.PublicDir(t, "hold-perm-")
 	bin := os.Args[0]
 	if root {
 		bin = filepath.Join(dir, "hold.test")

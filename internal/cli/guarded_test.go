@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Tests of `hold append` and `hold update`. They use the hold binary that
@@ -470,21 +472,8 @@ func runHoldAs(t *testing.T, bin string, cred *syscall.Credential, dir string, a
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 }
 
-// publicDir makes a directory that every user may enter, under a test
-// directory (t.TempDir's own is private to the user running the tests).
-func publicDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hold-guarded-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error { os.Chmod(p, 0o755); return nil })
-		os.RemoveAll(dir)
-	})
-	os.Chmod(dir, 0o755)
-	return dir
-}
+// publicDir is a directory every user may enter (see testenv.PublicDir).
+func publicDir(t *testing.T) string { return testenv.PublicDir(t, "hold-guarded-") }
 
 // TestGuardedCLIPlantedSymlink: a link someone else planted in a sticky
 // world-writable directory leads neither `hold update` nor `hold append`

@@ -82,3 +82,20 @@ func BuildExecutables(root, dir string) error {
 	}
 	return nil
 }
+
+// PublicDir returns a new directory that every user may enter (t.TempDir's
+// is private to the user running the tests), for tests that run workers
+// as other users. Cleanup makes everything below it removable first.
+func PublicDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error { os.Chmod(p, 0o755); return nil })
+		os.RemoveAll(dir)
+	})
+	os.Chmod(dir, 0o755)
+	return dir
+}
