@@ -1,6 +1,10 @@
 package hold
 
-import "github.com/hold-dev/hold/internal/fairq"
+import (
+	"time"
+
+	"github.com/hold-dev/hold/internal/fairq"
+)
 
 // WithProtocol takes the lock through p instead of the kernel's file lock:
 // portable.New() for a directory lock, etcd.Dial or postgres.Dial for a
@@ -53,3 +57,12 @@ func fairProtocol(p Protocol) Protocol {
 	}
 	return fairq.New(p)
 }
+
+// StopWithin tells a protocol whose lock can expire (etcd's lease,
+// PostgreSQL's session, the portable protocol's heartbeat) how long the
+// holder needs to stop what the lock protects once it learns the lock is
+// lost. Lost fires, and Check fails, at least d before the earliest moment
+// the protocol could let another process take the lock, so the old work
+// is over before the new holder's begins. Kernel locks cannot expire and
+// ignore it. hold run passes its --kill-after grace here.
+func StopWithin(d time.Duration) Option { return func(c *config) { c.stopWithin = d } }

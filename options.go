@@ -2,6 +2,7 @@ package hold
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
@@ -9,7 +10,7 @@ import (
 
 // An Option changes how a lock is taken. The options, by concern: where
 // the lock is (LockFile, Named); how it is taken (WithProtocol, Shared,
-// Fair, RefuseMachineLocal); what its owner record says (Field,
+// Fair, RefuseMachineLocal, StopWithin); what its owner record says (Field,
 // OmitCommand); what Update and Append may do to the file (MustExist,
 // AllowSplit, AllowOwnerChange); and debugging (Logger). They apply in
 // order, so a later option wins over an earlier one that sets the same
@@ -41,6 +42,8 @@ type config struct {
 	// refuseMachineLocal: fail where kernel locks may stay on this
 	// machine (RefuseMachineLocal).
 	refuseMachineLocal bool
+	// stopWithin: see lock.Request.StopWithin (StopWithin).
+	stopWithin time.Duration
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -71,7 +74,7 @@ func (c *config) request(target string) (*Request, error) {
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.lockFile != ""}
+		Explicit: c.lockFile != "", StopWithin: c.stopWithin}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

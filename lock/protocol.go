@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Request describes one acquisition, as hold hands it to a Protocol.
@@ -36,6 +37,15 @@ type Request struct {
 	// flock(1) would lock it; a derived path holding such a file is
 	// refused (ErrForeign), because the user never asked to lock it.
 	Explicit bool
+	// StopWithin is how long the holder needs, once told that the lock is
+	// lost, to stop everything the lock protects (hold run: SIGTERM, the
+	// grace period, SIGKILL, and the wait for the command's processes).
+	// A protocol whose lock can expire (a lease, a heartbeat another
+	// process judges by age) reports the loss (Lost, Check) at least this
+	// long before the earliest moment it could grant the lock to someone
+	// else, so that the old holder has stopped before a new one starts.
+	// Zero asks only for the protocol's own safety margin.
+	StopWithin time.Duration
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable
