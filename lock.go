@@ -43,6 +43,9 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	if h, err = c.lockData(ctx, h, target, true); err != nil {
+		return nil, err
+	}
 	h = logged(h, c.logger, req.Path)
 	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
@@ -58,6 +61,9 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	}
 	h, err := c.protocol.TryAcquire(req)
 	if err != nil {
+		return nil, err
+	}
+	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
