@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
@@ -203,7 +204,7 @@ func InspectAny(target string, opts ...Option) (*Status, error) {
 	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
 		return st, err
 	}
-	if fi, lerr := os.Lstat(e.Path); lerr != nil || !fi.IsDir() {
+	if !lockpath.IsDirLock(e.Path) {
 		return st, err
 	}
 	return portable.New().Inspect(e.Path)

@@ -134,3 +134,11 @@ func normalise(target string) (string, error) {
 	}
 	return t, nil
 }
+
+// IsDirLock reports whether a directory sits at lockPath (not following a
+// symbolic link). A directory at a lock path is a portable (dir) lock,
+// whatever protocol was chosen: Inspect of any kind and Break treat it so.
+func IsDirLock(lockPath string) bool {
+	fi, err := os.Lstat(lockPath)
+	return err == nil && fi.IsDir()
+}
