@@ -100,7 +100,9 @@ func namedPath(name string, p Protocol) (string, error) {
 // so Node and Python) and the Go API alike.
 func targetLockPath(target string) (string, error) { return lockpath.FromTarget(target) }
 
-// LockFile uses exactly path as the lock path, instead of "<target>.lock".
+// LockFile uses exactly path as the lock path, instead of the one derived
+// from the target ("<target>.lock", or the target itself when its name
+// ends in ".lock").
 //
 // hold writes its owner record and token into a lock file only when the
 // file is provably its own: empty, or holding a record of hold's, with one
@@ -115,7 +117,9 @@ func LockFile(path string) Option {
 }
 
 // Named puts the lock in this user's private lock directory under name, for
-// locks that guard something other than one file ("deploy", "nightly-db").
+// locks that guard something other than one file ("deploy", "nightly-db"):
+// the file "<name>.lock" there, or "<name>" for a name that ends in ".lock"
+// (so "deploy" and "deploy.lock" are one lock).
 // A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
 // and '-', starting with a letter or digit; anything else fails with
 // ErrInvalidName before the disk is touched. See NamedDir for where the

@@ -29,7 +29,8 @@ const appendHelp = `
 Appends the TEXT words, joined by spaces, plus a newline (none with
 --no-newline), or with - everything on stdin as it is, to FILE. It takes the
 lock FILE.lock (or --lock-file, --name), the same lock 'hold run FILE' and
-'hold update FILE' take, writes once with O_APPEND and fsyncs, so concurrent
+'hold update FILE' take (for a FILE whose name ends in .lock, FILE.lock and
+FILE's own kernel lock, as update does), writes once with O_APPEND and fsyncs, so concurrent
 appenders never interleave and a record reported written is on disk. If the
 write fails (a full disk), FILE is cut back to its size before the write: no
 torn record stays. A missing FILE is created unless --must-exist. Stdin is

@@ -27,7 +27,9 @@ func init() {
 }
 
 const runHelp = `
-The lock path is TARGET.lock (or --lock-file, or --name). The command runs
+The lock path is TARGET.lock, or TARGET itself when its name ends in .lock
+(hold run x.lock locks x.lock, as flock x.lock does; hold run x and hold run
+x.lock are one lock), or --lock-file, or --name. The command runs
 with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
 fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
