@@ -125,7 +125,7 @@ func targetLockPath(target string) (string, error) {
 	}
 	if filepath.Dir(t) == t {
 		return "", &Error{Op: "acquire", Path: target, Err: ErrInvalidName,
-			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
+			Hint: "the root directory has no place beside it for a lock file; name one with --lock-file PATH or --name NAME"}
 	}
 	return t + ".lock", nil
 }
