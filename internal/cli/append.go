@@ -156,6 +156,7 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	if err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
+	quietAbout(spec)
 	defer spec.Close()
 	// The filter's pipes and its grace timer need the runtime's poller,
 	// which cannot be made once the lock has taken the last descriptors.

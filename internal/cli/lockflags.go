@@ -187,12 +187,13 @@ func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
 		}
 		s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
 	}
-	r, err := s.Resolve()
-	if err == nil {
-		quietConflict = !r.Tells(os.Stderr)
-	}
-	return r, err
+	return s.Resolve()
 }
+
+// quietAbout makes fail say nothing of a busy lock or a timed-out wait on
+// spec where spec.Tells says so: for the commands that take a lock (run,
+// update, append), not those that only look at one (status, break).
+func quietAbout(spec *lockspec.Resolved) { quietConflict = !spec.Tells(os.Stderr) }
 
 // seconds is a flag value in seconds, fractions allowed. Negative means
 // unset (wait forever).

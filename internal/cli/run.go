@@ -122,6 +122,7 @@ func runRun(args []string) int {
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
+	quietAbout(spec)
 	defer spec.Close()
 
 	// Catch signals from now on: one that comes while waiting ends the
