@@ -274,7 +274,7 @@ func TestBusyTimeoutAndConflictCode(t *testing.T) {
 	holder, _ := holdCommand(t, dir)
 	pid := fmt.Sprint(holder.Process.Pid)
 
-	r := runHold(t, dir, "run", "-n", "T", "--", "true")
+	r := runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "pid "+pid) {
 		t.Errorf("-n while held: exit %d, stderr %q; want 1 naming pid %s", r.code, r.stderr, pid)
 	}
@@ -334,7 +334,7 @@ func TestSharedHolders(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "dirlock"), 0o755)
+	os.Mkdir(filepath.Join(dir, "dir.lock"), 0o755)
 	os.Symlink(filepath.Join(dir, "victim"), filepath.Join(dir, "link.lock"))
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.lock"), 0o644); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown protocol", []string{"run", "--protocol", "carrier-pigeon", "T", "--", "true"}, exitUsage, "unknown protocol"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
 		{"missing parent directory", []string{"run", "nodir/T", "--", "touch", "ran"}, exitCannotOpen, "does not exist"},
-		{"lock path is a directory", []string{"run", "--lock-file", "dirlock", "T", "--", "touch", "ran"}, exitCannotOpen, "directory"},
+		{"lock path is a directory", []string{"run", "dir", "--", "touch", "ran"}, exitCannotOpen, "directory"},
+		{"lock file is a portable lock", []string{"run", "--lock-file", "dir.lock", "T", "--", "touch", "ran"}, exitCannotOpen, "--protocol dir"},
 		{"lock path is a symlink", []string{"run", "link", "--", "touch", "ran"}, exitCannotOpen, "symbolic link"},
 		{"lock path is a FIFO", []string{"run", "fifo", "--", "touch", "ran"}, exitCannotOpen, "FIFO"},
 		{"status of a FIFO", []string{"status", "fifo"}, exitCannotOpen, "FIFO"},
