@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
@@ -43,6 +44,9 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	if h, err = c.lockData(ctx, h, target, true); err != nil {
+		return nil, err
+	}
 	h = logged(h, c.logger, req.Path)
 	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
@@ -58,6 +62,9 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	}
 	h, err := c.protocol.TryAcquire(req)
 	if err != nil {
+		return nil, err
+	}
+	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
@@ -197,7 +204,7 @@ func InspectAny(target string, opts ...Option) (*Status, error) {
 	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
 		return st, err
 	}
-	if fi, lerr := os.Lstat(e.Path); lerr != nil || !fi.IsDir() {
+	if !lockpath.IsDirLock(e.Path) {
 		return st, err
 	}
 	return portable.New().Inspect(e.Path)

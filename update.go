@@ -159,7 +159,7 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 		_, err := atomicfile.Locate(fsys, path)
 		return err
 	}
-	lockOpts := append(opts[:len(opts):len(opts)], exclusive)
+	lockOpts := append(opts[:len(opts):len(opts)], exclusive, ForRewrite())
 	if _, kernel := c.protocol.(flock.Protocol); kernel {
 		lockOpts = append(lockOpts, func(c *config) { c.beforeCreate = precheck })
 	} else if err := precheck(); err != nil {

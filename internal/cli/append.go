@@ -158,6 +158,9 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	}
 	quietAbout(spec)
 	defer spec.Close()
+	// The file is rewritten: its lock stays apart from it, and a file
+	// that is its own lock by name is locked itself too (hold.ForRewrite).
+	spec.Opts = append(spec.Opts, hold.ForRewrite())
 	// The filter's pipes and its grace timer need the runtime's poller,
 	// which cannot be made once the lock has taken the last descriptors.
 	if err := proc.ReadyForLock(op, spec.Label); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/report"
@@ -228,7 +229,7 @@ func (l *lister) walk(dir string) error {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(name, ".lock") && (isDir || e.Type().IsRegular()):
+		case lockpath.IsLockName(name) && (isDir || e.Type().IsRegular()):
 			locks = append(locks, e)
 		case isDir && !strings.HasSuffix(name, dirlock.GuardSuffix):
 			subdirs = append(subdirs, filepath.Join(dir, name))

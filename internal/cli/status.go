@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/lock"
@@ -111,7 +112,7 @@ func portableJudgement(proto hold.Protocol, st *hold.Status) string {
 
 func printStatus(w io.Writer, r *report.Status) {
 	name := r.Path
-	if r.Target != "" && r.Target+".lock" != r.Path {
+	if r.Target != "" && !lockpath.Serves(r.Target, r.Path) {
 		name = fmt.Sprintf("%s (%s)", r.Path, r.Target)
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.State)

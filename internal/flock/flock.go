@@ -140,6 +140,15 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 		f.close()
 		return nil, false, lockError(req.Path, err)
 	}
+	if f.replaced(req.Path) {
+		// The file was renamed over (or removed) between our open and
+		// our lock: an update of a file that is its own lock ("x.lock")
+		// replaces it under its own kernel lock, which we were then
+		// waiting for. Our lock is on an inode nobody else will open;
+		// start again on the file the path names now.
+		f.release()
+		return p.take(ctx, req, wait, readOnly)
+	}
 	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared

@@ -152,6 +152,21 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return id == f.id, nil
 }
 
+// replaced reports whether the file f is open on has lost its name since
+// the open: renamed over (`hold update` of a file that is its own lock,
+// "x.lock") or removed. A lock taken on such a file guards nothing, since
+// everyone else opens the file the path names now. One fstat: the file
+// then has no link left. A file that had more than one link when it was
+// opened may keep one elsewhere, so its path is asked instead.
+func (f *lockFile) replaced(path string) bool {
+	if f.links > 1 {
+		same, err := f.namedBy(path)
+		return err == nil && !same
+	}
+	var st unix.Stat_t
+	return unix.Fstat(f.sysfd(), &st) == nil && st.Nlink == 0
+}
+
 // fileInfo is what the open of a lock file learns about it.
 type fileInfo struct {
 	mode    uint32 // S_IFMT bits

@@ -72,6 +72,13 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return os.SameFile(fi, pi), nil
 }
 
+// replaced reports whether the file f is open on has lost its name since
+// the open (see the unix version): the path is asked.
+func (f *lockFile) replaced(path string) bool {
+	same, err := f.namedBy(path)
+	return err == nil && !same
+}
+
 // otherUsers: Windows has no root that writes everyone's files unasked
 // (an administrator's write to another user's file is a permission the
 // file grants), so ownership is left to the file's access control.
