@@ -43,8 +43,11 @@ sh -c "$BODY"
 // other forms, each with its hold counterpart.
 var flockIdioms = []flockIdiom{
 	{name: "cron -n",
-		hold: [2]string{`flock -n x.lock sh -c "$BODY"`, `hold run -n --lock-file x.lock -- sh -c "$BODY"`},
-		try:  [2]string{`flock -n x.lock true`, `hold run -n --lock-file x.lock -- true`}, busy: 1},
+		hold: [2]string{`flock -n x.lock sh -c "$BODY"`, `hold run -n x.lock sh -c "$BODY"`},
+		try:  [2]string{`flock -n x.lock true`, `hold run -n x.lock true`}, busy: 1},
+	{name: "cron -n, absolute path",
+		hold: [2]string{`flock -n "$PWD/x.lock" sh -c "$BODY"`, `hold run -n "$PWD/x.lock" sh -c "$BODY"`},
+		try:  [2]string{`flock -n "$PWD/x.lock" true`, `hold run -n "$PWD/x.lock" true`}, busy: 1},
 	{name: "directory -c, -w .007 (man page)",
 		hold: [2]string{`flock "$D" -c "$BODY"`, `hold run --lock-file "$D" -c "$BODY"`},
 		try:  [2]string{`flock -w .007 "$D" -c echo`, `hold run -w .007 --lock-file "$D" -c echo`}, busy: 1},
