@@ -6,11 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold/internal/testenv"
 )
@@ -215,4 +218,93 @@ func TestLockFileRefusesPortableLockDirectory(t *testing.T) {
 	if code := waitExit(t, holder); code != 0 {
 		t.Errorf("holder exited %d", code)
 	}
+}
+
+// Issue 29: what a flock(1) user mistypes or runs into is said in their
+// words, in one line where one will do.
+func TestFlockUserMessages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "photos.lock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "photos.lock", "cat.jpg"), []byte("x"), 0o644)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want      int
+		say, deny []string
+		oneLine   bool
+	}{
+		{"-w too large", []string{"run", "-w", "1e10", "T", "--", "true"}, exitUsage, []string{"31 years"}, nil, false},
+		{"flags before the command", []string{"-n", "run", "T", "--", "true"}, exitUsage, []string{"flags go after the command: hold run -n"}, nil, true},
+		{"cannot create in /proc", []string{"run", "--lock-file", "/proc/hold-test-no-such-file", "--", "true"}, exitCannotOpen,
+			[]string{"does not let files be created"}, []string{"does not exist"}, false},
+		{"a directory hold did not make", []string{"run", "photos", "--", "true"}, exitCannotOpen, []string{"directory"}, []string{"remove it"}, false},
+		{"-u with a command", []string{"run", "-u", "T", "--", "true"}, exitUsage, []string{"hold run -u"}, nil, false},
+		{"-F with -o", []string{"run", "-F", "-o", "T", "--", "true"}, exitUsage, []string{"exclude each other"}, nil, false},
+		{"a descriptor with --lock-file", []string{"run", "--lock-file", "F", "9"}, exitUsage, []string{"does not apply to a descriptor"}, nil, false},
+		{"a descriptor not open", []string{"run", "-n", "9"}, exitLockError, []string{"exec 9>FILE"}, nil, true},
+	} {
+		r := runHold(t, dir, tc.args...)
+		if r.code != tc.want {
+			t.Errorf("%s: hold %v: exit %d, want %d: %s", tc.name, tc.args, r.code, tc.want, r.stderr)
+		}
+		for _, s := range tc.say {
+			if !strings.Contains(r.stderr, s) {
+				t.Errorf("%s: hold %v: stderr %q does not say %q", tc.name, tc.args, r.stderr, s)
+			}
+		}
+		for _, s := range append(tc.deny, "context deadline exceeded", "context canceled", "in Go)") {
+			if strings.Contains(r.stderr, s) {
+				t.Errorf("%s: hold %v: stderr %q says %q", tc.name, tc.args, r.stderr, s)
+			}
+		}
+		if tc.oneLine && strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: hold %v: stderr is not one line: %q", tc.name, tc.args, r.stderr)
+		}
+	}
+
+	// A held lock: a timed-out wait and one ended by a signal say so in
+	// words; status names the holder's pid once; ls takes a lock file.
+	holder, _ := holdCommand(t, dir)
+	pid := fmt.Sprintf("pid %d", holder.Process.Pid)
+	r := runHold(t, dir, "run", "--verbose", "-w", "0.2", "T", "--", "true")
+	if r.code != exitConflict || !strings.Contains(r.stderr, "timed out") || strings.Contains(r.stderr, "context") {
+		t.Errorf("timed-out wait: exit %d, stderr %q", r.code, r.stderr)
+	}
+	waiter, waiterErr := startHold(t, dir, "run", "T", "--", "true")
+	waitBlocked(t, waiter.Process.Pid)
+	waiter.Process.Signal(syscall.SIGTERM)
+	if code := waitExit(t, waiter); code != 128+int(syscall.SIGTERM) || !strings.Contains(waiterErr(), "gave up waiting") || strings.Contains(waiterErr(), "context") {
+		t.Errorf("wait ended by SIGTERM: exit %d, stderr %q", code, waiterErr())
+	}
+	r = runHold(t, dir, "status", "T")
+	if r.code != 0 || strings.Count(r.stdout, pid) != 1 {
+		t.Errorf("status names %s %d times, want once:\n%s", pid, strings.Count(r.stdout, pid), r.stdout)
+	}
+	r = runHold(t, dir, "ls", "T.lock")
+	if r.code != 0 || !strings.Contains(r.stdout, "T.lock") || !strings.Contains(r.stdout, pid) {
+		t.Errorf("hold ls T.lock: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	waitExit(t, holder)
+}
+
+// waitBlocked waits until process pid waits in the kernel for a flock
+// lock (a "->" line of /proc/locks), bounded by hangLimit.
+func waitBlocked(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(hangLimit)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile("/proc/locks")
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 5 && f[1] == "->" && f[2] == "FLOCK" && f[5] == fmt.Sprint(pid) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pid %d did not wait for a lock within %v", pid, hangLimit)
 }

@@ -93,7 +93,7 @@ func runDescriptor(fd int, lf *lockFlags, fs *gnuflag.FlagSet, unlock bool) int 
 func checkRunForm(lf *lockFlags, noFork, closeFD, unlock bool) error {
 	switch {
 	case unlock:
-		return usagef("-u/--unlock drops the lock of a descriptor the shell opened (%s); the lock hold run takes for a command is dropped when the command exits", fdFormHelp)
+		return usagef("-u/--unlock drops the lock of a descriptor the shell opened: hold run -u FD; the lock hold run takes for a command is dropped when the command exits")
 	case noFork && closeFD:
 		return usagef("--no-fork and --close exclude each other: with -F the command takes hold's place and keeps the lock's descriptor")
 	case noFork && lf.fair:
