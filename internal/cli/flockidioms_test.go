@@ -3,9 +3,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -149,21 +146,7 @@ func idiomEnv(dir, body string) []string {
 // shellRun runs script with bash -c in dir and waits for it.
 func shellRun(t *testing.T, dir, script, body string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.Dir, cmd.Env = dir, idiomEnv(dir, body)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s: did not finish within %v", script, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%s: %v", script, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runIn(t, dir, idiomEnv(dir, body), "bash", "-c", script)
 }
 
 // shellHold starts script with BODY the gated command and waits until

@@ -54,19 +54,26 @@ type result struct {
 // runHold runs the hold binary in dir and waits for it.
 func runHold(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runIn(t, dir, nil, holdBin, args...)
+}
+
+// runIn runs name with args in dir, with env (nil: this process's), and
+// waits for it, at most hangLimit.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, holdBin, args...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
+		t.Fatalf("%s %v: did not finish within %v", filepath.Base(name), args, hangLimit)
 	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
+		t.Fatalf("%s %v: %v", filepath.Base(name), args, err)
 	}
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 }
