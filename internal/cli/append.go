@@ -157,6 +157,7 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	if err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
+	quietAbout(spec)
 	defer spec.Close()
 	// The file is rewritten: its lock stays apart from it, and a file
 	// that is its own lock by name is locked itself too (hold.ForRewrite).

@@ -199,8 +199,12 @@ func (l *lister) listDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	if !fi.IsDir() && strings.HasSuffix(dir, ".lock") {
+		// One lock file named, as ls(1) lists one file.
+		return l.listLock(filepath.Clean(dir), fs.FileInfoToDirEntry(fi), sideFiles{queues: map[string]bool{}, gates: map[string]bool{}})
+	}
 	if !fi.IsDir() {
-		return &os.PathError{Op: "ls", Path: dir, Err: errors.New("not a directory (`hold status` shows one lock)")}
+		return usagef("ls %s: not a directory, nor a lock file (NAME.lock); `hold status %s` shows the lock of %s", dir, dir, dir)
 	}
 	return l.walk(dir)
 }

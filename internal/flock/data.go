@@ -39,7 +39,7 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 		var f *lockFile
 		var err error
 		if create {
-			f, _, err = openLockFile(path, nil)
+			f, _, err = openLockFile(path, openMode{readOnly: true})
 		} else {
 			f, err = openForInspect(path)
 		}

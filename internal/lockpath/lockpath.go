@@ -130,7 +130,7 @@ func normalise(target string) (string, error) {
 	}
 	if filepath.Dir(t) == t {
 		return "", &lock.Error{Op: "acquire", Path: target, Err: lock.ErrInvalidName,
-			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
+			Hint: "the root directory has no place beside it for a lock file; name one with --lock-file PATH or --name NAME"}
 	}
 	return t, nil
 }
