@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// tree is every process the command started, found on Linux as hold's
+// descendants. hold makes itself a child subreaper (PR_SET_CHILD_SUBREAPER)
+// before it starts the command, so a process whose parent exits (the
+// writer of `sh -c 'writer; echo done'` once sh is killed, a daemon that
+// forked twice) is re-parented to hold instead of init and stays in
+// reach. The command stays in hold's process group, so Ctrl-C on a
+// terminal reaches all of it as before, and job control (Ctrl-Z) is
+// unchanged.
+type tree struct {
+	self  int
+	child int
+}
+
+var subreaper sync.Once
+
+// newTree prepares cmd, before it starts, to be stopped as a whole.
+func newTree(*exec.Cmd) *tree {
+	subreaper.Do(func() {
+		// Without it (a kernel before 3.4) the orphans escape, and the
+		// walk finds only the processes whose parents still live.
+		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	})
+	return &tree{self: os.Getpid()}
+}
+
+// started records the command's process.
+func (t *tree) started(p *os.Process) {
+	t.child = p.Pid
+}
+
+// terminate sends sig to every live process of the command and returns
+// how many it found.
+func (t *tree) terminate(sig os.Signal) int {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		s = syscall.SIGTERM
+	}
+	return t.signal(s)
+}
+
+// kill sends SIGKILL to every live process of the command and returns how
+// many it found.
+func (t *tree) kill() int { return t.signal(syscall.SIGKILL) }
+
+// alive returns how many processes of the command are alive.
+func (t *tree) alive() int { return t.signal(0) }
+
+// signal sends sig (0: none) to every live descendant of hold and reaps
+// the orphans that have died (those re-parented to hold; the command
+// itself is reaped by its cmd.Wait). It returns how many are alive.
+func (t *tree) signal(sig syscall.Signal) int {
+	procs := descendants(t.self)
+	alive := 0
+	for _, p := range procs {
+		if p.state == 'Z' || p.state == 'X' {
+			if p.ppid == t.self && p.pid != t.child {
+				var ws unix.WaitStatus
+				unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+			}
+			continue
+		}
+		alive++
+		if sig != 0 {
+			unix.Kill(p.pid, sig)
+		}
+	}
+	return alive
+}
+
+type procEntry struct {
+	pid, ppid int
+	state     byte
+}
+
+// descendants lists every process whose chain of parents leads to root,
+// from /proc. A process forked after the scan is missed by this one and
+// found by the next look (stopping looks until none is left).
+func descendants(root int) []procEntry {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]procEntry{}
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		p, ok := readStat(pid)
+		if !ok {
+			continue
+		}
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	var out []procEntry
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+// readStat reads a process's state and parent from /proc/PID/stat. The
+// command name may hold spaces and parentheses, so the fields are counted
+// from the last ')'.
+func readStat(pid int) (procEntry, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procEntry{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procEntry{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return procEntry{}, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return procEntry{}, false
+	}
+	return procEntry{pid: pid, ppid: ppid, state: f[0][0]}, true
+}
+
+const treeHelp = `  On loss of the lock, and on SIGTERM, hold stops every process the
+  command started, those started in the background included (hold is
+  their child subreaper, so orphans stay in reach): SIGTERM, then SIGKILL
+  after --kill-after; hold exits only once none is left.`
