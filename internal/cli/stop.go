@@ -18,7 +18,7 @@ const defaultKillAfter = 2 * time.Second
 // process of the command gone once SIGKILL is sent: the kernel's delivery,
 // hold's next look (stopPoll) and its own exit. hold run asks the protocol
 // for StopWithin(kill-after + reapAllowance).
-const reapAllowance = time.Second
+const reapAllowance = 500 * time.Millisecond
 
 // stopPoll is how often hold looks again, while it stops the command,
 // whether any of its processes is left (and kills new ones once it has
