@@ -365,6 +365,14 @@ func (r *runEvents) loop() {
 		case <-lost:
 			lost, checks = nil, nil
 			l := run.l
+			if lostWhy == "" {
+				// The protocol saw it (a heartbeat, a lease): its error
+				// says why.
+				var he *hold.Error
+				if errors.As(l.Check(), &he) && he.Hint != "" {
+					lostWhy = " (" + he.Hint + ")"
+				}
+			}
 			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
 				Hint: fmt.Sprintf("the command was no longer protected; hold stopped it and every process it started (SIGTERM, then SIGKILL after %s)", r.killAfter)}
 			// Say so now, while the command may still run for a while;

@@ -26,29 +26,10 @@ var stopCommands = []struct {
 }
 
 // startMarked starts hold with args in dir, every process it starts
-// carrying marker in its environment, so that the test can find any of
-// them later (see markedAlive).
+// carrying marker in its environment (see startMarkedCmd).
 func startMarked(t *testing.T, dir, marker string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(holdBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOLD_TEST_STOP="+marker)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		// Whatever the test left running goes too.
-		for _, pid := range markedAlive(marker) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	return cmd, &errb
+	return startMarkedCmd(t, marker, dir, nil, append([]string{holdBin}, args...)...)
 }
 
 // markedAlive lists the live (not zombie) processes whose environment
