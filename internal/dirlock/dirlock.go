@@ -514,6 +514,10 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 	switch res {
 	case removed:
 		a.reclaimed = true
+		if j.fence > 0 {
+			// Continue the token of the protocol that released it.
+			a.owner.Fence = j.fence + 1
+		}
 		a.logger("hold: reclaimed stale lock", "why", j.why)
 		return passAgain, nil, nil
 	case changed:

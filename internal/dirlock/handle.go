@@ -62,11 +62,12 @@ func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dir
 	return h
 }
 
-// Fence returns 0: a lock directory is deleted on release, so there is
-// nowhere for a counter to outlive its holders, and a clock is not a
-// fencing token. Use the kernel or etcd protocol when the resource needs
-// one.
-func (h *handle) Fence() uint64 { return 0 }
+// Fence returns 0 on a path only this protocol uses: a lock directory is
+// deleted on release, so there is nowhere for a counter to outlive its
+// holders, and a clock is not a fencing token. Use the kernel or etcd
+// protocol when the resource needs one. On a path another protocol
+// released, it continues that protocol's token (see released.go).
+func (h *handle) Fence() uint64 { return h.owner.Fence }
 
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
@@ -178,6 +179,7 @@ func (h *handle) Release() error {
 		// The lock is free from here on: wake the next local waiter and
 		// let it run first.
 		h.p.hit(faultReleaseMoved)
+		h.leavePastRecord()
 		h.leaveGate()
 		yieldCPU()
 	})
