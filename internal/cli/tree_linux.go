@@ -41,23 +41,6 @@ func (t *tree) started(p *os.Process) {
 	t.child = p.Pid
 }
 
-// terminate sends sig to every live process of the command and returns
-// how many it found.
-func (t *tree) terminate(sig os.Signal) int {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		s = syscall.SIGTERM
-	}
-	return t.signal(s)
-}
-
-// kill sends SIGKILL to every live process of the command and returns how
-// many it found.
-func (t *tree) kill() int { return t.signal(syscall.SIGKILL) }
-
-// alive returns how many processes of the command are alive.
-func (t *tree) alive() int { return t.signal(0) }
-
 // signal sends sig (0: none) to every live descendant of hold and reaps
 // the orphans that have died (those re-parented to hold; the command
 // itself is reaped by its cmd.Wait). It returns how many are alive.

@@ -40,22 +40,9 @@ func (t *tree) started(p *os.Process) {
 	t.child = p
 }
 
-// terminate sends sig to the command's processes; it returns 1 if any is
-// left, else 0 (a group's members cannot be counted here).
-func (t *tree) terminate(sig os.Signal) int {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		s = syscall.SIGTERM
-	}
-	return t.signal(s)
-}
-
-// kill sends SIGKILL to the command's processes.
-func (t *tree) kill() int { return t.signal(syscall.SIGKILL) }
-
-// alive returns 1 if any process of the command is left, else 0.
-func (t *tree) alive() int { return t.signal(0) }
-
+// signal sends sig (0: none) to the command's process group, or to the
+// command alone when it shares hold's. It returns 1 if any process is
+// left, else 0: a group's members cannot be counted here.
 func (t *tree) signal(sig syscall.Signal) int {
 	if t.child == nil {
 		return 0
