@@ -307,6 +307,8 @@ func (r *runEvents) loop() {
 		stop          stopping
 		done          = r.done
 		childGone     bool
+		exits         <-chan os.Signal
+		reapAt        <-chan time.Time
 	)
 	defer stop.end()
 	for {
@@ -328,6 +330,8 @@ func (r *runEvents) loop() {
 			}
 			lastInterrupt = r.forward(run, sig, lastInterrupt, &stop)
 		case run = <-r.start:
+			defer run.t.close()
+			exits = run.t.exits()
 			lost = run.l.Lost()
 			for _, sig := range pending {
 				// The command did not exist when these were sent, so
@@ -380,6 +384,13 @@ func (r *runEvents) loop() {
 			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d) and every process it started, SIGKILL after %s\n",
 				l.Path(), lostWhy, run.cmd.Args[0], run.cmd.Process.Pid, r.killAfter)
 			r.terminate(run, syscall.SIGTERM, &stop)
+		case <-exits:
+			if reapAt == nil {
+				reapAt = time.After(reapEvery)
+			}
+		case <-reapAt:
+			reapAt = nil
+			run.t.reapOrphans()
 		case <-stop.killAt:
 			stop.kill()
 		case <-stop.ticks():

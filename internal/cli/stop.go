@@ -25,6 +25,12 @@ const reapAllowance = 500 * time.Millisecond
 // escalated to SIGKILL).
 const stopPoll = 20 * time.Millisecond
 
+// reapEvery is how often at most hold looks for dead orphans to reap
+// (tree.reapOrphans) while the command runs: a look reads the process
+// table, so a command whose children exit all the time must not make hold
+// read it each time.
+const reapEvery = time.Second
+
 // stopWithin is the time hold run needs, from learning that its lock is
 // lost, to have stopped every process of the command.
 func stopWithin(killAfter time.Duration) time.Duration { return killAfter + reapAllowance }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
@@ -19,9 +20,15 @@ import (
 // reach. The command stays in hold's process group, so Ctrl-C on a
 // terminal reaches all of it as before, and job control (Ctrl-Z) is
 // unchanged.
+//
+// Orphans that die while the command runs are hold's to reap: on SIGCHLD
+// (coalesced, see reapEvery) hold reaps those whose exit nobody else
+// waits for, so that a long-running command that leaves many short-lived
+// orphans does not fill the process table with zombies.
 type tree struct {
 	self  int
 	child int
+	chld  chan os.Signal
 }
 
 var subreaper sync.Once
@@ -33,8 +40,20 @@ func newTree(*exec.Cmd) *tree {
 		// walk finds only the processes whose parents still live.
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	})
-	return &tree{self: os.Getpid()}
+	t := &tree{self: os.Getpid(), chld: make(chan os.Signal, 1)}
+	signal.Notify(t.chld, syscall.SIGCHLD)
+	return t
 }
+
+// exits receives when a child of hold has exited.
+func (t *tree) exits() <-chan os.Signal { return t.chld }
+
+// reapOrphans reaps the orphans that have died, without signalling any
+// process.
+func (t *tree) reapOrphans() { t.signal(0) }
+
+// close stops watching for exits.
+func (t *tree) close() { signal.Stop(t.chld) }
 
 // started records the command's process.
 func (t *tree) started(p *os.Process) {

@@ -35,6 +35,15 @@ func newTree(cmd *exec.Cmd) *tree {
 	return t
 }
 
+// exits is nil: orphans are not hold's to reap here.
+func (t *tree) exits() <-chan os.Signal { return nil }
+
+// reapOrphans does nothing: see exits.
+func (t *tree) reapOrphans() {}
+
+// close does nothing.
+func (t *tree) close() {}
+
 // started records the command's process.
 func (t *tree) started(p *os.Process) {
 	t.child = p

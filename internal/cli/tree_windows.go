@@ -38,6 +38,15 @@ func newTree(*exec.Cmd) *tree {
 	return &tree{job: job}
 }
 
+// exits is nil: orphans are not hold's to reap here.
+func (t *tree) exits() <-chan os.Signal { return nil }
+
+// reapOrphans does nothing: see exits.
+func (t *tree) reapOrphans() {}
+
+// close does nothing; the job handle goes with hold.
+func (t *tree) close() {}
+
 // started puts the command in the job. If it cannot (hold's own job
 // forbids it), only the command itself will be killed.
 func (t *tree) started(p *os.Process) {
