@@ -369,9 +369,12 @@ func (r *runEvents) loop() {
 		case <-lost:
 			lost, checks = nil, nil
 			l := run.l
+			// Stop first: asking the protocol why below may take a
+			// moment (its lock may be stuck in a hung filesystem).
+			r.terminate(run, syscall.SIGTERM, &stop)
 			if lostWhy == "" {
 				// The protocol saw it (a heartbeat, a lease): its error
-				// says why.
+				// says why. A lost lock answers without a round trip.
 				var he *hold.Error
 				if errors.As(l.Check(), &he) && he.Hint != "" {
 					lostWhy = " (" + he.Hint + ")"
@@ -381,9 +384,8 @@ func (r *runEvents) loop() {
 				Hint: fmt.Sprintf("the command was no longer protected; hold stopped it and every process it started (SIGTERM, then SIGKILL after %s)", r.killAfter)}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d) and every process it started, SIGKILL after %s\n",
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sent SIGTERM to %s (pid %d) and every process it started, SIGKILL after %s\n",
 				l.Path(), lostWhy, run.cmd.Args[0], run.cmd.Process.Pid, r.killAfter)
-			r.terminate(run, syscall.SIGTERM, &stop)
 		case <-exits:
 			if reapAt == nil {
 				reapAt = time.After(reapEvery)

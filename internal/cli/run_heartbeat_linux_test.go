@@ -18,7 +18,8 @@ import (
 // TestRunPortableHeartbeatLostStopsFirst: a portable lock held from
 // "another host" (a UTS namespace) through one mount of a shared
 // directory, whose heartbeat stops because that mount dies (its FUSE
-// daemon killed), while a waiter on this host, through the other mount,
+// daemon killed) or hangs (stopped: every call on it blocks, the
+// heartbeat's too), while a waiter on this host, through the other mount,
 // judges it by the heartbeat's age. The holder must call the lock lost
 // early enough to stop its whole command (one that ignores SIGTERM, with
 // a grandchild writer) before the waiter can take the lock: every write
@@ -26,6 +27,15 @@ import (
 // old command's processes is left.
 func TestRunPortableHeartbeatLostStopsFirst(t *testing.T) {
 	t.Parallel()
+	for _, how := range []string{"dies", "hangs"} {
+		t.Run("mount "+how, func(t *testing.T) {
+			t.Parallel()
+			heartbeatLost(t, how == "hangs")
+		})
+	}
+}
+
+func heartbeatLost(t *testing.T, hang bool) {
 	d := mountTwice(t)
 	unshare := testenv.LookPath(t, "unshare", "not installed (apt package util-linux)")
 	if os.Geteuid() != 0 {
@@ -39,15 +49,29 @@ func TestRunPortableHeartbeatLostStopsFirst(t *testing.T) {
 		`hostname other-host && exec "$0" run --protocol dir --kill-after 0.5 t -c "$1"`, holdBin, script)
 	waitFor(t, filepath.Join(logDir, "ready"))
 
-	// The holder's mount dies: its heartbeats fail from now on.
+	// The holder's mount dies or hangs: its heartbeats fail from now on.
 	daemon := fuseDaemonOf(t, d.b)
-	if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
+	sig := syscall.SIGKILL
+	if hang {
+		sig = syscall.SIGSTOP
+		t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGCONT) })
+	}
+	if err := syscall.Kill(daemon, sig); err != nil {
 		t.Fatal(err)
 	}
 	w := holdEnv(t, d.a, sharedFSTimings, "run", "--protocol", "dir", "--kill-after", "0.5", "-w", "20", "t",
 		"-c", `echo "new $(date +%s%N)" >> `+logPath)
 	if w.code != 0 {
 		t.Fatalf("waiter: exit %d: %s", w.code, w.stderr)
+	}
+	if hang {
+		// hold itself cannot finish (its release waits for the hung
+		// mount), but its command must be gone: look for it from the
+		// outside, then let the mount go on.
+		if pids := markedAlive(marker); len(pids) > 1 || len(pids) == 1 && pids[0] != holder.Process.Pid {
+			t.Errorf("processes of the old command still alive: %v (hold is %d)", pids, holder.Process.Pid)
+		}
+		syscall.Kill(daemon, syscall.SIGCONT)
 	}
 	code := waitExit(t, holder)
 	if code != exitLockError {

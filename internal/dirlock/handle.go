@@ -122,12 +122,14 @@ func (h *handle) lostError(op string) error { return h.lost.Err(op, h.path) }
 // a caller about to publish (Update) never relies on a beat that has not
 // run yet.
 func (h *handle) Check() error {
-	h.mu.Lock()
-	released := h.released
-	h.mu.Unlock()
+	// Lost first, without h.mu: a heartbeat stuck in a hung filesystem
+	// holds it, and its holder must still hear of the loss at once.
 	if err := h.lostError("check"); err != nil {
 		return err
 	}
+	h.mu.Lock()
+	released := h.released
+	h.mu.Unlock()
 	if released {
 		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
 	}
