@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // TestReleasedRecordAcrossProtocols: one path used by the kernel and the
@@ -35,5 +39,28 @@ func TestReleasedRecordAcrossProtocols(t *testing.T) {
 			t.Errorf("run %d (%s) took %v: it waited for a released lock", i, proto, took)
 		}
 		last = tok
+	}
+}
+
+// TestReleasedRecordUnderKernelLock: a released record in a lock file that
+// a kernel lock holds (flock(1), which writes no record of its own) is not
+// free: the portable protocol leaves it alone.
+func TestReleasedRecordUnderKernelLock(t *testing.T) {
+	t.Parallel()
+	flock := testenv.LookPath(t, "flock", "not installed (apt package util-linux)")
+	dir := t.TempDir()
+	if r := runHold(t, dir, "run", "T", "--", "true"); r.code != 0 {
+		t.Fatalf("kernel hold run: exit %d: %s", r.code, r.stderr)
+	}
+	holder := exec.Command(flock, "T.lock", "sh", "-c", "touch held; sleep 30")
+	holder.Dir = dir
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	waitFor(t, filepath.Join(dir, "held"))
+	r := holdEnv(t, dir, []string{"HOLD_DIR_STALE=30s"}, "run", "--protocol", "dir", "-n", "T", "--", "true")
+	if r.code != exitConflict {
+		t.Errorf("portable lock over a held kernel lock's released record: exit %d, want %d (busy): %s", r.code, exitConflict, r.stderr)
 	}
 }
