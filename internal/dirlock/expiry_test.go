@@ -3,6 +3,7 @@ package dirlock
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // leaves little room beats more often, so that one missed heartbeat alone
 // never loses the lock.
 func TestStopWithinTooLong(t *testing.T) {
-	path := lockIn(t)
+	path := filepath.Join(t.TempDir(), "data.md.lock")
 	p := New(Config{Stale: time.Second, Grace: 100 * time.Millisecond, Heartbeat: 400 * time.Millisecond})
 	_, err := p.Acquire(context.Background(), &lock.Request{Path: path, StopWithin: 2 * time.Second})
 	if !errors.Is(err, lock.ErrUnsupported) || !strings.Contains(err.Error(), EnvStale) {
