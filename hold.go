@@ -83,4 +83,5 @@ var (
 	ErrForeign      = lock.ErrForeign
 	ErrNoToken      = lock.ErrNoToken
 	ErrLockIsTarget = lock.ErrLockIsTarget
+	ErrDeadlock     = lock.ErrDeadlock
 )

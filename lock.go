@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
@@ -16,6 +17,12 @@ type Lock struct {
 	target string
 	path   string
 	proto  string
+
+	// held, sharedHold and forget: this Lock's entry in the table of the
+	// locks this process holds (see FailIfHeldHere).
+	held       heldKey
+	sharedHold bool
+	forget     sync.Once
 }
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
@@ -39,12 +46,31 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.protocol.Acquire(ctx, req)
+	var h Handle
+	if c.failIfHeldHere {
+		// Try first: only a busy lock can be a deadlock, and only the
+		// holder's error names who holds it.
+		h, err = c.protocol.TryAcquire(req)
+		if derr := c.selfDeadlock(req, err); derr != nil {
+			return nil, derr
+		}
+	}
+	if h == nil {
+		h, err = c.protocol.Acquire(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
+	return c.newLock(h, target, req)
+}
+
+// newLock wraps a handle the protocol granted into a Lock, counted among
+// the locks this process holds.
+func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 	h = logged(h, c.logger, req.Path)
-	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
+	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
+	noteHeld(l, req.Shared)
+	return c.refuseIfMachineLocal(l)
 }
 
 // TryAcquire takes the lock on target if nobody holds it, and never waits.
@@ -60,8 +86,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = logged(h, c.logger, req.Path)
-	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
+	return c.newLock(h, target, req)
 }
 
 // Do acquires the lock on target, runs fn, and releases the lock whatever fn
@@ -103,7 +128,11 @@ func (l *Lock) lostError() error {
 
 // Release gives the lock up. It is idempotent: calls after the first return
 // nil, unless the lock had been lost, which every call reports (ErrLost).
-func (l *Lock) Release() error { return l.h.Release() }
+func (l *Lock) Release() error {
+	err := l.h.Release()
+	forgetHeld(l)
+	return err
+}
 
 // Token returns the fencing token of this acquisition: a number that
 // strictly increases with every exclusive acquisition of the lock path,

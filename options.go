@@ -44,6 +44,9 @@ type config struct {
 	refuseMachineLocal bool
 	// stopWithin: see lock.Request.StopWithin (StopWithin).
 	stopWithin time.Duration
+	// failIfHeldHere: a wait for a lock this process holds is a deadlock
+	// (FailIfHeldHere).
+	failIfHeldHere bool
 }
 
 // newConfig applies opts and then the defaults that depend on all of

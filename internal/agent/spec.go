@@ -21,6 +21,9 @@ func (req *request) spec() (lockspec.Spec, error) {
 		ProtocolGiven: req.Protocol != "",
 		LockFile:      req.LockFile,
 		Name:          req.Name,
+		// The client of the synchronous channel waits blocked: a lock
+		// it holds cannot be released before its request ends.
+		FailIfHeldHere: req.syncCaller,
 	}
 	if req.Wait != nil {
 		w := *req.Wait

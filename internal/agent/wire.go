@@ -41,6 +41,7 @@ const (
 	codeUnsupported = "ENOTSUP"
 	codeNoExec      = "ENOEXEC"
 	codeIO          = "EIO"
+	codeDeadlock    = "EDEADLK"
 )
 
 // request is one request line. Which fields apply depends on Op;
@@ -53,6 +54,11 @@ type request struct {
 	// wants the synchronous channel (sync.go).
 	Version int  `json:"version"`
 	Sync    bool `json:"sync"`
+	// hello: the directory, made by the client and private to its user,
+	// in which to make the synchronous channel's FIFOs; empty: one of the
+	// agent's own. A client that knows where they will be can open them
+	// without waiting for the hello's reply.
+	SyncDir string `json:"sync_dir"`
 
 	// acquire, try, status, update, append: what to lock and how.
 	Target   string            `json:"target"`
@@ -81,6 +87,11 @@ type request struct {
 	Update uint64 `json:"update"`
 	// cancel: the id of the request whose wait to end.
 	Request json.RawMessage `json:"request"`
+
+	// syncCaller: the request came on the synchronous channel, whose
+	// client is blocked until the reply: it cannot release a lock while
+	// the request waits (see routed).
+	syncCaller bool
 }
 
 // reply is a reply (ID set) or an event (Event set).
@@ -281,6 +292,7 @@ var errorCodes = []struct {
 	code  string
 }{
 	{errkind.Usage, codeInvalid},
+	{errkind.Deadlock, codeDeadlock},
 	{errkind.Foreign, codeForeign},
 	{errkind.Busy, codeBusy},
 	{errkind.Timeout, codeTimeout},

@@ -54,6 +54,10 @@ type Spec struct {
 	Verbose bool
 	// ConflictExit is the exit status for a busy lock or a timed-out wait.
 	ConflictExit int
+	// FailIfHeldHere: the caller cannot release anything while it waits,
+	// so a wait for a lock this process holds is a deadlock
+	// (hold.FailIfHeldHere).
+	FailIfHeldHere bool
 }
 
 // Field is one KEY=VALUE of the owner record.
@@ -161,6 +165,9 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		r.Opts = append(r.Opts, hold.Field(f.Key, f.Value))
 	}
 	r.Opts = append(r.Opts, DebugOptions()...)
+	if s.FailIfHeldHere {
+		r.Opts = append(r.Opts, hold.FailIfHeldHere())
+	}
 	if s.Fair {
 		r.Opts = append(r.Opts, hold.Fair())
 	}
