@@ -1,0 +1,143 @@
+// The synchronous API: same agent, options and errors as the async one.
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import {
+  appendSync, lock, lockSync, statusSync, tryLock, tryLockSync, updateSync, withLockSync,
+} from '../index.js';
+import { scratch, start } from './helpers.js';
+
+const index = JSON.stringify(new URL('../index.js', import.meta.url).href);
+
+/** Runs an ES module snippet in a new Node process; resolves with its result. */
+function script(body, opts) {
+  return start(process.execPath, ['--input-type=module', '-e', `import * as hold from ${index};\n${body}`], opts);
+}
+
+test('lockSync, checkSync, releaseSync, tryLockSync, withLockSync', () => {
+  const target = join(scratch(), 'db');
+  const l = lockSync(target, { fields: { job: 'nightly' } });
+  assert.equal(l.path, `${target}.lock`);
+  assert.equal(l.owner.fields.job, 'nightly');
+  assert.ok(l.token > 0);
+  l.checkSync();
+  assert.equal(statusSync(target).state, 'held exclusive');
+  assert.throws(() => tryLockSync(target), { code: 'EBUSY', message: /held by pid \d+/ });
+  l.releaseSync();
+  l.releaseSync(); // idempotent
+  assert.throws(() => l.checkSync(), { code: 'ELOST' });
+  assert.equal(withLockSync(target, (k) => k.token > l.token), true);
+  assert.throws(() => withLockSync(target, () => { throw new Error('boom'); }), /boom/);
+  assert.throws(() => withLockSync(target, async () => {}), { code: 'EINVAL', message: /withLock/ });
+  assert.equal(statusSync(target).state, 'free');
+  assert.throws(() => lockSync(target, { signal: new AbortController().signal }), { code: 'EINVAL', message: /wait option/ });
+  assert.throws(() => lockSync(target, { wait: -1 }), { code: 'EINVAL' });
+  assert.throws(() => lockSync(target, { nope: 1 }), { code: 'EINVAL' });
+});
+
+test('updateSync and appendSync', () => {
+  const file = join(scratch(), 'f.json');
+  writeFileSync(file, '{"n":1}');
+  assert.equal(updateSync(file, (old) => JSON.stringify({ n: JSON.parse(old).n + 1 })), true);
+  assert.equal(updateSync(file, (old) => old), false);
+  assert.throws(() => updateSync(file, () => { throw new Error('no'); }), /no/);
+  assert.throws(() => updateSync(file, async () => 'x'), { code: 'EINVAL' });
+  appendSync(file, '\n');
+  assert.equal(readFileSync(file, 'utf8'), '{"n":2}\n');
+  assert.throws(() => updateSync(join(scratch(), 'missing'), (s) => s, { mustExist: true }), { code: 'ENOENT' });
+  // The lock is free again after each of them, failures included.
+  tryLockSync(file).releaseSync();
+});
+
+test('sync and async callers in one process exclude each other', async () => {
+  const target = join(scratch(), 't');
+  const held = await lock(target);
+  assert.throws(() => tryLockSync(target), { code: 'EBUSY' });
+  held.releaseSync();
+  const sync = lockSync(target);
+  await assert.rejects(lock(target, { wait: 0.2 }), { code: 'ETIMEDOUT' });
+  await assert.rejects(tryLock(target), { code: 'EBUSY' });
+  const waiting = lock(target);
+  sync.releaseSync();
+  await (await waiting).release();
+});
+
+test('a synchronous wait for a lock this process holds is a deadlock, at once', async () => {
+  // In a child, so that a hang would end with it rather than the tests.
+  const target = join(scratch(), 't');
+  const child = script(`
+    const T = ${JSON.stringify(target)};
+    const held = await hold.lock(T);
+    for (const f of [() => hold.lockSync(T), () => hold.lockSync(T, { shared: true, wait: 60 }),
+                     () => hold.updateSync(T, (s) => s, { lockFile: T + '.lock' })]) {
+      try { f(); console.log('granted'); } catch (e) { console.log(e.code, e.message); }
+    }
+    const sync = hold.lockSync(T + '2');
+    try { hold.lockSync(T + '2'); } catch (e) { console.log(e.code, e.message); }
+  `);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const r = await child.exited;
+  clearTimeout(timer);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 4, r.stdout);
+  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*this very process/);
+});
+
+test('sync and async callers in different processes exclude each other', async () => {
+  const dir = scratch();
+  const target = join(dir, 't');
+  const log = join(dir, 'log');
+  writeFileSync(log, '');
+  // The child holds the lock synchronously for 500 ms, logging in and out.
+  const child = script(`
+    import { appendFileSync } from 'node:fs';
+    const l = hold.lockSync(${JSON.stringify(target)});
+    appendFileSync(${JSON.stringify(log)}, 'child in\\n');
+    console.log('locked');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    appendFileSync(${JSON.stringify(log)}, 'child out\\n');
+    l.releaseSync();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    const again = await hold.lock(${JSON.stringify(target)});
+    appendFileSync(${JSON.stringify(log)}, 'child async in\\n');
+    await again.release();
+  `);
+  assert.equal(await child.line(), 'locked');
+  await assert.rejects(tryLock(target), { code: 'EBUSY' });
+  const l = lockSync(target); // blocks until the child releases
+  assert.equal(readFileSync(log, 'utf8'), 'child in\nchild out\n');
+  // Held synchronously here, the child's async lock() waits.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
+  assert.equal(readFileSync(log, 'utf8'), 'child in\nchild out\n');
+  l.releaseSync();
+  const r = await child.exited;
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(readFileSync(log, 'utf8'), 'child in\nchild out\nchild async in\n');
+});
+
+test('a synchronous wait sleeps: it burns no CPU', async () => {
+  const target = join(scratch(), 't');
+  const seconds = 2;
+  const child = script(`
+    const l = hold.lockSync(${JSON.stringify(target)});
+    console.log('locked');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${seconds * 1000});
+    l.releaseSync();
+  `);
+  assert.equal(await child.line(), 'locked');
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  lockSync(target).releaseSync();
+  const wall = performance.now() - t0;
+  const used = process.cpuUsage(cpu);
+  const cpuMs = (used.user + used.system) / 1000;
+  assert.ok(wall > 500, `the wait was not a wait (${wall} ms)`);
+  // A generous bound: a thread that spins or naps every ms would use a
+  // good part of the wall time; one asleep in a read uses next to none.
+  assert.ok(cpuMs < wall * 0.2, `the wait of ${wall.toFixed(0)} ms used ${cpuMs.toFixed(0)} ms of CPU`);
+  await child.exited;
+});
