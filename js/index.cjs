@@ -37,6 +37,8 @@ const { spawn } = require('child_process');
 const { closeSync, constants, existsSync, mkdtempSync, openSync, readSync, rmdirSync, writeSync } = require('fs');
 const { availableParallelism, cpus, tmpdir } = require('os');
 const { basename, dirname, join } = require('path');
+// Not the global: Jest's node environment before 26 lacks it.
+const { performance } = require('perf_hooks');
 
 /**
  * How long a lock found busy is assumed to stay busy, in ms: a lock() of it
