@@ -47,6 +47,8 @@ type config struct {
 	// failIfHeldHere: a wait for a lock this process holds is a deadlock
 	// (FailIfHeldHere).
 	failIfHeldHere bool
+	// stale: see lock.Request.Stale (StaleAfter).
+	stale time.Duration
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -77,7 +79,7 @@ func (c *config) request(target string) (*Request, error) {
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.lockFile != "", StopWithin: c.stopWithin}
+		Explicit: c.lockFile != "", StopWithin: c.stopWithin, Stale: c.stale}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

@@ -605,7 +605,7 @@ class Lock {
 }
 
 // The options each function takes.
-const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings']);
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
@@ -629,6 +629,12 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
       throw new HoldError('EINVAL', `wait must be a number of seconds >= 0 (omit it to wait as long as it takes), not ${String(opts.wait)}`);
     }
     req.wait = opts.wait;
+  }
+  if (opts.stale !== undefined) {
+    if (typeof opts.stale !== 'number' || !(opts.stale > 0) || opts.stale === Infinity) {
+      throw new HoldError('EINVAL', `stale must be a number of seconds > 0, not ${String(opts.stale)}`);
+    }
+    req.stale = opts.stale;
   }
   for (const [key, field] of [
     ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
@@ -693,7 +699,7 @@ function waitingRequest(ag, msg, signal) {
  * not to be worth a key).
  */
 function busyKey(req) {
-  if (req.fields || req.settings) return null;
+  if (req.fields || req.settings || req.stale) return null;
   return `${req.target}\0${req.lockFile ?? ''}\0${req.name ?? ''}\0${req.protocol ?? ''}\0${req.shared ? 's' : ''}`;
 }
 

@@ -89,6 +89,13 @@ export interface LockOptions {
   fields?: Record<string, string>;
   /** Connection settings of network backends, by flag name: 'ttl', 'etcd-ca', 'etcd-user', ... */
   settings?: Record<string, string>;
+  /**
+   * The portable protocol's stale time for this lock, in seconds: a holder
+   * it cannot ask (no owner record, another host) is taken over once its
+   * heartbeat is older; the lock taken is refreshed often enough for it.
+   * Default: HOLD_DIR_STALE in the agent's environment, else 10.
+   */
+  stale?: number;
 }
 
 /** How to update or append to a file. */

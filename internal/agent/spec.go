@@ -32,6 +32,13 @@ func (req *request) spec() (lockspec.Spec, error) {
 		}
 		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
 	}
+	if req.Stale != nil {
+		st := *req.Stale
+		if !(st > 0) || st > 1e9 {
+			return s, errkind.Usagef("stale must be a number of seconds > 0, not %v", st)
+		}
+		s.Stale = lockspec.SecondsToWait(st)
+	}
 	if len(req.Fields) > 0 {
 		s.Fields = make([]lockspec.Field, 0, len(req.Fields))
 		for _, k := range slices.Sorted(maps.Keys(req.Fields)) {

@@ -70,6 +70,9 @@ type request struct {
 	Name     string            `json:"name"`
 	Fields   map[string]string `json:"fields"`
 	Settings map[string]string `json:"settings"`
+	// Stale: the lock's own stale time in seconds, for the portable
+	// protocol (hold.StaleAfter).
+	Stale *float64 `json:"stale"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`

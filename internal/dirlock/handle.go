@@ -33,6 +33,9 @@ type handle struct {
 	mu       sync.Mutex
 	timer    *time.Timer
 	lastOK   time.Time // last successful refresh
+	// stale and heartbeat: the stale time others judge this lock by and
+	// how often it is refreshed (at most stale/2).
+	stale, heartbeat time.Duration
 	beats    int       // heartbeats run, for tests
 	released bool
 	// leaveGate gives up the place at the waiting gate this holder kept
@@ -40,14 +43,18 @@ type handle struct {
 	leaveGate func()
 }
 
-func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func()) *handle {
+func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale time.Duration) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lastOK: time.Now(), leaveGate: leaveGate}
+	// A lock taken with a stale time of its own beats at least twice per
+	// stale time, as the protocol's heartbeat does for its own.
+	stale = max(stale, p.cfg.Grace)
+	beat := min(p.cfg.Heartbeat, stale/2)
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lastOK: time.Now(), leaveGate: leaveGate, stale: stale, heartbeat: beat}
 	p.setActive(owner.ID, true)
 	h.mu.Lock()
-	h.timer = time.AfterFunc(p.cfg.Heartbeat, h.beat)
+	h.timer = time.AfterFunc(h.heartbeat, h.beat)
 	h.mu.Unlock()
 	return h
 }
@@ -84,11 +91,11 @@ func (h *handle) beat() {
 			h.lastOK = now
 		}
 	}
-	if now.Sub(h.lastOK) > h.p.cfg.Stale {
+	if now.Sub(h.lastOK) > h.stale {
 		h.markLostLocked("the heartbeat could not refresh the lock for " + now.Sub(h.lastOK).Round(time.Millisecond).String())
 		return
 	}
-	h.timer.Reset(h.p.cfg.Heartbeat)
+	h.timer.Reset(h.heartbeat)
 }
 
 func (h *handle) markLost(why string) {

@@ -58,6 +58,9 @@ type Spec struct {
 	// so a wait for a lock this process holds is a deadlock
 	// (hold.FailIfHeldHere).
 	FailIfHeldHere bool
+	// Stale is the lock's own stale time for the portable protocol
+	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
+	Stale time.Duration
 }
 
 // Field is one KEY=VALUE of the owner record.
@@ -167,6 +170,9 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	r.Opts = append(r.Opts, DebugOptions()...)
 	if s.FailIfHeldHere {
 		r.Opts = append(r.Opts, hold.FailIfHeldHere())
+	}
+	if s.Stale > 0 {
+		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
 	}
 	if s.Fair {
 		r.Opts = append(r.Opts, hold.Fair())

@@ -1,7 +1,7 @@
 // The synchronous API: same agent, options and errors as the async one.
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -140,4 +140,20 @@ test('a synchronous wait sleeps: it burns no CPU', async () => {
   // good part of the wall time; one asleep in a read uses next to none.
   assert.ok(cpuMs < wall * 0.2, `the wait of ${wall.toFixed(0)} ms used ${cpuMs.toFixed(0)} ms of CPU`);
   await child.exited;
+});
+
+test('a per-lock stale time: an ownerless portable lock is taken once older than it', async () => {
+  // An empty lock directory with an old heartbeat, as proper-lockfile
+  // leaves one: nobody can be asked whether its holder lives, so its age
+  // decides, by the stale time of the lock asked for.
+  const target = join(scratch(), 't');
+  mkdirSync(`${target}.lock`);
+  const old = new Date(Date.now() - 5000);
+  utimesSync(`${target}.lock`, old, old);
+  assert.throws(() => tryLockSync(target, { protocol: 'dir' }), { code: 'EBUSY', message: /stale after 10s/ });
+  await assert.rejects(tryLock(target, { protocol: 'dir', stale: 30 }), { code: 'EBUSY', message: /stale after 30s/ });
+  const l = tryLockSync(target, { protocol: 'dir', stale: 2 });
+  assert.equal(l.protocol, 'dir');
+  l.releaseSync();
+  assert.throws(() => tryLockSync(target, { protocol: 'dir', stale: 0 }), { code: 'EINVAL', message: /stale/ });
 });
