@@ -30,14 +30,14 @@ type handle struct {
 	dir   *dirRef
 	lost  lock.LostState
 
-	mu       sync.Mutex
-	timer    *time.Timer
-	lastOK   time.Time // last successful refresh
+	mu     sync.Mutex
+	timer  *time.Timer
+	lastOK time.Time // last successful refresh
 	// stale and heartbeat: the stale time others judge this lock by and
 	// how often it is refreshed (at most stale/2).
 	stale, heartbeat time.Duration
-	beats    int       // heartbeats run, for tests
-	released bool
+	beats            int // heartbeats run, for tests
+	released         bool
 	// leaveGate gives up the place at the waiting gate this holder kept
 	// (idempotent; a no-op when the acquisition was ungated).
 	leaveGate func()
