@@ -28,6 +28,17 @@ import (
 // two processes would.
 func FailIfHeldHere() Option { return func(c *config) { c.failIfHeldHere = true } }
 
+// FailIfHeldBy makes Acquire fail at once with an error matching
+// ErrDeadlock, naming the holder, instead of waiting, when the lock is busy
+// because one of locks, still held, holds it in a conflicting mode. It is
+// for a caller that holds those locks and will not release them while it
+// waits: a thread of a client that knows which locks are its own (the
+// Python client passes those of the calling thread), while locks of the
+// process's other threads may be released meanwhile and are waited for.
+func FailIfHeldBy(locks ...*Lock) Option {
+	return func(c *config) { c.heldBy = append(c.heldBy, locks...) }
+}
+
 // heldKey names a lock in the table: its protocol and lock path, the path
 // as the request gave it.
 type heldKey struct{ proto, path string }
@@ -61,6 +72,7 @@ func noteHeld(l *Lock, shared bool) {
 // forgetHeld takes l out of the table, once.
 func forgetHeld(l *Lock) {
 	l.forget.Do(func() {
+		l.released.Store(true)
 		heldHere.Lock()
 		defer heldHere.Unlock()
 		n := heldHere.m[l.held]
@@ -92,14 +104,33 @@ func heldConflict(proto, path string, shared bool) bool {
 // process holds it itself and the caller said it cannot release it while
 // it waits; nil otherwise.
 func (c *config) selfDeadlock(req *Request, busy error) error {
-	if !c.failIfHeldHere || !errors.Is(busy, ErrBusy) || !heldConflict(c.protocol.Name(), req.Path, req.Shared) {
+	if !errors.Is(busy, ErrBusy) {
 		return nil
 	}
-	e := &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock,
-		Hint: fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())}
+	var hint string
+	switch name := c.protocol.Name(); {
+	case c.heldByConflict(name, req):
+		hint = fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", os.Getpid())
+	case c.failIfHeldHere && heldConflict(name, req.Path, req.Shared):
+		hint = fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())
+	default:
+		return nil
+	}
+	e := &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Hint: hint}
 	var be *Error
 	if errors.As(busy, &be) {
 		e.Holder = be.Holder
 	}
 	return e
+}
+
+// heldByConflict reports whether one of the locks given to FailIfHeldBy
+// holds req's lock in a conflicting mode.
+func (c *config) heldByConflict(proto string, req *Request) bool {
+	for _, l := range c.heldBy {
+		if l != nil && !l.released.Load() && l.proto == proto && l.path == req.Path && (!l.sharedHold || !req.Shared) {
+			return true
+		}
+	}
+	return false
 }

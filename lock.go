@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
@@ -23,6 +24,7 @@ type Lock struct {
 	held       heldKey
 	sharedHold bool
 	forget     sync.Once
+	released   atomic.Bool // Release was called
 }
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
@@ -47,7 +49,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 		return nil, err
 	}
 	var h Handle
-	if c.failIfHeldHere {
+	if c.failIfHeldHere || len(c.heldBy) > 0 {
 		// Try first: only a busy lock can be a deadlock, and only the
 		// holder's error names who holds it.
 		h, err = c.protocol.TryAcquire(req)
@@ -209,6 +211,9 @@ func (l *Lock) File() *os.File {
 // fencing token. It never creates the lock file.
 func Inspect(target string, opts ...Option) (*Status, error) {
 	c := newConfig(opts)
+	if err := c.refuseNUL(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err

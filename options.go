@@ -47,6 +47,9 @@ type config struct {
 	// failIfHeldHere: a wait for a lock this process holds is a deadlock
 	// (FailIfHeldHere).
 	failIfHeldHere bool
+	// heldBy: a wait for a lock one of these holds is a deadlock
+	// (FailIfHeldBy).
+	heldBy []*Lock
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
 }
@@ -72,6 +75,9 @@ func newConfig(opts []Option) *config {
 
 // request turns the options and target into what the protocol is handed.
 func (c *config) request(target string) (*Request, error) {
+	if err := c.refuseNUL(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err

@@ -132,6 +132,7 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 		return err
 	}
 	defer spec.Close()
+	a.failIfHeldBy(req, spec)
 	l, err := spec.Acquire(ctx, nil)
 	if err != nil {
 		return abortCause(ctx, err)

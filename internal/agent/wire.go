@@ -70,6 +70,10 @@ type request struct {
 	Name     string            `json:"name"`
 	Fields   map[string]string `json:"fields"`
 	Settings map[string]string `json:"settings"`
+	// HeldBy: the numbers of the locks the caller holds and will not
+	// release while this request waits (a thread's own): a wait for a
+	// lock one of them holds fails at once as a deadlock.
+	HeldBy []uint64 `json:"held_by"`
 	// Stale: the lock's own stale time in seconds, for the portable
 	// protocol (hold.StaleAfter).
 	Stale *float64 `json:"stale"`
