@@ -108,8 +108,8 @@ function holdSyncCycle() {
 
 async function main() {
   if (mode.startsWith('hold')) hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
-  const cycles = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle };
-  const cycle = cycles[mode];
+  const byMode = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle };
+  const cycle = byMode[mode];
   if (!cycle) throw new Error(`unknown mode ${mode}`);
   let cycles = 1;
   await cycle(); // warm-up, as the Go workers do
