@@ -49,11 +49,16 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 		return nil, err
 	}
 	var h Handle
-	if c.failIfHeldHere || len(c.heldBy) > 0 {
+	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
 		// Try first: only a busy lock can be a deadlock, and only the
-		// holder's error names who holds it.
+		// holder's error names who holds it. (Without a reason to
+		// suspect one, this costs nothing.)
 		h, err = c.protocol.TryAcquire(req)
-		if derr := c.selfDeadlock(req, err); derr != nil {
+		derr := c.selfDeadlock(req, err)
+		if derr == nil {
+			derr = ancestorDeadlock(req, err)
+		}
+		if derr != nil {
 			return nil, derr
 		}
 	}

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import {
   appendSync, lock, lockSync, statusSync, tryLock, tryLockSync, updateSync, withLockSync,
 } from '../index.js';
-import { scratch, start } from './helpers.js';
+import { holdBin, scratch, start } from './helpers.js';
 
 const index = JSON.stringify(new URL('../index.js', import.meta.url).href);
 
@@ -156,4 +156,24 @@ test('a per-lock stale time: an ownerless portable lock is taken once older than
   assert.equal(l.protocol, 'dir');
   l.releaseSync();
   assert.throws(() => tryLockSync(target, { protocol: 'dir', stale: 0 }), { code: 'EINVAL', message: /stale/ });
+});
+
+test('a lock that a hold run ancestor holds is a deadlock, at once, sync or async', async () => {
+  // hold run releases its lock only when its command ends: a command that
+  // waits for the same lock would wait for ever.
+  const target = join(scratch(), 't');
+  const child = start(holdBin, ['run', target, '--', process.execPath, '--input-type=module', '-e', `
+    import * as hold from ${index};
+    const T = ${JSON.stringify(target)};
+    for (const f of [() => hold.lock(T), () => hold.lockSync(T), () => hold.lock(T, { wait: 60 }), () => hold.update(T, (s) => s)]) {
+      try { await f(); console.log('granted'); } catch (e) { console.log(e.code, e.message); }
+    }
+  `]);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const r = await child.exited;
+  clearTimeout(timer);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 4, r.stdout);
+  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it/);
 });

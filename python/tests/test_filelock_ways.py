@@ -10,7 +10,10 @@ import os
 import threading
 import time
 
-from helpers import HANG, TempDirTest, hold
+import subprocess
+import sys
+
+from helpers import HANG, TempDirTest, hold, hold_binary
 
 
 class FileErrorTest(TempDirTest):
@@ -175,3 +178,28 @@ class AsyncFormsTest(TempDirTest):
         asyncio.run(main())
         with open(f) as fh:
             self.assertEqual(fh.read(), "abcd")
+
+
+class AncestorDeadlockTest(TempDirTest):
+    def test_lock_held_by_hold_run_ancestor_is_a_deadlock_at_once(self) -> None:
+        # hold run releases its lock only when its command ends: a command
+        # that waits for the same lock would wait for ever.
+        t = self.path("t")
+        code = (
+            "import hold, sys\n"
+            "for f in (lambda: hold.lock(sys.argv[1]), lambda: hold.lock(sys.argv[1], timeout=60),\n"
+            "          lambda: hold.append(sys.argv[1], 'x')):\n"
+            "    try:\n"
+            "        f(); print('granted')\n"
+            "    except hold.Deadlock as e:\n"
+            "        print(e.code, e)\n"
+        )
+        r = subprocess.run(
+            [hold_binary(), "run", t, "--", sys.executable, "-c", code, t],
+            cwd=self.dir, capture_output=True, text=True, timeout=20,
+        )
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.strip().split("\n")
+        self.assertEqual(len(lines), 3, r.stdout)
+        for line in lines:
+            self.assertRegex(line, r"^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it")
