@@ -1,7 +1,7 @@
 // The synchronous API: same agent, options and errors as the async one.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -176,4 +176,23 @@ test('a lock that a hold run ancestor holds is a deadlock, at once, sync or asyn
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, 4, r.stdout);
   for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it/);
+});
+
+test("a lost lock's error says what happened", () => {
+  const target = join(scratch(), 'd');
+  const l = lockSync(target, { protocol: 'dir' });
+  rmSync(`${target}.lock`, { recursive: true });
+  // The heartbeat (every second) finds it; checkSync asks each time.
+  let err = null;
+  for (let i = 0; i < 100 && !err; i++) {
+    try {
+      l.checkSync();
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    } catch (e) {
+      err = e;
+    }
+  }
+  assert.equal(err?.code, 'ELOST');
+  assert.match(err.message, /the lock directory was removed/);
+  assert.throws(() => l.releaseSync(), { code: 'ELOST' });
 });
