@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -52,6 +53,10 @@ type config struct {
 	heldBy []*Lock
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
+	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,
+	// LockFileMode).
+	makeDirs bool
+	mode     fs.FileMode
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -85,7 +90,8 @@ func (c *config) request(target string) (*Request, error) {
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.lockFile != "", StopWithin: c.stopWithin, Stale: c.stale}
+		Explicit: c.lockFile != "", StopWithin: c.stopWithin, Stale: c.stale,
+		MakeDirs: c.makeDirs, Mode: c.mode}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -31,6 +32,13 @@ func (req *request) spec() (lockspec.Spec, error) {
 			return s, errkind.Usagef("wait must be a number of seconds >= 0, not %v", w)
 		}
 		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
+	}
+	s.MakeDirs = req.MakeDirs
+	if req.Mode != nil {
+		if *req.Mode <= 0 || *req.Mode > 0o777 {
+			return s, errkind.Usagef("mode must be permission bits between 1 and 0o777 (511), not %d", *req.Mode)
+		}
+		s.Mode = fs.FileMode(*req.Mode)
 	}
 	if req.Stale != nil {
 		st := *req.Stale

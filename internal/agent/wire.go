@@ -74,6 +74,11 @@ type request struct {
 	// release while this request waits (a thread's own): a wait for a
 	// lock one of them holds fails at once as a deadlock.
 	HeldBy []uint64 `json:"held_by"`
+	// MakeDirs: make the lock file's missing directories; Mode: the
+	// permission bits of a lock file created (hold.MakeDirs,
+	// hold.LockFileMode).
+	MakeDirs bool `json:"make_dirs"`
+	Mode     *int `json:"mode"`
 	// Stale: the lock's own stale time in seconds, for the portable
 	// protocol (hold.StaleAfter).
 	Stale *float64 `json:"stale"`

@@ -16,7 +16,10 @@ package flock
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -52,7 +55,14 @@ func (p Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, 
 }
 
 func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	f, writable, err := openLockFile(req.Path, req.BeforeCreate)
+	f, writable, err := openLockFile(req.Path, req.BeforeCreate, uint32(req.Mode.Perm()))
+	if err != nil && req.MakeDirs && errors.Is(err, fs.ErrNotExist) {
+		// The lock file's directory is missing, and the caller asked
+		// for it to be made (with the usual mode under the umask).
+		if os.MkdirAll(filepath.Dir(req.Path), 0o777) == nil {
+			f, writable, err = openLockFile(req.Path, req.BeforeCreate, uint32(req.Mode.Perm()))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

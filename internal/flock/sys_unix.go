@@ -221,19 +221,23 @@ func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 // our owner record.
 //
 // With beforeCreate, an existing file is opened first without O_CREAT, so
-// that beforeCreate runs only when the file is about to be created.
-func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable bool, err error) {
+// that beforeCreate runs only when the file is about to be created. A file
+// created gets the permission bits perm (0666 when zero), under the umask.
+func openLockFile(path string, beforeCreate func() error, perm uint32) (f *lockFile, writable bool, err error) {
+	if perm == 0 {
+		perm = 0o666
+	}
 	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
 	create := unix.O_CREAT
 	if beforeCreate != nil {
 		create = 0
 	}
-	fd, err := openRetry(path, unix.O_RDWR|create|flags, 0o666)
+	fd, err := openRetry(path, unix.O_RDWR|create|flags, perm)
 	if err == unix.ENOENT && create == 0 {
 		if err := beforeCreate(); err != nil {
 			return nil, false, err
 		}
-		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, 0o666)
+		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, perm)
 	}
 	writable = true
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {

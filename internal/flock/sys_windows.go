@@ -97,7 +97,8 @@ func (f *lockFile) linkCount() uint64 {
 // Windows).
 func (f *lockFile) procFd() uintptr { return f.f.Fd() }
 
-func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, error) {
+// perm is ignored: Windows files have no permission bits.
+func openLockFile(path string, beforeCreate func() error, perm uint32) (*lockFile, bool, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, false, &lock.Error{Op: "open", Path: path, Err: err}

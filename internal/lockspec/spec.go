@@ -10,6 +10,7 @@
 package lockspec
 
 import (
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -61,6 +62,10 @@ type Spec struct {
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
 	Stale time.Duration
+	// MakeDirs makes the lock file's missing directories (hold.MakeDirs);
+	// Mode is a created lock file's permission bits (hold.LockFileMode).
+	MakeDirs bool
+	Mode     fs.FileMode
 }
 
 // Field is one KEY=VALUE of the owner record.
@@ -173,6 +178,12 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	}
 	if s.Stale > 0 {
 		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
+	}
+	if s.MakeDirs {
+		r.Opts = append(r.Opts, hold.MakeDirs())
+	}
+	if s.Mode != 0 {
+		r.Opts = append(r.Opts, hold.LockFileMode(s.Mode))
 	}
 	if s.Fair {
 		r.Opts = append(r.Opts, hold.Fair())

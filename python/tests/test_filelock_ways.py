@@ -17,9 +17,25 @@ from helpers import HANG, TempDirTest, hold, hold_binary
 
 
 class FileErrorTest(TempDirTest):
+    def test_missing_directories_are_made_and_mode_is_the_lock_files(self) -> None:
+        old = os.umask(0o022)
+        try:
+            with hold.lock(self.path("cache", "deep", "x"), mode=0o640) as l:
+                self.assertEqual(l.path, self.path("cache", "deep", "x.lock"))
+            with hold.try_lock(self.path("other", "y")):
+                pass
+        finally:
+            os.umask(old)
+        for d in ("cache", os.path.join("cache", "deep"), "other"):
+            self.assertEqual(os.stat(self.path(d)).st_mode & 0o777, 0o755, d)
+        self.assertEqual(os.stat(self.path("cache", "deep", "x.lock")).st_mode & 0o777, 0o640)
+        self.assertEqual(os.stat(self.path("other", "y.lock")).st_mode & 0o777, 0o644)
+        with self.assertRaises(hold.Invalid):
+            hold.lock(self.path("z"), mode=0o1777)
+
     def test_file_errors_are_oserrors_with_hold_codes(self) -> None:
         with self.assertRaises(FileNotFoundError) as cm:
-            hold.lock(self.path("missing", "x"))
+            hold.update(self.path("missing", "x"), lambda s: s, must_exist=True)
         e = cm.exception
         self.assertIsInstance(e, hold.HoldError)
         self.assertIsInstance(e, hold.NotFound)
@@ -30,7 +46,7 @@ class FileErrorTest(TempDirTest):
             hold.append(self.path("d"), "x")
         self.assertEqual(cm2.exception.code, "EISDIR")
         with self.assertRaises(FileNotFoundError):
-            hold.update(self.path("nope"), lambda s: s, must_exist=True)
+            hold.append(self.path("nope"), "x", must_exist=True)
         if os.geteuid() != 0:
             os.mkdir(self.path("ro"), 0o500)
             with self.assertRaises(PermissionError) as cm3:

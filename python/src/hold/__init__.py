@@ -261,6 +261,8 @@ def _request(
     must_exist: bool = False,
     allow_split: bool = False,
     allow_owner_change: bool = False,
+    make_dirs: bool = False,
+    mode: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
@@ -288,6 +290,12 @@ def _request(
         if not isinstance(name, str) or not name:
             raise Invalid(f"name must be a non-empty string, not {name!r}")
         req["name"] = name
+    if make_dirs:
+        req["make_dirs"] = True
+    if mode is not None:
+        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 < mode <= 0o777:
+            raise Invalid(f"mode must be permission bits such as 0o644, not {mode!r}")
+        req["mode"] = mode
     if fields is not None:
         req["fields"] = _strings("fields", fields)
     if settings is not None:
@@ -379,6 +387,7 @@ def lock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -390,7 +399,10 @@ def lock(
     ``shared`` takes a reader lock, ``fair`` waits in line (first come,
     first served), ``protocol`` is ``"flock"`` (kernel locks, the default)
     or ``"dir"`` (portable, for network filesystems); ``fields`` are added to
-    the owner record, ``settings`` configure network backends.
+    the owner record, ``settings`` configure network backends. As with
+    filelock, the lock file's missing parent directories are made (mode
+    0777 under the umask), and ``mode`` gives a lock file this call
+    creates its permission bits (under the umask; 0o666 otherwise).
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
@@ -401,7 +413,7 @@ def lock(
     """
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _take("acquire", req)
 
@@ -416,12 +428,13 @@ def try_lock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
     req = _request(
         target, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _take("try", req)
 
@@ -493,6 +506,7 @@ def alock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
@@ -500,7 +514,7 @@ def alock(
     blocking call of a few µs, as release() is)."""
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _AsyncAcquire(req)
 
