@@ -359,7 +359,7 @@ def _thread_locks(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
     other threads are waited for: they may be released meanwhile."""
     me = threading.get_ident()
     with ag.mu:
-        held = [n for n, lk in ag.locks.items() if lk._thread == me and not lk._released]
+        held = [n for n, lk in ag.locks.items() if lk._thread == me and not lk._released and lk._lost is None]
     if held:
         msg["held_by"] = held
     return msg
