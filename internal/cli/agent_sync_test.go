@@ -57,18 +57,7 @@ func openSyncChannel(t *testing.T, c *agentClient) *syncClient {
 // request sends one line on the synchronous channel and reads its reply.
 func (s *syncClient) request(line string) map[string]any {
 	s.t.Helper()
-	if _, err := s.requests.WriteString(line + "\n"); err != nil {
-		s.t.Fatalf("writing to the synchronous channel: %v", err)
-	}
-	got, err := s.replies.ReadBytes('\n')
-	if err != nil {
-		s.t.Fatalf("reading the synchronous channel: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(got, &m); err != nil {
-		s.t.Fatalf("unparsable reply %q: %v", got, err)
-	}
-	return m
+	return s.within(hangLimit, line)
 }
 
 // TestAgentSyncChannel: a client that asks for the synchronous channel
@@ -209,7 +198,7 @@ func (s *syncClient) within(d time.Duration, line string) map[string]any {
 			err = json.Unmarshal(got, &m)
 		}
 		if err != nil {
-			m = map[string]any{"ok": false, "error": map[string]any{"code": "TEST", "message": err.Error()}}
+			m = map[string]any{"ok": false, "error": map[string]any{"code": "TEST", "message": "the synchronous channel: " + err.Error()}}
 		}
 		done <- m
 	}()
