@@ -129,6 +129,7 @@ test('a synchronous wait sleeps: it burns no CPU', async () => {
     l.releaseSync();
   `);
   assert.equal(await child.line(), 'locked');
+  statusSync(target); // the agent and its channel are up: only the wait is measured
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   lockSync(target).releaseSync();
@@ -136,9 +137,11 @@ test('a synchronous wait sleeps: it burns no CPU', async () => {
   const used = process.cpuUsage(cpu);
   const cpuMs = (used.user + used.system) / 1000;
   assert.ok(wall > 500, `the wait was not a wait (${wall} ms)`);
-  // A generous bound: a thread that spins or naps every ms would use a
-  // good part of the wall time; one asleep in a read uses next to none.
-  assert.ok(cpuMs < wall * 0.2, `the wait of ${wall.toFixed(0)} ms used ${cpuMs.toFixed(0)} ms of CPU`);
+  // A generous bound: a thread asleep in a read uses next to none (about
+  // 1 ms here), one that polls uses a good part of the wall time even on a
+  // machine so loaded that it gets a small share of a CPU (13% measured
+  // with 8 test suites running on 2 CPUs).
+  assert.ok(cpuMs < wall * 0.05, `the wait of ${wall.toFixed(0)} ms used ${cpuMs.toFixed(0)} ms of CPU`);
   await child.exited;
 });
 
