@@ -84,4 +84,5 @@ var (
 	ErrForeign      = lock.ErrForeign
 	ErrNoToken      = lock.ErrNoToken
 	ErrLockIsTarget = lock.ErrLockIsTarget
+	ErrDeadlock     = lock.ErrDeadlock
 )

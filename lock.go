@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
@@ -17,6 +19,13 @@ type Lock struct {
 	target string
 	path   string
 	proto  string
+
+	// held, sharedHold and forget: this Lock's entry in the table of the
+	// locks this process holds (see FailIfHeldHere).
+	held       heldKey
+	sharedHold bool
+	forget     sync.Once
+	released   atomic.Bool // Release was called
 }
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
@@ -46,15 +55,39 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.protocol.Acquire(ctx, req)
+	var h Handle
+	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
+		// Try first: only a busy lock can be a deadlock, and only the
+		// holder's error names who holds it. (Without a reason to
+		// suspect one, this costs nothing.)
+		h, err = c.protocol.TryAcquire(req)
+		derr := c.selfDeadlock(req, err)
+		if derr == nil {
+			derr = ancestorDeadlock(req, err)
+		}
+		if derr != nil {
+			return nil, derr
+		}
+	}
+	if h == nil {
+		h, err = c.protocol.Acquire(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if h, err = c.lockData(ctx, h, target, true); err != nil {
 		return nil, err
 	}
+	return c.newLock(h, target, req)
+}
+
+// newLock wraps a handle the protocol granted into a Lock, counted among
+// the locks this process holds.
+func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 	h = logged(h, c.logger, req.Path)
-	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
+	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
+	noteHeld(l, req.Shared)
+	return c.refuseIfMachineLocal(l)
 }
 
 // TryAcquire takes the lock on target if nobody holds it, and never waits.
@@ -73,8 +106,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
 		return nil, err
 	}
-	h = logged(h, c.logger, req.Path)
-	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
+	return c.newLock(h, target, req)
 }
 
 // Do acquires the lock on target, runs fn, and releases the lock whatever fn
@@ -116,7 +148,11 @@ func (l *Lock) lostError() error {
 
 // Release gives the lock up. It is idempotent: calls after the first return
 // nil, unless the lock had been lost, which every call reports (ErrLost).
-func (l *Lock) Release() error { return l.h.Release() }
+func (l *Lock) Release() error {
+	err := l.h.Release()
+	forgetHeld(l)
+	return err
+}
 
 // Token returns the fencing token of this acquisition: a number that
 // strictly increases with every exclusive acquisition of the lock path,
@@ -193,6 +229,9 @@ func (l *Lock) File() *os.File {
 // fencing token. It never creates the lock file.
 func Inspect(target string, opts ...Option) (*Status, error) {
 	c := newConfig(opts)
+	if err := c.refuseNUL(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"io/fs"
 	"time"
 
 	"github.com/hold-dev/hold/internal/fairq"
@@ -66,3 +67,23 @@ func fairProtocol(p Protocol) Protocol {
 // is over before the new holder's begins. Kernel locks cannot expire and
 // ignore it. hold run passes its --kill-after grace here.
 func StopWithin(d time.Duration) Option { return func(c *config) { c.stopWithin = d } }
+
+// StaleAfter sets this acquisition's stale time for a protocol that judges
+// by age a holder it cannot ask (the portable protocol: a lock without an
+// owner record, as proper-lockfile leaves, or one held on another host):
+// such a lock is taken over once its heartbeat is older than d, and the
+// lock taken is refreshed at least twice per d, so that others judging it
+// by d never take it from this live holder. It overrides the protocol's
+// own (portable.StaleAfter, HOLD_DIR_STALE) for this lock alone; the grace
+// period still floors it. Kernel locks never go stale and ignore it.
+func StaleAfter(d time.Duration) Option { return func(c *config) { c.stale = d } }
+
+// MakeDirs makes the lock file's missing parent directories (mode 0777
+// under the umask), as Python's filelock does, instead of failing because
+// the directory does not exist. Kernel locks honour it.
+func MakeDirs() Option { return func(c *config) { c.makeDirs = true } }
+
+// LockFileMode gives a lock file this acquisition creates the permission
+// bits perm, under the umask (0666 otherwise), as filelock's mode= does.
+// An existing lock file keeps its own. Kernel locks honour it.
+func LockFileMode(perm fs.FileMode) Option { return func(c *config) { c.mode = perm.Perm() } }

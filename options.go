@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -46,6 +47,18 @@ type config struct {
 	stopWithin time.Duration
 	// rewrite: the holder replaces or writes the target (ForRewrite).
 	rewrite bool
+	// failIfHeldHere: a wait for a lock this process holds is a deadlock
+	// (FailIfHeldHere).
+	failIfHeldHere bool
+	// heldBy: a wait for a lock one of these holds is a deadlock
+	// (FailIfHeldBy).
+	heldBy []*Lock
+	// stale: see lock.Request.Stale (StaleAfter).
+	stale time.Duration
+	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,
+	// LockFileMode).
+	makeDirs bool
+	mode     fs.FileMode
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -69,6 +82,9 @@ func newConfig(opts []Option) *config {
 
 // request turns the options and target into what the protocol is handed.
 func (c *config) request(target string) (*Request, error) {
+	if err := c.refuseNUL(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err
@@ -76,7 +92,8 @@ func (c *config) request(target string) (*Request, error) {
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.explicit(target), StopWithin: c.stopWithin}
+		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
+		MakeDirs: c.makeDirs, Mode: c.mode}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

@@ -197,7 +197,7 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 			defer node.cleanup()
 			se.node = node
 			if why := node.buildHold(); why != "" {
-				list = se.leaveOut(list, why, func(im impl) bool { return im.node == nodeHoldMode })
+				list = se.leaveOut(list, why, func(im impl) bool { return usesHoldJS(im.node) })
 			}
 		}
 	}

@@ -29,9 +29,16 @@ const properLockfileVersion = "4.1.2"
 // run); the suite reuses it.
 const defaultNodeModules = "../internal/dirlock/testdata/node/node_modules"
 
-// nodeHoldMode is the worker mode of the "hold (Node)" row: the Node
-// package in js/, with a hold built from this tree as its agent.
-const nodeHoldMode = "hold"
+// nodeHoldMode and nodeHoldSyncMode are the worker modes of the "hold
+// (Node)" and "hold (Node sync)" rows: the Node package in js/, async and
+// synchronous, with a hold built from this tree as its agent.
+const (
+	nodeHoldMode     = "hold"
+	nodeHoldSyncMode = "hold-sync"
+)
+
+// usesHoldJS reports whether a Node worker mode runs the Node package.
+func usesHoldJS(mode string) bool { return mode == nodeHoldMode || mode == nodeHoldSyncMode }
 
 // nodeSetup is a Node and a proper-lockfile install to run workers with.
 type nodeSetup struct {
@@ -118,7 +125,7 @@ func (n *nodeSetup) cleanup() { os.RemoveAll(n.tmp) }
 func (n *nodeSetup) command(mode, dir string, m int, budget time.Duration) *exec.Cmd {
 	cmd := exec.Command(n.bin, n.script, mode, dir, strconv.Itoa(m), strconv.FormatInt(budget.Milliseconds(), 10))
 	cmd.Env = append(os.Environ(), "NODE_PATH="+n.modules)
-	if mode == nodeHoldMode {
+	if usesHoldJS(mode) {
 		cmd.Env = append(cmd.Env, "HOLD_BIN="+n.holdBin, "HOLD_JS="+n.holdJS)
 	}
 	return cmd

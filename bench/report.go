@@ -144,6 +144,8 @@ func writeTable(path string, head *headline, results []*result, list []impl, cou
 		"Goal: ≥ 10×, and a median hand-off under 1 ms.")
 	writeAgainstProperLockfile(&b, results, counts, "hold (Node)", "hold's Node package against proper-lockfile",
 		"Goals: at N = 1 (uncontended lock() + release()) ≥ 3× proper-lockfile retry's acquisitions/s (its asynchronous lock(), the call a Node program makes); at N = 8 ≥ 10× its hand-offs/s.")
+	writeAgainstProperLockfile(&b, results, counts, "hold (Node sync)", "hold's synchronous Node API against proper-lockfile",
+		"The synchronous calls (lockSync() + releaseSync()) beside the async ones, against the same baselines; the seeds' callers are synchronous.")
 	writeAgainstFilelock(&b, results, counts)
 	fmt.Fprintf(&b, "\nChart: [waits.svg](waits.svg), the distribution of waits per implementation (log scale).\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)

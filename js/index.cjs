@@ -6,8 +6,10 @@
 // repository's docs/agent.md). The kernel lock belongs to the agent: when
 // this process exits or crashes, the agent's stdin ends, it releases
 // everything, and waiters elsewhere get the lock at once. The agent never
-// keeps this process alive: its process and pipes are unreferenced
-// whenever no lock is held and no request is pending.
+// keeps this process alive, not even while a lock is held: its process and
+// pipes are referenced only while a request is pending, so a script that
+// ends (or calls process.exit) holding a lock exits, and the agent then
+// releases it.
 //
 // Requests that never wait (a try, a release, a check) take a faster
 // road where the system has FIFOs: the agent's synchronous channel, a
@@ -16,7 +18,13 @@
 // short blocking calls, and lock() on a busy one costs a failed try before
 // its wait goes to the agent's standard input like every other request.
 // HOLD_AGENT_SYNC=0 in the environment keeps every request on the
-// standard channel.
+// standard channel (and leaves the synchronous API, which needs that
+// channel, without it).
+//
+// The synchronous API (lockSync, updateSync, ...) sends every request on
+// that channel, and blocks in a read of its reply, however long a wait
+// takes: the thread sleeps in the kernel, burning no CPU. Its waits are
+// the agent's, so they exclude the async API's and other processes' alike.
 //
 // This file is the package for require() and import alike: index.js, the
 // ES module entry, re-exports it, so a program that mixes both still has
@@ -24,10 +32,13 @@
 
 'use strict';
 
-const { spawn } = require('node:child_process');
-const { closeSync, constants, existsSync, openSync, readSync, writeSync } = require('node:fs');
-const { availableParallelism, cpus } = require('node:os');
-const { basename, dirname, join } = require('node:path');
+// Plain module names, not 'node:…': Jest before 27 cannot resolve those.
+const { spawn } = require('child_process');
+const { closeSync, constants, existsSync, mkdtempSync, openSync, readSync, rmdirSync, writeSync } = require('fs');
+const { availableParallelism, cpus, tmpdir } = require('os');
+const { basename, dirname, join } = require('path');
+// Not the global: Jest's node environment before 26 lacks it.
+const { performance } = require('perf_hooks');
 
 /**
  * How long a lock found busy is assumed to stay busy, in ms: a lock() of it
@@ -39,12 +50,19 @@ const BUSY_MEMORY_MS = 100;
 /** The agent protocol version this package speaks. */
 const PROTOCOL_VERSION = 1;
 
+/** How long the synchronous API waits for a starting agent's channel, in ms. */
+const SYNC_START_MS = 10_000;
+
+/** Whether this process uses the agent's synchronous channel. */
+function syncWanted() {
+  return process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
+}
+
 /**
- * How long a synchronous request polls for its reply before it naps between
- * polls, in ms: long enough to cover an agent that the kernel must wake
- * first (tens of µs on a virtual machine), since a nap lasts 100 µs or more
- * there. 0 with a single CPU, where polling would only keep the agent from
- * running.
+ * How long a synchronous request polls for its reply before it blocks in a
+ * read, in ms: long enough to cover an agent that the kernel must wake
+ * first (tens of µs on a virtual machine). 0 with a single CPU, where
+ * polling would only keep the agent from running.
  */
 const SPIN_MS = (typeof availableParallelism === 'function' ? availableParallelism() : cpus().length) > 1 ? 0.2 : 0;
 
@@ -168,18 +186,33 @@ class Agent {
     this.child.stdin.on('error', () => {});
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (chunk) => this.receive(chunk));
-    this.sync = null; // { requests, replies }: descriptors of the synchronous channel
+    this.sync = null; // { requests, replies, blocking }: descriptors of the synchronous channel
     this.busyLocks = new Map(); // busyKey -> when a try found the lock busy
+    // The synchronous channel's FIFOs are made by the agent in a private
+    // directory made here, so that the synchronous API can open them
+    // without waiting for the hello's reply, which only the event loop
+    // can read (see openSyncNow).
+    this.syncDir = null;
+    if (syncWanted()) {
+      try {
+        this.syncDir = mkdtempSync(join(tmpdir(), 'hold-agent-'));
+      } catch {
+        // no channel: every request keeps to the standard one
+      }
+    }
+    const hello = { op: 'hello', version: PROTOCOL_VERSION, sync: this.syncDir !== null };
+    if (this.syncDir) hello.sync_dir = this.syncDir;
     // Settles once the hello is answered (and the synchronous channel
     // opened, if there is one); never rejects.
-    const sync = process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
-    this.ready = this.request({ op: 'hello', version: PROTOCOL_VERSION, sync }).then((r) => {
+    this.ready = this.request(hello).then((r) => {
       if (r.version !== PROTOCOL_VERSION) {
         this.kill(new HoldError('EAGENT', `${this.bin} speaks agent protocol ${r.version}, this package ${PROTOCOL_VERSION}: install matching versions`));
         return;
       }
-      if (r.sync && !this.dead) this.openSync(r.sync);
+      if (r.sync && !this.dead && !this.sync) this.openSync(r.sync);
+      this.forgetSyncDir();
     }, (err) => {
+      this.forgetSyncDir();
       if (err.code !== 'EAGENT') this.kill(new HoldError('EAGENT', `the hold agent refused the hello: ${err.message}`));
     });
   }
@@ -199,16 +232,77 @@ class Agent {
       // nobody can write it.
       fds.push(openSync(paths.requests, constants.O_WRONLY | constants.O_NONBLOCK));
       fds.push(openSync(paths.replies, constants.O_RDONLY | constants.O_NONBLOCK));
-      const [requests, replies] = fds;
+      // A second, blocking, descriptor of the replies, for the reads
+      // that wait: a FIFO opened for reading blocks until it has a
+      // writer, so this process is one for that moment (its own
+      // reader lets that open succeed at once), then closes it again so
+      // that the agent stays the only writer and its death still reads
+      // as end of file.
+      const writer = openSync(paths.replies, constants.O_WRONLY | constants.O_NONBLOCK);
+      try {
+        fds.push(openSync(paths.replies, constants.O_RDONLY));
+      } finally {
+        closeSync(writer);
+      }
+      const [requests, replies, blocking] = fds;
       this.sync = {
         requests,
         replies,
+        blocking,
         buffer: Buffer.alloc(64 * 1024),
         nap: new Int32Array(new SharedArrayBuffer(4)), // for Atomics.wait
       };
     } catch {
       for (const fd of fds) closeSync(fd);
     }
+  }
+
+  /**
+   * Opens the synchronous channel now, for the synchronous API, waiting
+   * (blocked, in naps) for the agent to have made it if it is just
+   * starting. Throws a HoldError when there is none.
+   */
+  openSyncNow(what) {
+    if (this.sync) return;
+    if (this.dead) throw this.dead;
+    if (!this.syncDir) {
+      throw new HoldError('ENOTSUP', `${what} needs the agent's synchronous channel, which ${process.platform === 'win32' ? 'Windows, lacking FIFOs, cannot have' : 'HOLD_AGENT_SYNC=0 turns off'}: use the async form`);
+    }
+    if (this.child.pid === undefined) {
+      // spawn failed; its 'error' event is still to come.
+      this.die(new HoldError('EAGENT', missingBinary(this.found, { code: 'ENOENT', message: `spawn ${this.bin} ENOENT` })));
+      throw this.dead;
+    }
+    const paths = { requests: join(this.syncDir, 'requests'), replies: join(this.syncDir, 'replies') };
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    const start = Date.now();
+    for (;;) {
+      // The agent opens the replies first, so a requests FIFO that opens
+      // (it fails with ENXIO until the agent reads it) means both are ready.
+      let fd;
+      try {
+        fd = openSync(paths.requests, constants.O_WRONLY | constants.O_NONBLOCK);
+      } catch (err) {
+        if (err.code !== 'ENOENT' && err.code !== 'ENXIO') throw new HoldError('EAGENT', `cannot open the hold agent's synchronous channel: ${err.message}`, { cause: err });
+      }
+      if (fd !== undefined) {
+        closeSync(fd);
+        this.openSync(paths);
+        if (this.sync) return;
+        throw new HoldError('EAGENT', `cannot open the hold agent's synchronous channel in ${this.syncDir}`);
+      }
+      if (Date.now() - start > SYNC_START_MS) {
+        this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) did not open its synchronous channel within ${SYNC_START_MS / 1000}s: is ${this.bin} as new as this package?`));
+        throw this.dead;
+      }
+      Atomics.wait(nap, 0, 0, 2);
+    }
+  }
+
+  /** Removes the channel's directory if the agent did not (it does once used). */
+  forgetSyncDir() {
+    if (!this.syncDir) return;
+    try { rmdirSync(this.syncDir); } catch { /* the agent's now, or gone */ }
   }
 
   /**
@@ -231,27 +325,27 @@ class Agent {
         }
       }
       const parts = [];
-      // The reply is due in µs: poll for it for up to SPIN_MS, then nap
-      // between polls, 50 µs at first and twice as long each time, up to
-      // 1 ms. (The descriptor does not block, so that an agent that died
-      // at any moment is seen as end of file, never as a hang.)
+      // A reply that is due in µs (a try, a release) is polled for, for
+      // up to SPIN_MS: waking a thread asleep in a read costs tens of µs
+      // on a virtual machine. After that the thread blocks in a read of
+      // the blocking descriptor, however long a wait lasts, burning no
+      // CPU; the agent's death ends it (end of file: it was the only
+      // writer).
       const start = performance.now();
-      let nap = 0.05;
+      let fd = ch.replies;
       for (;;) {
         let n;
         try {
-          n = readSync(ch.replies, ch.buffer, 0, ch.buffer.length, null);
+          n = readSync(fd, ch.buffer, 0, ch.buffer.length, null);
         } catch (err) {
           if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
-          if (performance.now() - start > SPIN_MS) {
-            Atomics.wait(ch.nap, 0, 0, nap);
-            nap = Math.min(nap * 2, 1);
-          }
+          if (err.code === 'EAGAIN' && performance.now() - start > SPIN_MS) fd = ch.blocking;
           continue;
         }
         if (n === 0) throw new Error('end of file');
         parts.push(Buffer.from(ch.buffer.subarray(0, n)));
         if (ch.buffer[n - 1] === 0x0a) break;
+        fd = ch.blocking; // the rest of a long reply is on its way
       }
       return JSON.parse(Buffer.concat(parts).toString('utf8'));
     } catch (err) {
@@ -274,7 +368,7 @@ class Agent {
 
   closeSyncChannel() {
     if (!this.sync) return;
-    for (const fd of [this.sync.requests, this.sync.replies]) {
+    for (const fd of [this.sync.requests, this.sync.replies, this.sync.blocking]) {
       try { closeSync(fd); } catch { /* closed already */ }
     }
     this.sync = null;
@@ -329,9 +423,13 @@ class Agent {
     this.updateRef();
   }
 
-  /** Keeps the event loop alive only while a request or a lock needs the agent. */
+  /**
+   * Keeps the event loop alive only while a request is pending or an
+   * update's function runs: a held lock does not, so that a script that
+   * is done exits (its agent then releases the lock).
+   */
   updateRef() {
-    const busy = this.pending.size > 0 || this.locks.size > 0 || this.busy > 0;
+    const busy = this.pending.size > 0 || this.busy > 0;
     if (busy === this.referenced || this.dead) return;
     this.referenced = busy;
     const how = busy ? 'ref' : 'unref';
@@ -373,6 +471,7 @@ class Lock {
   #controller = null; // made when signal is first read
   #lost = null;
   #released = null;
+  #releasedSync = null; // { error }: how releaseSync ended
 
   #remote; // served by the agent's sub-agent: standard channel only
 
@@ -423,6 +522,7 @@ class Lock {
       const reply = ag.syncRequest({ op: 'release', lock: this.#number });
       ag.locks.delete(this.#number);
       ag.updateRef();
+      this.#releasedSync = { error: reply?.ok ? null : (reply ? fromReply(reply.error) : this.#lost) };
       if (reply?.ok) {
         this.#released = Promise.resolve();
       } else {
@@ -442,6 +542,46 @@ class Lock {
       ag.updateRef();
     });
     return this.#released;
+  }
+
+  /**
+   * Gives the lock up, synchronously; idempotent. Throws 'ELOST' if the
+   * lock was lost meanwhile, as release() rejects.
+   */
+  releaseSync() {
+    if (this.#releasedSync) {
+      if (this.#releasedSync.error) throw this.#releasedSync.error;
+      return;
+    }
+    if (this.#lost) {
+      this.#releasedSync = { error: this.#lost };
+      throw this.#lost;
+    }
+    if (this.#released) return; // an async release is on its way
+    const ag = this.#agent;
+    ag.openSyncNow('releaseSync');
+    const reply = ag.syncRequest({ op: 'release', lock: this.#number });
+    ag.locks.delete(this.#number);
+    ag.updateRef();
+    // reply is null when the agent died, which lost the lock.
+    const error = reply?.ok ? null : (reply ? fromReply(reply.error) : this.#lost ?? ag.dead);
+    this.#releasedSync = { error };
+    this.#released = error ? Promise.reject(error) : Promise.resolve();
+    this.#released.catch(() => {});
+    if (error) throw error;
+  }
+
+  /** Returns while the lock is held; throws 'ELOST' otherwise (checkSync of check()). */
+  checkSync() {
+    if (this.#lost) throw this.#lost;
+    if (this.#released) throw new HoldError('ELOST', `lock ${this.path} was released`);
+    const ag = this.#agent;
+    ag.openSyncNow('checkSync');
+    const reply = ag.syncRequest({ op: 'check', lock: this.#number });
+    if (reply?.ok) return;
+    const err = reply ? fromReply(reply.error) : this.#lost ?? ag.dead;
+    if (err.code === 'ELOST') this._lose(err);
+    throw err;
   }
 
   /** Resolves while the lock is held; rejects with 'ELOST' otherwise. */
@@ -465,7 +605,7 @@ class Lock {
 }
 
 // The options each function takes.
-const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings']);
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
@@ -489,6 +629,12 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
       throw new HoldError('EINVAL', `wait must be a number of seconds >= 0 (omit it to wait as long as it takes), not ${String(opts.wait)}`);
     }
     req.wait = opts.wait;
+  }
+  if (opts.stale !== undefined) {
+    if (typeof opts.stale !== 'number' || !(opts.stale > 0) || opts.stale === Infinity) {
+      throw new HoldError('EINVAL', `stale must be a number of seconds > 0, not ${String(opts.stale)}`);
+    }
+    req.stale = opts.stale;
   }
   for (const [key, field] of [
     ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
@@ -553,7 +699,7 @@ function waitingRequest(ag, msg, signal) {
  * not to be worth a key).
  */
 function busyKey(req) {
-  if (req.fields || req.settings) return null;
+  if (req.fields || req.settings || req.stale) return null;
   return `${req.target}\0${req.lockFile ?? ''}\0${req.name ?? ''}\0${req.protocol ?? ''}\0${req.shared ? 's' : ''}`;
 }
 
@@ -709,4 +855,140 @@ async function status(target, opts = {}) {
   return reply.status;
 }
 
-module.exports = { HoldError, lock, tryLock, withLock, update, append, status };
+// The synchronous API. Every call blocks its thread until done: a wait
+// sleeps in a read of the agent's synchronous channel. Same options,
+// errors and agent as the async forms, except signal: nothing can abort a
+// wait that blocks the only thread that could, so `wait` bounds it
+// instead. A wait for a lock that this process holds (through either API)
+// fails at once with 'EDEADLK': blocked, it could never release it.
+
+const SYNC_LOCK_OPTIONS = without(LOCK_OPTIONS, 'signal');
+const SYNC_APPEND_OPTIONS = without(APPEND_OPTIONS, 'signal');
+const SYNC_UPDATE_OPTIONS = without(UPDATE_OPTIONS, 'signal');
+
+function without(set, name) {
+  return new Set([...set].filter((o) => o !== name));
+}
+
+/** Checks opts for a synchronous call, explaining a signal's absence. */
+function syncOptions(target, opts, allowed, what) {
+  if (opts && typeof opts === 'object' && opts.signal !== undefined) {
+    throw new HoldError('EINVAL', `${what} blocks its thread, so no signal can abort its wait: bound it with the wait option, or use the async form`);
+  }
+  return requestOptions(target, opts, allowed);
+}
+
+/** The agent, with its synchronous channel open. */
+function syncAgent(what) {
+  const ag = getAgent();
+  ag.openSyncNow(what);
+  return ag;
+}
+
+/** Sends msg on the synchronous channel; returns the reply, throws its error. */
+function syncCall(ag, msg) {
+  const r = ag.syncRequest(msg);
+  if (r === null) throw ag.dead;
+  if (!r.ok) throw fromReply(r.error);
+  return r;
+}
+
+function takeLockSync(op, target, opts = {}) {
+  const what = `${op === 'try' ? 'tryLockSync' : 'lockSync'}(${JSON.stringify(target ?? opts?.name ?? opts?.lockFile ?? '')})`;
+  const req = syncOptions(target, opts, SYNC_LOCK_OPTIONS, what);
+  const ag = syncAgent(what);
+  const reply = syncCall(ag, { op, ...req });
+  const lock = new Lock(ag, reply, isAddress(req.target));
+  ag.locks.set(reply.lock, lock);
+  return lock;
+}
+
+/** lock(), synchronously: blocks until the lock is held (or opts.wait runs out). */
+function lockSync(target, opts) {
+  return takeLockSync('acquire', target, opts);
+}
+
+/** tryLock(), synchronously: the lock if free; throws 'EBUSY' naming the holder otherwise. */
+function tryLockSync(target, opts) {
+  return takeLockSync('try', target, opts);
+}
+
+function isThenable(x) {
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof x.then === 'function';
+}
+
+/**
+ * Runs fn(lock) under the lock, synchronously, and releases it whatever fn
+ * does. Returns fn's result; throws 'ELOST' if fn succeeded but the lock
+ * was lost. fn must be synchronous: a promise it returned would outlive
+ * the lock (use withLock).
+ */
+function withLockSync(target, fn, opts) {
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'withLockSync needs a function to run under the lock');
+  const l = lockSync(target, opts);
+  let result;
+  try {
+    result = fn(l);
+  } catch (err) {
+    try { l.releaseSync(); } catch { /* fn's error wins */ }
+    throw err;
+  }
+  l.releaseSync();
+  if (isThenable(result)) {
+    result.then(null, () => {}); // its outcome is no longer ours to report
+    throw new HoldError('EINVAL', 'the function given to withLockSync returned a promise, which would run on without the lock (released already): use withLock for async functions');
+  }
+  return result;
+}
+
+/**
+ * update(), synchronously: fn gets the old content and returns the new
+ * (synchronously). Returns whether the file was written.
+ */
+function updateSync(file, fn, opts = {}) {
+  const what = `updateSync(${JSON.stringify(file)})`;
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'updateSync needs a function from the old content to the new');
+  const req = syncOptions(file, opts, SYNC_UPDATE_OPTIONS, what);
+  const encoding = opts.encoding ?? 'utf8';
+  if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
+  const ag = syncAgent(what);
+  const reply = syncCall(ag, { op: 'update', ...req });
+  const old = Buffer.from(reply.data ?? '', 'base64');
+  let data;
+  try {
+    const out = fn(encoding === 'buffer' ? old : old.toString('utf8'));
+    if (isThenable(out)) {
+      out.then(null, () => {});
+      throw new HoldError('EINVAL', 'the function given to updateSync returned a promise: return the new content itself, or use update for async functions');
+    }
+    if (out === undefined || out === null) {
+      throw new HoldError('EINVAL', 'the update function returned nothing: return the new content (a string or Buffer), or throw to write nothing');
+    }
+    data = toBytes(out, 'the update function\'s result');
+  } catch (err) {
+    ag.syncRequest({ op: 'abort', update: reply.update });
+    throw err;
+  }
+  const done = syncCall(ag, { op: 'commit', update: reply.update, data: data.toString('base64') });
+  if (done.warning) process.emitWarning(done.warning, { type: 'HoldWarning', code: 'HOLD_UPDATE' });
+  return Boolean(done.written);
+}
+
+/** append(), synchronously. */
+function appendSync(file, data, opts = {}) {
+  const what = `appendSync(${JSON.stringify(file)})`;
+  const req = syncOptions(file, opts, SYNC_APPEND_OPTIONS, what);
+  req.data = toBytes(data, 'data').toString('base64');
+  syncCall(syncAgent(what), { op: 'append', ...req });
+}
+
+/** status(), synchronously. */
+function statusSync(target, opts = {}) {
+  const req = requestOptions(target, opts, STATUS_OPTIONS);
+  return syncCall(syncAgent(`statusSync(${JSON.stringify(target)})`), { op: 'status', ...req }).status;
+}
+
+module.exports = {
+  HoldError, lock, tryLock, withLock, update, append, status,
+  lockSync, tryLockSync, withLockSync, updateSync, appendSync, statusSync,
+};

@@ -44,6 +44,7 @@ export type HoldErrorCode =
   | 'ELOST'
   | 'EINVAL'
   | 'EAGENT'
+  | 'EDEADLK'
   | 'ENOLOCK'
   | 'ENOENT'
   | 'EACCES'
@@ -88,6 +89,13 @@ export interface LockOptions {
   fields?: Record<string, string>;
   /** Connection settings of network backends, by flag name: 'ttl', 'etcd-ca', 'etcd-user', ... */
   settings?: Record<string, string>;
+  /**
+   * The portable protocol's stale time for this lock, in seconds: a holder
+   * it cannot ask (no owner record, another host) is taken over once its
+   * heartbeat is older; the lock taken is refreshed often enough for it.
+   * Default: HOLD_DIR_STALE in the agent's environment, else 10.
+   */
+  stale?: number;
 }
 
 /** How to update or append to a file. */
@@ -133,6 +141,10 @@ export interface Lock {
   release(): Promise<void>;
   /** Resolves while the lock is held; rejects with 'ELOST' otherwise. */
   check(): Promise<void>;
+  /** release(), synchronously: throws 'ELOST' if the lock was lost. */
+  releaseSync(): void;
+  /** check(), synchronously: returns while the lock is held, throws 'ELOST' otherwise. */
+  checkSync(): void;
 }
 
 /** The state of a lock, as `hold status --json` reports it. */
@@ -174,3 +186,25 @@ export function append(file: string, data: string | Uint8Array, opts?: FileOptio
 
 /** Reports the lock's state without taking it. */
 export function status(target: string | undefined, opts?: StatusOptions): Promise<Status>;
+
+/** The options of the synchronous forms: those of the async ones but signal (bound waits with `wait`). */
+export type SyncOptions<T> = Omit<T, 'signal'>;
+
+/** lock(), synchronously: blocks the thread (asleep, no CPU) until the lock is held. */
+export function lockSync(target: string | undefined, opts?: SyncOptions<LockOptions>): Lock;
+
+/** tryLock(), synchronously. */
+export function tryLockSync(target: string | undefined, opts?: Omit<LockOptions, 'wait' | 'signal'>): Lock;
+
+/** withLock(), synchronously: fn must not return a promise. */
+export function withLockSync<T>(target: string | undefined, fn: (lock: Lock) => T, opts?: SyncOptions<LockOptions>): T;
+
+/** update(), synchronously: fn returns the new content itself. */
+export function updateSync(file: string, fn: (old: string) => string | Uint8Array, opts?: SyncOptions<UpdateOptions> & { encoding?: 'utf8' }): boolean;
+export function updateSync(file: string, fn: (old: Buffer) => string | Uint8Array, opts: SyncOptions<UpdateOptions> & { encoding: 'buffer' }): boolean;
+
+/** append(), synchronously. */
+export function appendSync(file: string, data: string | Uint8Array, opts?: SyncOptions<FileOptions>): void;
+
+/** status(), synchronously. */
+export function statusSync(target: string | undefined, opts?: StatusOptions): Status;

@@ -5,4 +5,7 @@
 
 import hold from './index.cjs';
 
-export const { HoldError, lock, tryLock, withLock, update, append, status } = hold;
+export const {
+  HoldError, lock, tryLock, withLock, update, append, status,
+  lockSync, tryLockSync, withLockSync, updateSync, appendSync, statusSync,
+} = hold;

@@ -47,6 +47,10 @@ var (
 	// very file it changes (hold.LockFile naming the target). Nothing is
 	// written.
 	ErrLockIsTarget = errors.New("the lock file is the file being changed")
+	// ErrDeadlock means the wait could never end: the lock is held by the
+	// caller itself, which cannot release it while it waits. The error
+	// names the holder and says why instead of hanging.
+	ErrDeadlock = errors.New("deadlock")
 )
 
 // Liveness says whether a lock holder's process still runs.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"time"
 )
@@ -45,6 +46,22 @@ type Request struct {
 	// else, so that the old holder has stopped before a new one starts.
 	// Zero asks only for the protocol's own safety margin.
 	StopWithin time.Duration
+	// MakeDirs asks for the lock file's missing parent directories to be
+	// made (mode 0777 under the umask), as Python's filelock does, instead
+	// of failing with ErrNotExist. Mode, when not zero, gives the
+	// permission bits of a lock file this acquisition creates (under the
+	// umask; 0666 otherwise). The kernel-lock protocol honours both;
+	// others ignore them.
+	MakeDirs bool
+	Mode     fs.FileMode
+	// Stale is this acquisition's stale time, for a protocol that judges
+	// by age a holder it cannot ask (the portable protocol: a holder
+	// without an owner record, or on another host): such a holder is
+	// taken over once its heartbeat is older than Stale, and the lock
+	// taken is refreshed often enough for others judging by it. Zero
+	// means the protocol's own. Protocols that never judge by age ignore
+	// it.
+	Stale time.Duration
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable

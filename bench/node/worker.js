@@ -14,6 +14,9 @@
 // MODE "hold": this repository's Node package (its path in $HOLD_JS, its
 // agent in $HOLD_BIN): lock() and release(), a kernel lock held by the
 // process's hold agent.
+// MODE "hold-sync": the same package's synchronous API, lockSync() and
+// releaseSync(), the calls the seeds' synchronous callers make: a wait
+// blocks in a read of the agent's synchronous channel.
 //
 // It writes "r" when warmed up, starts when stdin closes, takes the lock M
 // times or until BUDGET_MS is spent, and writes its report to stdout as
@@ -23,7 +26,7 @@
 
 const fs = require('fs');
 const path = require('path');
-const lockfile = process.argv[2] === 'hold' ? null : require('proper-lockfile');
+const lockfile = process.argv[2].startsWith('hold') ? null : require('proper-lockfile');
 
 const [mode, dir, mArg, budgetArg] = process.argv.slice(2);
 const m = Number(mArg);
@@ -93,9 +96,20 @@ async function holdCycle() {
   return [start, got, releasing, nowNs()];
 }
 
+function holdSyncCycle() {
+  const start = nowNs();
+  const l = hold.lockSync(target);
+  const got = nowNs();
+  criticalSection();
+  const releasing = nowNs();
+  l.releaseSync();
+  return [start, got, releasing, nowNs()];
+}
+
 async function main() {
-  if (mode === 'hold') hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
-  const cycle = mode === 'seed' ? seedCycle : mode === 'retry' ? retryCycle : mode === 'hold' ? holdCycle : null;
+  if (mode.startsWith('hold')) hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
+  const byMode = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle };
+  const cycle = byMode[mode];
   if (!cycle) throw new Error(`unknown mode ${mode}`);
   let cycles = 1;
   await cycle(); // warm-up, as the Go workers do

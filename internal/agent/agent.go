@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold/internal/lockspec"
@@ -61,6 +62,15 @@ type agent struct {
 	remote  *subAgent                  // lazily started, for network targets (see remote.go)
 	sync    *syncChannel               // the synchronous channel, once a hello asked for it
 	patrol  bool                       // the patrol of kernel locks runs (see patrolLocks)
+
+	// routes: the replies owed to requests of the synchronous channel
+	// that are served as the standard channel's are (see routed), by the
+	// id the agent gave them; nroutes counts them, so that send looks
+	// only when there are any.
+	routeMu  sync.Mutex
+	routes   map[string]chan *reply
+	routeSeq uint64
+	nroutes  atomic.Int32
 }
 
 // errClientCancelled is the cause of a wait ended by a cancel request.
@@ -80,6 +90,7 @@ func newAgent(out io.Writer) *agent {
 		pending: map[string]context.CancelCauseFunc{},
 		updates: map[uint64]chan updateAnswer{},
 		busy:    map[lockspec.Key]time.Time{},
+		routes:  map[string]chan *reply{},
 	}
 }
 
@@ -233,7 +244,7 @@ func (a *agent) hello(req *request) {
 	if req.Sync {
 		// A client that cannot have the channel (another system, a full
 		// disk) is answered without it and keeps to this one.
-		r.Sync = a.openSync()
+		r.Sync = a.openSync(req.SyncDir)
 	}
 	a.send(r)
 }
@@ -306,6 +317,9 @@ const shutdownGrace = 5 * time.Second
 // send writes one reply or event line. A failed write means the client
 // is gone.
 func (a *agent) send(r *reply) {
+	if a.nroutes.Load() > 0 && a.route(r) {
+		return
+	}
 	b := encodeReply(r)
 	a.outMu.Lock()
 	a.out.Write(b)

@@ -39,6 +39,7 @@ func (a *agent) acquire(req *request) {
 		return
 	}
 	spec := &al.spec
+	a.failIfHeldBy(req, spec)
 	if spec.Nonblock || !a.recentlyBusy(spec) {
 		l, err := a.try(spec)
 		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
@@ -202,5 +203,26 @@ func (a *agent) check(req *request) {
 		a.forwardLockOp(req, al)
 	default:
 		a.answer(req.ID, al.l.Check())
+	}
+}
+
+// failIfHeldBy adds to spec the locks the request says its caller holds
+// and will not release while it waits (held_by): a wait for one of them
+// is a deadlock (hold.FailIfHeldBy). Numbers of no lock of this agent's
+// are ignored: they hold nothing here.
+func (a *agent) failIfHeldBy(req *request, spec *lockspec.Resolved) {
+	if len(req.HeldBy) == 0 {
+		return
+	}
+	var ls []*hold.Lock
+	a.mu.Lock()
+	for _, n := range req.HeldBy {
+		if al := a.locks[n]; al != nil && al.l != nil {
+			ls = append(ls, al.l)
+		}
+	}
+	a.mu.Unlock()
+	if len(ls) > 0 {
+		spec.Opts = append(spec.Opts, hold.FailIfHeldBy(ls...))
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ func (req *request) spec() (lockspec.Spec, error) {
 		ProtocolGiven: req.Protocol != "",
 		LockFile:      req.LockFile,
 		Name:          req.Name,
+		// The client of the synchronous channel waits blocked: a lock
+		// it holds cannot be released before its request ends.
+		FailIfHeldHere: req.syncCaller,
 	}
 	if req.Wait != nil {
 		w := *req.Wait
@@ -28,6 +32,20 @@ func (req *request) spec() (lockspec.Spec, error) {
 			return s, errkind.Usagef("wait must be a number of seconds >= 0, not %v", w)
 		}
 		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
+	}
+	s.MakeDirs = req.MakeDirs
+	if req.Mode != nil {
+		if *req.Mode <= 0 || *req.Mode > 0o777 {
+			return s, errkind.Usagef("mode must be permission bits between 1 and 0o777 (511), not %d", *req.Mode)
+		}
+		s.Mode = fs.FileMode(*req.Mode)
+	}
+	if req.Stale != nil {
+		st := *req.Stale
+		if !(st > 0) || st > 1e9 {
+			return s, errkind.Usagef("stale must be a number of seconds > 0, not %v", st)
+		}
+		s.Stale = lockspec.SecondsToWait(st)
 	}
 	if len(req.Fields) > 0 {
 		s.Fields = make([]lockspec.Field, 0, len(req.Fields))

@@ -35,27 +35,38 @@ const (
 	repliesFIFO  = "replies"
 )
 
-// openSync makes the synchronous channel and starts serving it. It returns
-// nil if the agent has one already, is closing, or cannot make one.
+// openSync makes the synchronous channel and starts serving it: in dir if
+// the client gave one, else in a new directory of its own. It returns nil
+// if the agent has one already, is closing, or cannot make one (dir is not
+// a directory private to this user).
 //
 // Both FIFOs are opened for reading and writing. That open never blocks
 // (a FIFO opened for one direction waits for the other end), so the client
 // can open its ends at leisure; and the client, holding only the reading
-// end of the replies, reads end of file the moment the agent dies.
-func (a *agent) openSync() *syncPaths {
+// end of the replies, reads end of file the moment the agent dies. The
+// replies FIFO is opened first: a client that could open the requests
+// FIFO (which fails with ENXIO before the agent reads it) finds the
+// replies open too, which is how a client that did not wait for the
+// hello's reply knows that the channel is ready.
+func (a *agent) openSync(dir string) *syncPaths {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sync != nil || a.closed {
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "hold-agent-")
-	if err != nil {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "hold-agent-"); err != nil {
+			return nil
+		}
+	} else if !privateDir(dir) {
 		return nil
 	}
 	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO)}
 	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
-	if ch.requests, err = openFIFO(paths.Requests, true); err == nil {
-		if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
+	var err error
+	if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
+		if ch.requests, err = openFIFO(paths.Requests, true); err == nil {
 			ch.wake, err = openFIFO(paths.Requests, false)
 		}
 	}
@@ -67,6 +78,16 @@ func (a *agent) openSync() *syncPaths {
 	a.sync = ch
 	go a.serveSync(ch)
 	return paths
+}
+
+// privateDir reports whether dir is a directory of this user's that no
+// one else may enter: the FIFOs made there are the client's way in.
+func privateDir(dir string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o077 == 0 && int(st.Uid) == os.Geteuid()
 }
 
 // openFIFO makes the FIFO path and opens it for reading and writing, or

@@ -135,6 +135,7 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	// The file is rewritten: its lock stays apart from it, and a file
 	// that is its own lock by name is locked itself too (hold.ForRewrite).
 	spec.Opts = append(spec.Opts, hold.ForRewrite())
+	a.failIfHeldBy(req, spec)
 	l, err := spec.Acquire(ctx, nil)
 	if err != nil {
 		return abortCause(ctx, err)

@@ -41,6 +41,7 @@ const (
 	codeUnsupported = "ENOTSUP"
 	codeNoExec      = "ENOEXEC"
 	codeIO          = "EIO"
+	codeDeadlock    = "EDEADLK"
 )
 
 // request is one request line. Which fields apply depends on Op;
@@ -53,6 +54,11 @@ type request struct {
 	// wants the synchronous channel (sync.go).
 	Version int  `json:"version"`
 	Sync    bool `json:"sync"`
+	// hello: the directory, made by the client and private to its user,
+	// in which to make the synchronous channel's FIFOs; empty: one of the
+	// agent's own. A client that knows where they will be can open them
+	// without waiting for the hello's reply.
+	SyncDir string `json:"sync_dir"`
 
 	// acquire, try, status, update, append: what to lock and how.
 	Target   string            `json:"target"`
@@ -64,6 +70,18 @@ type request struct {
 	Name     string            `json:"name"`
 	Fields   map[string]string `json:"fields"`
 	Settings map[string]string `json:"settings"`
+	// HeldBy: the numbers of the locks the caller holds and will not
+	// release while this request waits (a thread's own): a wait for a
+	// lock one of them holds fails at once as a deadlock.
+	HeldBy []uint64 `json:"held_by"`
+	// MakeDirs: make the lock file's missing directories; Mode: the
+	// permission bits of a lock file created (hold.MakeDirs,
+	// hold.LockFileMode).
+	MakeDirs bool `json:"make_dirs"`
+	Mode     *int `json:"mode"`
+	// Stale: the lock's own stale time in seconds, for the portable
+	// protocol (hold.StaleAfter).
+	Stale *float64 `json:"stale"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`
@@ -81,6 +99,11 @@ type request struct {
 	Update uint64 `json:"update"`
 	// cancel: the id of the request whose wait to end.
 	Request json.RawMessage `json:"request"`
+
+	// syncCaller: the request came on the synchronous channel, whose
+	// client is blocked until the reply: it cannot release a lock while
+	// the request waits (see routed).
+	syncCaller bool
 }
 
 // reply is a reply (ID set) or an event (Event set).
@@ -281,6 +304,7 @@ var errorCodes = []struct {
 	code  string
 }{
 	{errkind.Usage, codeInvalid},
+	{errkind.Deadlock, codeDeadlock},
 	{errkind.Foreign, codeForeign},
 	{errkind.Busy, codeBusy},
 	{errkind.Timeout | errkind.GaveUp, codeTimeout},

@@ -196,6 +196,11 @@ func Resolve(fsys FS, path string) (*Target, error) { return resolve(fsys, path,
 func Locate(fsys FS, path string) (*Target, error) { return resolve(fsys, path, false) }
 
 func resolve(fsys FS, path string, access bool) (*Target, error) {
+	if strings.IndexByte(path, 0) >= 0 {
+		// No system's path holds one: say so, rather than pass on the
+		// system call's bare "invalid argument".
+		return nil, fmt.Errorf("%w: a path cannot contain a NUL byte", lock.ErrInvalidName)
+	}
 	p := path
 	for range maxLinks {
 		fi, err := fsys.Lstat(p)

@@ -16,7 +16,8 @@ Reads one JSON request per line on stdin and writes one JSON reply (or
 event) per line on stdout; docs/agent.md describes the protocol. Requests
 carry ids, several may be outstanding, and a wait can be cancelled. A
 client may also ask, in its hello, for a synchronous channel: two FIFOs on
-which requests that never wait (try, release, check) are answered in µs.
+which it writes a request and blocks reading its reply (µs for a try or a
+release; as long as a wait lasts for an acquire).
 
 When stdin reaches end of file (the client exited or crashed), the agent
 abandons its waits, releases every lock it holds and exits 0; SIGTERM does

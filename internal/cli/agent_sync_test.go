@@ -57,25 +57,13 @@ func openSyncChannel(t *testing.T, c *agentClient) *syncClient {
 // request sends one line on the synchronous channel and reads its reply.
 func (s *syncClient) request(line string) map[string]any {
 	s.t.Helper()
-	if _, err := s.requests.WriteString(line + "\n"); err != nil {
-		s.t.Fatalf("writing to the synchronous channel: %v", err)
-	}
-	got, err := s.replies.ReadBytes('\n')
-	if err != nil {
-		s.t.Fatalf("reading the synchronous channel: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(got, &m); err != nil {
-		s.t.Fatalf("unparsable reply %q: %v", got, err)
-	}
-	return m
+	return s.within(hangLimit, line)
 }
 
 // TestAgentSyncChannel: a client that asks for the synchronous channel
 // gets two private FIFOs, which go away once it has opened them; try,
 // release and check are served there, on the same lock table as the
-// standard channel; everything else, and network targets, are refused
-// with a reply that says where they go.
+// standard channel; hello is refused with a reply that says where it goes.
 func TestAgentSyncChannel(t *testing.T) {
 	dir := t.TempDir()
 	c := startAgent(t, holdBin, dir)
@@ -114,9 +102,7 @@ func TestAgentSyncChannel(t *testing.T) {
 	l.Release()
 
 	for _, tc := range []struct{ req, code, says string }{
-		{`{"id":9,"op":"acquire","target":"t"}`, "EINVAL", "standard channel"},
 		{`{"id":10,"op":"hello","version":1}`, "EINVAL", "standard channel"},
-		{`{"id":11,"op":"try","target":"etcd://127.0.0.1:1/k"}`, "EINVAL", "etcd://"},
 		{`{"id":12,"op":"try","target":"t","protocol":"nope"}`, "EINVAL", "nope"},
 		{`{"id":13,"op":"check","lock":999}`, "ENOLOCK", "999"},
 		{`{"id":14,"op":`, "EINVAL", "malformed"},
@@ -192,5 +178,130 @@ func TestAgentKernelLockLost(t *testing.T) {
 		if m["event"] != nil {
 			t.Errorf("unexpected event %v", m)
 		}
+	}
+}
+
+// within runs s.request(line) and fails the test if no reply comes
+// within d: a hang bound, not a timing assertion.
+func (s *syncClient) within(d time.Duration, line string) map[string]any {
+	s.t.Helper()
+	done := make(chan map[string]any, 1)
+	go func() {
+		var m map[string]any
+		got, err := func() ([]byte, error) {
+			if _, err := s.requests.WriteString(line + "\n"); err != nil {
+				return nil, err
+			}
+			return s.replies.ReadBytes('\n')
+		}()
+		if err == nil {
+			err = json.Unmarshal(got, &m)
+		}
+		if err != nil {
+			m = map[string]any{"ok": false, "error": map[string]any{"code": "TEST", "message": "the synchronous channel: " + err.Error()}}
+		}
+		done <- m
+	}()
+	select {
+	case m := <-done:
+		return m
+	case <-time.After(d):
+		s.t.Fatalf("no reply on the synchronous channel within %v to %s", d, line)
+		return nil
+	}
+}
+
+// TestAgentSyncWaits: the synchronous channel serves what may wait too.
+// An acquire of a lock another process holds blocks until it is released;
+// one of a lock this agent holds fails at once as a deadlock (the
+// synchronous client is blocked and cannot release it), naming the
+// holder; update with its commit, append and status are served there.
+func TestAgentSyncWaits(t *testing.T) {
+	dir := t.TempDir()
+	c := startAgent(t, holdBin, dir)
+	s := openSyncChannel(t, c)
+
+	other, err := hold.TryAcquire(filepath.Join(dir, "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		released <- time.Now()
+		other.Release()
+	}()
+	got := wantOK(t, s.within(30*time.Second, `{"id":1,"op":"acquire","target":"w","wait":30}`))
+	select {
+	case <-released:
+	default:
+		t.Fatal("the acquire on the synchronous channel was granted while another process held the lock")
+	}
+	if got["path"] != "w.lock" {
+		t.Fatalf("acquire: %v", got)
+	}
+
+	// Held by this agent: a deadlock, at once, whatever the wait.
+	for _, req := range []string{
+		`{"id":2,"op":"acquire","target":"w"}`,
+		`{"id":3,"op":"acquire","target":"w","shared":true,"wait":60}`,
+		`{"id":4,"op":"update","lock_file":"w.lock","target":"f"}`,
+	} {
+		msg := wantCode(t, s.within(2*time.Second, req), "EDEADLK")
+		if !strings.Contains(msg, fmt.Sprint("pid ", c.cmd.Process.Pid)) || !strings.Contains(msg, "this very process") {
+			t.Errorf("%s: deadlock message %q does not name the holder and say why", req, msg)
+		}
+	}
+	wantOK(t, s.request(fmt.Sprintf(`{"id":5,"op":"release","lock":%v}`, got["lock"])))
+
+	// update, commit, append, status.
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := wantOK(t, s.within(10*time.Second, `{"id":6,"op":"update","target":"f"}`))
+	if u["data"] != "b2xk" { // "old"
+		t.Fatalf("update: %v", u)
+	}
+	if r := wantOK(t, s.request(fmt.Sprintf(`{"id":7,"op":"commit","update":%v,"data":"bmV3"}`, u["update"]))); r["written"] != true {
+		t.Fatalf("commit: %v", r)
+	}
+	wantOK(t, s.within(10*time.Second, `{"id":8,"op":"append","target":"f","data":"Kw=="}`))
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "new+" {
+		t.Fatalf("file after update and append: %q", b)
+	}
+	st := wantOK(t, s.request(`{"id":9,"op":"status","target":"f"}`))
+	if m, _ := st["status"].(map[string]any); m == nil || m["state"] != "free" {
+		t.Fatalf("status: %v", st)
+	}
+	// The standard channel still works, and a sync reply never went there.
+	wantOK(t, c.request(`{"id":10,"op":"status","target":"f"}`))
+	for _, m := range c.held {
+		if m["id"] != nil {
+			t.Errorf("a reply reached the standard channel unasked: %v", m)
+		}
+	}
+}
+
+// TestAgentSyncDir: a client that names the directory for the FIFOs in
+// its hello finds them there, ready, and the agent removes them and the
+// directory once used.
+func TestAgentSyncDir(t *testing.T) {
+	c := startAgent(t, holdBin, t.TempDir())
+	public := filepath.Join(t.TempDir(), "public")
+	if err := os.Mkdir(public, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"hello","version":1,"sync":true,"sync_dir":%q}`, public))); r["sync"] != nil {
+		t.Fatalf("a channel was made in a directory others may enter: %v", r)
+	}
+	c2 := startAgent(t, holdBin, t.TempDir())
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := wantOK(t, c2.request(fmt.Sprintf(`{"id":1,"op":"hello","version":1,"sync":true,"sync_dir":%q}`, private)))
+	paths, _ := r["sync"].(map[string]any)
+	if paths == nil || paths["requests"] != filepath.Join(private, "requests") || paths["replies"] != filepath.Join(private, "replies") {
+		t.Fatalf("hello: %v", r)
 	}
 }

@@ -18,6 +18,7 @@ const (
 	exitLockError    = 65 // EX_DATAERR: the lock could not be used (unsupported filesystem, lost, ...)
 	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened or is not hold's (missing directory, not a regular file, data at the lock path, no permission)
 	exitExecFailed   = 69 // EX_UNAVAILABLE: the command could not be started
+	exitDeadlock     = 70 // EX_SOFTWARE: the wait could never end (the lock is held by an ancestor that waits for this process)
 	exitOSError      = 71 // EX_OSERR: another operating-system error
 	exitCannotCreate = 73 // EX_CANTCREAT: read-only or full filesystem
 	exitSignalBase   = 128
@@ -36,6 +37,8 @@ Exit status:
           missing directory, not a regular file, no permission, or something
           hold did not create (data, another tool's file)
   69      the command could not be started
+  70      deadlock: the lock is held by an ancestor that waits for this
+          process (hold run T -- hold run T ...); the message names it
   71      other operating-system error
   73      read-only or full filesystem
   128+N   interrupted by signal N while waiting
@@ -53,6 +56,7 @@ var exitCodes = []struct {
 	code  int
 }{
 	{errkind.Usage, exitUsage},
+	{errkind.Deadlock, exitDeadlock},
 	{errkind.Busy | errkind.Timeout | errkind.GaveUp, -1},
 	{errkind.Exec, exitExecFailed},
 	{errkind.ReadOnly | errkind.Full, exitCannotCreate},

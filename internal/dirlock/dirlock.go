@@ -174,6 +174,10 @@ type attempt struct {
 	// leaveGate gives up this acquisition's place at the gate (nil when
 	// ungated); the handle takes it over when the lock is won.
 	leaveGate func()
+	// stale is this acquisition's stale time: the request's, else the
+	// protocol's. It judges the holders it meets, and its own handle
+	// beats often enough for others judging by it.
+	stale time.Duration
 }
 
 // acquire is the protocol's one acquire loop.
@@ -186,11 +190,14 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the portable protocol has exclusive locks only"}
 	}
-	if err := p.cfg.checkStopWithin(req.Path, req.StopWithin); err != nil {
+	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale}
+	if req.Stale > 0 {
+		a.stale = req.Stale
+	}
+	if err := p.cfg.checkStopWithin(req.Path, a.stale, req.StopWithin); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin}
 	if a.owner.ID == "" {
 		a.owner.ID = lock.NewID()
 	}
@@ -222,7 +229,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			if leave, busy = a.tryGate(); busy {
 				// Another local waiter is ahead: the lock is busy, and its
 				// holder is whoever has the directory.
-				a.seen = p.judge(a.path)
+				a.seen = p.judgeAfter(a.path, a.stale)
 				switch a.seen.verdict {
 				case foreign:
 					return nil, foreignError("acquire", a.path, a.seen.why)
@@ -381,7 +388,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	a.p.hit(faultAfterReadBack)
 	leave := a.leaveGate
 	a.leaveGate = nil
-	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave, a.stopWithin), nil
+	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin), nil
 }
 
 // resourceHint explains an error for want of resources, "" for others.
@@ -472,7 +479,7 @@ func check(path string, d *dirRef, stamp []byte) ownership {
 func (a *attempt) contended() (outcome, lock.Handle, error) {
 	// A first judgement without the guard: a live holder, the common case
 	// under contention, is answered without touching the guard at all.
-	a.seen = a.p.judge(a.path)
+	a.seen = a.p.judgeAfter(a.path, a.stale)
 	switch a.seen.verdict {
 	case vanished:
 		return passAgain, nil, nil
@@ -497,7 +504,7 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 	a.p.hit(faultInGuard)
 	// Judge again under the guard: this is the judgement that licenses the
 	// delete, and its Lstat is the identity the delete must find.
-	j := a.p.judge(a.path)
+	j := a.p.judgeAfter(a.path, a.stale)
 	a.seen = j
 	switch j.verdict {
 	case vanished:
@@ -599,7 +606,7 @@ func (a *attempt) hint() string {
 	case j.lookErr != nil:
 		s = j.why
 	case j.fi != nil && j.owner == nil:
-		s = fmt.Sprintf("%s, age %s (stale after %s)", j.why, j.age.Round(time.Millisecond), max(a.p.cfg.Stale, a.p.cfg.Grace))
+		s = fmt.Sprintf("%s, age %s (stale after %s)", j.why, j.age.Round(time.Millisecond), max(a.stale, a.p.cfg.Grace))
 	}
 	if a.lastErr != nil {
 		if s != "" {
@@ -618,7 +625,7 @@ func (a *attempt) busy() error {
 // ended, saying which bound expired. It matches ErrTimeout and, like every
 // expired wait in hold, context.DeadlineExceeded.
 func (a *attempt) timeout(bound string) error {
-	a.seen = a.p.judge(a.path)
+	a.seen = a.p.judgeAfter(a.path, a.stale)
 	return &lock.Error{Op: "acquire", Path: a.path,
 		Err:    fmt.Errorf("%w: %s (%w)", lock.ErrTimeout, bound, context.DeadlineExceeded),
 		Holder: a.holder(), Hint: a.hint()}
@@ -626,6 +633,6 @@ func (a *attempt) timeout(bound string) error {
 
 // waitEnded builds the error of a wait the caller's context ended.
 func (a *attempt) waitEnded(ctxErr error) error {
-	a.seen = a.p.judge(a.path)
+	a.seen = a.p.judgeAfter(a.path, a.stale)
 	return &lock.Error{Op: "acquire", Path: a.path, Err: lock.WaitError(ctxErr), Holder: a.holder(), Hint: a.hint()}
 }

@@ -21,34 +21,38 @@ import (
 // (see beatFor): shorter would be a busy loop of filesystem calls.
 const minHeartbeat = 50 * time.Millisecond
 
-// beatFor is the heartbeat of a holder that needs stopWithin to stop: the
-// configured one, shortened if need be so that at least one heartbeat fits
-// in lossAfter, so that one failed refresh never loses the lock by itself.
-func (c Config) beatFor(stopWithin time.Duration) time.Duration {
-	if room := (c.Stale - stopWithin) / 2; room < c.Heartbeat {
+// beatFor is the heartbeat of a holder judged by the stale time stale
+// that needs stopWithin to stop: the configured one (at most stale/2, for
+// a lock with a stale time of its own), shortened if need be so that at
+// least one heartbeat fits in lossAfter, so that one failed refresh never
+// loses the lock by itself.
+func (c Config) beatFor(stale, stopWithin time.Duration) time.Duration {
+	beat := min(c.Heartbeat, stale/2)
+	if room := (stale - stopWithin) / 2; room < beat {
 		return max(room, minHeartbeat)
 	}
-	return c.Heartbeat
+	return beat
 }
 
 // lossAfter is how long after its last heartbeat written a holder that
 // needs stopWithin to stop declares its lock lost.
-func (c Config) lossAfter(stopWithin time.Duration) time.Duration {
-	return c.Stale - stopWithin - c.beatFor(stopWithin)
+func (c Config) lossAfter(stale, stopWithin time.Duration) time.Duration {
+	return stale - stopWithin - c.beatFor(stale, stopWithin)
 }
 
 // checkStopWithin refuses a holder that could not stop in time even with
 // its shortest heartbeat. The stale time is what others judge by, so only
 // raising it (or needing less time to stop) helps.
-func (c Config) checkStopWithin(path string, stopWithin time.Duration) error {
-	if stopWithin <= 0 || c.lossAfter(stopWithin) >= c.beatFor(stopWithin) {
+func (c Config) checkStopWithin(path string, stale, stopWithin time.Duration) error {
+	stale = max(stale, c.Grace)
+	if stopWithin <= 0 || c.lossAfter(stale, stopWithin) >= c.beatFor(stale, stopWithin) {
 		return nil
 	}
 	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrUnsupported,
 		Hint: fmt.Sprintf("the holder needs %s to stop once its lock is lost (hold run: --kill-after plus half a second), "+
 			"which does not fit in the stale time %s: others could take the lock before it has stopped; "+
 			"raise %s to at least %s (every process using this lock must agree on it) or lower --kill-after",
-			stopWithin, c.Stale, EnvStale, stopWithin+2*minHeartbeat)}
+			stopWithin, stale, EnvStale, stopWithin+2*minHeartbeat)}
 }
 
 // armExpiry starts the expiry timer, at the first heartbeat (a lock held
@@ -81,7 +85,7 @@ func (h *handle) overdue(now time.Time) bool {
 		return false
 	}
 	why := fmt.Sprintf("the heartbeat could not refresh the lock for %s; others may take it %s after the last refresh, and the holder needs %s to stop",
-		age.Round(time.Millisecond), h.p.cfg.Stale, h.stopWithin)
+		age.Round(time.Millisecond), h.stale, h.stopWithin)
 	if h.lost.MarkLost(why) {
 		h.leaveGate()
 	}

@@ -23,10 +23,10 @@ func TestStopWithinTooLong(t *testing.T) {
 		t.Fatalf("StopWithin longer than the stale time: %v, want ErrUnsupported naming %s", err, EnvStale)
 	}
 	c := p.Config()
-	if hb := c.beatFor(600 * time.Millisecond); hb != 200*time.Millisecond {
+	if hb := c.beatFor(c.Stale, 600*time.Millisecond); hb != 200*time.Millisecond {
 		t.Errorf("heartbeat with 400ms left of the stale time: %v, want 200ms", hb)
 	}
-	if la := c.lossAfter(600 * time.Millisecond); la < c.beatFor(600*time.Millisecond) {
+	if la := c.lossAfter(c.Stale, 600*time.Millisecond); la < c.beatFor(c.Stale, 600*time.Millisecond) {
 		t.Errorf("loss after %v, shorter than one heartbeat", la)
 	}
 	h, err := p.Acquire(context.Background(), &lock.Request{Path: path, StopWithin: 600 * time.Millisecond})

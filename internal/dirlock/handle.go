@@ -30,11 +30,13 @@ type handle struct {
 	stamp []byte // the owner record exactly as written
 	dir   *dirRef
 	lost  lock.LostState
-	// stopWithin is the request's StopWithin; heartbeat and lossAfter
-	// are what it makes of the configuration (see expiry.go).
-	stopWithin, heartbeat, lossAfter time.Duration
-	lastOK                           atomic.Int64 // UnixNano of the last heartbeat written
-	done                             atomic.Bool  // released: the expiry timer does nothing
+	// stale is the stale time others judge this lock by (the request's,
+	// else the protocol's); stopWithin is the request's StopWithin;
+	// heartbeat and lossAfter are what the two make of the configuration
+	// (see expiry.go).
+	stale, stopWithin, heartbeat, lossAfter time.Duration
+	lastOK                                  atomic.Int64 // UnixNano of the last heartbeat written
+	done                                    atomic.Bool  // released: the expiry timer does nothing
 
 	mu       sync.Mutex
 	timer    *time.Timer
@@ -46,12 +48,13 @@ type handle struct {
 	leaveGate func()
 }
 
-func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stopWithin time.Duration) *handle {
+func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin time.Duration) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate,
-		stopWithin: stopWithin, heartbeat: p.cfg.beatFor(stopWithin), lossAfter: p.cfg.lossAfter(stopWithin)}
+	stale = max(stale, p.cfg.Grace)
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate, stale: stale,
+		stopWithin: stopWithin, heartbeat: p.cfg.beatFor(stale, stopWithin), lossAfter: p.cfg.lossAfter(stale, stopWithin)}
 	// The directory's mtime was set when it was made, a moment ago:
 	// counting from now errs by that moment, which the margin covers.
 	h.lastOK.Store(time.Now().UnixNano())

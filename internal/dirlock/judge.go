@@ -86,8 +86,14 @@ func (j *judgement) token() string {
 
 // judge looks at path and decides whether its holder is gone. It is the
 // one staleness rule of the protocol, used by acquisition, reclaim, Inspect
-// and Break; liveness itself comes from proc.Judge.
-func (p *Protocol) judge(path string) judgement {
+// and Break; liveness itself comes from proc.Judge. It judges by the
+// protocol's stale time; an acquisition that was given its own judges by
+// that one (judgeAfter).
+func (p *Protocol) judge(path string) judgement { return p.judgeAfter(path, p.cfg.Stale) }
+
+// judgeAfter is judge with the stale time staleAfter (floored at Grace).
+func (p *Protocol) judgeAfter(path string, staleAfter time.Duration) judgement {
+	limit := max(staleAfter, p.cfg.Grace)
 	now := time.Now()
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -121,7 +127,7 @@ func (p *Protocol) judge(path string) judgement {
 			return j
 		}
 		j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path"
-		return p.byAge(j)
+		return p.byAge(j, limit)
 	}
 	j.owner, j.unreadable = readOwner(path)
 	if isResourceError(j.unreadable) {
@@ -144,12 +150,12 @@ func (p *Protocol) judge(path string) judgement {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return judgement{verdict: vanished, why: "lock vanished"}
-		case why == badRecord && j.age <= max(p.cfg.Stale, p.cfg.Grace):
+		case why == badRecord && j.age <= limit:
 			// Possibly a record being written, seen through a
 			// filesystem's cache: wait while the heartbeat is young.
 			j.verdict = live
 			j.why = why + ", " + heartbeatAge(j.age)
-			p.noteSkew(&j)
+			p.noteSkew(&j, limit)
 			return j
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, owner: j.owner, why: why}
@@ -163,7 +169,7 @@ func (p *Protocol) judge(path string) judgement {
 	}
 	if j.owner == nil || j.owner.PID <= 0 {
 		j.why = "no owner record (or an unusable one)"
-		return p.byAge(j)
+		return p.byAge(j, limit)
 	}
 	switch j.alive {
 	case lock.Dead:
@@ -178,14 +184,14 @@ func (p *Protocol) judge(path string) judgement {
 			// live handle keeps its directory young, so the age rule frees
 			// only what nobody refreshes.
 			j.why = "a lock of this process that no handle of this protocol holds"
-			return p.byAge(j)
+			return p.byAge(j, limit)
 		}
 		j.verdict = live
 		j.why = "owner process is alive"
 		return j
 	}
 	j.why = "owner cannot be checked from here (another host, pid namespace or boot, or an unknown process)"
-	return p.byAge(j)
+	return p.byAge(j, limit)
 }
 
 // failedJudgement is the judgement of a lock that could not be judged
@@ -209,10 +215,9 @@ func failedError(op, path string, j judgement) error {
 		Hint: "hold could not judge the lock for want of file descriptors or memory, and neither waits on it nor removes it; raise the limit (ulimit -n) or free resources, and try again"}
 }
 
-// byAge applies the age rule: stale when the heartbeat is older than Stale,
-// and never younger than Grace.
-func (p *Protocol) byAge(j judgement) judgement {
-	limit := max(p.cfg.Stale, p.cfg.Grace)
+// byAge applies the age rule: stale when the heartbeat is older than limit
+// (the stale time, never less than Grace).
+func (p *Protocol) byAge(j judgement, limit time.Duration) judgement {
 	switch {
 	case j.age > limit:
 		j.verdict = stale
@@ -220,7 +225,7 @@ func (p *Protocol) byAge(j judgement) judgement {
 	default:
 		j.verdict = live
 		j.why += ", " + heartbeatAge(j.age)
-		p.noteSkew(&j)
+		p.noteSkew(&j, limit)
 	}
 	return j
 }
@@ -228,8 +233,7 @@ func (p *Protocol) byAge(j judgement) judgement {
 // noteSkew marks a judgement whose heartbeat is further in the future than
 // the age rule's limit: live as far as anyone can tell, but not for the
 // age rule to judge, since the clocks disagree by more than the stale time.
-func (p *Protocol) noteSkew(j *judgement) {
-	limit := max(p.cfg.Stale, p.cfg.Grace)
+func (p *Protocol) noteSkew(j *judgement, limit time.Duration) {
 	if -j.age > limit {
 		j.skew = -j.age
 		j.why += ": clock skew, the clock that stamped it (the holder's host's, or the file server's) " +

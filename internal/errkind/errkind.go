@@ -65,6 +65,8 @@ const (
 	Canceled
 	// Errno: any other operating-system error.
 	Errno
+	// Deadlock: hold.ErrDeadlock, a wait that could never end.
+	Deadlock
 )
 
 // Of returns every kind err is of; none for nil or an error hold knows
@@ -104,6 +106,7 @@ func Of(err error) Kinds {
 	set(Lost, !gaveUp && (errors.Is(err, hold.ErrLost) || errors.Is(err, hold.ErrReleased)))
 	set(Canceled, errors.Is(err, context.Canceled))
 	set(Errno, errors.As(err, &errno))
+	set(Deadlock, errors.Is(err, hold.ErrDeadlock))
 	return k
 }
 

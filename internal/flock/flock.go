@@ -16,7 +16,10 @@ package flock
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -100,7 +103,15 @@ func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lo
 // take opens the lock file (read-only when readOnly), locks it, waiting if
 // wait says so, and judges what the holder may do with it (see judge).
 func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bool) (h *handle, eager bool, err error) {
-	f, writable, err := openLockFile(req.Path, openMode{beforeCreate: req.BeforeCreate, explicit: req.Explicit, readOnly: readOnly})
+	m := openMode{beforeCreate: req.BeforeCreate, explicit: req.Explicit, readOnly: readOnly, perm: uint32(req.Mode.Perm())}
+	f, writable, err := openLockFile(req.Path, m)
+	if err != nil && req.MakeDirs && errors.Is(err, fs.ErrNotExist) {
+		// The lock file's directory is missing, and the caller asked
+		// for it to be made (with the usual mode under the umask).
+		if os.MkdirAll(filepath.Dir(req.Path), 0o777) == nil {
+			f, writable, err = openLockFile(req.Path, m)
+		}
+	}
 	if err != nil {
 		return nil, false, err
 	}

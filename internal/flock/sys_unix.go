@@ -238,6 +238,9 @@ type openMode struct {
 	// file hold will not write its record into, so that holding it does
 	// not stop anyone from executing it ("text file busy").
 	readOnly bool
+	// perm is the permission bits of a file created (0666 when zero),
+	// under the umask.
+	perm uint32
 }
 
 // openLockFile opens (creating if needed) the lock file for locking.
@@ -257,6 +260,10 @@ type openMode struct {
 // an explicit path is opened read-only, as flock(1) opens one.
 func openLockFile(path string, m openMode) (f *lockFile, writable bool, err error) {
 	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
+	perm := m.perm
+	if perm == 0 {
+		perm = 0o666
+	}
 	create := unix.O_CREAT
 	if m.beforeCreate != nil {
 		create = 0
@@ -265,12 +272,12 @@ func openLockFile(path string, m openMode) (f *lockFile, writable bool, err erro
 	if m.readOnly {
 		access = unix.O_RDONLY
 	}
-	fd, err := openRetry(path, access|create|flags, 0o666)
+	fd, err := openRetry(path, access|create|flags, perm)
 	if err == unix.ENOENT && create == 0 {
 		if err := m.beforeCreate(); err != nil {
 			return nil, false, err
 		}
-		fd, err = openRetry(path, access|unix.O_CREAT|flags, 0o666)
+		fd, err = openRetry(path, access|unix.O_CREAT|flags, perm)
 	}
 	writable = !m.readOnly
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS || err == unix.EISDIR && m.explicit {

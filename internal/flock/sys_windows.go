@@ -113,6 +113,7 @@ type openMode struct {
 	beforeCreate func() error
 	explicit     bool
 	readOnly     bool
+	perm         uint32 // ignored: Windows files have no permission bits
 }
 
 func openLockFile(path string, m openMode) (*lockFile, bool, error) {

@@ -10,6 +10,7 @@
 package lockspec
 
 import (
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -57,6 +58,17 @@ type Spec struct {
 	Quiet bool
 	// ConflictExit is the exit status for a busy lock or a timed-out wait.
 	ConflictExit int
+	// FailIfHeldHere: the caller cannot release anything while it waits,
+	// so a wait for a lock this process holds is a deadlock
+	// (hold.FailIfHeldHere).
+	FailIfHeldHere bool
+	// Stale is the lock's own stale time for the portable protocol
+	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
+	Stale time.Duration
+	// MakeDirs makes the lock file's missing directories (hold.MakeDirs);
+	// Mode is a created lock file's permission bits (hold.LockFileMode).
+	MakeDirs bool
+	Mode     fs.FileMode
 }
 
 // Field is one KEY=VALUE of the owner record.
@@ -169,6 +181,18 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		r.Opts = append(r.Opts, hold.Field(f.Key, f.Value))
 	}
 	r.Opts = append(r.Opts, DebugOptions()...)
+	if s.FailIfHeldHere {
+		r.Opts = append(r.Opts, hold.FailIfHeldHere())
+	}
+	if s.Stale > 0 {
+		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
+	}
+	if s.MakeDirs {
+		r.Opts = append(r.Opts, hold.MakeDirs())
+	}
+	if s.Mode != 0 {
+		r.Opts = append(r.Opts, hold.LockFileMode(s.Mode))
+	}
 	if s.Fair {
 		r.Opts = append(r.Opts, hold.Fair())
 	}

@@ -88,23 +88,26 @@ test('a script that has released its locks exits on its own', async () => {
   assert.equal(r.stdout, 'done\n');
 });
 
-test('the agent exits when its client does', async () => {
-  const target = join(scratch(), 't');
-  const child = spawn(process.execPath, ['--input-type=module', '-e', `
-    import { lock } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
-    const l = await lock(${JSON.stringify(target)});
-    console.log(l.owner.pid);
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  // The script ends holding its lock: the process stays alive while the
-  // lock is held, so end it as a user would.
-  await withTimeout(new Promise((r) => child.stdout.once('data', r)), 'the lock');
-  const agent = Number(out.trim());
-  child.kill('SIGTERM');
-  await waitGone(agent);
-  const l = await tryLock(target);
-  await l.release();
+test('a script that ends holding a lock exits, and the lock is freed', async () => {
+  // A held lock does not keep the process alive: the script ends, or
+  // calls process.exit, and its agent, seeing its input end, releases it.
+  for (const [how, body] of [
+    ['ends', 'const l = await lock(T); console.log(l.owner.pid);'],
+    ['ends, held synchronously', 'const l = lockSync(T); console.log(l.owner.pid);'],
+    ['calls process.exit', 'const l = await lock(T); console.log(l.owner.pid); setInterval(() => {}, 1000); process.exit(3);'],
+  ]) {
+    const target = join(scratch(), 't');
+    const child = start(process.execPath, ['--input-type=module', '-e', `
+      import { lock, lockSync } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
+      const T = ${JSON.stringify(target)};
+      ${body}
+    `]);
+    const r = await child.exited;
+    assert.equal(r.code, how === 'calls process.exit' ? 3 : 0, `${how}: ${r.stderr}`);
+    await waitGone(Number(r.stdout.trim()));
+    const l = await tryLock(target);
+    await l.release();
+  }
 });
 
 test('a missing hold executable is an EAGENT error that says what to do', async () => {

@@ -13,7 +13,10 @@ test('require and import load one implementation through the exports map', () =>
   assert.equal(require.resolve('@hold-dev/hold'), fileURLToPath(new URL('../index.cjs', import.meta.url)));
   assert.equal(import.meta.resolve('@hold-dev/hold'), new URL('../index.js', import.meta.url).href);
   const cjs = require('@hold-dev/hold');
-  assert.deepEqual(Object.keys(esm).sort(), ['HoldError', 'append', 'lock', 'status', 'tryLock', 'update', 'withLock']);
+  assert.deepEqual(Object.keys(esm).sort(), [
+    'HoldError', 'append', 'appendSync', 'lock', 'lockSync', 'status', 'statusSync',
+    'tryLock', 'tryLockSync', 'update', 'updateSync', 'withLock', 'withLockSync',
+  ]);
   assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).sort());
   // The same objects, not copies: one agent and one HoldError class.
   for (const name of Object.keys(esm)) assert.equal(esm[name], cjs[name], name);

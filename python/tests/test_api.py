@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 from helpers import HANG, TempDirTest, hold, hold_binary
@@ -66,9 +67,23 @@ class LockTest(TempDirTest):
 
     def test_timeout_is_a_timeout_error(self) -> None:
         t = self.path("data")
-        with hold.lock(t):
+        # Held by another thread (one this thread held would be a Deadlock).
+        held, done = threading.Event(), threading.Event()
+
+        def holder() -> None:
+            with hold.lock(t):
+                held.set()
+                done.wait(HANG)
+
+        th = threading.Thread(target=holder)
+        th.start()
+        held.wait(HANG)
+        try:
             with self.assertRaises(TimeoutError) as cm:
                 hold.lock(t, timeout=0.2)
+        finally:
+            done.set()
+            th.join(HANG)
         e = cm.exception
         self.assertIsInstance(e, hold.Timeout)
         assert isinstance(e, hold.Timeout)

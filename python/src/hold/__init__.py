@@ -27,7 +27,10 @@ from typing import Any, Callable, Dict, Generator, Mapping, Optional, Tuple, Uni
 
 from . import _agent
 from ._agent import Agent, Reply, Request, decode, encode, get_agent, is_address
-from ._errors import Aborted, AgentError, Busy, Foreign, HoldError, HoldWarning, Invalid, Lost, Timeout, from_reply
+from ._errors import (
+    Aborted, AgentError, Busy, Deadlock, Foreign, HoldError, HoldWarning, Invalid, IsADirectory, Lost, NoSpace,
+    NotFound, NotRegular, PermissionDenied, ReadOnly, Timeout, from_reply,
+)
 from ._version import __version__
 
 __all__ = [
@@ -37,6 +40,9 @@ __all__ = [
     "update",
     "append",
     "status",
+    "aupdate",
+    "aappend",
+    "astatus",
     "Lock",
     "HoldError",
     "Busy",
@@ -46,6 +52,13 @@ __all__ = [
     "Foreign",
     "Invalid",
     "AgentError",
+    "Deadlock",
+    "NotFound",
+    "PermissionDenied",
+    "IsADirectory",
+    "NotRegular",
+    "NoSpace",
+    "ReadOnly",
     "HoldWarning",
     "__version__",
 ]
@@ -61,10 +74,19 @@ class Lock:
     etcd, the key), ``protocol`` (``"flock"``, ``"dir"`` or ``"etcd"``) and
     ``owner`` (the owner record published for this lock, as ``hold status``
     shows it).
+
+    Re-entrant in its thread, as filelock's locks are: a ``with`` block on
+    a Lock that a ``with`` of the same thread has entered counts up, its end
+    counts down, and the lock is released when the outermost block ends.
     """
 
-    def __init__(self, agent: Agent, reply: Reply, remote: bool) -> None:
+    def __init__(self, agent: Agent, reply: Reply, remote: bool, thread: Optional[int] = None) -> None:
         self._agent = agent
+        # The thread that took it, which cannot release it while it waits
+        # for another lock (None for alock(): the tasks of an event loop
+        # may release locks for one another).
+        self._thread = thread
+        self._depth = 0  # with blocks entered and not left
         self._number: int = reply["lock"]
         self._remote = remote
         self._mu = threading.Lock()
@@ -151,9 +173,15 @@ class Lock:
             raise
 
     def __enter__(self) -> "Lock":
+        with self._mu:
+            self._depth += 1
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        with self._mu:
+            self._depth -= 1
+            if self._depth > 0:
+                return  # an inner block of a re-entered lock
         if exc_type is None:
             self.release()
             return
@@ -164,10 +192,16 @@ class Lock:
             pass
 
     async def __aenter__(self) -> "Lock":
-        return self
+        return self.__enter__()
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.__exit__(exc_type, exc, tb)
+        if self._agent.sync is not None and not self._remote:
+            # A release on the synchronous channel takes µs: no hop.
+            self.__exit__(exc_type, exc, tb)
+            return
+        # On the standard channel the release is a round trip: in a
+        # thread, so that the event loop runs meanwhile.
+        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, exc_type, exc, tb)
 
 
 # Options.
@@ -227,6 +261,8 @@ def _request(
     must_exist: bool = False,
     allow_split: bool = False,
     allow_owner_change: bool = False,
+    make_dirs: bool = False,
+    mode: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
@@ -254,6 +290,12 @@ def _request(
         if not isinstance(name, str) or not name:
             raise Invalid(f"name must be a non-empty string, not {name!r}")
         req["name"] = name
+    if make_dirs:
+        req["make_dirs"] = True
+    if mode is not None:
+        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 < mode <= 0o777:
+            raise Invalid(f"mode must be permission bits such as 0o644, not {mode!r}")
+        req["mode"] = mode
     if fields is not None:
         req["fields"] = _strings("fields", fields)
     if settings is not None:
@@ -300,8 +342,8 @@ def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
     return None
 
 
-def _held(ag: Agent, reply: Reply, req: Dict[str, Any]) -> Lock:
-    lk = Lock(ag, reply, is_address(req["target"]))
+def _held(ag: Agent, reply: Reply, req: Dict[str, Any], thread: Optional[int] = None) -> Lock:
+    lk = Lock(ag, reply, is_address(req["target"]), thread)
     with ag.mu:
         if ag.dead is None:
             ag.locks[lk._number] = lk
@@ -310,12 +352,25 @@ def _held(ag: Agent, reply: Reply, req: Dict[str, Any]) -> Lock:
     return lk
 
 
+def _thread_locks(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
+    """msg, with the locks this thread holds as ``held_by``: the thread
+    cannot release them while it waits, so a wait for one of them is a
+    deadlock, which the agent reports at once (``Deadlock``). Locks of
+    other threads are waited for: they may be released meanwhile."""
+    me = threading.get_ident()
+    with ag.mu:
+        held = [n for n, lk in ag.locks.items() if lk._thread == me and not lk._released and lk._lost is None]
+    if held:
+        msg["held_by"] = held
+    return msg
+
+
 def _take(op: str, req: Dict[str, Any]) -> Lock:
     ag = get_agent()
     reply = _fast_try(ag, op, req)
     if reply is None:
-        reply = ag.call({"op": op, **req}, kind="acquire")
-    return _held(ag, reply, req)
+        reply = ag.call(_thread_locks(ag, {"op": op, **req}), kind="acquire")
+    return _held(ag, reply, req, threading.get_ident())
 
 
 # The API.
@@ -332,6 +387,7 @@ def lock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -343,15 +399,21 @@ def lock(
     ``shared`` takes a reader lock, ``fair`` waits in line (first come,
     first served), ``protocol`` is ``"flock"`` (kernel locks, the default)
     or ``"dir"`` (portable, for network filesystems); ``fields`` are added to
-    the owner record, ``settings`` configure network backends.
+    the owner record, ``settings`` configure network backends. As with
+    filelock, the lock file's missing parent directories are made (mode
+    0777 under the umask), and ``mode`` gives a lock file this call
+    creates its permission bits (under the umask; 0o666 otherwise).
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
-    of a lock this process holds waits, as another process would.
+    of a lock that another thread of this process holds waits, as another
+    process would; one of a lock this thread holds (on another Lock) raises
+    ``Deadlock`` at once, since the thread could never release it. (Enter
+    the same Lock again instead: it is re-entrant.)
     """
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _take("acquire", req)
 
@@ -366,12 +428,13 @@ def try_lock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
     req = _request(
         target, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _take("try", req)
 
@@ -443,6 +506,7 @@ def alock(
     name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
@@ -450,7 +514,7 @@ def alock(
     blocking call of a few µs, as release() is)."""
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
     )
     return _AsyncAcquire(req)
 
@@ -496,7 +560,7 @@ def update(
         allow_split=allow_split, allow_owner_change=allow_owner_change,
     )
     ag = get_agent()
-    reply = ag.call({"op": "update", **req}, kind="update")
+    reply = ag.call(_thread_locks(ag, {"op": "update", **req}), kind="update")
     number = reply["update"]
     old = decode(reply.get("data"))
     try:
@@ -555,7 +619,8 @@ def append(
         lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
     )
     req["data"] = encode(raw)
-    get_agent().call({"op": "append", **req}, kind="append")
+    ag = get_agent()
+    ag.call(_thread_locks(ag, {"op": "append", **req}), kind="append")
 
 
 def status(
@@ -575,3 +640,108 @@ def status(
     st = reply.get("status")
     return dict(st) if isinstance(st, dict) else {}
 
+
+
+# The async forms of update, append and status: the waits and round trips
+# are awaited, never blocking the event loop.
+
+
+def _new_content(new: Any) -> bytes:
+    if isinstance(new, str):
+        return new.encode("utf-8")
+    if isinstance(new, (bytes, bytearray, memoryview)):
+        return bytes(new)
+    raise Invalid(
+        f"the update function returned {type(new).__name__}: return the new content "
+        "(str or bytes), or raise to write nothing"
+    )
+
+
+async def aupdate(
+    path: PathLike,
+    fn: Callable[[Any], Any],
+    *,
+    binary: bool = False,
+    must_exist: bool = False,
+    allow_split: bool = False,
+    allow_owner_change: bool = False,
+    timeout: Optional[float] = None,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> bool:
+    """update() for asyncio: the wait and the round trips never block the
+    event loop, and fn may be a coroutine function. Cancelling the task
+    ends the wait, or aborts the update (nothing is written)."""
+    if not callable(fn):
+        raise Invalid("update needs a function from the old content to the new")
+    if not isinstance(binary, bool):
+        raise Invalid(f"binary must be True or False, not {binary!r}")
+    req = _request(
+        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
+        allow_split=allow_split, allow_owner_change=allow_owner_change,
+    )
+    ag = get_agent()
+    reply = await _await_request(ag, {"op": "update", **req}, "update")
+    number = reply["update"]
+    old = decode(reply.get("data"))
+    try:
+        new = fn(old if binary else old.decode("utf-8"))
+        if asyncio.iscoroutine(new) or isinstance(new, asyncio.Future):
+            new = await new
+        data = _new_content(new)
+    except BaseException:
+        ag.send_quietly({"op": "abort", "update": number})
+        raise
+    done = await _await_request(ag, {"op": "commit", "update": number, "data": encode(data)}, "")
+    warning = done.get("warning")
+    if isinstance(warning, str) and warning:
+        warnings.warn(warning, HoldWarning, stacklevel=2)
+    return bool(done.get("written"))
+
+
+async def aappend(
+    path: PathLike,
+    data: Union[str, bytes],
+    *,
+    must_exist: bool = False,
+    timeout: Optional[float] = None,
+    fair: bool = False,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> None:
+    """append() for asyncio: the wait never blocks the event loop."""
+    if isinstance(data, str):
+        raw = data.encode("utf-8")
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+    else:
+        raise Invalid(f"data must be str or bytes, not {type(data).__name__}")
+    req = _request(
+        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
+    )
+    req["data"] = encode(raw)
+    await _await_request(get_agent(), {"op": "append", **req}, "append")
+
+
+async def astatus(
+    target: Optional[PathLike] = None,
+    *,
+    protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """status() for asyncio."""
+    req = _request(target, protocol=protocol, lock_file=lock_file, name=name, settings=settings)
+    reply = await _await_request(get_agent(), {"op": "status", **req}, "")
+    st = reply.get("status")
+    return dict(st) if isinstance(st, dict) else {}

@@ -3,6 +3,7 @@ and the warning of an update that succeeded."""
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Any, Dict, List, Mapping, Optional, Type
 
 __all__ = [
@@ -14,6 +15,13 @@ __all__ = [
     "Foreign",
     "Invalid",
     "AgentError",
+    "Deadlock",
+    "NotFound",
+    "PermissionDenied",
+    "IsADirectory",
+    "NotRegular",
+    "NoSpace",
+    "ReadOnly",
     "HoldWarning",
 ]
 
@@ -47,6 +55,16 @@ class HoldError(Exception):
         self.holder: Optional[Dict[str, Any]] = dict(holder) if holder else None
         #: What to do about it, when hold knows.
         self.hint = hint
+        if isinstance(self, OSError):
+            # The file errors are OSErrors too, with the errno of their
+            # code, as the builtin ones have.
+            self.errno = getattr(_errno, self.code, None)
+            self.strerror = message
+
+    def __str__(self) -> str:
+        # hold's message, also for the OSError subclasses (whose own
+        # __str__ would prefix "[Errno N]").
+        return self.message
 
     def __reduce__(self) -> Any:
         # Keeps the fields when the error crosses a process boundary
@@ -132,6 +150,53 @@ class AgentError(HoldError):
     code = "EAGENT"
 
 
+class Deadlock(HoldError, RuntimeError):
+    """The wait could never end: the lock is held by the caller itself (a
+    lock this thread holds, on another Lock object), which cannot release it
+    while it waits. Raised at once instead of hanging, naming the holder.
+    Also a ``RuntimeError``, as filelock's deadlock error is."""
+
+    code = "EDEADLK"
+
+
+class NotFound(HoldError, FileNotFoundError):
+    """A file or directory does not exist: the lock file's directory, or the
+    file of ``update`` with ``must_exist``. Also a ``FileNotFoundError``."""
+
+    code = "ENOENT"
+
+
+class PermissionDenied(HoldError, PermissionError):
+    """Permission denied (or an update refused for what the replacement
+    could not keep: see ``hint``). Also a ``PermissionError``."""
+
+    code = "EACCES"
+
+
+class IsADirectory(HoldError, IsADirectoryError):
+    """``update`` or ``append`` was given a directory. Also an ``IsADirectoryError``."""
+
+    code = "EISDIR"
+
+
+class NotRegular(HoldError, OSError):
+    """Something other than a regular file sits at the lock path. Also an ``OSError``."""
+
+    code = "ENOTREG"
+
+
+class NoSpace(HoldError, OSError):
+    """The disk is full. Also an ``OSError`` (errno ENOSPC)."""
+
+    code = "ENOSPC"
+
+
+class ReadOnly(HoldError, OSError):
+    """The filesystem is read-only. Also an ``OSError`` (errno EROFS)."""
+
+    code = "EROFS"
+
+
 class HoldWarning(UserWarning):
     """What an update that succeeded should tell, issued with
     ``warnings.warn``: the file changed owner (``allow_owner_change``), or
@@ -141,7 +206,11 @@ class HoldWarning(UserWarning):
 
 
 _CLASSES: Dict[str, Type[HoldError]] = {
-    c.code: c for c in (Busy, Timeout, Lost, Aborted, Foreign, Invalid, AgentError)
+    c.code: c
+    for c in (
+        Busy, Timeout, Lost, Aborted, Foreign, Invalid, AgentError, Deadlock,
+        NotFound, PermissionDenied, IsADirectory, NotRegular, NoSpace, ReadOnly,
+    )
 }
 
 

@@ -1,0 +1,136 @@
+package hold
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Deadlocks of a caller with itself. A wait for a lock that this process
+// holds may be legitimate: another goroutine (or another task of an event
+// loop) holds it and will release it. So hold cannot call it a deadlock
+// by itself; only the caller knows that nothing of its own can release the
+// lock while it waits (a synchronous client whose only thread is blocked in
+// the wait, like the agent's synchronous channel). FailIfHeldHere says so,
+// and the wait then ends at once with ErrDeadlock instead of never.
+//
+// To know what this process holds, every Lock taken through this package
+// is counted in one table by protocol and lock path until its Release.
+
+// FailIfHeldHere makes Acquire fail at once with an error matching
+// ErrDeadlock, naming the holder, instead of waiting, when the lock is busy
+// because this process itself holds it in a conflicting mode (exclusive,
+// or shared while this request is exclusive). Use it where nothing in the
+// process can release a lock while this call waits: a single-threaded
+// program, or a synchronous caller blocked in the wait. Without it a
+// process may wait for a lock that another of its goroutines holds, as
+// two processes would.
+func FailIfHeldHere() Option { return func(c *config) { c.failIfHeldHere = true } }
+
+// FailIfHeldBy makes Acquire fail at once with an error matching
+// ErrDeadlock, naming the holder, instead of waiting, when the lock is busy
+// because one of locks, still held, holds it in a conflicting mode. It is
+// for a caller that holds those locks and will not release them while it
+// waits: a thread of a client that knows which locks are its own (the
+// Python client passes those of the calling thread), while locks of the
+// process's other threads may be released meanwhile and are waited for.
+func FailIfHeldBy(locks ...*Lock) Option {
+	return func(c *config) { c.heldBy = append(c.heldBy, locks...) }
+}
+
+// heldKey names a lock in the table: its protocol and lock path, the path
+// as the request gave it.
+type heldKey struct{ proto, path string }
+
+// heldCount is how many of this process's Locks hold one lock path.
+type heldCount struct{ exclusive, shared int }
+
+var heldHere = struct {
+	sync.Mutex
+	m map[heldKey]*heldCount
+}{m: map[heldKey]*heldCount{}}
+
+// noteHeld counts l in the table; its Release takes it out (forgetHeld).
+func noteHeld(l *Lock, shared bool) {
+	l.held = heldKey{l.proto, l.path}
+	l.sharedHold = shared
+	heldHere.Lock()
+	n := heldHere.m[l.held]
+	if n == nil {
+		n = new(heldCount)
+		heldHere.m[l.held] = n
+	}
+	if shared {
+		n.shared++
+	} else {
+		n.exclusive++
+	}
+	heldHere.Unlock()
+}
+
+// forgetHeld takes l out of the table, once.
+func forgetHeld(l *Lock) {
+	l.forget.Do(func() {
+		l.released.Store(true)
+		heldHere.Lock()
+		defer heldHere.Unlock()
+		n := heldHere.m[l.held]
+		if n == nil {
+			return
+		}
+		if l.sharedHold {
+			n.shared--
+		} else {
+			n.exclusive--
+		}
+		if n.shared <= 0 && n.exclusive <= 0 {
+			delete(heldHere.m, l.held)
+		}
+	})
+}
+
+// heldConflict reports whether this process holds the lock at path, of
+// protocol proto, in a mode that excludes a request that is shared or not.
+func heldConflict(proto, path string, shared bool) bool {
+	heldHere.Lock()
+	defer heldHere.Unlock()
+	n := heldHere.m[heldKey{proto, path}]
+	return n != nil && (n.exclusive > 0 || !shared && n.shared > 0)
+}
+
+// selfDeadlock returns the ErrDeadlock error for a request that found
+// its lock busy (busy, the ErrBusy error, names the holder) when this
+// process holds it itself and the caller said it cannot release it while
+// it waits; nil otherwise.
+func (c *config) selfDeadlock(req *Request, busy error) error {
+	if !errors.Is(busy, ErrBusy) {
+		return nil
+	}
+	var hint string
+	switch name := c.protocol.Name(); {
+	case c.heldByConflict(name, req):
+		hint = fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", os.Getpid())
+	case c.failIfHeldHere && heldConflict(name, req.Path, req.Shared):
+		hint = fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())
+	default:
+		return nil
+	}
+	e := &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Hint: hint}
+	var be *Error
+	if errors.As(busy, &be) {
+		e.Holder = be.Holder
+	}
+	return e
+}
+
+// heldByConflict reports whether one of the locks given to FailIfHeldBy
+// holds req's lock in a conflicting mode.
+func (c *config) heldByConflict(proto string, req *Request) bool {
+	for _, l := range c.heldBy {
+		if l != nil && !l.released.Load() && l.proto == proto && l.path == req.Path && (!l.sharedHold || !req.Shared) {
+			return true
+		}
+	}
+	return false
+}

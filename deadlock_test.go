@@ -1,0 +1,97 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+)
+
+// TestFailIfHeldHere: a wait for a lock this process holds fails at once
+// with ErrDeadlock when the caller says nothing here can release it, and
+// names the holder; without the option it is waited for (another
+// goroutine may release it), here until the context's deadline.
+func TestFailIfHeldHere(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	l, err := hold.TryAcquire(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, opts := range [][]hold.Option{{hold.FailIfHeldHere()}, {hold.FailIfHeldBy(l)}, {hold.FailIfHeldHere(), hold.Shared()}} {
+		_, err = hold.Acquire(ctx, target, opts...)
+		if !errors.Is(err, hold.ErrDeadlock) || !strings.Contains(err.Error(), "held by pid") {
+			t.Fatalf("Acquire of a lock held here: %v, want ErrDeadlock naming the holder", err)
+		}
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if _, err := hold.Acquire(short, target); !errors.Is(err, hold.ErrTimeout) {
+		t.Fatalf("Acquire without the option: %v, want a wait that times out", err)
+	}
+	// Another lock, released: nothing of the caller's holds the lock.
+	other, err := hold.TryAcquire(target + "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Release()
+	done := make(chan error, 1)
+	go func() {
+		l2, err := hold.Acquire(ctx, target, hold.FailIfHeldBy(other))
+		if err == nil {
+			l2.Release()
+		}
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	l.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("Acquire with a released lock as held: %v, want the lock once released", err)
+	}
+	// Released, the lock is no longer this process's.
+	l3, err := hold.Acquire(ctx, target, hold.FailIfHeldHere())
+	if err != nil {
+		t.Fatalf("Acquire after the release: %v", err)
+	}
+	l3.Release()
+}
+
+// TestMakeDirsAndMode: MakeDirs makes the lock file's missing directories;
+// LockFileMode sets a created lock file's permission bits; a NUL byte in a
+// path is an invalid name.
+func TestMakeDirsAndMode(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "a", "b", "t")
+	if _, err := hold.TryAcquire(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("without MakeDirs: %v, want ErrNotExist", err)
+	}
+	l, err := hold.TryAcquire(target, hold.MakeDirs(), hold.LockFileMode(0o600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	fi, err := os.Stat(target + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 && os.PathSeparator == '/' {
+		t.Errorf("lock file mode %v, want 0600", fi.Mode().Perm())
+	}
+	for _, p := range []string{"a\x00b", ""} {
+		var err error
+		if p == "" {
+			_, err = hold.TryAcquire("x", hold.LockFile("x\x00.lock"))
+		} else {
+			_, err = hold.TryAcquire(p)
+		}
+		if !errors.Is(err, hold.ErrInvalidName) || !strings.Contains(err.Error(), "NUL") {
+			t.Errorf("a NUL byte: %v, want ErrInvalidName saying so", err)
+		}
+	}
+}
