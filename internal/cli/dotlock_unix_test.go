@@ -126,3 +126,18 @@ func TestDotLockFlockInterop(t *testing.T) {
 	runHold(t, dir, "break", "x.lock")
 	noDoubleLock("status, ls and break of x.lock")
 }
+
+// TestDotLockCommandsWriteSurvives: `hold run x.lock` on a new x.lock
+// writes its owner record there, and the command then writes the file
+// (x.lock is the user's file by name). Releasing the lock must not put
+// hold's past record over what the command wrote.
+func TestDotLockCommandsWriteSurvives(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runHold(t, dir, "run", "x.lock", "-c", "echo 1 > x.lock"); r.code != 0 {
+		t.Fatalf("hold run x.lock: exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, filepath.Join(dir, "x.lock")); got != "1\n" {
+		t.Errorf("x.lock holds %q after the command wrote \"1\\n\" into it", got)
+	}
+}

@@ -2,6 +2,9 @@ package flock
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"sync"
 
 	"github.com/hold-dev/hold/lock"
@@ -23,6 +26,9 @@ import (
 type DataLock struct {
 	f    *lockFile
 	path string
+	// created: LockData created the file, which Release removes again
+	// if it is still that empty file (nothing was published).
+	created bool
 
 	mu       sync.Mutex
 	released bool
@@ -38,8 +44,13 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 	for {
 		var f *lockFile
 		var err error
+		created := false
 		if create {
-			f, _, err = openLockFile(path, openMode{readOnly: true})
+			// Opened without O_CREAT first, so that we know whether the
+			// file is ours to remove again.
+			if f, err = openForInspect(path); errors.Is(err, fs.ErrNotExist) {
+				f, created, err = createData(path)
+			}
 		} else {
 			f, err = openForInspect(path)
 		}
@@ -68,7 +79,7 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 			return nil, &lock.Error{Op: "acquire", Path: path, Err: err}
 		}
 		if same {
-			return &DataLock{f: f, path: path}, nil
+			return &DataLock{f: f, path: path, created: created}, nil
 		}
 		// Replaced (or removed) while we waited: lock what the path
 		// names now.
@@ -94,6 +105,17 @@ func (d *DataLock) Release() error {
 		return nil
 	}
 	d.released = true
+	if d.created {
+		// Created empty by LockData and still ours, empty, under our
+		// lock: nothing was published, so leave nothing behind. A hold
+		// locker that opened it meanwhile finds it removed once it is
+		// granted the lock, and starts again.
+		if same, err := d.f.namedBy(d.path); err == nil && same {
+			if n, err := d.f.size(); err == nil && n == 0 {
+				os.Remove(d.path)
+			}
+		}
+	}
 	uerr, cerr := d.f.release()
 	if uerr != nil {
 		return &lock.Error{Op: "release", Path: d.path, Err: uerr}
@@ -102,4 +124,27 @@ func (d *DataLock) Release() error {
 		return &lock.Error{Op: "release", Path: d.path, Err: cerr}
 	}
 	return nil
+}
+
+// createData creates the missing file at path, empty, and opens it for
+// locking; created is false when someone else created it first (it is then
+// simply opened). The file is made with os.OpenFile's O_EXCL, which refuses
+// a symbolic link at path too.
+func createData(path string) (f *lockFile, created bool, err error) {
+	nf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = openForInspect(path)
+		return f, false, err
+	}
+	if err != nil {
+		return nil, false, &lock.Error{Op: "create", Path: path, Err: err}
+	}
+	defer nf.Close()
+	if f, err = openForInspect(path); err != nil {
+		return nil, false, err
+	}
+	a, aerr := nf.Stat()
+	b, berr := os.Lstat(path)
+	same, serr := f.namedBy(path)
+	return f, aerr == nil && berr == nil && serr == nil && same && os.SameFile(a, b), nil
 }

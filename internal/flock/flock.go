@@ -227,6 +227,9 @@ type handle struct {
 	// recordLen is the length of the record this holder wrote, 0 when it
 	// wrote none.
 	recordLen int
+	// record is what this holder wrote, so that erase can tell it from
+	// what the holder's command wrote over it since.
+	record []byte
 	// tokenErr says why this holder has no token (see TokenError).
 	tokenErr error
 	released bool

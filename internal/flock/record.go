@@ -2,7 +2,9 @@ package flock
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"time"
@@ -303,6 +305,7 @@ func (h *handle) publishLocked() {
 	// Only now: overwriting a record we failed to write would damage the
 	// previous holder's.
 	h.recordLen = len(b)
+	h.record = append(h.record[:0], b...)
 	if size > int64(len(b)) {
 		// After a much longer record: cut it down to ours.
 		h.f.truncate(int64(len(b)))
@@ -324,10 +327,24 @@ func (h *handle) noRecord(why string) {
 // the whole record. Best effort: if it fails, the full record stays, and
 // the next holder overwrites it at once (judge: a live record).
 func (h *handle) erase() {
-	if h.recordLen > 0 {
+	if h.recordLen > 0 && h.recordIntact() {
 		var buf [readSize]byte
 		h.f.writeAt(core.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0)
 	}
+}
+
+// recordIntact reports whether the lock file still holds exactly the
+// record this holder wrote. The holder's command may have written the
+// file since: a lock file that is the user's own file by name (`hold run
+// x.lock -c 'echo 1 > x.lock'`) then holds their data, which erase must
+// not overwrite. One read, only for a hold that wrote its record.
+func (h *handle) recordIntact() bool {
+	got := make([]byte, len(h.record)+1)
+	n, err := h.f.readAt(got, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return bytes.Equal(got[:n], h.record)
 }
 
 // holderOf describes who holds the lock that f could not take: the record

@@ -157,14 +157,18 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 // "x.lock") or removed. A lock taken on such a file guards nothing, since
 // everyone else opens the file the path names now. One fstat: the file
 // then has no link left. A file that had more than one link when it was
-// opened may keep one elsewhere, so its path is asked instead.
+// opened may keep one elsewhere, so its path is asked instead, as it is
+// to confirm a count of 0 (a filesystem that reports no link count must
+// not send the acquisition round for ever).
 func (f *lockFile) replaced(path string) bool {
-	if f.links > 1 {
-		same, err := f.namedBy(path)
-		return err == nil && !same
+	if f.links == 1 {
+		var st unix.Stat_t
+		if unix.Fstat(f.sysfd(), &st) != nil || st.Nlink != 0 {
+			return false
+		}
 	}
-	var st unix.Stat_t
-	return unix.Fstat(f.sysfd(), &st) == nil && st.Nlink == 0
+	same, err := f.namedBy(path)
+	return err == nil && !same
 }
 
 // fileInfo is what the open of a lock file learns about it.

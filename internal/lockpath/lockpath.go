@@ -86,14 +86,6 @@ func Beside(target string) (string, error) {
 	return t + Suffix, nil
 }
 
-// TargetOf returns what a lock path locks, for a listing: the lock path
-// itself when it is a lock file by name ("x.lock" is both the lock of "x"
-// and its own), since that is a target that names exactly this lock; ok
-// is false for a path that is not a lock path by the rule.
-func TargetOf(lockPath string) (target string, ok bool) {
-	return lockPath, IsLockName(filepath.Base(lockPath))
-}
-
 // Serves reports whether target's lock path is lockPath, so a report
 // naming lockPath need not name target again.
 func Serves(target, lockPath string) bool {
