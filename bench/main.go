@@ -51,11 +51,26 @@ func main() {
 		png      = flag.Bool("png", false, "also write the chart as waits.png")
 		rounds   = flag.Int("rounds", 3, "rounds per worker count; the implementations take turns, round by round")
 		echo     = flag.Bool("echo", false, "internal: echo stdin to stdout (the wake-up probe's far end)")
+		listing  = flag.Bool("listing", false, "run only the `hold ls` / `hold status` rows against `ls -l` (writes listing.md)")
+		holdExe  = flag.String("hold", "", "with -listing: the hold executable to time (default: built from the parent module)")
+		holdF    = flag.Bool("holdfiles", false, "internal: flock the files named on stdin until stdin closes")
 	)
 	flag.Parse()
 	switch {
 	case *echo:
 		os.Exit(echoMain())
+	case *holdF:
+		os.Exit(holdFilesMain())
+	case *listing:
+		self, err := os.Executable()
+		if err == nil {
+			err = listingMain(self, *out, *holdExe, *quick)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case *csTarget != "":
 		os.Exit(criticalSectionChild(*csTarget))
 	case *worker != "":
