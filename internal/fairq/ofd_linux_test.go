@@ -224,16 +224,19 @@ func TestOFDWaitPastGap(t *testing.T) {
 	}
 }
 
-// A waiter more than stageTickets back, in a process whose last wait was
-// long, waits in two steps (see stageTickets), and still reaches the
-// front exactly when the last waiter ahead of it leaves: never before,
+// A waiter more than two strides back, in a process whose last wait was
+// long, waits in steps (see stageTickets), and still reaches the front
+// exactly when the last waiter ahead of it leaves: never before,
 // whichever way they leave.
 func TestOFDStagedWait(t *testing.T) {
-	// As if this process's last wait had been long: stage this one.
+	// As if this process's last wait had been long, at an unknown rate:
+	// stage this one, a stride of stageTickets.
 	defer lastWait.Store(lastWait.Load())
+	defer perTicket.Store(perTicket.Load())
 	lastWait.Store(int64(time.Second))
+	perTicket.Store(0)
 	path := lockPath(t)
-	ahead := make([]*ofdQueue, stageTickets+3)
+	ahead := make([]*ofdQueue, 2*stageTickets+3)
 	for i := range ahead {
 		q, err := openOFDQueue(path + queueFileSuffix)
 		if err != nil {
@@ -260,7 +263,7 @@ func TestOFDStagedWait(t *testing.T) {
 	waitFor(t, "the waiter queued", func() bool { return len(lockedSlots(t, path)) == len(ahead)+1 })
 	// Leave out of order: first the one its staged wait is on, then the
 	// rest from the back, the first last.
-	stage := len(ahead) + 1 - stageTickets // its ticket number
+	stage := 1 + stageTickets // the ticket of its first step: a stride past the front
 	order := []int{stage - 1}
 	for i := len(ahead) - 1; i >= 0; i-- {
 		if i != stage-1 {
@@ -303,4 +306,56 @@ func counterFree(t *testing.T, design, path string) bool {
 		t.Fatal(err)
 	}
 	return lk.Type == unix.F_UNLCK
+}
+
+// TestOFDStagedWaitStride: the steps of a staged wait are a stride apart,
+// the stride being the tickets that fit in stageSpan at the rate this
+// process last saw, so that no single wait grows with the queue: with 51
+// waiters ahead and a rate of 32 tickets per stageSpan, the waiter waits
+// for ticket 33 (a stride past the front), then for its predecessor.
+func TestOFDStagedWaitStride(t *testing.T) {
+	defer lastWait.Store(lastWait.Load())
+	defer perTicket.Store(perTicket.Load())
+	lastWait.Store(int64(time.Second))
+	perTicket.Store(int64(stageSpan / 32))
+	path := lockPath(t)
+	ahead := make([]*ofdQueue, 51)
+	for i := range ahead {
+		q, err := openOFDQueue(path + queueFileSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if q.fd >= 0 {
+				unix.Close(q.fd)
+			}
+		}()
+		if _, err := q.join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ahead[i] = q
+	}
+	log := &predecessorLog{}
+	reached := make(chan error, 1)
+	go func() {
+		req := request(path)
+		req.Logger = slog.New(log)
+		pl, err := Front(context.Background(), req, true)
+		if err == nil {
+			pl.Leave()
+		}
+		reached <- err
+	}()
+	waitFor(t, "the waiter queued", func() bool { return len(lockedSlots(t, path)) == len(ahead)+1 })
+	waitFor(t, "the waiter waits on its first step", func() bool { return len(log.list()) > 0 })
+	for _, q := range ahead {
+		unix.Close(q.fd)
+		q.fd = -1
+	}
+	if err := <-reached; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := log.list(), []uint64{33, 51}; !slices.Equal(got, want) {
+		t.Fatalf("waited on tickets %v, want %v (a stride of 32 past the front, then the predecessor)", got, want)
+	}
 }
