@@ -62,12 +62,14 @@ const slotBase = 1 << 20
 const stageTickets = 16
 
 // stageSpan is how long one step of a staged wait may be expected to
-// last: well under the runtime's 10 ms, with room for a rate that slows.
-const stageSpan = 4 * time.Millisecond
+// last: well under the runtime's 10 ms, with room for a rate that slows
+// and for the gap since the process last passed through the scheduler.
+const stageSpan = 3 * time.Millisecond
 
 // stageAfter is how long this process's last wait in a queue must have
-// lasted for the next one to be staged: well under the 10 ms that matter,
-// so that a queue slowing down stages before any wait reaches them.
+// lasted for the next one to be staged (the first one is): well under the
+// 10 ms that matter, so that a queue slowing down stages before any wait
+// reaches them.
 const stageAfter = 4 * time.Millisecond
 
 // lastWait is how long the last wait in a queue lasted in this process,
@@ -130,7 +132,9 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 			}
 		}()
 	}
-	if wait && me > stageTickets && time.Duration(lastWait.Load()) > stageAfter {
+	// Staged when the last wait was long, or there was none yet: a
+	// process's first wait may be at the back of a long queue.
+	if last := time.Duration(lastWait.Load()); wait && me > stageTickets && (last == 0 || last > stageAfter) {
 		var err error
 		if front, err = q.stagedWait(ctx, req, me, free); err != nil {
 			pl.Leave()
@@ -203,6 +207,10 @@ func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64,
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me, "predecessor", t, "staged", true)
+		}
+		if ctx.Done() == nil {
+			// This goroutine blocks: see resched.Yield.
+			resched.Yield()
 		}
 		if err := q.waitFor(ctx, t, free); err == errStalled {
 			// Passed over; the next step, and the search after the
