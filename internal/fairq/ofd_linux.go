@@ -78,13 +78,20 @@ const stageAfter = 4 * time.Millisecond
 // staging is about, is one per process too.
 var lastWait, perTicket atomic.Int64
 
-// stageStride is the number of tickets a step of a staged wait spans.
-func stageStride() uint64 {
-	per := perTicket.Load()
-	if per <= 0 {
-		return stageTickets
+// stageSteps bounds the steps of one staged wait: each costs a wake-up,
+// and with many more (a stride of 16 at 300 waiters) the wake-ups cost
+// more than the monitor's polling they avoid. Where that many do not fit
+// the runtime's bound, the steps grow longer instead.
+const stageSteps = 3
+
+// stageStride is the number of tickets a step of a staged wait spans, for
+// a waiter ahead tickets from the front.
+func stageStride(ahead uint64) uint64 {
+	stride := max(stageTickets, (ahead+stageSteps)/(stageSteps+1))
+	if per := perTicket.Load(); per > 0 {
+		stride = max(stride, uint64(int64(stageSpan)/per))
 	}
-	return max(stageTickets, uint64(int64(stageSpan)/per))
+	return stride
 }
 
 // queueFileSuffix names the Linux queue file.
@@ -194,7 +201,7 @@ func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64,
 	if front, err = q.held(1, me-1); err != nil || front == 0 {
 		return front, err
 	}
-	stride := stageStride()
+	stride := stageStride(me - front)
 	for t := front + stride; t+stride/2 < me; t += stride {
 		// Only a ticket still queued is waited for: asking costs one
 		// call, waiting two.
