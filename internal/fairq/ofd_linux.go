@@ -84,14 +84,22 @@ var lastWait, perTicket atomic.Int64
 // the runtime's bound, the steps grow longer instead.
 const stageSteps = 3
 
+// stageLimit is the longest a step of a staged wait may be expected to
+// take: where the queue is so slow that the steps would outlast the
+// runtime's 10 ms anyway, each step would cost a retake of its own, so
+// the wait is not staged at all (one retake).
+const stageLimit = 8 * time.Millisecond
+
 // stageStride is the number of tickets a step of a staged wait spans, for
-// a waiter ahead tickets from the front.
-func stageStride(ahead uint64) uint64 {
+// a waiter ahead tickets from the front; false: do not stage.
+func stageStride(ahead uint64) (uint64, bool) {
 	stride := max(stageTickets, (ahead+stageSteps)/(stageSteps+1))
-	if per := perTicket.Load(); per > 0 {
-		stride = max(stride, uint64(int64(stageSpan)/per))
+	per := perTicket.Load()
+	if per <= 0 {
+		return stride, true
 	}
-	return stride
+	stride = max(stride, uint64(int64(stageSpan)/per))
+	return stride, time.Duration(int64(stride)*per) <= stageLimit
 }
 
 // queueFileSuffix names the Linux queue file.
@@ -201,7 +209,10 @@ func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64,
 	if front, err = q.held(1, me-1); err != nil || front == 0 {
 		return front, err
 	}
-	stride := stageStride(me - front)
+	stride, ok := stageStride(me - front)
+	if !ok {
+		return front, nil
+	}
 	for t := front + stride; t+stride/2 < me; t += stride {
 		// Only a ticket still queued is waited for: asking costs one
 		// call, waiting two.
