@@ -154,6 +154,10 @@ type result struct {
 	// beginning its release to the next one holding the lock.
 	handoffs   int
 	handoffLat []time.Duration
+	// cpu is the CPU time the workers that report it (the Python ones)
+	// used over their measured cycles, with their agents'; agentCPU the
+	// agents' part.
+	cpu, agentCPU time.Duration
 }
 
 // add merges another round of the same implementation and worker count.
@@ -165,6 +169,20 @@ func (r *result) add(o *result) {
 	r.holds = append(r.holds, o.holds...)
 	r.handoffs += o.handoffs
 	r.handoffLat = append(r.handoffLat, o.handoffLat...)
+	r.cpu += o.cpu
+	r.agentCPU += o.agentCPU
+}
+
+// workerCPU reads the "cpu SELF AGENT" line (ns) a Python worker writes on
+// stderr: its CPU time and its agent's over the measured cycles.
+func workerCPU(stderr string) (self, agent time.Duration) {
+	for _, line := range strings.Split(stderr, "\n") {
+		var s, a int64
+		if n, _ := fmt.Sscanf(line, "cpu %d %d", &s, &a); n == 2 {
+			return time.Duration(s), time.Duration(a)
+		}
+	}
+	return 0, 0
 }
 
 // trueHandoffsPerSec counts only acquisitions that changed hands.
@@ -380,6 +398,9 @@ func runOne(se *suiteEnv, im impl, n, m int, budget time.Duration) (*result, err
 				errs = append(errs, fmt.Errorf("worker: %w: %s", err, p.stderr.String()))
 				return
 			}
+			self, agent := workerCPU(p.stderr.String())
+			r.cpu += self + agent
+			r.agentCPU += agent
 			r.acquired += len(s.waits)
 			r.lost += int64(s.cycles)
 			r.waits = append(r.waits, s.waits...)
