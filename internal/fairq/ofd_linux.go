@@ -87,7 +87,7 @@ const stageSteps = 3
 // stageLimit is the longest a step of a staged wait may be expected to
 // take: where the queue is so slow that the steps would outlast the
 // runtime's 10 ms anyway, each step would cost a retake of its own, so
-// the wait is not staged at all (one retake).
+// the wait takes one step only, to stageTickets before its own ticket.
 const stageLimit = 8 * time.Millisecond
 
 // stageStride is the number of tickets a step of a staged wait spans, for
@@ -209,11 +209,16 @@ func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64,
 	if front, err = q.held(1, me-1); err != nil || front == 0 {
 		return front, err
 	}
-	stride, ok := stageStride(me - front)
-	if !ok {
-		return front, nil
+	first, stride := front, uint64(0)
+	if st, ok := stageStride(me - front); ok {
+		first, stride = front+st, st
+	} else if me-front > stageTickets {
+		// Too slow for steps that fit: one step to stageTickets before
+		// this ticket, so that at least the last wait, the one the
+		// hand-off to this waiter follows, ends without a retake.
+		first, stride = me-stageTickets, stageTickets
 	}
-	for t := front + stride; t+stride/2 < me; t += stride {
+	for t := first; stride > 0 && t+stride/2 < me; t += stride {
 		// Only a ticket still queued is waited for: asking costs one
 		// call, waiting two.
 		live, err := q.held(t, 1)

@@ -313,10 +313,11 @@ func counterFree(t *testing.T, design, path string) bool {
 // process last saw, so that no single wait grows with the queue: with 51
 // waiters ahead and a rate of 32 tickets per stageSpan, the waiter waits
 // for ticket 33 (a stride past the front), then for its predecessor. At a
-// rate so slow that no stride fits stageLimit, it does not stage.
+// rate so slow that no stride fits stageLimit, it takes one step only, to
+// stageTickets before its own ticket.
 func TestOFDStagedWaitStride(t *testing.T) {
 	t.Run("fits", func(t *testing.T) { testStagedStride(t, int64(stageSpan/32), []uint64{33, 51}) })
-	t.Run("too slow", func(t *testing.T) { testStagedStride(t, int64(stageLimit/10), []uint64{51}) })
+	t.Run("too slow", func(t *testing.T) { testStagedStride(t, int64(stageLimit/10), []uint64{52 - stageTickets, 51}) })
 }
 
 func testStagedStride(t *testing.T, per int64, want []uint64) {
