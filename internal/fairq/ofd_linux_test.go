@@ -236,22 +236,7 @@ func TestOFDStagedWait(t *testing.T) {
 	lastWait.Store(int64(time.Second))
 	perTicket.Store(0)
 	path := lockPath(t)
-	ahead := make([]*ofdQueue, 2*stageTickets+3)
-	for i := range ahead {
-		q, err := openOFDQueue(path + queueFileSuffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if q.fd >= 0 {
-				unix.Close(q.fd)
-			}
-		}()
-		if _, err := q.join(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ahead[i] = q
-	}
+	ahead := queueUp(t, path, 2*stageTickets+3)
 	reached := make(chan error, 1)
 	go func() {
 		pl, err := Front(context.Background(), request(path), true)
@@ -326,22 +311,7 @@ func testStagedStride(t *testing.T, per int64, want []uint64) {
 	lastWait.Store(int64(time.Second))
 	perTicket.Store(per)
 	path := lockPath(t)
-	ahead := make([]*ofdQueue, 51)
-	for i := range ahead {
-		q, err := openOFDQueue(path + queueFileSuffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if q.fd >= 0 {
-				unix.Close(q.fd)
-			}
-		}()
-		if _, err := q.join(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ahead[i] = q
-	}
+	ahead := queueUp(t, path, 51)
 	log := &predecessorLog{}
 	reached := make(chan error, 1)
 	go func() {
@@ -365,4 +335,27 @@ func testStagedStride(t *testing.T, per int64, want []uint64) {
 	if got := log.list(); !slices.Equal(got, want) {
 		t.Fatalf("waited on tickets %v, want %v", got, want)
 	}
+}
+
+// queueUp queues n waiters on the lock at path, each on a queue file of
+// its own, closed at the end of the test unless closed before (fd -1).
+func queueUp(t *testing.T, path string, n int) []*ofdQueue {
+	t.Helper()
+	ahead := make([]*ofdQueue, n)
+	for i := range ahead {
+		q, err := openOFDQueue(path + queueFileSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if q.fd >= 0 {
+				unix.Close(q.fd)
+			}
+		})
+		if _, err := q.join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ahead[i] = q
+	}
+	return ahead
 }
