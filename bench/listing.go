@@ -135,7 +135,8 @@ func measureListing(self, holdBin string, sizes []int, runs int) ([]listingRow, 
 	}
 	defer os.RemoveAll(tmp)
 	time3 := func(r *listingRow, dir string, n int) error {
-		status := filepath.Join(dir, "l00000.lock")
+		// The target of the first lock file, which is held.
+		status := filepath.Join(dir, "l00000")
 		cmds := [][]string{{"ls", "-l", dir}, {holdBin, "ls", dir}, {holdBin, "status", status}}
 		outs := []*[]time.Duration{&r.ls, &r.holdLs, &r.hStat}
 		cpus := []*[]time.Duration{&r.lsCPU, &r.holdLsCPU, &r.hStatCPU}
