@@ -63,7 +63,8 @@ const stageTickets = 16
 
 // stageSpan is how long one step of a staged wait may be expected to
 // last: well under the runtime's 10 ms, with room for a rate that slows
-// and for the gap since the process last passed through the scheduler.
+// and for the gap since the process last passed through the scheduler
+// (resched.BeforeBlocking, before each step, at most every 5 ms).
 const stageSpan = 3 * time.Millisecond
 
 // stageAfter is how long this process's last wait in a queue must have
@@ -230,10 +231,6 @@ func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64,
 		}
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me, "predecessor", t, "staged", true)
-		}
-		if ctx.Done() == nil {
-			// This goroutine blocks: see resched.Yield.
-			resched.Yield()
 		}
 		if err := q.waitFor(ctx, t, free); err == errStalled {
 			// Passed over; the next step, and the search after the

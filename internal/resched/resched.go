@@ -58,12 +58,3 @@ func BeforeBlocking() {
 		runtime.Gosched()
 	}
 }
-
-// Yield passes through the scheduler now, whatever the gate says, and
-// counts as the gate's pass. For a waiter that is about to block in one
-// step of a longer wait: each step then starts with the tick moved, so
-// that no step plus the gap before it reaches the monitor's 10 ms.
-func Yield() {
-	processYield.last.Store(int64(time.Since(epoch)))
-	runtime.Gosched()
-}
