@@ -51,11 +51,26 @@ func main() {
 		png      = flag.Bool("png", false, "also write the chart as waits.png")
 		rounds   = flag.Int("rounds", 3, "rounds per worker count; the implementations take turns, round by round")
 		echo     = flag.Bool("echo", false, "internal: echo stdin to stdout (the wake-up probe's far end)")
+		listing  = flag.Bool("listing", false, "run only the `hold ls` / `hold status` rows against `ls -l` (writes listing.md)")
+		holdExe  = flag.String("hold", "", "with -listing: the hold executable to time (default: built from the parent module)")
+		holdF    = flag.Bool("holdfiles", false, "internal: flock the files named on stdin until stdin closes")
 	)
 	flag.Parse()
 	switch {
 	case *echo:
 		os.Exit(echoMain())
+	case *holdF:
+		os.Exit(holdFilesMain())
+	case *listing:
+		self, err := os.Executable()
+		if err == nil {
+			err = listingMain(self, *out, *holdExe, *quick)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case *csTarget != "":
 		os.Exit(criticalSectionChild(*csTarget))
 	case *worker != "":
@@ -139,6 +154,10 @@ type result struct {
 	// beginning its release to the next one holding the lock.
 	handoffs   int
 	handoffLat []time.Duration
+	// cpu is the CPU time the workers that report it (the Python ones)
+	// used over their measured cycles, with their agents'; agentCPU the
+	// agents' part.
+	cpu, agentCPU time.Duration
 }
 
 // add merges another round of the same implementation and worker count.
@@ -150,6 +169,20 @@ func (r *result) add(o *result) {
 	r.holds = append(r.holds, o.holds...)
 	r.handoffs += o.handoffs
 	r.handoffLat = append(r.handoffLat, o.handoffLat...)
+	r.cpu += o.cpu
+	r.agentCPU += o.agentCPU
+}
+
+// workerCPU reads the "cpu SELF AGENT" line (ns) a Python worker writes on
+// stderr: its CPU time and its agent's over the measured cycles.
+func workerCPU(stderr string) (self, agent time.Duration) {
+	for _, line := range strings.Split(stderr, "\n") {
+		var s, a int64
+		if n, _ := fmt.Sscanf(line, "cpu %d %d", &s, &a); n == 2 {
+			return time.Duration(s), time.Duration(a)
+		}
+	}
+	return 0, 0
 }
 
 // trueHandoffsPerSec counts only acquisitions that changed hands.
@@ -365,6 +398,9 @@ func runOne(se *suiteEnv, im impl, n, m int, budget time.Duration) (*result, err
 				errs = append(errs, fmt.Errorf("worker: %w: %s", err, p.stderr.String()))
 				return
 			}
+			self, agent := workerCPU(p.stderr.String())
+			r.cpu += self + agent
+			r.agentCPU += agent
 			r.acquired += len(s.waits)
 			r.lost += int64(s.cycles)
 			r.waits = append(r.waits, s.waits...)

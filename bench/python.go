@@ -124,6 +124,24 @@ func writeAgainstFilelock(b *strings.Builder, results []*result, counts []int) {
 		}
 		return fmt.Sprintf("%.2f", a/b)
 	}
+	defer func() {
+		fmt.Fprintf(b, "\nCPU time per acquisition over the measured cycles (the Python processes' own, plus their agents'; from os.times() and /proc/PID/stat):\n\n")
+		fmt.Fprintf(b, "| N | hold (Python) CPU per cycle | of which the agent | hold CPUs busy (CPU / wall) | filelock CPU per cycle | hold / filelock |\n|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range rows {
+			per := func(x *result, d time.Duration) time.Duration {
+				if x.acquired == 0 {
+					return 0
+				}
+				return d / time.Duration(x.acquired)
+			}
+			busy := 0.0
+			if r.hold.elapsed > 0 {
+				busy = float64(r.hold.cpu) / float64(r.hold.elapsed)
+			}
+			fmt.Fprintf(b, "| %d | %s | %s | %.2f | %s | %s |\n", r.hold.n, fmtDur(per(r.hold, r.hold.cpu)), fmtDur(per(r.hold, r.hold.agentCPU)),
+				busy, fmtDur(per(r.fl, r.fl.cpu)), div(float64(r.hold.cpu), float64(r.fl.cpu)))
+		}
+	}()
 	for _, r := range rows {
 		hp, fp := percentile(r.hold.waits, 99), percentile(r.fl.waits, 99)
 		hm, fm := percentile(r.hold.waits, 100), percentile(r.fl.waits, 100)

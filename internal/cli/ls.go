@@ -84,8 +84,10 @@ func runLs(args []string) int {
 	if err := lockspec.HandOffIfRemote(paths...); err != nil {
 		return fail("ls", err, exitConflict)
 	}
+	// One reading of the kernel's lock table serves every lock listed.
+	defer proc.ShareLockTable()()
 	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: portable.New(),
-		kernel: readKernelTable()}
+		kernel: &kernelTable{}}
 	if *all {
 		if len(paths) > 0 || *recursive {
 			return fail("ls", usagef("--all takes no PATH and no -r: it lists the whole machine"), exitConflict)
@@ -134,8 +136,8 @@ type lister struct {
 	recursive bool
 	// portable inspects directory locks; one instance serves them all.
 	portable hold.Protocol
-	// kernel is the kernel's lock table, read once (Linux).
-	kernel kernelTable
+	// kernel is the kernel's lock table, read once if at all (Linux).
+	kernel *kernelTable
 
 	rows []lsRow
 	code int
@@ -283,17 +285,22 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 			}
 			return ierr
 		}
-		use = l.kernel.use(fi)
-		if !use.locked() && fi.Size() > 0 {
+		if fi.Size() > 0 {
 			// A file we cannot read may be anyone's: Inspect below
-			// then says why it cannot tell.
-			if ours, err := holdsRecord(path); err == nil && !ours {
+			// then says why it cannot tell. One that is locked is
+			// listed whatever it holds. (The record first: the
+			// kernel's table is read only when needed.)
+			if ours, err := holdsRecord(path); err == nil && !ours && !l.kernel.use(fi).locked() {
 				return nil
 			}
 		}
 		// InspectAny: the file may have turned into a portable lock
 		// since the directory was read.
 		st, err = hold.InspectAny("", hold.LockFile(path))
+		if err == nil && st.State != hold.Free {
+			// Kernel waiters wait only for a held lock.
+			use = l.kernel.use(fi)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, hold.ErrForeign) {

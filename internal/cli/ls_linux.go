@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,12 +15,15 @@ import (
 	"github.com/hold-dev/hold/internal/proc"
 )
 
-// fileKey identifies a file as the kernel's lock table does.
-type fileKey struct{ dev, ino uint64 }
-
-// kernelTable holds the flock(2) locks of the kernel's lock table, by file:
-// hold's kernel locks and those of the tools it interoperates with.
-type kernelTable map[fileKey]kernelUse
+// kernelTable is the kernel's lock table as ls sees it: the flock(2) locks,
+// hold's kernel locks and those of the tools it interoperates with. It is
+// read at the first question, once per call and shared with the holder
+// lookups of Inspect (proc.ShareLockTable), so a listing that meets no
+// locked file does not read it at all: it lists every lock on the machine.
+type kernelTable struct {
+	once sync.Once
+	t    *proc.LockTable // nil: unreadable (every lock then shows no kernel waiters)
+}
 
 // kernelUse is what the kernel's lock table says about one file.
 type kernelUse struct {
@@ -33,37 +37,34 @@ type kernelUse struct {
 // locked reports a file someone holds or waits for.
 func (u kernelUse) locked() bool { return len(u.holders) > 0 || u.blocked > 0 }
 
-// readKernelTable reads /proc/locks once; a table that cannot be read is
-// empty (every lock then shows no kernel waiters).
-func readKernelTable() kernelTable {
-	locks, err := proc.KernelLocks()
-	if err != nil {
-		return nil
-	}
-	t := kernelTable{}
+// table reads the table at the first call.
+func (k *kernelTable) table() *proc.LockTable {
+	k.once.Do(func() { k.t, _ = proc.SharedLockTable() })
+	return k.t
+}
+
+// useOf sums up the table's lines for one file.
+func useOf(locks []proc.KernelLock) kernelUse {
+	var u kernelUse
 	for _, l := range locks {
-		if l.Kind != "FLOCK" {
-			continue
-		}
-		k := fileKey{unix.Mkdev(l.Major, l.Minor), l.Inode}
-		u := t[k]
-		if l.Blocked {
+		switch {
+		case l.Kind != "FLOCK":
+		case l.Blocked:
 			u.blocked++
-		} else {
+		default:
 			u.holders = append(u.holders, l.PID)
 		}
-		t[k] = u
 	}
-	return t
+	return u
 }
 
 // use looks up the file fi describes.
-func (t kernelTable) use(fi fs.FileInfo) kernelUse {
+func (k *kernelTable) use(fi fs.FileInfo) kernelUse {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || t == nil {
+	if !ok {
 		return kernelUse{}
 	}
-	return t[fileKey{uint64(st.Dev), st.Ino}]
+	return useOf(k.table().Locks(proc.FileKey{Dev: uint64(st.Dev), Ino: st.Ino}))
 }
 
 // listHeldEverywhere lists every hold lock file the kernel says is locked,
@@ -72,17 +73,15 @@ func (t kernelTable) use(fi fs.FileInfo) kernelUse {
 // for a lock whose taker has gone (its descriptor lives on in a child).
 // Only processes whose descriptors we may read are searched.
 func (l *lister) listHeldEverywhere() error {
-	want := map[fileKey]bool{}
-	for k, u := range l.kernel {
-		if len(u.holders) > 0 {
+	want := map[proc.FileKey]bool{}
+	var pids []int
+	for k, locks := range l.kernel.table().Files() {
+		if u := useOf(locks); len(u.holders) > 0 {
 			want[k] = true
+			pids = append(pids, u.holders...)
 		}
 	}
-	found := map[fileKey]string{}
-	var pids []int
-	for k := range want {
-		pids = append(pids, l.kernel[k].holders...)
-	}
+	found := map[proc.FileKey]string{}
 	slices.Sort(pids)
 	findOpenFiles(slices.Compact(pids), want, found)
 	if len(found) < len(want) {
@@ -114,7 +113,7 @@ func (l *lister) listHeldEverywhere() error {
 
 // findOpenFiles looks through the descriptors of pids for the files in
 // want that found lacks, and records their paths in found.
-func findOpenFiles(pids []int, want map[fileKey]bool, found map[fileKey]string) {
+func findOpenFiles(pids []int, want map[proc.FileKey]bool, found map[proc.FileKey]string) {
 	for _, pid := range pids {
 		if len(found) == len(want) {
 			return
@@ -130,7 +129,7 @@ func findOpenFiles(pids []int, want map[fileKey]bool, found map[fileKey]string) 
 			if unix.Stat(link, &st) != nil {
 				continue
 			}
-			k := fileKey{uint64(st.Dev), st.Ino}
+			k := proc.FileKey{Dev: uint64(st.Dev), Ino: st.Ino}
 			if !want[k] || found[k] != "" {
 				continue
 			}
@@ -139,7 +138,7 @@ func findOpenFiles(pids []int, want map[fileKey]bool, found map[fileKey]string) 
 			// caller tells.
 			if path, err := os.Readlink(link); err == nil && filepath.IsAbs(path) {
 				if pst, err := os.Stat(path); err == nil {
-					if s, ok := pst.Sys().(*syscall.Stat_t); ok && uint64(s.Dev) == k.dev && s.Ino == k.ino {
+					if s, ok := pst.Sys().(*syscall.Stat_t); ok && uint64(s.Dev) == k.Dev && s.Ino == k.Ino {
 						found[k] = path
 					}
 				}

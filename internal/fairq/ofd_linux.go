@@ -40,28 +40,68 @@ import (
 // slotBase is the offset of ticket 0's byte, past the counter's text.
 const slotBase = 1 << 20
 
-// stageTickets splits a long wait in two. A waiter far back in the queue
-// first waits for the ticket stageTickets below its own to leave, and only
-// then for its predecessor: no ticket below one's own can still be queued
-// when one reaches the front, so the first wait never delays it.
+// stageTickets is the shortest stride of a staged wait. A waiter far back
+// in the queue does not wait for its predecessor in one blocking call: it
+// first waits for the ticket a stride past the front to leave, then for
+// the one a stride further, and so on, and only then for its predecessor.
+// No ticket below one's own can still be queued when one reaches the
+// front, so the early waits never delay it.
 //
 // Why: the Go runtime's monitor thread takes the P away from a goroutine
-// that has been in one system call for 10 ms and then polls every 20 µs
-// for a while, which in a long queue slows every hand-off and so
-// lengthens every wait further. The second wait costs one more wake-up,
-// so a process stages only while its waits are long (stageAfter). The
-// figures behind 16 are in docs/bench.md.
+// that has been in one system call for 10 ms, and from then on the
+// process's monitor wakes every 20 µs for a millisecond each time the
+// call returns. In a long queue that costs more CPU than the hand-offs
+// themselves (with 100 fair waiters on 2 CPUs, 61 monitor sleeps and 75
+// context switches per acquisition), which slows every hand-off, which
+// lengthens every wait further: the queue collapses. So no single wait
+// may be expected to last longer than stageSpan, whatever the queue's
+// length: the stride is the number of hand-offs that fit in it, at the
+// rate this process last saw. Each step costs one more wake-up, so a
+// process stages only while its waits are long (stageAfter). The figures
+// are in docs/bench.md and docs/fair.md.
 const stageTickets = 16
 
+// stageSpan is how long one step of a staged wait may be expected to
+// last: well under the runtime's 10 ms, with room for a rate that slows
+// and for the gap since the process last passed through the scheduler
+// (resched.BeforeBlocking, before each step, at most every 5 ms).
+const stageSpan = 3 * time.Millisecond
+
 // stageAfter is how long this process's last wait in a queue must have
-// lasted for the next one to be staged: well under the 10 ms that matter,
-// so that a queue slowing down stages before any wait reaches them.
+// lasted for the next one to be staged (the first one is): well under the
+// 10 ms that matter, so that a queue slowing down stages before any wait
+// reaches them.
 const stageAfter = 4 * time.Millisecond
 
 // lastWait is how long the last wait in a queue lasted in this process,
-// in nanoseconds: the runtime's monitor, which the staging is about, is
-// one per process too.
-var lastWait atomic.Int64
+// in nanoseconds, and perTicket how long it took per ticket that was
+// ahead when it joined (0: not known): the runtime's monitor, which the
+// staging is about, is one per process too.
+var lastWait, perTicket atomic.Int64
+
+// stageSteps bounds the steps of one staged wait: each costs a wake-up,
+// and with many more (a stride of 16 at 300 waiters) the wake-ups cost
+// more than the monitor's polling they avoid. Where that many do not fit
+// the runtime's bound, the steps grow longer instead.
+const stageSteps = 3
+
+// stageLimit is the longest a step of a staged wait may be expected to
+// take: where the queue is so slow that the steps would outlast the
+// runtime's 10 ms anyway, each step would cost a retake of its own, so
+// the wait takes one step only, to stageTickets before its own ticket.
+const stageLimit = 8 * time.Millisecond
+
+// stageStride is the number of tickets a step of a staged wait spans, for
+// a waiter ahead tickets from the front; false: do not stage.
+func stageStride(ahead uint64) (uint64, bool) {
+	stride := max(stageTickets, (ahead+stageSteps)/(stageSteps+1))
+	per := perTicket.Load()
+	if per <= 0 {
+		return stride, true
+	}
+	stride = max(stride, uint64(int64(stageSpan)/per))
+	return stride, time.Duration(int64(stride)*per) <= stageLimit
+}
 
 // queueFileSuffix names the Linux queue file.
 const queueFileSuffix = QueueFileSuffix
@@ -97,25 +137,22 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 		req.Logger.Debug("hold: joined fair queue", "path", req.Path, "ticket", me)
 	}
 	pl := &Place{leave: func() { unix.Close(q.fd) }}
+	var front uint64 // the front of the queue on joining, when staged
 	if wait {
 		start := time.Now()
-		defer func() { lastWait.Store(int64(time.Since(start))) }()
-	}
-	if wait && me > stageTickets && time.Duration(lastWait.Load()) > stageAfter {
-		// Only when that ticket is still queued: in a short queue it left
-		// long ago, and asking costs one call where waiting costs two.
-		var err error
-		if live, herr := q.held(me-stageTickets, 1); herr != nil {
-			err = herr
-		} else if live != 0 {
-			err = q.waitFor(ctx, me-stageTickets, free)
-			if err == errStalled {
-				// Passed over; the search below finds who is left.
-				q.stalled(req, me-stageTickets)
-				err = nil
+		defer func() {
+			d := time.Since(start)
+			lastWait.Store(int64(d))
+			if front != 0 && front < me {
+				perTicket.Store(int64(d) / int64(me-front))
 			}
-		}
-		if err != nil {
+		}()
+	}
+	// Staged when the last wait was long, or there was none yet: a
+	// process's first wait may be at the back of a long queue.
+	if last := time.Duration(lastWait.Load()); wait && me > stageTickets && (last == 0 || last > stageAfter) {
+		var err error
+		if front, err = q.stagedWait(ctx, req, me, free); err != nil {
 			pl.Leave()
 			return nil, waitEnded(ctx, req, whileQueued, err)
 		}
@@ -158,6 +195,52 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 		// gone when it was chosen.
 		below, first = pred, false
 	}
+}
+
+// stagedWait waits, a stride at a time, until ticket me's predecessor is
+// at most about a stride ahead (see stageTickets), and returns the ticket
+// it found at the front (0: none), from which the caller learns the rate
+// of the queue. It only shortens the final wait on the predecessor, never replaces
+// it: every step is a wait for a waiter that will leave before me reaches
+// the front.
+func (q *ofdQueue) stagedWait(ctx context.Context, req *lock.Request, me uint64, free func() bool) (front uint64, err error) {
+	// The front: F_OFD_GETLK reports the oldest conflicting lock on the
+	// file, nearly always the lowest ticket; a higher one only makes the
+	// first step shorter.
+	if front, err = q.held(1, me-1); err != nil || front == 0 {
+		return front, err
+	}
+	first, stride := front, uint64(0)
+	if st, ok := stageStride(me - front); ok {
+		first, stride = front+st, st
+	} else if me-front > stageTickets {
+		// Too slow for steps that fit: one step to stageTickets before
+		// this ticket, so that at least the last wait, the one the
+		// hand-off to this waiter follows, ends without a retake.
+		first, stride = me-stageTickets, stageTickets
+	}
+	for t := first; stride > 0 && t+stride/2 < me; t += stride {
+		// Only a ticket still queued is waited for: asking costs one
+		// call, waiting two.
+		live, err := q.held(t, 1)
+		if err != nil {
+			return front, err
+		}
+		if live == 0 {
+			continue
+		}
+		if req.Logger != nil {
+			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me, "predecessor", t, "staged", true)
+		}
+		if err := q.waitFor(ctx, t, free); err == errStalled {
+			// Passed over; the next step, and the search after the
+			// staging, find who is left.
+			q.stalled(req, t)
+		} else if err != nil {
+			return front, err
+		}
+	}
+	return front, nil
 }
 
 // openOFDQueue opens (creating) the queue file. O_NOFOLLOW and the type

@@ -224,31 +224,19 @@ func TestOFDWaitPastGap(t *testing.T) {
 	}
 }
 
-// A waiter more than stageTickets back, in a process whose last wait was
-// long, waits in two steps (see stageTickets), and still reaches the
-// front exactly when the last waiter ahead of it leaves: never before,
+// A waiter more than two strides back, in a process whose last wait was
+// long, waits in steps (see stageTickets), and still reaches the front
+// exactly when the last waiter ahead of it leaves: never before,
 // whichever way they leave.
 func TestOFDStagedWait(t *testing.T) {
-	// As if this process's last wait had been long: stage this one.
+	// As if this process's last wait had been long, at an unknown rate:
+	// stage this one, a stride of stageTickets.
 	defer lastWait.Store(lastWait.Load())
+	defer perTicket.Store(perTicket.Load())
 	lastWait.Store(int64(time.Second))
+	perTicket.Store(0)
 	path := lockPath(t)
-	ahead := make([]*ofdQueue, stageTickets+3)
-	for i := range ahead {
-		q, err := openOFDQueue(path + queueFileSuffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if q.fd >= 0 {
-				unix.Close(q.fd)
-			}
-		}()
-		if _, err := q.join(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ahead[i] = q
-	}
+	ahead := queueUp(t, path, 2*stageTickets+3)
 	reached := make(chan error, 1)
 	go func() {
 		pl, err := Front(context.Background(), request(path), true)
@@ -260,7 +248,7 @@ func TestOFDStagedWait(t *testing.T) {
 	waitFor(t, "the waiter queued", func() bool { return len(lockedSlots(t, path)) == len(ahead)+1 })
 	// Leave out of order: first the one its staged wait is on, then the
 	// rest from the back, the first last.
-	stage := len(ahead) + 1 - stageTickets // its ticket number
+	stage := 1 + stageTickets // the ticket of its first step: a stride past the front
 	order := []int{stage - 1}
 	for i := len(ahead) - 1; i >= 0; i-- {
 		if i != stage-1 {
@@ -303,4 +291,71 @@ func counterFree(t *testing.T, design, path string) bool {
 		t.Fatal(err)
 	}
 	return lk.Type == unix.F_UNLCK
+}
+
+// TestOFDStagedWaitStride: the steps of a staged wait are a stride apart,
+// the stride being the tickets that fit in stageSpan at the rate this
+// process last saw, so that no single wait grows with the queue: with 51
+// waiters ahead and a rate of 32 tickets per stageSpan, the waiter waits
+// for ticket 33 (a stride past the front), then for its predecessor. At a
+// rate so slow that no stride fits stageLimit, it takes one step only, to
+// stageTickets before its own ticket.
+func TestOFDStagedWaitStride(t *testing.T) {
+	t.Run("fits", func(t *testing.T) { testStagedStride(t, int64(stageSpan/32), []uint64{33, 51}) })
+	t.Run("too slow", func(t *testing.T) { testStagedStride(t, int64(stageLimit/10), []uint64{52 - stageTickets, 51}) })
+}
+
+func testStagedStride(t *testing.T, per int64, want []uint64) {
+	defer lastWait.Store(lastWait.Load())
+	defer perTicket.Store(perTicket.Load())
+	lastWait.Store(int64(time.Second))
+	perTicket.Store(per)
+	path := lockPath(t)
+	ahead := queueUp(t, path, 51)
+	log := &predecessorLog{}
+	reached := make(chan error, 1)
+	go func() {
+		req := request(path)
+		req.Logger = slog.New(log)
+		pl, err := Front(context.Background(), req, true)
+		if err == nil {
+			pl.Leave()
+		}
+		reached <- err
+	}()
+	waitFor(t, "the waiter queued", func() bool { return len(lockedSlots(t, path)) == len(ahead)+1 })
+	waitFor(t, "the waiter waits on its first step", func() bool { return len(log.list()) > 0 })
+	for _, q := range ahead {
+		unix.Close(q.fd)
+		q.fd = -1
+	}
+	if err := <-reached; err != nil {
+		t.Fatal(err)
+	}
+	if got := log.list(); !slices.Equal(got, want) {
+		t.Fatalf("waited on tickets %v, want %v", got, want)
+	}
+}
+
+// queueUp queues n waiters on the lock at path, each on a queue file of
+// its own, closed at the end of the test unless closed before (fd -1).
+func queueUp(t *testing.T, path string, n int) []*ofdQueue {
+	t.Helper()
+	ahead := make([]*ofdQueue, n)
+	for i := range ahead {
+		q, err := openOFDQueue(path + queueFileSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if q.fd >= 0 {
+				unix.Close(q.fd)
+			}
+		})
+		if _, err := q.join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ahead[i] = q
+	}
+	return ahead
 }

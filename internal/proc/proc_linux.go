@@ -69,8 +69,18 @@ func parseStartTime(b []byte) (uint64, bool) {
 }
 
 // Cmdline returns the command line of process pid, arguments joined by
-// spaces, or "" when it cannot be read.
+// spaces, or "" when it cannot be read. While a lock table is shared
+// (ShareLockTable) each process's is read once.
 func Cmdline(pid int) string {
+	if c, ok := sharedCmdline(pid); ok {
+		return c
+	}
+	c := readCmdline(pid)
+	keepCmdline(pid, c)
+	return c
+}
+
+func readCmdline(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return ""
@@ -84,27 +94,18 @@ func Cmdline(pid int) string {
 // how hold names a holder that is not hold (flock(1), Python's filelock) or
 // that inherited the descriptor from a dead parent. A pid of -1 (an OFD lock,
 // which has no owning process) is left out, and so are blocked waiters. Nil
-// when nothing is found.
+// when nothing is found. Within ShareLockTable it answers from the shared
+// reading of the table.
 func LockHolders(fd uintptr) []int {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(fd), &st); err != nil {
 		return nil
 	}
-	locks, err := KernelLocks()
+	t, err := SharedLockTable()
 	if err != nil {
 		return nil
 	}
-	major, minor := unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev))
-	var pids []int
-	for _, l := range locks {
-		if l.Blocked || l.PID <= 0 || (l.Kind != "FLOCK" && l.Kind != "OFDLCK") {
-			continue
-		}
-		if l.Major == major && l.Minor == minor && l.Inode == st.Ino {
-			pids = append(pids, l.PID)
-		}
-	}
-	return pids
+	return t.Holders(FileKey{uint64(st.Dev), st.Ino})
 }
 
 // pidNamespace returns the inode number of this process's pid namespace,

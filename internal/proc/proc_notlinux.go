@@ -23,3 +23,6 @@ func OFDLockOwner(path string, off int64) (pid int, ok bool) { return 0, false }
 
 // Stopped is not known outside Linux.
 func Stopped(pid int) bool { return false }
+
+// ShareLockTable has no table to share outside Linux.
+func ShareLockTable() (release func()) { return func() {} }

@@ -19,6 +19,7 @@ One ``hold agent`` process per Python process holds the locks; see
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import threading
@@ -95,7 +96,30 @@ class Lock:
         self.token: int = int(reply.get("token") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
-        self.owner: Dict[str, Any] = reply.get("owner") or {}
+        # A reply of the synchronous channel keeps the record undecoded
+        # (_agent.OWNER_RAW): most locks never read it, and decoding it
+        # was most of the cost of parsing the reply.
+        self._owner: Optional[Dict[str, Any]] = reply.get("owner")
+        self._owner_raw: Optional[bytes] = reply.get(_agent.OWNER_RAW)
+
+    @property
+    def owner(self) -> Dict[str, Any]:
+        """The owner record published for this lock, as ``hold status``
+        shows it (decoded at the first read)."""
+        if self._owner is None:
+            owner = None
+            if self._owner_raw is not None:
+                try:
+                    owner = json.loads(self._owner_raw)
+                except ValueError:
+                    pass
+            self._owner = owner if isinstance(owner, dict) else {}
+            self._owner_raw = None
+        return self._owner
+
+    @owner.setter
+    def owner(self, value: Dict[str, Any]) -> None:
+        self._owner, self._owner_raw = value, None
 
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self._lost else "held"
@@ -309,7 +333,15 @@ def _busy_key(req: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
     not to be worth a key)."""
     if "fields" in req or "settings" in req:
         return None
-    return (req["target"], req.get("lock_file"), req.get("name"), req.get("protocol"), req.get("shared", False))
+    return (
+        req["target"],
+        req.get("lock_file"),
+        req.get("name"),
+        req.get("protocol"),
+        req.get("shared", False),
+        req.get("make_dirs", False),
+        req.get("mode"),
+    )
 
 
 def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
@@ -327,7 +359,8 @@ def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
     key = _busy_key(req) if op == "acquire" else None
     if key is not None and ag.recently_busy(key):
         return None
-    r = ag.sync_call({"op": "try", **{k: v for k, v in req.items() if k != "wait"}})
+    line = _try_line(req)
+    r = ag.sync_call(_TRY if line is not None else _try_message(req), line)
     if r is None:
         if ag.dead is not None:
             raise ag.dead
@@ -340,6 +373,35 @@ def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
     if key is not None:
         ag.mark_busy(key)
     return None
+
+
+def _try_message(req: Dict[str, Any]) -> Dict[str, Any]:
+    """The synchronous channel's try of req."""
+    return {"op": "try", **{k: v for k, v in req.items() if k != "wait"}}
+
+
+#: What sync_call needs to know of a try whose line is encoded already.
+_TRY: Dict[str, Any] = {"op": "try"}
+
+#: The encoded try lines of recent requests, by what they lock: a loop that
+#: takes one lock again and again encodes its request once.
+_try_lines: Dict[Tuple[Any, ...], bytes] = {}
+
+
+def _try_line(req: Dict[str, Any]) -> Optional[bytes]:
+    """The encoded line of _try_message(req), from the cache when it can be
+    (None for requests with fields or settings: sync_call encodes those)."""
+    key = _busy_key(req)
+    if key is None:
+        return None
+    key += (req.get("fair", False),)
+    line = _try_lines.get(key)
+    if line is None:
+        if len(_try_lines) >= 256:
+            _try_lines.clear()
+        line = json.dumps({"id": 0, **_try_message(req)}, separators=(",", ":")).encode() + b"\n"
+        _try_lines[key] = line
+    return line
 
 
 def _held(ag: Agent, reply: Reply, req: Dict[str, Any], thread: Optional[int] = None) -> Lock:
