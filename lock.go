@@ -39,8 +39,13 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	n := c.beginNamed(req)
 	h, err := c.protocol.Acquire(ctx, req)
 	if err != nil {
+		n.abort()
+		return nil, err
+	}
+	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
@@ -56,8 +61,13 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)
 	if err != nil {
+		n.abort()
+		return nil, err
+	}
+	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
@@ -184,7 +194,8 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.protocol.Inspect(path)
+	st, err := c.protocol.Inspect(path)
+	return c.inspectEarlier(st, path), err
 }
 
 // InspectAny is Inspect that also recognises a portable lock where the

@@ -27,7 +27,10 @@ type config struct {
 	named    bool
 	fields   map[string]string
 	protocol Protocol
-	logger   *slog.Logger
+	// base is the protocol without the fair queue in front (named locks
+	// take their earlier places' locks through it).
+	base   Protocol
+	logger *slog.Logger
 	// mustExist: Update and Append fail on a missing file (MustExist).
 	mustExist bool
 	// allowSplit, allowOwnerChange: what Update may change besides the
@@ -59,6 +62,7 @@ func newConfig(opts []Option) *config {
 	if c.protocol == nil {
 		c.protocol = flock.Protocol{}
 	}
+	c.base = c.protocol
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hold-dev/hold/internal/nameddir"
 	"io"
 	"io/fs"
 	"os"
@@ -94,7 +95,8 @@ func runLs(args []string) int {
 		}
 		return l.finish()
 	}
-	if len(paths) == 0 {
+	byDefault := len(paths) == 0
+	if byDefault {
 		paths = defaultLsPaths()
 	}
 	for _, p := range paths {
@@ -104,6 +106,9 @@ func runLs(args []string) int {
 			continue
 		}
 		l.report(l.listDir(p))
+	}
+	if byDefault {
+		l.listEarlierNamed()
 	}
 	return l.finish()
 }
@@ -124,6 +129,29 @@ func defaultLsPaths() []string {
 		return paths
 	}
 	return append(paths, named)
+}
+
+// listEarlierNamed adds the named locks held where earlier versions of
+// hold kept them (see hold.Named): a holder there still excludes its name.
+// Free ones there are not listed; they are leftovers of those versions.
+func (l *lister) listEarlierNamed() {
+	for _, dir := range nameddir.Earlier() {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		n := len(l.rows)
+		if l.listDir(dir) != nil {
+			l.rows = l.rows[:n]
+			continue
+		}
+		kept := l.rows[:n]
+		for _, r := range l.rows[n:] {
+			if r.st.State != hold.Free {
+				kept = append(kept, r)
+			}
+		}
+		l.rows = kept
+	}
 }
 
 // lister lists locks and prints them.
