@@ -12,7 +12,7 @@ import (
 // the lock is (LockFile, Named); how it is taken (WithProtocol, Shared,
 // Fair, RefuseMachineLocal, StopWithin); what its owner record says (Field,
 // OmitCommand); what Update and Append may do to the file (MustExist,
-// AllowSplit, AllowOwnerChange); and debugging (Logger). They apply in
+// AllowSplit, AllowOwnerChange, AllowEmpty); and debugging (Logger). They apply in
 // order, so a later option wins over an earlier one that sets the same
 // thing.
 type Option func(*config)
@@ -36,6 +36,8 @@ type config struct {
 	// allowSplit, allowOwnerChange: what Update may change besides the
 	// content (AllowSplit, AllowOwnerChange).
 	allowSplit, allowOwnerChange bool
+	// allowEmpty: Update may write empty content (AllowEmpty).
+	allowEmpty bool
 	// fair: wait in the FIFO queue in front of the protocol (Fair).
 	fair bool
 	// beforeCreate: see lock.Request.BeforeCreate (set by guarded).
