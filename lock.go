@@ -111,6 +111,27 @@ func (l *Lock) lostError() error {
 	return &Error{Op: "hold", Path: l.path, Err: ErrLost}
 }
 
+// Discard releases the lock as Release does and also removes its lock
+// file, when this acquisition created it and no other process has it
+// open, so that an operation that failed leaves nothing it created
+// behind. Only a kernel lock whose creation Update or Append made (with
+// Linux's leases to prove nobody else has the file) is removed; any other
+// lock file stays, as after Release.
+func (l *Lock) Discard() error {
+	for h := l.h; h != nil; {
+		if d, ok := h.(lock.Discarder); ok {
+			d.DiscardOnRelease()
+			break
+		}
+		w, ok := h.(lock.Wrapper)
+		if !ok {
+			break
+		}
+		h = w.Unwrap()
+	}
+	return l.Release()
+}
+
 // Release gives the lock up. It is idempotent: calls after the first return
 // nil, unless the lock had been lost, which every call reports (ErrLost).
 func (l *Lock) Release() error { return l.h.Release() }

@@ -124,6 +124,32 @@ func targetLockPath(target string) (string, error) {
 	return t + ".lock", nil
 }
 
+// refuseSpecialTarget refuses, just before a lock file would be created
+// beside it, a target that is a device, a socket or a named pipe: its
+// directory is not a place for a lock file of the user's (`hold run
+// /dev/null` would make /dev/null.lock in /dev), and nothing a lock beside
+// it could guard is a file there. It costs nothing once the lock file
+// exists, as it does for every lock taken before.
+func refuseSpecialTarget(target string) error {
+	fi, err := os.Stat(target)
+	if err != nil || fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket|os.ModeNamedPipe) == 0 {
+		return nil
+	}
+	return &Error{Op: "acquire", Path: target, Err: errSpecialTarget,
+		Hint: "a lock beside it would be " + target + ".lock, a file of hold's in that directory: name a lock file of yours or a named lock instead"}
+}
+
+// errSpecialTarget is refuseSpecialTarget's cause; it matches
+// ErrNotRegular.
+var errSpecialTarget specialTarget
+
+type specialTarget struct{}
+
+func (specialTarget) Error() string {
+	return "the target is a device, socket or pipe, not a file or directory"
+}
+func (specialTarget) Is(target error) bool { return target == ErrNotRegular }
+
 // LockFile uses exactly path as the lock path, instead of "<target>.lock".
 //
 // hold writes its owner record and token into a lock file only when the

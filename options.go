@@ -79,7 +79,11 @@ func (c *config) request(target string) (*Request, error) {
 	}
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
+	before := c.beforeCreate
+	if before == nil && c.lockFile == "" && !c.named {
+		before = func() error { return refuseSpecialTarget(target) }
+	}
+	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.lockFile != "", StopWithin: c.stopWithin}
 	c.shapeOwner(&req.Owner)
 	return req, nil

@@ -184,7 +184,12 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 		return fileError(op, path, err)
 	}
 	defer func() {
-		if rerr := l.Release(); err == nil && rerr != nil {
+		// A refused or failed update leaves no lock file it created.
+		release := l.Release
+		if err != nil {
+			release = l.Discard
+		}
+		if rerr := release(); err == nil && rerr != nil {
 			err = relabel(op, rerr)
 		}
 	}()

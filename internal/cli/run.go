@@ -71,6 +71,9 @@ func runRun(args []string) int {
 		return code
 	}
 	target, argv, err := splitRunArgs(fs.Args(), fs.ArgsLenAtDash(), *shell, fs.Changed("command"))
+	if err == nil {
+		err = findCommand("run", "", argv)
+	}
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}

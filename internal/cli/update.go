@@ -114,6 +114,9 @@ func runUpdate(args []string) int {
 	if lf.shared {
 		return fail("update", usagef("update needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
+	if err := findCommand("update", file, argv); err != nil {
+		return fail("update", err, lf.conflictExit)
+	}
 
 	// Catch signals from before the lock is taken to the end, so that one
 	// arriving while FILTER runs reaches us and not the default handler.

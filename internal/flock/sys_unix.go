@@ -30,6 +30,8 @@ type lockFile struct {
 	uid   uint32
 	// changed is the file's ctime and size at the open (see verified).
 	changed fileStamp
+	// created: this open made the file; see removeIfAlone.
+	created bool
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -220,20 +222,28 @@ func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 // flock(2) works on any descriptor, so the lock still works, only without
 // our owner record.
 //
-// With beforeCreate, an existing file is opened first without O_CREAT, so
-// that beforeCreate runs only when the file is about to be created.
+// An existing file is opened first without O_CREAT, so that beforeCreate
+// (when given) runs only when the file is about to be created.
 func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable bool, err error) {
 	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
-	create := unix.O_CREAT
-	if beforeCreate != nil {
-		create = 0
-	}
-	fd, err := openRetry(path, unix.O_RDWR|create|flags, 0o666)
-	if err == unix.ENOENT && create == 0 {
-		if err := beforeCreate(); err != nil {
-			return nil, false, err
+	// The file nearly always exists: open it without O_CREAT, which
+	// costs nothing more, and only when it is missing create it, so that
+	// created can say whether this open made it.
+	fd, err := openRetry(path, unix.O_RDWR|flags, 0)
+	created := false
+	if err == unix.ENOENT {
+		if beforeCreate != nil {
+			if err := beforeCreate(); err != nil {
+				return nil, false, err
+			}
 		}
-		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, 0o666)
+		// Exclusively, so that created says this open made the file
+		// (see lockFile.created); one that appeared meanwhile is opened.
+		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|flags, 0o666)
+		created = err == nil
+		if err == unix.EEXIST {
+			fd, err = openRetry(path, unix.O_RDWR|flags, 0)
+		}
 	}
 	writable = true
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
@@ -249,7 +259,7 @@ func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable
 		unix.Close(fd)
 		return nil, false, err
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed}, writable, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed, created: created}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
