@@ -114,9 +114,9 @@ func (l *Lock) lostError() error {
 // Discard releases the lock as Release does and also removes its lock
 // file, when this acquisition created it and no other process has it
 // open, so that an operation that failed leaves nothing it created
-// behind. Only a kernel lock whose creation Update or Append made (with
-// Linux's leases to prove nobody else has the file) is removed; any other
-// lock file stays, as after Release.
+// behind. Only a kernel lock file that this acquisition created is
+// removed, and only on Linux, where a write lease proves that no other
+// process has it open; any other lock file stays, as after Release.
 func (l *Lock) Discard() error {
 	for h := l.h; h != nil; {
 		if d, ok := h.(lock.Discarder); ok {

@@ -61,6 +61,9 @@ Exit status: 0 when every PATH could be listed, 66 when one cannot be read,
 type lsReport struct {
 	*report.Status
 	Waiters int `json:"waiters"`
+	// Queue is the fair queue's file beside the lock, when there is one:
+	// it stays after use, as the lock file does.
+	Queue string `json:"queue,omitempty"`
 }
 
 // lsHiddenFlags are the lock flags that mean nothing to ls; only the
@@ -191,7 +194,7 @@ func (l *lister) add(st *hold.Status, waiters int) {
 func (l *lister) finish() int {
 	if l.asJSON {
 		for _, r := range l.rows {
-			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters})
+			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters, Queue: fairQueueFile(r.st.Path)})
 			fmt.Fprintf(l.out, "%s\n", b)
 		}
 		return l.code
@@ -210,6 +213,16 @@ func (l *lister) finish() int {
 	}
 	tw.Flush()
 	return l.code
+}
+
+// fairQueueFile is the fair queue file beside the kernel lock at path, or
+// "" when there is none.
+func fairQueueFile(path string) string {
+	q := path + fairq.QueueFileSuffix
+	if _, err := os.Lstat(q); err == nil {
+		return q
+	}
+	return ""
 }
 
 // sideFiles are what sits beside the locks of one directory: the queues
