@@ -614,6 +614,9 @@ func TestUpdateRefusesEmptyContent(t *testing.T) {
 	if !strings.Contains(err.Error(), "create the file first") {
 		t.Errorf("no advice for a missing file: %v", err)
 	}
+	if _, err := os.Stat(missing + ".lock"); runtime.GOOS == "linux" && !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused update left the lock file it created: %v", err)
+	}
 	if err := Update(context.Background(), missing, setTo(""), AllowEmpty()); err != nil {
 		t.Fatal(err)
 	}
