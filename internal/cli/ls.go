@@ -31,8 +31,9 @@ func init() {
 		summary: "list the locks in directories: state, holder, token and waiters",
 		usage:   "ls [--json] [-r] [PATH...]\nls --all [--json]",
 		help: `
-Lists the locks in each directory PATH (default: the current directory and
-your named-lock directory), one line per lock: kernel lock files (*.lock),
+Lists the locks in each directory PATH (default: the current directory,
+your named-lock directory, and the named locks still held where earlier
+versions of hold kept them), one line per lock: kernel lock files (*.lock),
 portable lock directories (*.lock, --protocol dir) and the waiters of fair
 queues. A PATH like etcd://host:port/prefix lists the etcd locks under that
 key prefix; postgres://user@host:port/db lists the database's locks, and
