@@ -71,9 +71,6 @@ func runRun(args []string) int {
 		return code
 	}
 	target, argv, err := splitRunArgs(fs.Args(), fs.ArgsLenAtDash(), *shell, fs.Changed("command"))
-	if err == nil {
-		err = findCommand("run", "", argv)
-	}
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
@@ -81,7 +78,14 @@ func runRun(args []string) int {
 		warmUp()
 	}
 	spec, err := lf.resolve(target)
+	if err == nil && spec.Local() {
+		// Before the lock file is made (a network lock leaves none).
+		err = findCommand("run", "", argv)
+	}
 	if err != nil {
+		if spec != nil {
+			spec.Close()
+		}
 		return fail("run", err, lf.conflictExit)
 	}
 	defer spec.Close()
