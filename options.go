@@ -49,6 +49,8 @@ type config struct {
 	refuseMachineLocal bool
 	// stopWithin: see lock.Request.StopWithin (StopWithin).
 	stopWithin time.Duration
+	// rewrite: the holder replaces or writes the target (ForRewrite).
+	rewrite bool
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -84,7 +86,7 @@ func (c *config) request(target string) (*Request, error) {
 		before = func() error { return refuseSpecialTarget(target) }
 	}
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
-		Explicit: c.lockFile != "", StopWithin: c.stopWithin}
+		Explicit: c.explicit(target), StopWithin: c.stopWithin}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

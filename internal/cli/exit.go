@@ -88,11 +88,21 @@ func exitCode(err error, conflict int) int {
 	return exitLockError
 }
 
+// quietConflict says that a busy lock or a timed-out wait is told by the
+// exit status alone: stderr is not a terminal (cron, a pipe) and
+// --verbose was not given, or -q was (see lockspec.Resolved.Tells).
+// flock(1) says nothing there, and a cron job's every busy minute would
+// otherwise be a mail. lockFlags.resolve sets it.
+var quietConflict bool
+
 // fail reports err on stderr as "hold CMD: ..." and returns its exit
 // status. Messages from hold's errors already name the lock path, the
 // holder and a hint.
 func fail(cmd string, err error, conflict int) int {
 	code := exitCode(err, conflict)
+	if quietConflict && errkind.Of(err)&(errkind.Busy|errkind.Timeout) != 0 && errkind.Of(err)&errkind.Signal == 0 {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "hold %s: %v\n", cmd, err)
 	if code == exitUsage {
 		var usage *errkind.UsageError

@@ -20,14 +20,16 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
-		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'",
+		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
 		help:    runHelp + childLifeHelp,
 		run:     runRun,
 	})
 }
 
 const runHelp = `
-The lock path is TARGET.lock (or --lock-file, or --name). The command runs
+The lock path is TARGET.lock, or TARGET itself when its name ends in .lock
+(hold run x.lock locks x.lock, as flock x.lock does; hold run x and hold run
+x.lock are one lock), or --lock-file, or --name. The command runs
 with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
 fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
@@ -50,6 +52,39 @@ Lock lifetime:
   hold was killed, such a daemon keeps the lock until it exits.
   -o/--close does not pass the descriptor: killing hold then frees the lock
   at once while the command may still run.
+
+Messages: a busy lock (-n) or a timed-out wait (-w) is reported on stderr
+only when stderr is a terminal; elsewhere (cron, a pipe, a log) hold says
+nothing, as flock(1) does, and the exit status (1, or -E) tells. --verbose
+reports it anyway; -q/--quiet never does, even on a terminal.
+
+As flock(1) does, a lock file hold does not write its owner record into (the
+script or data file named with --lock-file) is opened read-only, so a script
+can lock itself:
+  [ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" hold run -n --lock-file "$0" -- "$0" "$@" || :
+A directory named with --lock-file is locked as flock(1) locks it, unless it
+is a portable-protocol lock (a directory holding owner.json, or an empty
+X.lock, as proper-lockfile makes): take that one with --protocol dir.
+
+Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
+command, locks descriptor FD, which the shell opened, with one flock(2), as
+flock(1) does, and exits: exec 9>F; hold run -n 9 || exit 1, or
+( hold run -n 9 || exit 1; ... ) 9>F. The lock belongs to the shell's open
+file and stays held until the shell closes FD or runs 'hold run -u FD'. It
+takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose; no owner record is
+written. -w here tries again every few milliseconds (up to 25ms apart) rather
+than sleeping in the kernel, so that a lock granted after the deadline can
+never be left on the shell's descriptor.
+
+No fork: -F/--no-fork (flock -F) runs the command in hold's place (exec),
+keeping the lock's descriptor, named by HOLD_LOCK_FD; the lock is released
+when the command exits. Nothing is left to pass signals on or to watch the
+lock file, and the owner record, which names the command's pid (hold's
+pid), stays until the next holder rewrites it. Kernel lock only; not with
+-o or --fair.
+
+Not supported: flock(1)'s --fcntl, --start and --length (byte-range locks);
+-c runs /bin/sh, not $SHELL.
 `
 
 // kernelLockCheck is how often `hold run` checks that a kernel lock's file
@@ -67,10 +102,18 @@ func runRun(args []string) int {
 	lf.addTo(fs)
 	closeFD := fs.BoolP("close", "o", false, "do not pass the lock's descriptor to the command (see Lock lifetime)")
 	shell := fs.StringP("command", "c", "", "run `'COMMAND'` with the shell instead of COMMAND [ARGS...]")
+	noFork := fs.BoolP("no-fork", "F", false, "run the command in hold's place (exec, as flock -F): kernel lock only; see No fork")
+	unlock := fs.BoolP("unlock", "u", false, "with FD: drop the lock of descriptor FD (as flock -u)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
+	if fd, ok := descriptorForm(fs.Args(), fs.ArgsLenAtDash(), fs.Changed("command")); ok {
+		return runDescriptor(fd, &lf, fs, *unlock)
+	}
 	target, argv, err := splitRunArgs(fs.Args(), fs.ArgsLenAtDash(), *shell, fs.Changed("command"))
+	if err == nil {
+		err = checkRunForm(&lf, *noFork, *closeFD, *unlock)
+	}
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
@@ -88,6 +131,7 @@ func runRun(args []string) int {
 		}
 		return fail("run", err, lf.conflictExit)
 	}
+	quietAbout(spec)
 	defer spec.Close()
 
 	// Catch signals from now on: one that comes while waiting ends the
@@ -120,6 +164,12 @@ func runRun(args []string) int {
 		return fail("run", sig, spec.ConflictExit)
 	}
 	<-signalsCaught
+	if *noFork {
+		// Returns only if the command could not be started.
+		err := execLocked(l, spec, argv)
+		l.Release()
+		return fail("run", err, spec.ConflictExit)
+	}
 	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr
@@ -194,11 +244,7 @@ func shellCommand(s string) []string {
 func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD bool, r *runEvents) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
-		"HOLD_TARGET="+spec.Label,
-		"HOLD_LOCK_FILE="+l.Path(),
-		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
-	)
+	cmd.Env = commandEnv(l, spec)
 	if passLock(cmd, l, closeFD) {
 		cmd.Env = append(cmd.Env, "HOLD_LOCK_FD=3")
 	} else {
@@ -226,6 +272,15 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
 	return exitStatusOf(cmd.ProcessState), nil
+}
+
+// commandEnv is the environment of the command run with l held.
+func commandEnv(l *hold.Lock, spec *lockspec.Resolved) []string {
+	return append(os.Environ(),
+		"HOLD_TARGET="+spec.Label,
+		"HOLD_LOCK_FILE="+l.Path(),
+		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
+	)
 }
 
 // runEvents is hold run's one goroutine for events: it ends the wait for the
