@@ -90,7 +90,8 @@ func TestNamedLockSameInEveryEnvironment(t *testing.T) {
 // TestNamedLockHeldAtEarlierPlace: a holder of the name where earlier
 // versions kept named locks ($XDG_RUNTIME_DIR/hold, hold-UID in $TMPDIR),
 // here flock(1) on that file as an older hold held it, is not joined:
-// hold run -n reports it busy, naming the place, hold run -w waits for it,
+// hold run -n reports it busy (with --verbose, since stderr is no
+// terminal here), naming the place, hold run -w waits for it,
 // hold status reports it, and hold ls lists it while held.
 func TestNamedLockHeldAtEarlierPlace(t *testing.T) {
 	t.Parallel()
@@ -110,7 +111,7 @@ func TestNamedLockHeldAtEarlierPlace(t *testing.T) {
 		}
 		waitFor(t, filepath.Join(dir, "ready"))
 
-		r := runHoldEnv(t, dir, env, "run", "-n", "--name", "nightly-db", "--", "true")
+		r := runHoldEnv(t, dir, env, "run", "-n", "--verbose", "--name", "nightly-db", "--", "true")
 		if r.code != 1 || !strings.Contains(r.stderr, old) {
 			t.Errorf("held at %s: hold run -n --name: exit %d, want 1 and a message naming %s: %s", old, r.code, old, r.stderr)
 		}
