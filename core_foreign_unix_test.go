@@ -173,9 +173,7 @@ func TestForeignContentEveryEntryPoint(t *testing.T) {
 		}
 	}
 	t.Run("named", func(t *testing.T) {
-		xdg := t.TempDir()
-		namedEnv(t, xdg)
-		dir := filepath.Join(xdg, "hold")
+		dir := namedEnv(t)
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,30 +16,45 @@ import (
 	"github.com/hold-dev/hold"
 )
 
-// namedEnv points the named-lock directory at fresh places: XDG_RUNTIME_DIR
-// as given (may be empty) and TMPDIR at a new temporary directory, which
-// it returns.
-func namedEnv(t *testing.T, xdg string) string {
-	tmp := t.TempDir()
-	t.Setenv("XDG_RUNTIME_DIR", xdg)
-	t.Setenv("TMPDIR", tmp)
-	return tmp
+// namedEnv points the named-lock directory at a fresh place (the tests'
+// override, HOLD_TEST_NAMED_DIR) and XDG_RUNTIME_DIR and TMPDIR, which
+// name where earlier versions kept named locks, at fresh directories too.
+// It returns the named-lock directory, which does not exist yet.
+func namedEnv(t *testing.T) string {
+	base := t.TempDir()
+	t.Setenv("HOLD_TEST_NAMED_DIR", filepath.Join(base, "named"))
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "xdg"))
+	t.Setenv("TMPDIR", filepath.Join(base, "tmp"))
+	return filepath.Join(base, "named")
 }
 
-func TestNamedUsesXDGRuntimeDir(t *testing.T) {
-	xdg := t.TempDir()
-	namedEnv(t, xdg)
-	l, err := hold.Acquire(context.Background(), "", hold.Named("deploy"))
+// TestNamedDirIgnoresEnvironment: the named-lock directory is the same
+// whatever XDG_RUNTIME_DIR and TMPDIR say, and is hold-UID in /run/lock
+// (where that is a sticky directory everyone may write) or /var/tmp.
+func TestNamedDirIgnoresEnvironment(t *testing.T) {
+	t.Setenv("HOLD_TEST_NAMED_DIR", "")
+	parent := "/var/tmp"
+	if fi, err := os.Stat("/run/lock"); runtime.GOOS == "linux" && err == nil && fi.Mode()&os.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0 {
+		parent = "/run/lock"
+	}
+	want := filepath.Join(parent, fmt.Sprintf("hold-%d", os.Getuid()))
+	for _, env := range [][2]string{{"", ""}, {t.TempDir(), ""}, {"", t.TempDir()}, {t.TempDir(), t.TempDir()}, {"relative", "relative"}} {
+		t.Setenv("XDG_RUNTIME_DIR", env[0])
+		t.Setenv("TMPDIR", env[1])
+		if dir, err := hold.NamedDirPath(); err != nil || dir != want {
+			t.Errorf("XDG_RUNTIME_DIR=%q TMPDIR=%q: NamedDirPath = %q, %v, want %q", env[0], env[1], dir, err, want)
+		}
+	}
+}
+
+func TestNamedDirIsPrivate(t *testing.T) {
+	dir := namedEnv(t)
+	l, err := hold.Acquire(context.Background(), "ignored", hold.Named("deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release()
-	if want := filepath.Join(xdg, "hold", "deploy.lock"); l.Path() != want {
-		t.Fatalf("lock path %q, want %q", l.Path(), want)
-	}
-	fi, err := os.Lstat(filepath.Join(xdg, "hold"))
-	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("lock directory: %v %v, want a directory of mode 0700", fi.Mode(), err)
+	if l.Path() != filepath.Join(dir, "deploy.lock") {
+		t.Fatalf("lock path %q, want it in %s", l.Path(), dir)
 	}
 	if _, err := hold.TryAcquire("", hold.Named("deploy")); !errors.Is(err, hold.ErrBusy) {
 		t.Fatalf("a second holder of the same name: %v, want ErrBusy", err)
@@ -48,33 +64,14 @@ func TestNamedUsesXDGRuntimeDir(t *testing.T) {
 		t.Fatalf("another name: %v", err)
 	}
 	l2.Release()
-
-	// A relative XDG_RUNTIME_DIR is not to be trusted: the fallback is used.
-	tmp := namedEnv(t, "relative/dir")
-	dir, err := hold.NamedDir()
-	if err != nil || dir != filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid())) {
-		t.Fatalf("NamedDir with a relative XDG_RUNTIME_DIR = %q, %v", dir, err)
-	}
-}
-
-func TestNamedFallbackDirIsPrivate(t *testing.T) {
-	tmp := namedEnv(t, "")
-	l, err := hold.Acquire(context.Background(), "ignored", hold.Named("deploy"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	l.Release()
-	dir := filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid()))
-	if l.Path() != filepath.Join(dir, "deploy.lock") {
-		t.Fatalf("lock path %q, want it in %s", l.Path(), dir)
-	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || fi.Mode().Perm() != 0o700 || int(st.Uid) != os.Getuid() {
-		t.Fatalf("fallback directory: mode %v uid %d, want a directory of mode 0700 owned by %d", fi.Mode(), st.Uid, os.Getuid())
+		t.Fatalf("named-lock directory: mode %v uid %d, want a directory of mode 0700 owned by %d", fi.Mode(), st.Uid, os.Getuid())
 	}
 }
 
@@ -97,47 +94,35 @@ func TestNamedRefusesUnsafeDir(t *testing.T) {
 		}
 	}
 	t.Run("symlink", func(t *testing.T) {
-		tmp := namedEnv(t, "")
-		elsewhere := filepath.Join(tmp, "elsewhere")
+		dir := namedEnv(t)
+		elsewhere := filepath.Join(filepath.Dir(dir), "elsewhere")
 		if err := os.Mkdir(elsewhere, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Symlink(elsewhere, filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid()))); err != nil {
+		if err := os.Symlink(elsewhere, dir); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, elsewhere, "fallback directory is a symlink")
+		refused(t, elsewhere, "named-lock directory is a symlink")
 	})
 	t.Run("other-writable", func(t *testing.T) {
-		tmp := namedEnv(t, "")
-		dir := filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid()))
+		dir := namedEnv(t)
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dir, "fallback directory writable by others")
+		refused(t, dir, "named-lock directory writable by others")
 	})
 	t.Run("other-owner", func(t *testing.T) {
-		tmp := namedEnv(t, "")
-		dir := filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid()))
+		dir := namedEnv(t)
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chown(dir, otherUser, otherUser); err != nil {
 			t.Skipf("cannot give a directory to another user here (%v): only root can", err)
 		}
-		refused(t, dir, "fallback directory owned by another user")
-	})
-	t.Run("xdg-other-writable", func(t *testing.T) {
-		xdg := t.TempDir()
-		namedEnv(t, xdg)
-		dir := filepath.Join(xdg, "hold")
-		if err := os.Mkdir(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(dir, 0o777)
-		refused(t, dir, "runtime directory writable by others")
+		refused(t, dir, "named-lock directory owned by another user")
 	})
 }
 
@@ -148,8 +133,7 @@ func relIf(l *hold.Lock) {
 }
 
 func TestNamedInvalidNames(t *testing.T) {
-	xdg := t.TempDir()
-	tmp := namedEnv(t, xdg)
+	dir := namedEnv(t)
 	bad := []string{"", "Deploy", "a/b", "../x", "..", ".", ".hidden", "-x", "_x", "a b", "ü", "a\x00b", "x.lock/", `a\b`,
 		strings.Repeat("a", 65)}
 	for _, name := range bad {
@@ -169,11 +153,9 @@ func TestNamedInvalidNames(t *testing.T) {
 			t.Errorf("Inspect Named(%q): %v", name, err)
 		}
 	}
-	// Nothing may have touched the disk: neither directory was created.
-	for _, d := range []string{xdg, tmp} {
-		if names := dirNames(t, d); len(names) != 0 {
-			t.Fatalf("an invalid name created %v in %s", names, d)
-		}
+	// Nothing may have touched the disk: no directory was created.
+	if names := dirNames(t, filepath.Dir(dir)); len(names) != 0 {
+		t.Fatalf("an invalid name created %v in %s", names, filepath.Dir(dir))
 	}
 	for _, name := range []string{"deploy", "nightly-db", "a", "0", "v1.2_x-y", strings.Repeat("z", 64)} {
 		if !hold.ValidName(name) {

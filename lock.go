@@ -55,6 +55,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	n := c.beginNamed(req)
 	var h Handle
 	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
 		// Try first: only a busy lock can be a deadlock, and only the
@@ -66,6 +67,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 			derr = ancestorDeadlock(req, err)
 		}
 		if derr != nil {
+			n.abort()
 			return nil, derr
 		}
 	}
@@ -73,6 +75,10 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 		h, err = c.protocol.Acquire(ctx, req)
 	}
 	if err != nil {
+		n.abort()
+		return nil, err
+	}
+	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
 	}
 	if h, err = c.lockData(ctx, h, target, true); err != nil {
@@ -99,8 +105,13 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)
 	if err != nil {
+		n.abort()
+		return nil, err
+	}
+	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
 	}
 	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
@@ -144,6 +155,27 @@ func Do(ctx context.Context, target string, fn func(ctx context.Context) error, 
 
 func (l *Lock) lostError() error {
 	return &Error{Op: "hold", Path: l.path, Err: ErrLost}
+}
+
+// Discard releases the lock as Release does and also removes its lock
+// file, when this acquisition created it and no other process has it
+// open, so that an operation that failed leaves nothing it created
+// behind. Only a kernel lock file that this acquisition created is
+// removed, and only on Linux, where a write lease proves that no other
+// process has it open; any other lock file stays, as after Release.
+func (l *Lock) Discard() error {
+	for h := l.h; h != nil; {
+		if d, ok := h.(lock.Discarder); ok {
+			d.DiscardOnRelease()
+			break
+		}
+		w, ok := h.(lock.Wrapper)
+		if !ok {
+			break
+		}
+		h = w.Unwrap()
+	}
+	return l.Release()
 }
 
 // Release gives the lock up. It is idempotent: calls after the first return
@@ -236,7 +268,8 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.protocol.Inspect(path)
+	st, err := c.protocol.Inspect(path)
+	return c.inspectEarlier(st, path), err
 }
 
 // InspectAny is Inspect that also recognises a portable lock where the

@@ -2,12 +2,12 @@ package hold
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 
 	"github.com/hold-dev/hold/internal/lockpath"
+	"github.com/hold-dev/hold/internal/nameddir"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -35,13 +35,19 @@ func ValidName(name string) bool {
 }
 
 // NamedDir returns this user's lock directory for named locks, creating it
-// if needed: "$XDG_RUNTIME_DIR/hold" when XDG_RUNTIME_DIR is set (a
-// per-user tmpfs that the system empties at logout), otherwise
-// "<temp dir>/hold-<uid>". The latter sits in a directory everyone can
-// write, so it is created with mode 0700 and then checked: it must be a
-// real directory (not a symlink), owned by this user, and writable by
-// nobody else. Otherwise someone could have prepared it to capture or
-// block our locks.
+// if needed. It is the same for every process of the user on this
+// machine, whatever their environment (cron, a login shell, ssh, a systemd
+// service, sudo -u): no environment variable is consulted, so one name is
+// one lock everywhere. On Linux it is /run/lock/hold-UID where /run/lock
+// is a sticky directory everyone may write (Debian, Ubuntu), otherwise,
+// and on macOS and the BSDs, /var/tmp/hold-UID; on Windows
+// %LocalAppData%\hold\locks. Neither is emptied at logout, and no
+// cleaner removes a lock file there while it is held (see Named).
+//
+// The parent is writable by everyone, so the directory is created with
+// mode 0700 and then checked: it must be a real directory (not a
+// symlink), owned by this user, and writable by nobody else. Otherwise
+// someone could have prepared it to capture or block our locks.
 func NamedDir() (string, error) {
 	dir, err := NamedDirPath()
 	if err != nil {
@@ -58,19 +64,7 @@ func NamedDir() (string, error) {
 
 // NamedDirPath returns where NamedDir keeps named locks without creating
 // or checking anything, for a caller that only looks (`hold ls`).
-func NamedDirPath() (string, error) {
-	if runtime.GOOS == "windows" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(base, "hold", "locks"), nil
-	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "hold"), nil
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("hold-%d", os.Getuid())), nil
-}
+func NamedDirPath() (string, error) { return nameddir.Dir() }
 
 // namedPath validates name and returns its lock path.
 // A protocol with its own namespace (lock.Namer, as etcd has) places the
@@ -100,6 +94,32 @@ func namedPath(name string, p Protocol) (string, error) {
 // so Node and Python) and the Go API alike.
 func targetLockPath(target string) (string, error) { return lockpath.FromTarget(target) }
 
+// refuseSpecialTarget refuses, just before a lock file would be created
+// beside it, a target that is a device, a socket or a named pipe: its
+// directory is not a place for a lock file of the user's (`hold run
+// /dev/null` would make /dev/null.lock in /dev), and nothing a lock beside
+// it could guard is a file there. It costs nothing once the lock file
+// exists, as it does for every lock taken before.
+func refuseSpecialTarget(target string) error {
+	fi, err := os.Stat(target)
+	if err != nil || fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket|os.ModeNamedPipe) == 0 {
+		return nil
+	}
+	return &Error{Op: "acquire", Path: target, Err: errSpecialTarget,
+		Hint: "a lock beside it would be " + target + ".lock, a file of hold's in that directory: name a lock file of yours or a named lock instead"}
+}
+
+// errSpecialTarget is refuseSpecialTarget's cause; it matches
+// ErrNotRegular.
+var errSpecialTarget specialTarget
+
+type specialTarget struct{}
+
+func (specialTarget) Error() string {
+	return "the target is a device, socket or pipe, not a file or directory"
+}
+func (specialTarget) Is(target error) bool { return target == ErrNotRegular }
+
 // LockFile uses exactly path as the lock path, instead of the one derived
 // from the target ("<target>.lock", or the target itself when its name
 // ends in ".lock").
@@ -123,7 +143,19 @@ func LockFile(path string) Option {
 // A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
 // and '-', starting with a letter or digit; anything else fails with
 // ErrInvalidName before the disk is touched. See NamedDir for where the
-// directory is.
+// directory is: the same for every process of the user, whatever its
+// environment.
+//
+// While the lock is held (and while Acquire waits for it), the holder
+// also keeps a shared flock(2) on that directory, so that
+// systemd-tmpfiles, which skips a directory it cannot lock, never ages
+// the lock file away. Earlier versions of hold kept named locks in
+// $XDG_RUNTIME_DIR/hold or else in hold-UID in the temp directory, so
+// that the same name from cron and from a login shell were two locks. A
+// named lock also takes the lock of the same name at those places when a
+// lock file is there (it waits for it, or TryAcquire reports it busy,
+// naming the holder): an older hold still holding the name is never
+// joined by a second holder. Inspect reports such a holder too.
 func Named(name string) Option {
 	return func(c *config) { c.name = name; c.named = true; c.lockFile = "" }
 }

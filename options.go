@@ -13,7 +13,7 @@ import (
 // the lock is (LockFile, Named); how it is taken (WithProtocol, Shared,
 // Fair, RefuseMachineLocal, StopWithin); what its owner record says (Field,
 // OmitCommand); what Update and Append may do to the file (MustExist,
-// AllowSplit, AllowOwnerChange); and debugging (Logger). They apply in
+// AllowSplit, AllowOwnerChange, AllowEmpty); and debugging (Logger). They apply in
 // order, so a later option wins over an earlier one that sets the same
 // thing.
 type Option func(*config)
@@ -28,12 +28,17 @@ type config struct {
 	named    bool
 	fields   map[string]string
 	protocol Protocol
-	logger   *slog.Logger
+	// base is the protocol without the fair queue in front (named locks
+	// take their earlier places' locks through it).
+	base   Protocol
+	logger *slog.Logger
 	// mustExist: Update and Append fail on a missing file (MustExist).
 	mustExist bool
 	// allowSplit, allowOwnerChange: what Update may change besides the
 	// content (AllowSplit, AllowOwnerChange).
 	allowSplit, allowOwnerChange bool
+	// allowEmpty: Update may write empty content (AllowEmpty).
+	allowEmpty bool
 	// fair: wait in the FIFO queue in front of the protocol (Fair).
 	fair bool
 	// beforeCreate: see lock.Request.BeforeCreate (set by guarded).
@@ -74,6 +79,7 @@ func newConfig(opts []Option) *config {
 	if c.protocol == nil {
 		c.protocol = flock.Protocol{}
 	}
+	c.base = c.protocol
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
@@ -91,7 +97,11 @@ func (c *config) request(target string) (*Request, error) {
 	}
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
+	before := c.beforeCreate
+	if before == nil && c.lockFile == "" && !c.named {
+		before = func() error { return refuseSpecialTarget(target) }
+	}
+	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
 		MakeDirs: c.makeDirs, Mode: c.mode}
 	c.shapeOwner(&req.Owner)

@@ -19,7 +19,11 @@ import (
 // the two still exclude each other: see ForRewrite), reads the file, and calls fn with its content. A missing file
 // reads as empty, unless MustExist is given. If fn returns an error,
 // nothing is written and Update returns that error unchanged. If fn
-// returns the bytes it was given, nothing is written. Otherwise the new
+// returns empty content (nil included), nothing is written and Update
+// returns an *Error matching ErrEmpty, unless AllowEmpty is given: that
+// is how no reader ever sees an empty file, and `hold update` has the
+// same rule (--allow-empty). If fn returns the bytes it was given,
+// nothing is written. Otherwise the new
 // content replaces the file atomically: it is written to a temp file in
 // the same directory, given everything the original is besides its
 // content (owner and group, permission bits, extended attributes, which
@@ -68,6 +72,12 @@ func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error
 // empty (Update) or creating it (Append).
 func MustExist() Option { return func(c *config) { c.mustExist = true } }
 
+// AllowEmpty lets Update empty the file: without it, empty content from
+// fn (nil included) is refused with an error matching ErrEmpty, and the
+// file is left as it was. A missing file stays missing either way: empty
+// content for it writes nothing. Append ignores it.
+func AllowEmpty() Option { return func(c *config) { c.allowEmpty = true } }
+
 // AllowSplit lets Update replace a file that has other hard links. The
 // replacement is a new file renamed over path, so the other names keep
 // the old content: the link is split. Without it such a file is refused
@@ -104,6 +114,9 @@ var (
 	// replacement: setting security.* and trusted.* attributes takes
 	// privilege, and a file system may not support one.
 	ErrXattrNotKept = atomicfile.ErrXattrNotKept
+	// ErrEmpty: fn gave Update empty content, which it writes only with
+	// AllowEmpty. (It does not match fs.ErrPermission.)
+	ErrEmpty = atomicfile.ErrEmpty
 )
 
 // exclusive is appended to the caller's options: a shared lock would let
@@ -137,7 +150,7 @@ func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []
 // update that succeeded should tell (a directory that could not be synced,
 // an owner that changed) goes to the Logger as a warning.
 func (c *config) fileOptions() atomicfile.Options {
-	o := atomicfile.Options{MustExist: c.mustExist, AllowSplit: c.allowSplit, AllowOwnerChange: c.allowOwnerChange}
+	o := atomicfile.Options{MustExist: c.mustExist, AllowSplit: c.allowSplit, AllowOwnerChange: c.allowOwnerChange, AllowEmpty: c.allowEmpty}
 	if l := c.logger; l != nil {
 		o.Warn = func(err error) { l.Warn(err.Error()) }
 	}
@@ -173,7 +186,12 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 		return fileError(op, path, err)
 	}
 	defer func() {
-		if rerr := l.Release(); err == nil && rerr != nil {
+		// A refused or failed update leaves no lock file it created.
+		release := l.Release
+		if err != nil {
+			release = l.Discard
+		}
+		if rerr := release(); err == nil && rerr != nil {
 			err = relabel(op, rerr)
 		}
 	}()

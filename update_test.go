@@ -251,9 +251,11 @@ func TestUpdateMissingFile(t *testing.T) {
 		t.Errorf("content %q", s)
 	}
 
-	// Nothing to write for a missing file: it is not created.
+	// Nothing to write for a missing file: it is not created (and empty
+	// content is refused, unless allowed).
 	empty := filepath.Join(dir, "empty")
-	if err := Update(context.Background(), empty, setTo("")); err != nil {
+	checkHoldError(t, Update(context.Background(), empty, setTo("")), "update", ErrEmpty)
+	if err := Update(context.Background(), empty, setTo(""), AllowEmpty()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(empty); !errors.Is(err, fs.ErrNotExist) {
@@ -580,5 +582,45 @@ func TestUpdateRemovesTempOfKilledUpdater(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", filepath.Base(p), err)
 		}
+	}
+}
+
+// TestUpdateRefusesEmptyContent: empty content from fn is refused, the
+// file left as it was, unless AllowEmpty; a missing file is never created
+// by it, and the hint says what works instead.
+func TestUpdateRefusesEmptyContent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	writeFile(t, path, "keep", 0o644)
+	for _, empty := range [][]byte{nil, {}} {
+		err := Update(context.Background(), path, func([]byte) ([]byte, error) { return empty, nil })
+		checkHoldError(t, err, "update", ErrEmpty)
+		if errors.Is(err, fs.ErrPermission) {
+			t.Errorf("ErrEmpty matches fs.ErrPermission: %v", err)
+		}
+		if s := readFile(t, path); s != "keep" {
+			t.Fatalf("refused, the file holds %q", s)
+		}
+	}
+	if err := Update(context.Background(), path, setTo(""), AllowEmpty()); err != nil {
+		t.Fatal(err)
+	}
+	if s := readFile(t, path); s != "" {
+		t.Fatalf("AllowEmpty: the file holds %q", s)
+	}
+	missing := filepath.Join(dir, "new.json")
+	err := Update(context.Background(), missing, setTo(""))
+	checkHoldError(t, err, "update", ErrEmpty)
+	if !strings.Contains(err.Error(), "create the file first") {
+		t.Errorf("no advice for a missing file: %v", err)
+	}
+	if _, err := os.Stat(missing + ".lock"); runtime.GOOS == "linux" && !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused update left the lock file it created: %v", err)
+	}
+	if err := Update(context.Background(), missing, setTo(""), AllowEmpty()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty content created %s: %v", missing, err)
 	}
 }

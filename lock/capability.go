@@ -75,6 +75,16 @@ type Filer interface {
 	File() *os.File
 }
 
+// Discarder is implemented by handles whose lock file the acquisition may
+// have created (kernel locks). It gains hold.Lock.Discard, with which a
+// refused update leaves no lock file it made behind.
+type Discarder interface {
+	// DiscardOnRelease makes the next Release also remove the lock file,
+	// when this acquisition created it and removing it is provably safe
+	// (nobody else has it open); otherwise Release keeps it.
+	DiscardOnRelease()
+}
+
 // Wrapper is implemented by handles that wrap another (hold's debug
 // logging does), so that the capabilities of the wrapped handle are found
 // through the wrapper.

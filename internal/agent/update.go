@@ -48,7 +48,11 @@ func (a *agent) update(ctx context.Context, req *request) {
 		MustExist:        req.MustExist,
 		AllowSplit:       req.AllowSplit,
 		AllowOwnerChange: req.AllowOwnerChange,
-		Warn:             func(err error) { warnings = append(warnings, err.Error()) },
+		// The clients' update has no way to ask for empty content to be
+		// refused or allowed yet: the agent keeps writing what they
+		// commit, as before.
+		AllowEmpty: true,
+		Warn:       func(err error) { warnings = append(warnings, err.Error()) },
 	}
 	err := a.guarded(ctx, req, func(l *hold.Lock) error {
 		return atomicfile.UpdateWith(atomicfile.OS{}, req.Target, o, func(old []byte) ([]byte, error) {

@@ -287,6 +287,11 @@ type Options struct {
 	// process may, and Warn gets an *OwnerChange. Without it such a file
 	// is refused (*OwnerError) before fn runs.
 	AllowOwnerChange bool
+	// AllowEmpty accepts empty new content. Without it an update whose
+	// new content is empty is refused (*EmptyError) and writes nothing:
+	// a producer that failed without saying so would otherwise wipe the
+	// file.
+	AllowEmpty bool
 	// Warn receives what the caller should know about an update that
 	// succeeded: a directory that could not be synced after the rename
 	// (*NotDurableError), an owner that changed (*OwnerChange). nil drops
@@ -328,6 +333,9 @@ func UpdateWith(fsys FS, path string, o Options, fn func(old []byte) ([]byte, er
 	data, err := fn(old)
 	if err != nil {
 		return err
+	}
+	if len(data) == 0 && !o.AllowEmpty {
+		return &EmptyError{Path: path, Missing: orig == nil}
 	}
 	if bytes.Equal(old, data) {
 		return nil
@@ -371,6 +379,15 @@ func UpdateStream(fsys FS, path string, o Options, fn func(old io.Reader, out io
 	if err := fn(old, writerOnly{f}); err != nil {
 		discard(fsys, f)
 		return err
+	}
+	if !o.AllowEmpty {
+		if fi, err := f.Stat(); err != nil || fi.Size() == 0 {
+			discard(fsys, f)
+			if err != nil {
+				return err
+			}
+			return &EmptyError{Path: path, Missing: orig == nil}
+		}
 	}
 	same, err := sameContent(orig, t.Info, f)
 	if err != nil || same {

@@ -29,6 +29,34 @@ var (
 	ErrXattrNotKept = errors.New("an extended attribute cannot be kept")
 )
 
+// ErrEmpty: the new content of an update is empty (see Options.AllowEmpty).
+var ErrEmpty = errors.New("the new content is empty; the file was left as it was")
+
+// EmptyError is an update refused for its empty new content. It matches
+// ErrEmpty.
+type EmptyError struct {
+	Path string
+	// Missing: the file did not exist, so the old content was empty
+	// too; nothing was created.
+	Missing bool
+}
+
+func (e *EmptyError) Error() string {
+	if e.Missing {
+		return "the new content is empty, and " + e.Path + " does not exist: nothing was created"
+	}
+	return ErrEmpty.Error()
+}
+
+func (e *EmptyError) Is(target error) bool { return target == ErrEmpty }
+
+func (e *EmptyError) hint() string {
+	if e.Missing {
+		return "create the file first with the content to start from, or produce content from empty input; allowing empty content would not create it either"
+	}
+	return "allow empty content to empty the file (AllowEmpty in Go, hold update --allow-empty)"
+}
+
 // hinter is an error that knows what the user can do about it; Hint asks
 // it first.
 type hinter interface{ hint() string }

@@ -180,7 +180,12 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 		return fail(op, sig, spec.ConflictExit)
 	}
 	err = work(l)
-	if rerr := l.Release(); rerr != nil && err == nil {
+	// A refused or failed command leaves no lock file it created.
+	release := l.Release
+	if err != nil {
+		release = l.Discard
+	}
+	if rerr := release(); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err == nil {

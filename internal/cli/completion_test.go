@@ -34,7 +34,7 @@ func completeWords(t *testing.T, dir string, env []string, args ...string) (stri
 func TestCompleteAnswers(t *testing.T) {
 	t.Parallel()
 	dir, runtimeDir := t.TempDir(), t.TempDir()
-	env := []string{"XDG_RUNTIME_DIR=" + runtimeDir}
+	env := []string{"HOLD_TEST_NAMED_DIR=" + filepath.Join(runtimeDir, "hold")}
 	if r := runHoldEnv(t, dir, env, "run", "--name", "deploy", "--", "true"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hold-dev/hold/internal/nameddir"
 	"io"
 	"io/fs"
 	"os"
@@ -31,8 +32,9 @@ func init() {
 		summary: "list the locks in directories: state, holder, token and waiters",
 		usage:   "ls [--json] [-r] [PATH...]\nls --all [--json]",
 		help: `
-Lists the locks in each directory PATH (default: the current directory and
-your named-lock directory), one line per lock: kernel lock files (*.lock),
+Lists the locks in each directory PATH (default: the current directory,
+your named-lock directory, and the named locks still held where earlier
+versions of hold kept them), one line per lock: kernel lock files (*.lock),
 portable lock directories (*.lock, --protocol dir) and the waiters of fair
 queues. A PATH like etcd://host:port/prefix lists the etcd locks under that
 key prefix; postgres://user@host:port/db lists the database's locks, and
@@ -61,6 +63,9 @@ Exit status: 0 when every PATH could be listed, 66 when one cannot be read,
 type lsReport struct {
 	*report.Status
 	Waiters int `json:"waiters"`
+	// Queue is the fair queue's file beside the lock, when there is one:
+	// it stays after use, as the lock file does.
+	Queue string `json:"queue,omitempty"`
 }
 
 // lsHiddenFlags are the lock flags that mean nothing to ls; only the
@@ -97,7 +102,8 @@ func runLs(args []string) int {
 		}
 		return l.finish()
 	}
-	if len(paths) == 0 {
+	byDefault := len(paths) == 0
+	if byDefault {
 		paths = defaultLsPaths()
 	}
 	for _, p := range paths {
@@ -107,6 +113,9 @@ func runLs(args []string) int {
 			continue
 		}
 		l.report(l.listDir(p))
+	}
+	if byDefault {
+		l.listEarlierNamed()
 	}
 	return l.finish()
 }
@@ -127,6 +136,29 @@ func defaultLsPaths() []string {
 		return paths
 	}
 	return append(paths, named)
+}
+
+// listEarlierNamed adds the named locks held where earlier versions of
+// hold kept them (see hold.Named): a holder there still excludes its name.
+// Free ones there are not listed; they are leftovers of those versions.
+func (l *lister) listEarlierNamed() {
+	for _, dir := range nameddir.Earlier() {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		n := len(l.rows)
+		if l.listDir(dir) != nil {
+			l.rows = l.rows[:n]
+			continue
+		}
+		kept := l.rows[:n]
+		for _, r := range l.rows[n:] {
+			if r.st.State != hold.Free {
+				kept = append(kept, r)
+			}
+		}
+		l.rows = kept
+	}
 }
 
 // lister lists locks and prints them.
@@ -166,7 +198,7 @@ func (l *lister) add(st *hold.Status, waiters int) {
 func (l *lister) finish() int {
 	if l.asJSON {
 		for _, r := range l.rows {
-			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters})
+			b, _ := json.Marshal(lsReport{Status: report.NewStatus("", r.st), Waiters: r.waiters, Queue: fairQueueFile(r.st.Path)})
 			fmt.Fprintf(l.out, "%s\n", b)
 		}
 		return l.code
@@ -185,6 +217,16 @@ func (l *lister) finish() int {
 	}
 	tw.Flush()
 	return l.code
+}
+
+// fairQueueFile is the fair queue file beside the kernel lock at path, or
+// "" when there is none.
+func fairQueueFile(path string) string {
+	q := path + fairq.QueueFileSuffix
+	if _, err := os.Lstat(q); err == nil {
+		return q
+	}
+	return ""
 }
 
 // sideFiles are what sits beside the locks of one directory: the queues

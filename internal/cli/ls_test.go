@@ -216,7 +216,7 @@ func TestLsListsEveryKind(t *testing.T) {
 func TestLsDefaultsToHereAndNamedLocks(t *testing.T) {
 	t.Parallel()
 	dir, runtimeDir := t.TempDir(), t.TempDir()
-	env := []string{"XDG_RUNTIME_DIR=" + runtimeDir}
+	env := []string{"HOLD_TEST_NAMED_DIR=" + filepath.Join(runtimeDir, "hold")}
 	if r := runHoldEnv(t, dir, env, "ls"); r.code != 0 || r.stdout != "" {
 		t.Fatalf("hold ls with no locks: exit %d, %q %s", r.code, r.stdout, r.stderr)
 	}

@@ -97,15 +97,15 @@ func TestWaitBoundsDial(t *testing.T) {
 // of the test binary's own (testenv.Run), never the user's.
 func TestNamedLocksInTestDirectory(t *testing.T) {
 	t.Parallel()
-	run := os.Getenv("XDG_RUNTIME_DIR")
+	run := os.Getenv("HOLD_TEST_NAMED_DIR")
 	if !strings.Contains(run, "hold-test-run-") {
-		t.Fatalf("XDG_RUNTIME_DIR = %q: named locks would go to the user's directory", run)
+		t.Fatalf("HOLD_TEST_NAMED_DIR = %q: named locks would go to the user's directory", run)
 	}
 	name := fmt.Sprintf("cli-test-%d", os.Getpid())
 	if r := runHold(t, t.TempDir(), "run", "--name", name, "--", "true"); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(run, "hold", name+".lock")); err != nil {
+	if _, err := os.Stat(filepath.Join(run, name+".lock")); err != nil {
 		t.Errorf("the named lock is not in the test's directory: %v", err)
 	}
 }

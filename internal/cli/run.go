@@ -133,7 +133,14 @@ func runRun(args []string) int {
 		warmUp()
 	}
 	spec, err := lf.resolve(target)
+	if err == nil && spec.Local() {
+		// Before the lock file is made (a network lock leaves none).
+		err = findCommand("run", "", argv)
+	}
 	if err != nil {
+		if spec != nil {
+			spec.Close()
+		}
 		return fail("run", err, lf.conflictExit)
 	}
 	quietAbout(spec)

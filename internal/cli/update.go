@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -42,7 +44,9 @@ FILE is left untouched, and nothing is written, when FILTER cannot start
 (exit 69), exits non-zero (hold exits with the same status), is killed by a
 signal N (128+N), or prints nothing: empty output is refused (exit 65)
 unless --allow-empty, because a filter that fails silently would otherwise
-wipe FILE. FILTER's stderr is passed through. SIGINT, SIGTERM or SIGHUP to
+wipe FILE. A missing FILE reads as empty input, and --allow-empty creates
+nothing for it: create FILE first, or use a filter that prints something
+for empty input (jq -n 'first(inputs) // {} | .a = 1'). FILTER's stderr is passed through. SIGINT, SIGTERM or SIGHUP to
 hold while FILTER runs kill FILTER (and its process group) and hold exits
 128+N with FILE untouched; FILTER never outlives hold (on Linux not even
 when hold is killed with SIGKILL). A signal that arrives after FILTER has
@@ -113,6 +117,9 @@ func runUpdate(args []string) int {
 	if lf.shared {
 		return fail("update", usagef("update needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
+	if err := findCommand("update", file, argv); err != nil {
+		return fail("update", err, lf.conflictExit)
+	}
 
 	// Catch signals from before the lock is taken to the end, so that one
 	// arriving while FILTER runs reaches us and not the default handler.
@@ -124,16 +131,12 @@ func runUpdate(args []string) int {
 			MustExist:        *mustExist,
 			AllowSplit:       *allowSplit,
 			AllowOwnerChange: *allowOwnerChange,
+			AllowEmpty:       *allowEmpty,
 			Warn:             func(err error) { warn("update", err) },
 		}
-		return atomicfile.UpdateStream(atomicfile.OS{}, file, o, func(old io.Reader, out io.Writer) error {
-			n, err := runFilter(l, file, argv, old, out, sigs, lf.verbose)
-			if err != nil {
+		err := atomicfile.UpdateStream(atomicfile.OS{}, file, o, func(old io.Reader, out io.Writer) error {
+			if _, err := runFilter(l, file, argv, old, out, sigs, lf.verbose); err != nil {
 				return err
-			}
-			if n == 0 && !*allowEmpty {
-				return &filterError{argv0: argv[0], status: exitLockError,
-					why: "printed nothing (refusing to empty the file; use --allow-empty)"}
 			}
 			select {
 			case sig := <-sigs:
@@ -142,7 +145,29 @@ func runUpdate(args []string) int {
 			}
 			return nil
 		}, l.Check)
+		var empty *atomicfile.EmptyError
+		if errors.As(err, &empty) {
+			return emptyOutput(file, argv, empty.Missing)
+		}
+		return err
 	})
+}
+
+// emptyOutput is the refusal of a filter that printed nothing (the
+// library's rule, atomicfile.ErrEmpty), in the command's words.
+func emptyOutput(file string, argv []string, missing bool) *filterError {
+	fe := &filterError{argv0: argv[0], status: exitLockError,
+		why: "printed nothing (refusing to empty the file; use --allow-empty to empty it)"}
+	if missing {
+		// --allow-empty would write nothing here: empty content for a
+		// missing file creates nothing.
+		example := "a filter that prints something for empty input"
+		if filepath.Base(argv[0]) == "jq" && len(argv) == 2 {
+			example += fmt.Sprintf(" (jq -n 'first(inputs) // {} | %s')", argv[1])
+		}
+		fe.why = fmt.Sprintf("printed nothing for the empty input of a missing file: create %s first with the content to start from (such as echo '{}' > %s), or use %s", file, file, example)
+	}
+	return fe
 }
 
 // warn reports on stderr what a command that succeeded should say: a

@@ -38,8 +38,8 @@ import (
 //
 // The other lines of a block run as one bash script under `set -e -o
 // pipefail` in a fresh directory, with the hold just built first on PATH
-// and a private XDG_RUNTIME_DIR (so named locks stay out of the user's
-// directory). The
+// and a private named-lock directory (HOLD_TEST_NAMED_DIR, so named
+// locks stay out of the user's directory). The
 // script must exit 0 within exampleLimit. HTML comments just before a
 // block, invisible when the document is rendered, change that:
 //
@@ -429,5 +429,5 @@ func exampleEnv(run string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+run, "TERM=dumb")
+	return append(env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+run, "HOLD_TEST_NAMED_DIR="+run, "TERM=dumb")
 }

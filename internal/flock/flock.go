@@ -233,6 +233,9 @@ type handle struct {
 	// tokenErr says why this holder has no token (see TokenError).
 	tokenErr error
 	released bool
+	// discard: Release removes the lock file if this acquisition created
+	// it and nobody else has it open (DiscardOnRelease).
+	discard bool
 	// lost is marked when Check finds the lock file removed or replaced.
 	lost lock.LostState
 }
@@ -317,6 +320,9 @@ func (h *handle) Release() error {
 	h.released = true
 	h.unlist()
 	h.erase()
+	if h.discard {
+		h.f.removeIfAlone()
+	}
 	uerr, cerr := h.f.release()
 	if uerr != nil {
 		return &lock.Error{Op: "release", Path: h.path, Err: uerr}
@@ -325,6 +331,16 @@ func (h *handle) Release() error {
 		return &lock.Error{Op: "release", Path: h.path, Err: cerr}
 	}
 	return h.lost.Err("release", h.path)
+}
+
+// DiscardOnRelease makes Release also remove the lock file when this
+// acquisition created it and no other process has it open (Linux; see
+// removeIfAlone): for a command that failed and should leave nothing it
+// created behind. It implements lock.Discarder.
+func (h *handle) DiscardOnRelease() {
+	h.mu.Lock()
+	h.discard = true
+	h.mu.Unlock()
 }
 
 // deadHolderHint explains a kernel lock that is held although its recorded

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -169,26 +171,23 @@ func TestRecordRewrite(t *testing.T) {
 			t.Fatalf("%s: file has %d bytes, want %d", what, len(b), wantSize)
 		}
 	}
-	h := acquire(map[string]string{"pad": strings.Repeat("x", 100)})
-	h.Release()
-	long, _ := os.Stat(path)
-	check("long record", -1, 1)
-	h = acquire(nil)
-	h.Release()
-	check("shorter record padded", long.Size(), 2)
-
-	h = acquire(map[string]string{"pad": strings.Repeat("y", 2000)})
-	h.Release()
-	check("record past the read buffer", -1, 3)
-	h = acquire(nil)
-	h.Release()
-	short := int64(len(h.owner.Encode()))
-	check("much shorter record cut", short, 4)
+	// Held, the file is the holder's record; released, only the past
+	// record, however long the holder's was.
+	for i, pad := range []int{100, 0, 2000, 0} {
+		var fields map[string]string
+		if pad > 0 {
+			fields = map[string]string{"pad": strings.Repeat("x", pad)}
+		}
+		h := acquire(fields)
+		check(fmt.Sprintf("held, %d bytes of fields", pad), int64(len(h.owner.Encode())), uint64(i+1))
+		h.Release()
+		check(fmt.Sprintf("released, %d bytes of fields", pad), int64(core.PastRecordLen(uint64(i+1))), uint64(i+1))
+	}
 
 	if err := os.WriteFile(path, []byte(`{"fence":18446744073709551615,"released":true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h = acquire(nil)
+	h := acquire(nil)
 	h.Release()
 	if h.Fence() != math.MaxUint64 {
 		t.Fatalf("after a maximal fence: %d, want it kept rather than wrapped", h.Fence())
@@ -393,6 +392,35 @@ func TestLeftoverRecordNotNamed(t *testing.T) {
 	st, err = p.Inspect(path)
 	if err != nil || st.State != lock.Free || st.Holder == nil || st.Holder.Owner == nil || !st.Holder.Owner.Released {
 		t.Fatalf("Inspect of the free lock: %+v %v; want the last record", st, err)
+	}
+}
+
+// TestReleasedRecordIsSmall: a released lock file keeps only the past
+// record, not the holder's record's length in blanks, and the token still
+// rises from holder to holder, a holder with a long record between them.
+func TestReleasedRecordIsSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	var p Protocol
+	var last uint64
+	for i, field := range []string{"", strings.Repeat("x", 300), "", "y"} {
+		req := request(path, false)
+		if field != "" {
+			req.Owner.Fields = map[string]string{"note": field}
+		}
+		h, err := p.TryAcquire(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := h.Fence()
+		if tok <= last {
+			t.Fatalf("holder %d: token %d after %d", i, tok, last)
+		}
+		last = tok
+		h.Release()
+		b, _ := os.ReadFile(path)
+		if want := fmt.Sprintf(`{"fence":%d,"released":true}`+"\n", tok); string(b) != want {
+			t.Fatalf("holder %d: released lock file holds %q (%d bytes), want %q", i, b, len(b), want)
+		}
 	}
 }
 

@@ -324,12 +324,21 @@ func (h *handle) noRecord(why string) {
 // writes no record, or has not written it yet) does not name this process.
 // Nothing else of the holder stays on disk: not its command line, which
 // may carry secrets, nor its fields. One write of the same length covers
-// the whole record. Best effort: if it fails, the full record stays, and
-// the next holder overwrites it at once (judge: a live record).
+// the whole record; the file is then cut to the past record alone (a few
+// dozen bytes, rather than the holder's record's length in blanks), which
+// keeps the token for the next holder either way: a crash between the two
+// leaves the padded past record, as valid. Best effort: if the write
+// fails, the full record stays, and the next holder overwrites it at once
+// (judge: a live record). Only a holder that wrote its record pays the
+// two calls; a short hold that never wrote one pays nothing.
 func (h *handle) erase() {
 	if h.recordLen > 0 && h.recordIntact() {
 		var buf [readSize]byte
-		h.f.writeAt(core.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0)
+		if h.f.writeAt(core.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0) == nil {
+			if n := core.PastRecordLen(h.owner.Fence); n < h.recordLen {
+				h.f.truncate(int64(n))
+			}
+		}
 	}
 }
 

@@ -33,6 +33,8 @@ type lockFile struct {
 	// dir: it is a directory, locked as flock(1) locks one, without a
 	// record (nothing can be read or written in it).
 	dir bool
+	// created: this open made the file; see removeIfAlone.
+	created bool
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -268,20 +270,28 @@ func openLockFile(path string, m openMode) (f *lockFile, writable bool, err erro
 	if perm == 0 {
 		perm = 0o666
 	}
-	create := unix.O_CREAT
-	if m.beforeCreate != nil {
-		create = 0
-	}
 	access := unix.O_RDWR
 	if m.readOnly {
 		access = unix.O_RDONLY
 	}
-	fd, err := openRetry(path, access|create|flags, perm)
-	if err == unix.ENOENT && create == 0 {
-		if err := m.beforeCreate(); err != nil {
-			return nil, false, err
+	// The file nearly always exists: open it without O_CREAT, which
+	// costs nothing more, and only when it is missing create it, so that
+	// created can say whether this open made it (see removeIfAlone), and
+	// beforeCreate (when given) runs only then.
+	fd, err := openRetry(path, access|flags, 0)
+	created := false
+	if err == unix.ENOENT {
+		if m.beforeCreate != nil {
+			if err := m.beforeCreate(); err != nil {
+				return nil, false, err
+			}
 		}
-		fd, err = openRetry(path, access|unix.O_CREAT|flags, perm)
+		// Exclusively; a file that appeared meanwhile is opened.
+		fd, err = openRetry(path, access|unix.O_CREAT|unix.O_EXCL|flags, perm)
+		created = err == nil
+		if err == unix.EEXIST {
+			fd, err = openRetry(path, access|flags, 0)
+		}
 	}
 	writable = !m.readOnly
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS || err == unix.EISDIR && m.explicit {
@@ -303,7 +313,7 @@ func openLockFile(path string, m openMode) (f *lockFile, writable bool, err erro
 		unix.Close(fd)
 		return openLockFile(path, openMode{explicit: m.explicit, readOnly: true})
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed, dir: fi.mode == unix.S_IFDIR}, writable, nil
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed, dir: fi.mode == unix.S_IFDIR, created: created}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.

@@ -2,11 +2,14 @@
 // test binary keeps named locks in a directory of its own, and a test that
 // cannot run because a tool is missing says so where it is seen.
 //
-// Named locks live in $XDG_RUNTIME_DIR/hold (see hold.NamedDir). Tests
+// Named locks live in one directory per user (see hold.NamedDir). Tests
 // that take them, or run hold, the agent or the Node package that do,
 // would otherwise leave lock files in the user's real directory, where
-// `hold ls` shows them. Run points XDG_RUNTIME_DIR at a fresh directory
-// for the whole binary and every process it starts, and removes it after.
+// `hold ls` shows them, and meet the names of other test runs. Run points
+// HOLD_TEST_NAMED_DIR (the tests' own override, see internal/nameddir)
+// and XDG_RUNTIME_DIR (where earlier versions kept them) at a fresh
+// directory for the whole binary and every process it starts, and
+// removes it after.
 //
 // `go test ./...` prints only "ok" for a package whose tests passed, so a
 // test skipped because flock(1) or bindfs is not installed goes unseen.
@@ -25,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/nameddir"
 )
 
 // NoSkipEnv names the environment variable that turns a skip for a
@@ -46,7 +51,8 @@ func Run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	// MkdirTemp makes it 0700, as a runtime directory must be.
+	// MkdirTemp makes it 0700, as a named-lock directory must be.
+	os.Setenv(nameddir.TestEnv, dir)
 	os.Setenv("XDG_RUNTIME_DIR", dir)
 	code := m.Run()
 	if line := Summary(); line != "" {

@@ -14,9 +14,9 @@ func TestMain(m *testing.M) { os.Exit(Run(m)) }
 // TestNamedLocksPrivate: Run points named locks away from the user's
 // directory, at one of the binary's own.
 func TestNamedLocksPrivate(t *testing.T) {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
+	dir := os.Getenv("HOLD_TEST_NAMED_DIR")
 	if !strings.Contains(dir, "hold-test-run-") {
-		t.Fatalf("XDG_RUNTIME_DIR = %q", dir)
+		t.Fatalf("HOLD_TEST_NAMED_DIR = %q", dir)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("%s: %v %v", dir, fi, err)

@@ -23,11 +23,13 @@ if (!process.env.HOLD_BIN) {
 }
 export const holdBin = process.env.HOLD_BIN;
 
-// Named locks live in $XDG_RUNTIME_DIR/hold: point this test process, and
-// the agents it starts, at a directory of its own, so that the tests'
-// named locks never land in the user's.
+// Named locks live in one directory per user: point this test process, and
+// the agents it starts, at a directory of its own (HOLD_TEST_NAMED_DIR,
+// the tests' override), so that the tests' named locks never land in the
+// user's. XDG_RUNTIME_DIR too, where earlier versions kept them.
 {
   const run = mkdtempSync(join(tmpdir(), 'hold-js-test-run-'));
+  process.env.HOLD_TEST_NAMED_DIR = run;
   process.env.XDG_RUNTIME_DIR = run;
   process.on('exit', () => rmSync(run, { recursive: true, force: true }));
 }

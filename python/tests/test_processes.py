@@ -49,15 +49,26 @@ class CounterTest(TempDirTest):
         self.count("update")
 
 
+# How a worker waits for the test's "go": it also stops once the scratch
+# directory, its working directory, has been removed (the test is over,
+# and "go" can never appear) and after a minute, so that a test that
+# failed, or was killed, leaves nothing running.
+WAIT_FOR_GO = """
+def wait_for_go():
+    import os, time
+    deadline = time.monotonic() + 60
+    while not os.path.exists("go") and os.stat(".").st_nlink > 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+"""
+
 # Holds the lock of "T" until the file "go" appears, having written
 # "ready".
-PY_HOLDER = """
+PY_HOLDER = WAIT_FOR_GO + """
 import os, sys, time, hold
 kw = {"lock_file": "T.lock"} if sys.argv[1:] == ["lock_file"] else {}
 with hold.lock(None if kw else "T", **kw):
     open("ready", "w").write(str(os.getpid()))
-    while not os.path.exists("go"):
-        time.sleep(0.01)
+    wait_for_go()
 """
 
 
@@ -159,18 +170,17 @@ class InterruptTest(TempDirTest):
         the lock is waited for, not tried.)"""
         t = self.path("T")
         holder = hold.lock(t)
-        p = self.python("""
-            import os, time, hold
-            open("ready", "w").write("x")
-            try:
-                hold.lock("T")
-                print("got it")
-            except KeyboardInterrupt:
-                hold.status("T")  # after the cancel, on the agent's input
-                open("interrupted", "w").write("x")
-            while not os.path.exists("go"):
-                time.sleep(0.01)
-        """)
+        p = self.python(WAIT_FOR_GO + """
+import os, time, hold
+open("ready", "w").write("x")
+try:
+    hold.lock("T")
+    print("got it")
+except KeyboardInterrupt:
+    hold.status("T")  # after the cancel, on the agent's input
+    open("interrupted", "w").write("x")
+wait_for_go()
+""")
         self.wait_for_file("ready")
         time.sleep(0.3)  # let it reach the wait (if not, the test proves less, not wrong)
         p.send_signal(signal.SIGINT)
@@ -221,27 +231,55 @@ class ForkTest(TempDirTest):
 
     def test_parent_exit_frees_its_locks_while_child_lives(self) -> None:
         """The child must not keep the parent's agent's input open: when the
-        parent exits, its locks go at once, whatever the child does."""
-        p = self.python("""
-            import os, time, hold
-            l = hold.lock("T")
-            if os.fork() == 0:
-                # Not the test's pipes: it waits for their end.
-                null = os.open(os.devnull, os.O_RDWR)
-                os.dup2(null, 1)
-                os.dup2(null, 2)
-                while not os.path.exists("go"):
-                    time.sleep(0.01)
-                os._exit(0)
-            open("ready", "w").write("x")
-        """)
+        parent exits, its locks go at once, whatever the child does.
+
+        The child outlives the worker that forked it, so it is no child of
+        this process: the test waits for it to exit before it ends (and
+        removes the directory the child polls in)."""
+        self.addCleanup(lambda: open(self.path("go"), "w").close())
+        p = self.python(WAIT_FOR_GO + """
+import os, hold
+l = hold.lock("T")
+child = os.fork()
+if child == 0:
+    # Not the test's pipes: it waits for their end.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    wait_for_go()
+    os._exit(0)
+open("ready", "w").write(str(child))
+""")
         self.finish(p)
-        self.wait_for_file("ready")
+        child = int(self.wait_for_file("ready"))
         try:
             with hold.lock(self.path("T"), timeout=HANG):
                 pass
         finally:
             open(self.path("go"), "w").close()
+            deadline = time.monotonic() + HANG
+            while time.monotonic() < deadline:
+                if not _runs(child):
+                    break
+                time.sleep(0.01)
+            else:
+                self.fail(f"the forked child {child} did not exit after go")
+
+
+def _runs(pid: int) -> bool:
+    """Whether pid still runs: exists, and (where /proc says) is not a
+    zombie that its new parent has not reaped yet."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return not os.path.isdir("/proc/self")
+    except OSError:
+        return True
 
 
 if __name__ == "__main__":
