@@ -35,74 +35,6 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
-// session is a lease and its keep-alive.
-type session struct {
-	id   clientv3.LeaseID
-	stop context.CancelFunc
-	// done is closed when keep-alives end: after stop, or when the
-	// client gave up renewing (the lease expired, or no answer came
-	// within the TTL).
-	done chan struct{}
-}
-
-func (p *Protocol) newSession(ctx context.Context) (*session, error) {
-	var lease *clientv3.LeaseGrantResponse
-	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-		lease, err = p.client.Grant(ctx, p.ttlSeconds())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	kctx, stop := context.WithCancel(context.Background())
-	ka, err := p.client.KeepAlive(kctx, lease.ID)
-	if err != nil {
-		stop()
-		p.revoke(lease.ID, 0)
-		return nil, err
-	}
-	s := &session{id: lease.ID, stop: stop, done: make(chan struct{})}
-	go func() {
-		for range ka {
-		}
-		close(s.done)
-	}()
-	return s, nil
-}
-
-// session returns the protocol's lease, which every lock it takes shares
-// (as the locks of one concurrency.Session do): one grant and one
-// keep-alive stream for the whole process instead of one per acquisition.
-// It grants a new lease when there is none yet or the last one ended.
-func (p *Protocol) session(ctx context.Context) (*session, error) {
-	p.leaseMu.Lock()
-	defer p.leaseMu.Unlock()
-	if s := p.lease; s != nil {
-		select {
-		case <-s.done:
-		default:
-			return s, nil
-		}
-	}
-	s, err := p.newSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.lease = s
-	return s, nil
-}
-
-// dropSession stops renewing s, which etcd no longer knows, and has the
-// next acquisition grant a new lease. Every lock on s is lost already.
-func (p *Protocol) dropSession(s *session) {
-	p.leaseMu.Lock()
-	if p.lease == s {
-		p.lease = nil
-	}
-	p.leaseMu.Unlock()
-	s.stop()
-}
-
 // revoke ends a lease, which deletes every key bound to it, waiting at
 // most wait for it (when etcd is healthy a revoke takes a millisecond).
 // If that fails it goes on in the background (see persist): a lease whose
@@ -197,6 +129,13 @@ type waiter struct {
 	sess   *session
 	owner  lock.Owner
 	holder *lock.Holder // the holder last seen, for messages
+	// stopWithin is the request's StopWithin, for the held lock.
+	stopWithin time.Duration
+	// failures counts the round trips that failed in a row while etcd
+	// was unreachable, for the back-off; noticed says the outage was
+	// reported.
+	failures int
+	noticed  bool
 }
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
@@ -217,10 +156,23 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	w.owner.Command = redact(w.owner.Command, p.redactFlags)
 	w.owner.StartedAt = time.Now()
 
-	for retried := false; ; retried = true {
-		sess, err := p.session(ctx)
+	budget := p.budget(req.StopWithin)
+	if budget < minBudget {
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
+			Hint: fmt.Sprintf("a lease TTL of %s leaves no time to renew it once %s (to stop the command) and a safety margin of %s are kept back; use a TTL of at least %s",
+				p.ttl, req.StopWithin, safetyMargin(p.ttl), (req.StopWithin+minBudget+safetyMargin(p.ttl)).Round(time.Second)+time.Second)}
+	}
+	w.stopWithin = req.StopWithin
+	for leaseRetried := false; ; {
+		sess, err := p.session(ctx, budget)
 		if err != nil {
-			return nil, p.opError("acquire", req.Path, ctx, err, nil)
+			err = p.opError("acquire", req.Path, ctx, err, w.holder)
+			if wait {
+				if err = w.outlast(ctx, err); err == nil {
+					continue // etcd answers again, or the pause is over
+				}
+			}
+			return nil, err
 		}
 		w.sess = sess
 		// The lease is the process's, so the key also names a slot:
@@ -231,11 +183,28 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		if err == nil {
 			return h, nil
 		}
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !retried {
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) && (wait || !leaseRetried):
 			// The lease ended before its keep-alive told us (it
 			// was revoked): take a new one.
+			leaseRetried = true
 			p.freeSlot(w.prefix, w.slot)
 			p.dropSession(sess)
+			continue
+		case wait && ctx.Err() == nil && errors.Is(err, errRequeue):
+			// The waiter's lease ended (an outage longer than the
+			// TTL) or its key was deleted: queue again, at the back.
+			if l := req.Logger; l != nil {
+				l.Debug("hold: queueing again", "path", req.Path, "key", w.key, "why", err.Error())
+			}
+			select {
+			case <-sess.done:
+				p.dropSession(sess)
+			default:
+			}
+			if p.removeKey(w.key, sess, abandonWait) {
+				p.freeSlot(w.prefix, w.slot)
+			}
 			continue
 		}
 		if p.removeKey(w.key, sess, abandonWait) {
@@ -244,6 +213,14 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, err
 	}
 }
+
+// minBudget is the least time a lock may be left to go without an
+// acknowledged keep-alive: a few round trips.
+const minBudget = 500 * time.Millisecond
+
+// errRequeue means a waiter lost its place in the queue: its lease ended
+// or its key was deleted while it waited. It queues again.
+var errRequeue = errors.New("this waiter's key was deleted or its lease ended while it waited")
 
 // takeSlot returns the smallest slot number no lock of this process uses
 // on prefix. Keys are reused this way, not made unique per acquisition:
@@ -285,37 +262,49 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
 	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
 	var resp *clientv3.TxnResponse
-	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-		if wait {
-			// Read the queue as it was before our key joined it: its
-			// newest key (our predecessor) and how many keys it has.
-			// One round trip, as in concurrency.Mutex, and one read:
-			// no key means the lock is ours, and a single key is the
-			// holder as well as our predecessor. (Reading the oldest
-			// key too, the holder, would cost a second range on every
-			// acquisition for what only a waiter behind other waiters
-			// needs to know, and wait reads it then anyway.) The key
-			// exists already only if an earlier attempt was applied
-			// but its answer lost.
-			resp, err = p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
-			).Then(
-				clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
-				put,
-			).Else(clientv3.OpGet(w.key)).Commit()
-		} else {
-			// Take the lock only if nobody holds it or waits for it.
-			resp, err = p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
-			).Then(put).Else(
-				clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
-			).Commit()
+	for {
+		err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+			if wait {
+				// Read the queue as it was before our key joined it: its
+				// newest key (our predecessor) and how many keys it has.
+				// One round trip, as in concurrency.Mutex, and one read:
+				// no key means the lock is ours, and a single key is the
+				// holder as well as our predecessor. (Reading the oldest
+				// key too, the holder, would cost a second range on every
+				// acquisition for what only a waiter behind other waiters
+				// needs to know, and wait reads it then anyway.) The key
+				// exists already only if an earlier attempt was applied
+				// but its answer lost.
+				resp, err = p.client.Txn(ctx).If(
+					clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
+				).Then(
+					clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
+					put,
+				).Else(clientv3.OpGet(w.key)).Commit()
+			} else {
+				// Take the lock only if nobody holds it or waits for it.
+				resp, err = p.client.Txn(ctx).If(
+					clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
+				).Then(put).Else(
+					clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+				).Commit()
+			}
+			return err
+		})
+		if err == nil {
+			break
 		}
-		return err
-	})
-	if err != nil {
-		return nil, p.opError("acquire", w.req.Path, ctx, err, nil)
+		err = p.opError("acquire", w.req.Path, ctx, err, w.holder)
+		if !wait {
+			return nil, err
+		}
+		// The key may exist if the attempt was applied but its answer
+		// lost: the next attempt finds it (the Else branch).
+		if err = w.outlast(ctx, err); err != nil {
+			return nil, err
+		}
 	}
+	w.failures = 0
 	if !wait {
 		if resp.Succeeded {
 			w.rev = resp.Header.Revision
@@ -331,8 +320,7 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	if !resp.Succeeded {
 		mine := firstKV(resp.Responses[0])
 		if mine == nil {
-			return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-				Hint: "this waiter's key vanished while it queued"}
+			return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 		}
 		w.rev = mine.CreateRevision
 		return w.wait(ctx, queue{})
@@ -455,9 +443,9 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 		return queue{}, w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
 	}
 	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
-		return queue{}, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
+		return queue{}, &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 	}
+	w.failures = 0
 	first := firstKV(resp.Responses[2])
 	w.holder = holderOf(first)
 	pred := firstKV(resp.Responses[1])
@@ -496,27 +484,59 @@ func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error
 }
 
 // outlast decides what a failed round trip means to a waiter. While etcd
-// is unreachable the waiter keeps its place: its lease outlives a short
-// outage (etcd renews leases when it comes back), and if the outage lasts
-// longer the lease's keep-alive ends the wait with a clear error. Any
-// other error ends the wait now.
+// is unreachable the waiter keeps waiting, with a growing pause between
+// attempts, until its context ends: its lease outlives a short outage (a
+// restarted etcd renews every lease), and if the lease ended meanwhile the
+// waiter queues again (errRequeue). The first time, it says so once
+// (WithOutageNotice). Any other error ends the wait now.
 func (w *waiter) outlast(ctx context.Context, err error) error {
-	if ctx.Err() != nil || !errors.Is(err, ErrUnreachable) {
+	if ctx.Err() != nil {
+		return w.ctxError(ctx)
+	}
+	if !errors.Is(err, ErrUnreachable) || w.p.client.Ctx().Err() != nil {
 		return err
 	}
-	return w.pause(ctx)
+	if !w.noticed && w.p.notice != nil {
+		w.noticed = true
+		w.p.notice(fmt.Sprintf("hold: %s: %v; hold keeps trying until the wait ends", w.req.Path, unwrapHold(err)))
+	}
+	w.failures++
+	return w.sleep(ctx, min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, maxOutagePause))
+}
+
+// maxOutagePause is the longest pause between two attempts to reach etcd
+// while a waiter rides out an outage.
+const maxOutagePause = time.Second
+
+// unwrapHold returns what an *lock.Error wraps, for a message that names
+// the lock itself.
+func unwrapHold(err error) error {
+	var e *lock.Error
+	if errors.As(err, &e) && e.Err != nil {
+		return e.Err
+	}
+	return err
 }
 
 // pause waits a moment before a failed watch is started again.
 func (w *waiter) pause(ctx context.Context) error {
-	t := time.NewTimer(50 * time.Millisecond)
+	return w.sleep(ctx, 50*time.Millisecond)
+}
+
+// sleep waits d, or until ctx ends or the waiter's lease does.
+func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
+	var gone <-chan struct{}
+	if w.sess != nil {
+		gone = w.sess.done
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
 		return w.ctxError(ctx)
-	case <-w.sess.done:
+	case <-gone:
 		return w.sessionError()
 	}
 }
@@ -524,7 +544,7 @@ func (w *waiter) pause(ctx context.Context) error {
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, false)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, false)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -537,7 +557,7 @@ func (w *waiter) held() *handle {
 func (w *waiter) heldAfterWait() *handle {
 	w.owner.StartedAt = time.Now()
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, true)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -555,14 +575,13 @@ func (w *waiter) ctxError(ctx context.Context) error {
 	return e
 }
 
-// sessionError is the error of a wait whose lease ended under it.
+// sessionError is the error of a wait whose lease ended under it: the
+// waiter queues again, unless the protocol was closed.
 func (w *waiter) sessionError() error {
-	if w.p.connected() {
-		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-			Hint: "this waiter's lease was revoked or expired while it waited"}
+	if err := w.p.client.Ctx().Err(); err != nil {
+		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("the etcd client was closed: %w", err)}
 	}
-	return &lock.Error{Op: "acquire", Path: w.req.Path,
-		Err: fmt.Errorf("%w: no keep-alive answer within the lease TTL (%s): %s", ErrUnreachable, w.p.ttl, connectionProblem(w.p.client))}
+	return &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 }
 
 // connected reports whether the client has a working connection.
