@@ -184,6 +184,10 @@ type conn struct {
 	wh *switchHandler
 	// ran holds the statements this session has run before (see mode).
 	ran map[string]bool
+	// idleSince is when the session was put back idle: the server ends
+	// a session idle for its idle_session_timeout, so get passes over
+	// one idle for nearly that long.
+	idleSince time.Time
 }
 
 // mode returns how this session is to run the statement sql. Its first run
@@ -268,10 +272,11 @@ func (p *Protocol) get(ctx context.Context) (c *conn, reused bool, err error) {
 	for len(p.idle) > 0 {
 		c = p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if !c.c.IsClosed() {
+		if !c.c.IsClosed() && time.Since(c.idleSince) < p.bounds.end/2 {
 			p.mu.Unlock()
 			return c, true, nil
 		}
+		go c.close()
 	}
 	p.mu.Unlock()
 	c, err = p.connect(ctx)
@@ -285,6 +290,7 @@ func (p *Protocol) put(c *conn) {
 	}
 	p.mu.Lock()
 	if !p.closed && len(p.idle) < p.maxIdle {
+		c.idleSince = time.Now()
 		p.idle = append(p.idle, c)
 		c = nil
 	}
