@@ -232,7 +232,7 @@ func (w *outage) pause(ctx context.Context, err error) error {
 	w.down = true
 	if !w.noticed && w.p.notice != nil {
 		w.noticed = true
-		w.p.notice(fmt.Sprintf("hold: %s: %v; hold keeps trying until the wait ends", w.name, unwrapHold(err)))
+		w.p.notice(fmt.Sprintf("hold: %s: the PostgreSQL server is unreachable or restarting (%v); hold keeps trying until the wait ends", w.name, unwrapHold(err)))
 	}
 	w.failures++
 	t := time.NewTimer(min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, time.Second))

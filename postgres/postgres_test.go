@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,8 +247,36 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle.Release() // leaves an idle session in the protocol's pool
+	// A waiter rides through the restart: it reconnects and waits
+	// again, and gets the lock the restart freed, within its context.
+	var notices atomic.Int32
+	wp := dial(t, postgres.WithOutageNotice(func(msg string) { notices.Add(1); t.Log("notice: ", msg) }))
+	waited := make(chan error, 1)
+	var waiterToken uint64
+	go func() {
+		w, err := hold.Acquire(ctxFor(t, 60*time.Second), "", lockOpts(wp, name)...)
+		if err == nil {
+			waiterToken = w.Token()
+			err = w.Release()
+		}
+		waited <- err
+	}()
+	raw := rawConn(t)
+	eventually(t, "waiter queued", func() bool { return len(sessions(t, raw, name, false)) == 1 })
+	raw.Close(context.Background())
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("waiter across a restart: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("waiter still waiting 60s after the restart")
+	}
+	if notices.Load() != 1 {
+		t.Errorf("the waiter gave %d outage notices, want 1", notices.Load())
 	}
 	select {
 	case <-lost:
@@ -262,7 +291,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Acquire after a restart (idle session gone): %v", err)
 	}
 	defer l2.Release()
-	if l2.Token() <= l.Token() || l2.Token() <= idle.Token() {
+	if l2.Token() <= waiterToken || waiterToken <= l.Token() || l2.Token() <= idle.Token() {
 		t.Errorf("token %d after a restart, before it %d and %d", l2.Token(), l.Token(), idle.Token())
 	}
 }
