@@ -158,7 +158,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 
 	budget := p.budget(req.StopWithin)
 	if budget < minBudget {
-		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: errTooShort,
 			Hint: fmt.Sprintf("a lease TTL of %s leaves no time to renew it once %s (to stop the command) and a safety margin of %s are kept back; use a TTL of at least %s",
 				p.ttl, req.StopWithin, safetyMargin(p.ttl), (req.StopWithin+minBudget+safetyMargin(p.ttl)).Round(time.Second)+time.Second)}
 	}
@@ -197,14 +197,15 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			if l := req.Logger; l != nil {
 				l.Debug("hold: queueing again", "path", req.Path, "key", w.key, "why", err.Error())
 			}
+			// The key is gone (etcd said so, or it went with the
+			// lease): its slot is free, and no delete may follow it,
+			// which could take the key queued next on the same slot.
 			select {
 			case <-sess.done:
 				p.dropSession(sess)
 			default:
 			}
-			if p.removeKey(w.key, sess, abandonWait) {
-				p.freeSlot(w.prefix, w.slot)
-			}
+			p.freeSlot(w.prefix, w.slot)
 			continue
 		}
 		if p.removeKey(w.key, sess, abandonWait) {
@@ -213,6 +214,9 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, err
 	}
 }
+
+// errTooShort refuses a lock whose StopWithin the lease TTL cannot cover.
+var errTooShort = errors.New("the lease TTL is too short for the time the holder needs to stop (StopWithin)")
 
 // minBudget is the least time a lock may be left to go without an
 // acknowledged keep-alive: a few round trips.
@@ -391,6 +395,13 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 		if !started {
 			// The watch failed (no leader, a reconnect): start again.
 			wcancel()
+			if !p.connected() {
+				err = &lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(p.client))}
+				if err := w.outlast(ctx, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := w.pause(ctx); err != nil {
 				return nil, err
 			}
@@ -460,26 +471,36 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 // reports false when the watch ended without one, and an error when ctx
 // ended or the session did.
 func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error) {
-	select {
-	case wr, ok := <-wch:
-		if !ok || wr.Err() != nil || wr.Canceled {
-			if ctx.Err() != nil {
-				return false, w.ctxError(ctx)
+	// The client's watch waits through an outage by itself; look at
+	// the connection now and then, to say so.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if !w.p.connected() {
+				w.notify(&lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(w.p.client))})
 			}
-			return false, nil
-		}
-		if !wr.Created {
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					return true, nil
+		case wr, ok := <-wch:
+			if !ok || wr.Err() != nil || wr.Canceled {
+				if ctx.Err() != nil {
+					return false, w.ctxError(ctx)
+				}
+				return false, nil
+			}
+			if !wr.Created {
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return true, nil
+					}
 				}
 			}
+			return true, nil
+		case <-ctx.Done():
+			return false, w.ctxError(ctx)
+		case <-w.sess.done:
+			return false, w.sessionError()
 		}
-		return true, nil
-	case <-ctx.Done():
-		return false, w.ctxError(ctx)
-	case <-w.sess.done:
-		return false, w.sessionError()
 	}
 }
 
@@ -496,12 +517,21 @@ func (w *waiter) outlast(ctx context.Context, err error) error {
 	if !errors.Is(err, ErrUnreachable) || w.p.client.Ctx().Err() != nil {
 		return err
 	}
+	w.notify(err)
+	w.failures++
+	// Have the client dial again at once rather than after gRPC's
+	// growing back-off, so that the wait goes on soon after etcd is back.
+	w.p.client.ActiveConnection().ResetConnectBackoff()
+	return w.sleep(ctx, min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, maxOutagePause))
+}
+
+// notify says, once per acquisition, that etcd is unreachable and the
+// waiter keeps trying.
+func (w *waiter) notify(err error) {
 	if !w.noticed && w.p.notice != nil {
 		w.noticed = true
 		w.p.notice(fmt.Sprintf("hold: %s: %v; hold keeps trying until the wait ends", w.req.Path, unwrapHold(err)))
 	}
-	w.failures++
-	return w.sleep(ctx, min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, maxOutagePause))
 }
 
 // maxOutagePause is the longest pause between two attempts to reach etcd

@@ -100,7 +100,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 
 	budget := p.budget(req.StopWithin)
 	if p.cfgErr == nil && budget < minBudget {
-		return nil, &lock.Error{Op: "acquire", Path: name, Err: lock.ErrUnsupported,
+		return nil, &lock.Error{Op: "acquire", Path: name, Err: errTooShort,
 			Hint: fmt.Sprintf("the server keeps a silent holder's session for %s, which leaves no time for a heartbeat once %s (to stop the command) and a safety margin of %s are kept back; set a longer idle_session_timeout (milliseconds) in the address",
 				p.bounds.end, req.StopWithin, safetyMargin(p.bounds.end))}
 	}

@@ -146,6 +146,9 @@ func (p *Protocol) budget(stopWithin time.Duration) time.Duration {
 	return p.bounds.end - stopWithin - safetyMargin(p.bounds.end)
 }
 
+// errTooShort refuses a lock whose StopWithin the session timeout cannot cover.
+var errTooShort = errors.New("the session timeout is too short for the time the holder needs to stop (StopWithin)")
+
 // minBudget is the least budget a lock may have: a few round trips.
 const minBudget = 500 * time.Millisecond
 
