@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -21,7 +22,7 @@ func init() {
 		name:    "run",
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'",
-		help:    runHelp + childLifeHelp,
+		help:    runHelp + childLifeHelp + "\n" + treeHelp,
 		run:     runRun,
 	})
 }
@@ -33,11 +34,20 @@ fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
 before TARGET; everything after it belongs to the command.
 
-Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command, and hold
-exits only after the command has, with its status (128+N if a signal N
-killed it). A second SIGINT within 2 seconds kills the command (Ctrl-C
-twice). Ctrl-C on a terminal already reaches the command directly, so hold
-does not send it a second copy.
+Signals: SIGINT, SIGTERM and SIGHUP are passed on to every process of the
+command, and hold exits only after the command has, with its status
+(128+N if a signal N killed it). SIGTERM asks hold to stop: what is left
+of the command --kill-after later is killed (SIGKILL). A second SIGINT
+within 2 seconds kills the whole command (Ctrl-C twice). Ctrl-C on a
+terminal already reaches the command directly, so hold does not send it a
+second copy.
+
+Lost lock: if the lock is lost while the command runs (its kernel lock
+file removed or replaced, a lease or heartbeat that could not be renewed),
+hold tells the command to stop (SIGTERM), kills what is left after
+--kill-after (default 2s), and exits 65 once none of it runs. A lock that
+can expire is declared lost early enough for all of that to end before
+anyone else can take it.
 
 Lock lifetime:
   kernel locks (--protocol flock, the default): the command inherits the
@@ -67,6 +77,8 @@ func runRun(args []string) int {
 	lf.addTo(fs)
 	closeFD := fs.BoolP("close", "o", false, "do not pass the lock's descriptor to the command (see Lock lifetime)")
 	shell := fs.StringP("command", "c", "", "run `'COMMAND'` with the shell instead of COMMAND [ARGS...]")
+	killAfter := duration(defaultKillAfter)
+	fs.Var(&killAfter, "kill-after", "on a lost lock or SIGTERM, SIGKILL what is left of the command `DURATION` after SIGTERM (2s, 500ms, or seconds)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -82,6 +94,10 @@ func runRun(args []string) int {
 		return fail("run", err, lf.conflictExit)
 	}
 	defer spec.Close()
+	// A lock that can expire must say it is lost early enough for the
+	// whole stop (SIGTERM, the grace, SIGKILL, the reaping) to be over
+	// before anyone else can take it.
+	spec.Opts = append(spec.Opts, hold.StopWithin(stopWithin(time.Duration(killAfter))))
 
 	// Catch signals from now on: one that comes while waiting ends the
 	// wait, and one that comes between acquiring and starting the command
@@ -98,7 +114,7 @@ func runRun(args []string) int {
 	defer stopSignals()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	r := startRunEvents(sigs, cancel)
+	r := startRunEvents(sigs, cancel, time.Duration(killAfter))
 	defer r.stop()
 
 	l, err := spec.Acquire(ctx, os.Stderr)
@@ -204,13 +220,15 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
+	t := newTree(cmd)
 	if err := cmd.Start(); err != nil {
 		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
+	t.started(cmd.Process)
 	if spec.Verbose {
 		fmt.Fprintf(os.Stderr, "hold: running %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
 	}
-	r.started(cmd, l)
+	r.started(cmd, l, t)
 	err := cmd.Wait()
 	if lostErr := r.stop(); lostErr != nil {
 		return 0, lostErr
@@ -224,40 +242,50 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 // runEvents is hold run's one goroutine for events: it ends the wait for the
 // lock on a signal, passes signals on to the command once it runs (those
 // that came before it started, too), kills the command on a double
-// interrupt, and stops it if the lock is lost. The command's exit is
-// waited for by runLocked itself.
+// interrupt, and stops the whole command if the lock is lost or hold is
+// asked to stop (see stopping). The command's exit is waited for by
+// runLocked itself.
 type runEvents struct {
-	sigs     <-chan os.Signal
-	cancel   context.CancelCauseFunc
-	start    chan *exec.Cmd
-	lock     chan *hold.Lock
-	done     chan struct{}
-	finished chan struct{}
-	stopped  bool
-	lostErr  error // written by loop, read after finished is closed
+	sigs      <-chan os.Signal
+	cancel    context.CancelCauseFunc
+	killAfter time.Duration
+	start     chan started
+	done      chan struct{}
+	finished  chan struct{}
+	stopped   bool
+	lostErr   error // written by loop, read after finished is closed
 }
 
-func startRunEvents(sigs <-chan os.Signal, cancel context.CancelCauseFunc) *runEvents {
+// started is the running command, the lock it runs under and its
+// processes.
+type started struct {
+	cmd *exec.Cmd
+	l   *hold.Lock
+	t   *tree
+}
+
+func startRunEvents(sigs <-chan os.Signal, cancel context.CancelCauseFunc, killAfter time.Duration) *runEvents {
 	r := &runEvents{
-		sigs:     sigs,
-		cancel:   cancel,
-		start:    make(chan *exec.Cmd, 1),
-		lock:     make(chan *hold.Lock, 1),
-		done:     make(chan struct{}),
-		finished: make(chan struct{}),
+		sigs:      sigs,
+		cancel:    cancel,
+		killAfter: killAfter,
+		start:     make(chan started, 1),
+		done:      make(chan struct{}),
+		finished:  make(chan struct{}),
 	}
 	go r.loop()
 	return r
 }
 
-// started tells the relay that cmd runs with l held.
-func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock) {
-	r.lock <- l
-	r.start <- cmd
+// started tells the relay that cmd runs with l held, as the processes t.
+func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock, t *tree) {
+	r.start <- started{cmd, l, t}
 }
 
-// stop ends the relay and returns the error that says the lock was lost
-// while the command ran, if it was. Calling it again does nothing.
+// stop is called once the command has exited (or never started). If the
+// command is being stopped, it waits until none of its processes is left.
+// It returns the error that says the lock was lost while the command ran,
+// if it was. Calling it again does nothing.
 func (r *runEvents) stop() error {
 	if !r.stopped {
 		r.stopped = true
@@ -270,18 +298,23 @@ func (r *runEvents) stop() error {
 func (r *runEvents) loop() {
 	defer close(r.finished)
 	var (
-		cmd           *exec.Cmd
-		l             *hold.Lock
+		run           started
 		pending       []os.Signal
 		lastInterrupt time.Time
 		lost          <-chan struct{}
 		lostWhy       string
 		checks        <-chan time.Time
+		stop          stopping
+		done          = r.done
+		childGone     bool
+		exits         <-chan os.Signal
+		reapAt        <-chan time.Time
 	)
+	defer stop.end()
 	for {
 		select {
 		case sig := <-r.sigs:
-			if cmd == nil {
+			if run.cmd == nil {
 				// While waiting this ends the wait; once the lock is
 				// held, runRun sees it and does not start the command,
 				// unless it is already starting: then the command gets
@@ -290,20 +323,30 @@ func (r *runEvents) loop() {
 				pending = append(pending, sig)
 				continue
 			}
-			lastInterrupt = forward(cmd, sig, lastInterrupt)
-		case l = <-r.lock:
-			lost = l.Lost()
-			cmd = <-r.start
+			if childGone {
+				// The command has exited; what is left of it is being
+				// stopped already.
+				continue
+			}
+			lastInterrupt = r.forward(run, sig, lastInterrupt, &stop)
+		case run = <-r.start:
+			defer run.t.close()
+			exits = run.t.exits()
+			lost = run.l.Lost()
 			for _, sig := range pending {
 				// The command did not exist when these were sent, so
 				// nothing else delivered them to it.
 				if isInterrupt(sig) {
 					lastInterrupt = time.Now()
 				}
-				cmd.Process.Signal(sig)
+				if isTerminate(sig) {
+					r.terminate(run, sig, &stop)
+				} else {
+					run.t.terminate(sig)
+				}
 			}
 			pending = nil
-			if l.File() != nil {
+			if run.l.File() != nil {
 				// A kernel lock stays held while its descriptor is open,
 				// but it guards nothing once its file is removed (rm, a
 				// temp cleaner) or replaced: newcomers lock the new file.
@@ -315,7 +358,7 @@ func (r *runEvents) loop() {
 				checks = tick.C
 			}
 		case <-checks:
-			if err := l.Check(); errors.Is(err, hold.ErrLost) {
+			if err := run.l.Check(); errors.Is(err, hold.ErrLost) {
 				// Check closed lost: the case below acts on it.
 				var he *hold.Error
 				if errors.As(err, &he) && he.Hint != "" {
@@ -324,28 +367,63 @@ func (r *runEvents) loop() {
 				checks = nil
 			}
 		case <-lost:
-			lost = nil
+			lost, checks = nil, nil
+			l := run.l
+			if lostWhy == "" {
+				// The protocol saw it (a heartbeat, a lease): its error
+				// says why.
+				var he *hold.Error
+				if errors.As(l.Check(), &he) && he.Hint != "" {
+					lostWhy = " (" + he.Hint + ")"
+				}
+			}
 			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
-				Hint: "the command was no longer protected; hold sent it SIGTERM"}
+				Hint: fmt.Sprintf("the command was no longer protected; hold stopped it and every process it started (SIGTERM, then SIGKILL after %s)", r.killAfter)}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d)\n", l.Path(), lostWhy, cmd.Args[0], cmd.Process.Pid)
-			terminate(cmd.Process)
-		case <-r.done:
-			return
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d) and every process it started, SIGKILL after %s\n",
+				l.Path(), lostWhy, run.cmd.Args[0], run.cmd.Process.Pid, r.killAfter)
+			r.terminate(run, syscall.SIGTERM, &stop)
+		case <-exits:
+			if reapAt == nil {
+				reapAt = time.After(reapEvery)
+			}
+		case <-reapAt:
+			reapAt = nil
+			run.t.reapOrphans()
+		case <-stop.killAt:
+			stop.kill()
+		case <-stop.ticks():
+			if stop.look(childGone) {
+				return
+			}
+		case <-done:
+			done = nil
+			childGone = true
+			if !stop.active() || stop.look(true) {
+				// A command that exited by itself leaves its background
+				// processes alone, as before.
+				return
+			}
 		}
 	}
 }
 
-// forward passes sig on to the running command, or kills it on a second
-// interrupt within doubleInterruptWindow of the one at lastInterrupt. It
+// forward passes sig on to the whole running command: SIGTERM stops it
+// (see terminate); a second interrupt within doubleInterruptWindow of the
+// one at lastInterrupt kills it; others reach every process of it. It
 // returns the time of the last interrupt.
-func forward(cmd *exec.Cmd, sig os.Signal, lastInterrupt time.Time) time.Time {
+func (r *runEvents) forward(run started, sig os.Signal, lastInterrupt time.Time, stop *stopping) time.Time {
+	if isTerminate(sig) {
+		r.terminate(run, sig, stop)
+		return lastInterrupt
+	}
 	if isInterrupt(sig) {
 		now := time.Now()
 		if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
-			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d)\n", cmd.Args[0], cmd.Process.Pid)
-			cmd.Process.Kill()
+			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d) and every process it started\n", run.cmd.Args[0], run.cmd.Process.Pid)
+			stop.begin(run.t, run.cmd.Args[0], 0)
+			stop.kill()
 			return lastInterrupt
 		}
 		if terminalSignalsOurGroup() {
@@ -355,8 +433,15 @@ func forward(cmd *exec.Cmd, sig os.Signal, lastInterrupt time.Time) time.Time {
 		}
 		lastInterrupt = now
 	}
-	cmd.Process.Signal(sig)
+	run.t.terminate(sig)
 	return lastInterrupt
+}
+
+// terminate starts stopping the whole command: sig now to every process of
+// it, SIGKILL to what is left after --kill-after.
+func (r *runEvents) terminate(run started, sig os.Signal, stop *stopping) {
+	run.t.terminate(sig)
+	stop.begin(run.t, run.cmd.Args[0], r.killAfter)
 }
 
 // startLocked starts cmd and returns a channel that receives cmd.Wait's
