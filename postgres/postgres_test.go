@@ -491,3 +491,43 @@ func TestForeignHolder(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestConnectionKeywords: libpq's socket keywords in an address set up
+// the client's socket, as with psql, instead of reaching the server as
+// settings it refuses; idle_session_timeout sets the session bound; a bad
+// value is a clear error.
+func TestConnectionKeywords(t *testing.T) {
+	s := needServer(t)
+	ctx := ctxFor(t, hangLimit)
+	for _, q := range []string{"keepalives_idle=5&keepalives_interval=2&keepalives_count=3", "keepalives=0", "tcp_user_timeout=10000"} {
+		p, err := postgres.Dial(ctx, s.ConnString()+"&"+q)
+		if err != nil {
+			t.Errorf("Dial with %s: %v", q, err)
+			continue
+		}
+		l, err := hold.Acquire(ctx, "", lockOpts(p, uniqueName(t))...)
+		if err != nil {
+			t.Errorf("Acquire with %s: %v", q, err)
+		} else {
+			l.Release()
+		}
+		p.Close()
+	}
+	p, err := postgres.Dial(ctx, s.ConnString()+"&idle_session_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if b := p.SessionBound(); b != 30*time.Second {
+		t.Errorf("SessionBound with idle_session_timeout=30000 = %s, want 30s", b)
+	}
+	if b := dial(t).SessionBound(); b != postgres.DefaultSessionTimeout {
+		t.Errorf("default SessionBound = %s, want %s", b, postgres.DefaultSessionTimeout)
+	}
+	if _, err := postgres.Dial(ctx, s.ConnString()+"&keepalives_idle=soon"); err == nil || !strings.Contains(err.Error(), "keepalives_idle") {
+		t.Errorf("Dial with keepalives_idle=soon = %v, want an error naming it", err)
+	}
+	if _, err := postgres.Dial(ctx, s.ConnString()+"&idle_session_timeout=0"); err == nil {
+		t.Error("Dial with idle_session_timeout=0 succeeded; it turns off the bound")
+	}
+}
