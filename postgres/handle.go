@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,9 +57,16 @@ type handle struct {
 	// grant time the client does not know precisely).
 	pingNow bool
 
+	// Until Lost is called, a timer runs the heartbeat (beat): no
+	// goroutine waits, so that a short hold costs nothing on its way
+	// to Release. beatMu is held while it uses the connection, and by
+	// Check and Release while they do.
+	beat   *time.Timer
+	beatMu sync.Mutex
+	wanted atomic.Bool // Lost was called: a goroutine reads the idle connection
+	ended  atomic.Bool // released: never watch again
+
 	watchMu   sync.Mutex
-	wanted    bool          // Lost was called: read the idle connection too
-	ended     bool          // released: never watch again
 	stopWatch func()        // ends the running watch, nil when none runs
 	watchDone chan struct{} // closed when the running watch has returned
 
@@ -70,10 +78,20 @@ type handle struct {
 func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner, backend int32, stopWithin time.Duration, anchor time.Time, pingNow bool) *handle {
 	h := &handle{p: p, c: c, name: name, key: key, owner: owner, backend: backend,
 		stopWithin: stopWithin, anchor: anchor, pingNow: pingNow}
-	h.watchMu.Lock()
-	h.startWatchLocked()
-	h.watchMu.Unlock()
+	h.beatMu.Lock() // a beat due at once waits for h.beat to be set
+	h.beat = time.AfterFunc(time.Until(h.nextPing()), h.timedBeat)
+	h.beatMu.Unlock()
 	return h
+}
+
+// timedBeat is the heartbeat while nobody asked for Lost.
+func (h *handle) timedBeat() {
+	h.beatMu.Lock()
+	defer h.beatMu.Unlock()
+	if h.wanted.Load() || h.ended.Load() || h.pastDeadline() || !h.ping() {
+		return
+	}
+	h.beat.Reset(time.Until(h.nextPing()))
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
@@ -84,28 +102,28 @@ func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 func (h *handle) Lost() <-chan struct{} {
 	h.watchMu.Lock()
 	defer h.watchMu.Unlock()
-	if !h.wanted {
-		h.wanted = true
-		if h.stopWatch != nil {
-			h.stopWatchLocked()
-			h.startWatchLocked()
-		}
+	if !h.wanted.Load() {
+		h.wanted.Store(true)
+		h.beat.Stop()
+		h.beatMu.Lock() // a beat under way ends first
+		h.beatMu.Unlock()
+		h.startWatchLocked()
 	}
 	return h.lost.Lost()
 }
 
-// startWatchLocked starts the heartbeat. h.watchMu is held.
+// startWatchLocked starts the goroutine that reads the idle connection
+// and runs the heartbeat, once Lost was called. h.watchMu is held.
 func (h *handle) startWatchLocked() {
-	if h.stopWatch != nil || h.ended {
+	if h.stopWatch != nil || h.ended.Load() || !h.wanted.Load() {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	h.stopWatch, h.watchDone = stop, done
-	read := h.wanted
 	go func() {
 		defer close(done)
-		h.watch(ctx, read)
+		h.watch(ctx, true)
 	}()
 }
 
@@ -118,11 +136,18 @@ func (h *handle) stopWatchLocked() {
 }
 
 // pauseWatch stops the watch, if one runs, and waits until it has let go
-// of the connection; with end set, for good.
+// of the connection; with end set, for good. The caller then holds beatMu
+// while it uses the connection.
 func (h *handle) pauseWatch(end bool) {
+	if end {
+		h.ended.Store(true)
+		h.beat.Stop()
+	}
+	if !h.wanted.Load() {
+		return
+	}
 	h.watchMu.Lock()
 	defer h.watchMu.Unlock()
-	h.ended = h.ended || end
 	h.stopWatchLocked()
 }
 
@@ -323,6 +348,17 @@ func (h *handle) Check() error {
 		return err
 	}
 	h.pauseWatch(false)
+	h.beatMu.Lock()
+	err := h.check()
+	h.beatMu.Unlock()
+	if err == nil {
+		h.resumeWatch()
+	}
+	return err
+}
+
+// check is Check's round trip; h.beatMu is held.
+func (h *handle) check() error {
 	if h.pastDeadline() {
 		return h.lostError("check")
 	}
@@ -344,7 +380,6 @@ func (h *handle) Check() error {
 		return h.lostError("check")
 	}
 	h.confirmed(sent)
-	h.resumeWatch()
 	return nil
 }
 
@@ -361,6 +396,8 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.pauseWatch(true)
+	h.beatMu.Lock()
+	defer h.beatMu.Unlock()
 
 	var err error
 	h.pastDeadline() // past it, someone else may hold the lock already
