@@ -41,7 +41,9 @@ func TestServerStopAndRestart(t *testing.T) {
 
 	// Waiter A has a 2 s lease and a long context: it rides out the
 	// outage, queueing again once etcd is back.
-	// Waiter B has a long lease but a 3 s context: its context ends it.
+	// Waiter B has a long lease but a 5 s context: its context ends it.
+	// It queues right behind the holder, so it knows the holder from
+	// its first round trip, and names it when its wait ends.
 	type result struct {
 		err     error
 		elapsed time.Duration
@@ -50,22 +52,22 @@ func TestServerStopAndRestart(t *testing.T) {
 	actx, acancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer acancel()
 	go func() {
+		bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := hold.Acquire(bctx, "", lockOpts(long, key)...)
+		bDone <- result{err, time.Since(start)}
+	}()
+	waitKeys(t, rawClient(t, eps...), key, 2)
+
+	go func() {
 		l, err := hold.Acquire(actx, "", lockOpts(waiterP, key)...)
 		if err == nil {
 			err = l.Release()
 		}
 		aDone <- result{err: err}
 	}()
-	waitKeys(t, rawClient(t, eps...), key, 2)
-	go func() {
-		bctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		start := time.Now()
-		_, err := hold.Acquire(bctx, "", lockOpts(long, key)...)
-		bDone <- result{err, time.Since(start)}
-	}()
 	waitKeys(t, rawClient(t, eps...), key, 3)
-
 	stopped := time.Now()
 	c.Members[0].Stop()
 
@@ -84,7 +86,7 @@ func TestServerStopAndRestart(t *testing.T) {
 			}
 		}
 		if r.elapsed > 10*time.Second {
-			t.Errorf("waiter B with a 3s context returned after %s", r.elapsed)
+			t.Errorf("waiter B with a 5s context returned after %s", r.elapsed)
 		}
 		t.Logf("waiter B after %s: %v", r.elapsed.Round(time.Millisecond), r.err)
 	case <-time.After(30 * time.Second):
