@@ -41,6 +41,12 @@ const (
 	trialTTL         = "4"    // etcd --ttl, seconds
 	trialIdleTimeout = "5000" // PostgreSQL idle_session_timeout, ms
 	trialKillAfter   = "0.5"
+	// How early the protocols say they told the holder: StopWithin
+	// (kill-after + 0.5 s) and their safety margin (1 s + a twentieth
+	// of the bound). The companion hold hands the command line to must
+	// have passed StopWithin on.
+	etcdTold = "2.2s"
+	pgTold   = "2.25s"
 )
 
 // TestRemoteLossTrials: `hold run` holding an etcd or PostgreSQL lock is
@@ -70,7 +76,7 @@ func TestRemoteLossTrials(t *testing.T) {
 					holder := []string{holdBin, "run", "--ttl", trialTTL, "--kill-after", trialKillAfter,
 						"etcd://" + px.Addr() + "/" + key, "-c", c.script}
 					waiter := []string{"run", "-w", "40", "etcd://" + direct + "/" + key}
-					lossTrial(t, i, holder, waiter, px.Cut)
+					lossTrial(t, i, holder, waiter, etcdTold, px.Cut)
 					px.Close()
 				}
 			})
@@ -107,7 +113,7 @@ func TestRemoteLossTrials(t *testing.T) {
 					via := srv.URLVia(link.HostIP, srv.Port, "postgres") + "&idle_session_timeout=" + trialIdleTimeout + "#" + name
 					holder := link.Wrap(holdBin, "run", "--kill-after", trialKillAfter, via, "-c", c.script)
 					waiter := []string{"run", "-w", "40", srv.ConnString() + "#" + name}
-					lossTrial(t, i, holder, waiter, func() {
+					lossTrial(t, i, holder, waiter, pgTold, func() {
 						if err := link.Cut(); err != nil {
 							t.Fatal(err)
 						}
@@ -125,7 +131,7 @@ func TestRemoteLossTrials(t *testing.T) {
 // +%s%N" lines to ./log after touching ./ready), cuts it off, runs the
 // waiter, whose command writes "new" lines to the same log, and checks
 // the order of the writes and that the old command is gone.
-func lossTrial(t *testing.T, trial int, holder, waiter []string, cut func()) {
+func lossTrial(t *testing.T, trial int, holder, waiter []string, told string, cut func()) {
 	t.Helper()
 	dir := t.TempDir()
 	marker := fmt.Sprintf("trial-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -156,7 +162,13 @@ func lossTrial(t *testing.T, trial int, holder, waiter []string, cut func()) {
 	}
 	lastOld, firstNew := logOrder(t, filepath.Join(dir, "log"))
 	if lastOld >= firstNew {
-		t.Errorf("trial %d: the old command wrote %v after the new holder's first write", trial, time.Duration(lastOld-firstNew))
+		t.Errorf("trial %d: the old command wrote %v after the new holder's first write; holder's stderr:\n%s", trial, time.Duration(lastOld-firstNew), herr.String())
+	}
+	// The protocol, in the companion hold handed the command line to,
+	// got hold run's StopWithin (kill-after + reap allowance) and says
+	// how early it told the holder.
+	if msg := herr.String(); !strings.Contains(msg, "told "+told+" before that to stop") || !strings.Contains(msg, "SIGKILL") {
+		t.Errorf("trial %d: the holder's stderr does not say it was told %s early, and that it kills: %q", trial, told, msg)
 	}
 	trialsMu.Lock()
 	defer trialsMu.Unlock()
