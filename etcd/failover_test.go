@@ -29,8 +29,8 @@ func TestServerStopAndRestart(t *testing.T) {
 	defer c.Close()
 	eps := c.Endpoints()
 	var notices atomic.Int32
-	short := dialTo(t, eps, etcd.WithTTL(2*time.Second), etcd.WithRequestTimeout(time.Second))
-	waiterP := dialTo(t, eps, etcd.WithTTL(2*time.Second), etcd.WithRequestTimeout(time.Second),
+	short := dialTo(t, eps, etcd.WithTTL(3*time.Second), etcd.WithRequestTimeout(time.Second))
+	waiterP := dialTo(t, eps, etcd.WithTTL(3*time.Second), etcd.WithRequestTimeout(time.Second),
 		etcd.WithOutageNotice(func(msg string) { notices.Add(1); t.Log("notice: ", msg) }))
 	long := dialTo(t, eps, etcd.WithTTL(30*time.Second), etcd.WithRequestTimeout(time.Second))
 	key := uniqueKey(t)
@@ -39,7 +39,7 @@ func TestServerStopAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Waiter A has a 2 s lease and a long context: it rides out the
+	// Waiter A has a 3 s lease and a long context: it rides out the
 	// outage, queueing again once etcd is back.
 	// Waiter B has a long lease but a 5 s context: its context ends it.
 	// It queues right behind the holder, so it knows the holder from
@@ -98,7 +98,7 @@ func TestServerStopAndRestart(t *testing.T) {
 		t.Errorf("holder Release while etcd is down = %v, want ErrLost", err)
 	}
 	// Down for several TTLs of waiter A's lease.
-	time.Sleep(3 * time.Second)
+	time.Sleep(4 * time.Second)
 	select {
 	case r := <-aDone:
 		t.Fatalf("waiter A gave up while etcd was down (%s): %v", time.Since(stopped).Round(time.Millisecond), r.err)

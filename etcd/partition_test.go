@@ -26,7 +26,7 @@ func TestPartitionedHolderLosesEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	const ttl, stopWithin = 4 * time.Second, 1500 * time.Millisecond
+	const ttl, stopWithin = 6 * time.Second, 1500 * time.Millisecond
 	holderP := dialTo(t, []string{"http://" + px.Addr()}, etcd.WithTTL(ttl), etcd.WithRequestTimeout(time.Second))
 	waiterP := dial(t)
 	key := uniqueKey(t)

@@ -51,7 +51,7 @@ type session struct {
 // machine, a GC pause) and for the clocks of etcd's leader and this
 // machine to run at slightly different rates.
 func safetyMargin(ttl time.Duration) time.Duration {
-	return max(time.Second, ttl/10) + ttl/20
+	return max(2*time.Second, ttl/10) + ttl/20
 }
 
 // Shortest and longest pause between two keep-alives, and between two

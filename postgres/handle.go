@@ -162,7 +162,7 @@ func (h *handle) resumeWatch() {
 // declared lost: room for late timers on a loaded machine and for the
 // answer to a grant to have been on its way (see acquire).
 func safetyMargin(bound time.Duration) time.Duration {
-	return max(time.Second, bound/10) + bound/20
+	return max(2*time.Second, bound/10) + bound/20
 }
 
 // budget is how long a lock that needs stopWithin to stop may go without

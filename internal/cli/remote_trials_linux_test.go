@@ -38,15 +38,15 @@ func trialCount(t *testing.T) int {
 // seconds, and the kill-after grace: hold run asks for StopWithin
 // kill-after + 1s, which the bounds must leave room for.
 const (
-	trialTTL         = "4"    // etcd --ttl, seconds
-	trialIdleTimeout = "5000" // PostgreSQL idle_session_timeout, ms
+	trialTTL         = "5"    // etcd --ttl, seconds
+	trialIdleTimeout = "6000" // PostgreSQL idle_session_timeout, ms
 	trialKillAfter   = "0.5"
 	// How early the protocols say they told the holder: StopWithin
-	// (kill-after + 0.5 s) and their safety margin (1 s + a twentieth
+	// (kill-after + 0.5 s) and their safety margin (2 s + a twentieth
 	// of the bound). The companion hold hands the command line to must
 	// have passed StopWithin on.
-	etcdTold = "2.2s"
-	pgTold   = "2.25s"
+	etcdTold = "3.25s"
+	pgTold   = "3.3s"
 )
 
 // TestRemoteLossTrials: `hold run` holding an etcd or PostgreSQL lock is
