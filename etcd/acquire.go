@@ -35,74 +35,6 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 	return p.acquire(context.Background(), req, false)
 }
 
-// session is a lease and its keep-alive.
-type session struct {
-	id   clientv3.LeaseID
-	stop context.CancelFunc
-	// done is closed when keep-alives end: after stop, or when the
-	// client gave up renewing (the lease expired, or no answer came
-	// within the TTL).
-	done chan struct{}
-}
-
-func (p *Protocol) newSession(ctx context.Context) (*session, error) {
-	var lease *clientv3.LeaseGrantResponse
-	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-		lease, err = p.client.Grant(ctx, p.ttlSeconds())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	kctx, stop := context.WithCancel(context.Background())
-	ka, err := p.client.KeepAlive(kctx, lease.ID)
-	if err != nil {
-		stop()
-		p.revoke(lease.ID, 0)
-		return nil, err
-	}
-	s := &session{id: lease.ID, stop: stop, done: make(chan struct{})}
-	go func() {
-		for range ka {
-		}
-		close(s.done)
-	}()
-	return s, nil
-}
-
-// session returns the protocol's lease, which every lock it takes shares
-// (as the locks of one concurrency.Session do): one grant and one
-// keep-alive stream for the whole process instead of one per acquisition.
-// It grants a new lease when there is none yet or the last one ended.
-func (p *Protocol) session(ctx context.Context) (*session, error) {
-	p.leaseMu.Lock()
-	defer p.leaseMu.Unlock()
-	if s := p.lease; s != nil {
-		select {
-		case <-s.done:
-		default:
-			return s, nil
-		}
-	}
-	s, err := p.newSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.lease = s
-	return s, nil
-}
-
-// dropSession stops renewing s, which etcd no longer knows, and has the
-// next acquisition grant a new lease. Every lock on s is lost already.
-func (p *Protocol) dropSession(s *session) {
-	p.leaseMu.Lock()
-	if p.lease == s {
-		p.lease = nil
-	}
-	p.leaseMu.Unlock()
-	s.stop()
-}
-
 // revoke ends a lease, which deletes every key bound to it, waiting at
 // most wait for it (when etcd is healthy a revoke takes a millisecond).
 // If that fails it goes on in the background (see persist): a lease whose
@@ -197,6 +129,13 @@ type waiter struct {
 	sess   *session
 	owner  lock.Owner
 	holder *lock.Holder // the holder last seen, for messages
+	// stopWithin is the request's StopWithin, for the held lock.
+	stopWithin time.Duration
+	// failures counts the round trips that failed in a row while etcd
+	// was unreachable, for the back-off; noticed says the outage was
+	// reported.
+	failures int
+	noticed  bool
 }
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
@@ -217,10 +156,23 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	w.owner.Command = redact(w.owner.Command, p.redactFlags)
 	w.owner.StartedAt = time.Now()
 
-	for retried := false; ; retried = true {
-		sess, err := p.session(ctx)
+	budget := p.budget(req.StopWithin)
+	if budget < minBudget {
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: errTooShort,
+			Hint: fmt.Sprintf("a lease TTL of %s leaves no time to renew it once %s (to stop the command) and a safety margin of %s are kept back; use a TTL of at least %s",
+				p.ttl, req.StopWithin, safetyMargin(p.ttl), (req.StopWithin+minBudget+safetyMargin(p.ttl)).Round(time.Second)+time.Second)}
+	}
+	w.stopWithin = req.StopWithin
+	for leaseRetried := false; ; {
+		sess, err := p.session(ctx, budget)
 		if err != nil {
-			return nil, p.opError("acquire", req.Path, ctx, err, nil)
+			err = p.opError("acquire", req.Path, ctx, err, w.holder)
+			if wait {
+				if err = w.outlast(ctx, err); err == nil {
+					continue // etcd answers again, or the pause is over
+				}
+			}
+			return nil, err
 		}
 		w.sess = sess
 		// The lease is the process's, so the key also names a slot:
@@ -231,11 +183,29 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		if err == nil {
 			return h, nil
 		}
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) && !retried {
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) && (wait || !leaseRetried):
 			// The lease ended before its keep-alive told us (it
 			// was revoked): take a new one.
+			leaseRetried = true
 			p.freeSlot(w.prefix, w.slot)
 			p.dropSession(sess)
+			continue
+		case wait && ctx.Err() == nil && errors.Is(err, errRequeue):
+			// The waiter's lease ended (an outage longer than the
+			// TTL) or its key was deleted: queue again, at the back.
+			if l := req.Logger; l != nil {
+				l.Debug("hold: queueing again", "path", req.Path, "key", w.key, "why", err.Error())
+			}
+			// The key is gone (etcd said so, or it went with the
+			// lease): its slot is free, and no delete may follow it,
+			// which could take the key queued next on the same slot.
+			select {
+			case <-sess.done:
+				p.dropSession(sess)
+			default:
+			}
+			p.freeSlot(w.prefix, w.slot)
 			continue
 		}
 		if p.removeKey(w.key, sess, abandonWait) {
@@ -244,6 +214,17 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, err
 	}
 }
+
+// errTooShort refuses a lock whose StopWithin the lease TTL cannot cover.
+var errTooShort = errors.New("the lease TTL is too short for the time the holder needs to stop (StopWithin)")
+
+// minBudget is the least time a lock may be left to go without an
+// acknowledged keep-alive: a few round trips.
+const minBudget = 500 * time.Millisecond
+
+// errRequeue means a waiter lost its place in the queue: its lease ended
+// or its key was deleted while it waited. It queues again.
+var errRequeue = errors.New("this waiter's key was deleted or its lease ended while it waited")
 
 // takeSlot returns the smallest slot number no lock of this process uses
 // on prefix. Keys are reused this way, not made unique per acquisition:
@@ -285,37 +266,49 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
 	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
 	var resp *clientv3.TxnResponse
-	err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-		if wait {
-			// Read the queue as it was before our key joined it: its
-			// newest key (our predecessor) and how many keys it has.
-			// One round trip, as in concurrency.Mutex, and one read:
-			// no key means the lock is ours, and a single key is the
-			// holder as well as our predecessor. (Reading the oldest
-			// key too, the holder, would cost a second range on every
-			// acquisition for what only a waiter behind other waiters
-			// needs to know, and wait reads it then anyway.) The key
-			// exists already only if an earlier attempt was applied
-			// but its answer lost.
-			resp, err = p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
-			).Then(
-				clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
-				put,
-			).Else(clientv3.OpGet(w.key)).Commit()
-		} else {
-			// Take the lock only if nobody holds it or waits for it.
-			resp, err = p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
-			).Then(put).Else(
-				clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
-			).Commit()
+	for {
+		err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+			if wait {
+				// Read the queue as it was before our key joined it: its
+				// newest key (our predecessor) and how many keys it has.
+				// One round trip, as in concurrency.Mutex, and one read:
+				// no key means the lock is ours, and a single key is the
+				// holder as well as our predecessor. (Reading the oldest
+				// key too, the holder, would cost a second range on every
+				// acquisition for what only a waiter behind other waiters
+				// needs to know, and wait reads it then anyway.) The key
+				// exists already only if an earlier attempt was applied
+				// but its answer lost.
+				resp, err = p.client.Txn(ctx).If(
+					clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
+				).Then(
+					clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
+					put,
+				).Else(clientv3.OpGet(w.key)).Commit()
+			} else {
+				// Take the lock only if nobody holds it or waits for it.
+				resp, err = p.client.Txn(ctx).If(
+					clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
+				).Then(put).Else(
+					clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+				).Commit()
+			}
+			return err
+		})
+		if err == nil {
+			break
 		}
-		return err
-	})
-	if err != nil {
-		return nil, p.opError("acquire", w.req.Path, ctx, err, nil)
+		err = p.opError("acquire", w.req.Path, ctx, err, w.holder)
+		if !wait {
+			return nil, err
+		}
+		// The key may exist if the attempt was applied but its answer
+		// lost: the next attempt finds it (the Else branch).
+		if err = w.outlast(ctx, err); err != nil {
+			return nil, err
+		}
 	}
+	w.failures = 0
 	if !wait {
 		if resp.Succeeded {
 			w.rev = resp.Header.Revision
@@ -331,8 +324,7 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	if !resp.Succeeded {
 		mine := firstKV(resp.Responses[0])
 		if mine == nil {
-			return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-				Hint: "this waiter's key vanished while it queued"}
+			return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 		}
 		w.rev = mine.CreateRevision
 		return w.wait(ctx, queue{})
@@ -403,6 +395,13 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 		if !started {
 			// The watch failed (no leader, a reconnect): start again.
 			wcancel()
+			if !p.connected() {
+				err = &lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(p.client))}
+				if err := w.outlast(ctx, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := w.pause(ctx); err != nil {
 				return nil, err
 			}
@@ -455,9 +454,9 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 		return queue{}, w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
 	}
 	if mine := firstKV(resp.Responses[0]); mine == nil || mine.CreateRevision != w.rev {
-		return queue{}, &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-			Hint: "this waiter's key was deleted or its lease revoked while it waited"}
+		return queue{}, &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 	}
+	w.failures = 0
 	first := firstKV(resp.Responses[2])
 	w.holder = holderOf(first)
 	pred := firstKV(resp.Responses[1])
@@ -472,51 +471,102 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 // reports false when the watch ended without one, and an error when ctx
 // ended or the session did.
 func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error) {
-	select {
-	case wr, ok := <-wch:
-		if !ok || wr.Err() != nil || wr.Canceled {
-			if ctx.Err() != nil {
-				return false, w.ctxError(ctx)
+	// The client's watch waits through an outage by itself; look at
+	// the connection now and then, to say so.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if !w.p.connected() {
+				w.notify(&lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(w.p.client))})
 			}
-			return false, nil
-		}
-		if !wr.Created {
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					return true, nil
+		case wr, ok := <-wch:
+			if !ok || wr.Err() != nil || wr.Canceled {
+				if ctx.Err() != nil {
+					return false, w.ctxError(ctx)
+				}
+				return false, nil
+			}
+			if !wr.Created {
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return true, nil
+					}
 				}
 			}
+			return true, nil
+		case <-ctx.Done():
+			return false, w.ctxError(ctx)
+		case <-w.sess.done:
+			return false, w.sessionError()
 		}
-		return true, nil
-	case <-ctx.Done():
-		return false, w.ctxError(ctx)
-	case <-w.sess.done:
-		return false, w.sessionError()
 	}
 }
 
 // outlast decides what a failed round trip means to a waiter. While etcd
-// is unreachable the waiter keeps its place: its lease outlives a short
-// outage (etcd renews leases when it comes back), and if the outage lasts
-// longer the lease's keep-alive ends the wait with a clear error. Any
-// other error ends the wait now.
+// is unreachable the waiter keeps waiting, with a growing pause between
+// attempts, until its context ends: its lease outlives a short outage (a
+// restarted etcd renews every lease), and if the lease ended meanwhile the
+// waiter queues again (errRequeue). The first time, it says so once
+// (WithOutageNotice). Any other error ends the wait now.
 func (w *waiter) outlast(ctx context.Context, err error) error {
-	if ctx.Err() != nil || !errors.Is(err, ErrUnreachable) {
+	if ctx.Err() != nil {
+		return w.ctxError(ctx)
+	}
+	if !errors.Is(err, ErrUnreachable) || w.p.client.Ctx().Err() != nil {
 		return err
 	}
-	return w.pause(ctx)
+	w.notify(err)
+	w.failures++
+	// Have the client dial again at once rather than after gRPC's
+	// growing back-off, so that the wait goes on soon after etcd is back.
+	w.p.client.ActiveConnection().ResetConnectBackoff()
+	return w.sleep(ctx, min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, maxOutagePause))
+}
+
+// notify says, once per acquisition, that etcd is unreachable and the
+// waiter keeps trying.
+func (w *waiter) notify(err error) {
+	if !w.noticed && w.p.notice != nil {
+		w.noticed = true
+		w.p.notice(fmt.Sprintf("hold: %s: %v; hold keeps trying until the wait ends", w.req.Path, unwrapHold(err)))
+	}
+}
+
+// maxOutagePause is the longest pause between two attempts to reach etcd
+// while a waiter rides out an outage.
+const maxOutagePause = time.Second
+
+// unwrapHold returns what an *lock.Error wraps, for a message that names
+// the lock itself.
+func unwrapHold(err error) error {
+	var e *lock.Error
+	if errors.As(err, &e) && e.Err != nil {
+		return e.Err
+	}
+	return err
 }
 
 // pause waits a moment before a failed watch is started again.
 func (w *waiter) pause(ctx context.Context) error {
-	t := time.NewTimer(50 * time.Millisecond)
+	return w.sleep(ctx, 50*time.Millisecond)
+}
+
+// sleep waits d, or until ctx ends or the waiter's lease does.
+func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
+	var gone <-chan struct{}
+	if w.sess != nil {
+		gone = w.sess.done
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
 		return w.ctxError(ctx)
-	case <-w.sess.done:
+	case <-gone:
 		return w.sessionError()
 	}
 }
@@ -524,7 +574,7 @@ func (w *waiter) pause(ctx context.Context) error {
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, false)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, false)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -537,7 +587,7 @@ func (w *waiter) held() *handle {
 func (w *waiter) heldAfterWait() *handle {
 	w.owner.StartedAt = time.Now()
 	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, true)
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -555,14 +605,13 @@ func (w *waiter) ctxError(ctx context.Context) error {
 	return e
 }
 
-// sessionError is the error of a wait whose lease ended under it.
+// sessionError is the error of a wait whose lease ended under it: the
+// waiter queues again, unless the protocol was closed.
 func (w *waiter) sessionError() error {
-	if w.p.connected() {
-		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrLost,
-			Hint: "this waiter's lease was revoked or expired while it waited"}
+	if err := w.p.client.Ctx().Err(); err != nil {
+		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("the etcd client was closed: %w", err)}
 	}
-	return &lock.Error{Op: "acquire", Path: w.req.Path,
-		Err: fmt.Errorf("%w: no keep-alive answer within the lease TTL (%s): %s", ErrUnreachable, w.p.ttl, connectionProblem(w.p.client))}
+	return &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 }
 
 // connected reports whether the client has a working connection.

@@ -30,12 +30,17 @@
 // counter only grows, so every acquisition of every lock gets a larger token
 // than any before it, across clients, restarts and leader changes.
 //
-// A holder's Lost channel closes when the lease can no longer be renewed
-// (the client's keep-alive deadline passed, or the lease was revoked: every
-// lock on it is then lost) or when its own key is deleted or overwritten (a
-// watch on the key, started by the first call to Lost; Check and Release
-// ask etcd directly). A failed or abandoned acquisition deletes its waiting
-// key, so it does not hold up the queue.
+// A holder's Lost channel closes, and Check fails, early enough for the
+// holder to stop before anyone else can be granted the lock: at the send
+// time of the last acknowledged keep-alive plus the TTL (the earliest
+// moment etcd may expire the lease), less the request's StopWithin and a
+// safety margin, unless a newer keep-alive was acknowledged. It also closes
+// when etcd says the lease is gone (revoked: every lock on it is then
+// lost) or when the lock's own key is deleted or overwritten (a watch on
+// the key, started by the first call to Lost; Check and Release ask etcd
+// directly). A failed or abandoned acquisition deletes its waiting key, so
+// it does not hold up the queue. A waiter rides out an outage until its
+// context ends (see WithOutageNotice), queueing again if its lease ended.
 //
 // # Speed
 //
@@ -50,12 +55,12 @@
 //
 // # What a lease-based lock cannot promise
 //
-// A holder that is paused (GC, swap, SIGSTOP, a VM migration) or cut off
-// from etcd for longer than the TTL loses the lock while it still believes
-// it holds it: its lease expires on the server before its own Lost signal
-// can fire. Mutual exclusion of the *work* then rests on the fencing token:
-// pass Lock.Token to the resource and have it refuse a token smaller than
-// the largest it has seen.
+// A holder that is paused (a long GC pause, swap, SIGSTOP, a VM suspended
+// or migrated) runs no timer, so it may lose the lock while it still
+// believes it holds it: its lease expires on the server before its own
+// Lost signal can fire. Mutual exclusion of the *work* then rests on the
+// fencing token: pass Lock.Token to the resource and have it refuse a
+// token smaller than the largest it has seen.
 //
 // Lock paths must not nest: the waiters of "locks/a" are the keys under
 // "locks/a/", so a lock named "locks/a/b" would queue among them. Shared

@@ -496,7 +496,7 @@ func TestBadInput(t *testing.T) {
 
 // TestUnreachable: a dead endpoint fails Dial fast with ErrUnreachable and
 // the reason, and a Protocol whose cluster is gone fails operations within
-// its request timeout rather than hanging.
+// its request timeout rather than hanging (a wait, within its context).
 func TestUnreachable(t *testing.T) {
 	port, err := etcdtest.FreePort()
 	if err != nil {
@@ -527,15 +527,22 @@ func TestUnreachable(t *testing.T) {
 	if !errors.Is(err, etcd.ErrUnreachable) {
 		t.Errorf("TryAcquire on a dead cluster = %v, want ErrUnreachable", err)
 	}
-	_, err = hold.Acquire(context.Background(), "", lockOpts(p, "locks/x")...)
-	if !errors.Is(err, etcd.ErrUnreachable) {
-		t.Errorf("Acquire on a dead cluster = %v, want ErrUnreachable", err)
+	// A waiter rides out an outage until its context ends, and then
+	// says etcd was unreachable.
+	actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = hold.Acquire(actx, "", lockOpts(p, "locks/x")...)
+	if !errors.Is(err, hold.ErrTimeout) || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("Acquire on a dead cluster = %v, want ErrTimeout saying etcd is unreachable", err)
 	}
 	if _, err := hold.Inspect("", lockOpts(p, "locks/x")...); !errors.Is(err, etcd.ErrUnreachable) {
 		t.Errorf("Inspect on a dead cluster = %v, want ErrUnreachable", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("three operations on a dead cluster took %s", d)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("the wait on a dead cluster ended after %s, before its context", d)
 	}
 }
 

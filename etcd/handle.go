@@ -3,6 +3,7 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type handle struct {
 	rev   int64 // the key's create revision: queue position and fencing token
 	sess  *session
 	owner lock.Owner
+	// stopWithin is the request's StopWithin: the lock is declared lost
+	// this long (and the safety margin) before its lease may expire.
+	stopWithin time.Duration
 	// record is the owner record as published after a wait, which the
 	// watch must not take for someone else's write.
 	record []byte
@@ -48,10 +52,10 @@ type handle struct {
 
 // newHandle starts watching the key for loss. With publish it also
 // rewrites the owner record in the background.
-func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, publish bool) *handle {
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, stopWithin time.Duration, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
-		watchCtx: ctx, stopWatch: stop}
+		stopWithin: stopWithin, watchCtx: ctx, stopWatch: stop}
 	if publish {
 		h.record = owner.Encode()
 		go h.publish(ctx)
@@ -76,17 +80,56 @@ func (h *handle) Lost() <-chan struct{} {
 	return h.lost.Lost()
 }
 
-// watchLease marks the lock lost when its lease ends: the client could not
-// renew it within its TTL, or it was revoked.
+// watchLease marks the lock lost when its lease ended (etcd said so), and
+// before that at its deadline (see lossDeadline) if no keep-alive was
+// acknowledged in time to move it.
 func (h *handle) watchLease(ctx context.Context) {
 	defer h.watchers.Done()
-	select {
-	case <-ctx.Done():
-	case <-h.sess.done:
-		if ctx.Err() == nil {
-			h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
+	for {
+		deadline, renewed := h.lossDeadline()
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-h.sess.done:
+			t.Stop()
+			if ctx.Err() == nil {
+				h.markLost("its lease expired or was revoked")
+			}
+			return
+		case <-renewed:
+			t.Stop()
+		case <-t.C:
+			if ctx.Err() != nil || h.pastDeadline() {
+				return
+			}
 		}
 	}
+}
+
+// lossDeadline is when the lock is declared lost unless a keep-alive is
+// acknowledged first (renewed is closed then): the earliest moment etcd
+// may let the lease expire, the send time of the last acknowledged
+// keep-alive plus the TTL, less the time the holder needs to stop
+// (StopWithin) and a safety margin. Kubernetes' leader election does the
+// same with its renew deadline, shorter than the lease.
+func (h *handle) lossDeadline() (deadline time.Time, renewed <-chan struct{}) {
+	expiry, renewed := h.sess.expiry()
+	return expiry.Add(-h.stopWithin - safetyMargin(h.p.ttl)), renewed
+}
+
+// pastDeadline marks the lock lost if its deadline has passed, and says
+// so.
+func (h *handle) pastDeadline() bool {
+	deadline, _ := h.lossDeadline()
+	if time.Now().Before(deadline) {
+		return false
+	}
+	expiry, _ := h.sess.expiry()
+	h.markLost(fmt.Sprintf("no keep-alive of its lease was acknowledged in time: the lease may expire at %s, and the holder was told %s before that to stop",
+		expiry.Format("15:04:05.000"), (h.stopWithin + safetyMargin(h.p.ttl)).Round(time.Millisecond)))
+	return true
 }
 
 // ours is the condition that the key is still this holder's.
@@ -206,7 +249,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 			return 0, ctx.Err()
 		case <-h.sess.done:
 			t.Stop()
-			h.markLost("its lease expired or was revoked (no keep-alive answer within the TTL)")
+			h.markLost("its lease expired or was revoked")
 			return 0, lock.ErrLost
 		}
 	}
@@ -239,6 +282,9 @@ func (h *handle) Check() error {
 	}
 	if err := h.lostError("check"); err != nil {
 		return err
+	}
+	if h.pastDeadline() {
+		return h.lostError("check")
 	}
 	var resp *clientv3.GetResponse
 	err := h.p.call(context.Background(), func(ctx context.Context, _ bool) (err error) {

@@ -62,6 +62,7 @@ type Protocol struct {
 	ttl         time.Duration
 	reqTimeout  time.Duration
 	redactFlags []string
+	notice      func(string) // see WithOutageNotice
 
 	leaseMu sync.Mutex
 	lease   *session // the lease every lock shares; nil until the first
@@ -102,6 +103,14 @@ func WithRequestTimeout(d time.Duration) Option {
 // redacted.
 func RedactFlags(flags ...string) Option {
 	return func(p *Protocol) { p.redactFlags = append(p.redactFlags, flags...) }
+}
+
+// WithOutageNotice has f called, once per acquisition and outage, when a
+// waiter finds etcd unreachable and keeps trying: a waiter rides out an
+// outage, reconnecting with a growing pause, until its context ends, and
+// f lets a front end say so (hold run prints it on stderr).
+func WithOutageNotice(f func(msg string)) Option {
+	return func(p *Protocol) { p.notice = f }
 }
 
 // New returns a Protocol that takes locks through client. The caller keeps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,7 +48,7 @@ const acquireSQL = `INSERT INTO hold_locks AS t (key, name, fence, owner, backen
 	SELECT $1, $2, nextval('hold_locks_fence'), $3, pg_backend_pid() FROM %s
 	ON CONFLICT (key) DO UPDATE SET fence = excluded.fence, owner = excluded.owner, backend_pid = excluded.backend_pid
 	WHERE t.name = excluded.name
-	RETURNING t.fence`
+	RETURNING t.fence, t.backend_pid`
 
 var (
 	waitSQL = fmt.Sprintf(acquireSQL, `pg_advisory_lock($1::bigint)`)
@@ -97,20 +98,36 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	// database, as a lock file is by every user.
 	owner.StartedAt = time.Now()
 
+	budget := p.budget(req.StopWithin)
+	if p.cfgErr == nil && budget < minBudget {
+		return nil, &lock.Error{Op: "acquire", Path: name, Err: errTooShort,
+			Hint: fmt.Sprintf("the server keeps a silent holder's session for %s, which leaves no time for a heartbeat once %s (to stop the command) and a safety margin of %s are kept back; set a longer idle_session_timeout (milliseconds) in the address",
+				p.bounds.end, req.StopWithin, safetyMargin(p.bounds.end))}
+	}
 	query := trySQL
 	if wait {
 		query = waitSQL
 	}
+	w := &outage{p: p, name: name}
 	createdSchema := false
 	for {
 		c, reused, err := p.get(ctx)
 		if err != nil {
-			return nil, relabel(err, "acquire", name)
+			err = relabel(err, "acquire", name)
+			if wait && transientError(err) {
+				if err = w.pause(ctx, err); err == nil {
+					continue
+				}
+			}
+			return nil, w.settle(ctx, err)
 		}
+		w.reconnected(ctx)
 		record := owner.Encode()
 		var fence int64
+		var backend int32
 		c.wh.cancelOnServer = wait
-		err = c.c.QueryRow(ctx, query, c.mode(query), key, name, string(record[:len(record)-1])).Scan(&fence)
+		sent := time.Now()
+		err = c.c.QueryRow(ctx, query, c.mode(query), key, name, string(record[:len(record)-1])).Scan(&fence, &backend)
 		c.wh.cancelOnServer = false
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Busy (a try), or a collision: the session holds the
@@ -125,12 +142,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 				return nil, p.collision(name, key)
 			}
 			p.put(c)
-			st, ierr := p.Inspect(name)
-			e := &lock.Error{Op: "acquire", Path: name, Err: lock.ErrBusy}
-			if ierr == nil {
-				e.Holder = st.Holder
-			}
-			return nil, e
+			return nil, p.busy(name, &lock.Error{Op: "acquire", Path: name, Err: lock.ErrBusy})
 		}
 		if err != nil {
 			// An advisory lock outlives a failed statement, so a
@@ -138,7 +150,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			// whatever it may hold.
 			c.close()
 			if ctx.Err() != nil {
-				return nil, &lock.Error{Op: "acquire", Path: name, Err: lock.WaitError(ctx.Err())}
+				return nil, w.settle(ctx, err)
 			}
 			var pgErr *pgconn.PgError
 			switch {
@@ -153,15 +165,146 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 				// The idle session was ended by the server (a
 				// restart, an idle timeout): try another one.
 				continue
+			case wait && sessionGone(err):
+				// The server restarted or the connection broke
+				// while we waited: wait again, on a new session.
+				if err = w.pause(ctx, p.queryError("acquire", name, err)); err == nil {
+					continue
+				}
+				return nil, w.settle(ctx, err)
 			}
 			return nil, p.queryError("acquire", name, err)
 		}
 		owner.Fence = uint64(fence)
 		if l := req.Logger; l != nil {
-			l.Debug("hold: acquired", "path", name, "key", key, "fence", owner.Fence, "backend", c.c.PgConn().PID())
+			l.Debug("hold: acquired", "path", name, "key", key, "fence", owner.Fence, "backend", backend)
 		}
-		return newHandle(p, c, name, key, owner), nil
+		// The server cannot end the session as idle before it answered
+		// the acquisition, which was after it was sent. After a long
+		// wait that bound says nothing, since the grant came late; the
+		// deadline then counts from the answer's arrival (its time in
+		// flight is within the safety margin) and a heartbeat follows
+		// at once to confirm the session from a known moment.
+		anchor, pingNow := sent, false
+		if waited := time.Since(sent); waited > budget/4 {
+			anchor, pingNow = time.Now(), true
+		}
+		return newHandle(p, c, name, key, owner, backend, req.StopWithin, anchor, pingNow), nil
 	}
+}
+
+// busy completes e, a busy or timed-out acquisition, with the holder: the
+// owner record, and the server process of its session from pg_locks.
+func (p *Protocol) busy(name string, e *lock.Error) *lock.Error {
+	st, pid, err := p.inspect("acquire", name)
+	if err != nil || st.Holder == nil {
+		return e
+	}
+	e.Holder = st.Holder
+	if pid != 0 && st.State != lock.Free {
+		hint := fmt.Sprintf("its database session is server process %d (pg_stat_activity shows it; pg_terminate_backend(%d) ends it)", pid, pid)
+		if e.Hint != "" {
+			hint = e.Hint + "; " + hint
+		}
+		e.Hint = hint
+	}
+	return e
+}
+
+// outage is what a waiter knows while it rides out a server that does
+// not answer or restarts.
+type outage struct {
+	p        *Protocol
+	name     string
+	failures int
+	noticed  bool
+	down     bool
+	holder   *lock.Holder // the last holder seen
+	hint     string
+}
+
+// pause waits before the next attempt, with a growing pause, and says
+// once that the server is unreachable and hold keeps trying.
+func (w *outage) pause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	w.down = true
+	if !w.noticed && w.p.notice != nil {
+		w.noticed = true
+		w.p.notice(fmt.Sprintf("hold: %s: the PostgreSQL server is unreachable or restarting (%v); hold keeps trying until the wait ends", w.name, unwrapHold(err)))
+	}
+	w.failures++
+	t := time.NewTimer(min(time.Duration(1<<min(w.failures, 6))*25*time.Millisecond, time.Second))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return err
+	}
+}
+
+// reconnected notes a connection after an outage, and who holds the lock
+// then, for the message of a wait that ends later.
+func (w *outage) reconnected(ctx context.Context) {
+	if !w.down {
+		return
+	}
+	w.down, w.failures = false, 0
+	if e := w.p.busy(w.name, &lock.Error{}); e.Holder != nil {
+		w.holder, w.hint = e.Holder, e.Hint
+	}
+}
+
+// settle is the error of a wait that ended: ctx's end names the holder
+// (asking the server, or the last one seen).
+func (w *outage) settle(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	e := &lock.Error{Op: "acquire", Path: w.name, Err: lock.WaitError(ctx.Err())}
+	if !w.down {
+		w.p.busy(w.name, e) // one round trip, on a session kept idle
+	}
+	if e.Holder == nil && w.holder != nil {
+		e.Holder, e.Hint = w.holder, w.hint
+	}
+	if w.down {
+		msg := fmt.Sprintf("%s: %v", ErrUnreachable, unwrapHold(err))
+		if e.Hint != "" {
+			msg += "; " + e.Hint
+		}
+		e.Hint = msg
+	}
+	return e
+}
+
+// transientError reports whether err is an outage a waiter rides out: no
+// answer, a broken connection, a server starting up or shutting down.
+func transientError(err error) bool {
+	if errors.Is(err, ErrUnreachable) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08")
+	}
+	return false
+}
+
+// unwrapHold returns what an *lock.Error wraps, for a message that names
+// the lock itself.
+func unwrapHold(err error) error {
+	var e *lock.Error
+	if errors.As(err, &e) && e.Err != nil {
+		return e.Err
+	}
+	return err
 }
 
 // sessionGone reports whether err says the session ended: the server's

@@ -31,23 +31,31 @@
 //
 // The server frees a session's locks the moment the session ends: a
 // holder that crashes, is killed, or whose connection drops frees the lock
-// as soon as the server sees the connection close. A holder's Lost channel
-// closes when its session ends under it: terminated on the server
-// (pg_terminate_backend, a restart) or the connection broken. The session
-// is watched from the first call to Lost (hold.Do and `hold run` make it);
-// Check and Release ask the server themselves.
+// as soon as the server sees the connection close. A holder cut off
+// without a word frees it within the session timeout (WithSessionTimeout,
+// 15 s by default): every session sets idle_session_timeout and TCP
+// bounds, and a held lock's heartbeat keeps it from being idle. A holder's
+// Lost channel closes when its session ends under it (terminated on the
+// server, a restart, the connection broken; the idle connection is read
+// from the first call to Lost) and, before the server may end a silent
+// session, at the send time of the last confirmed round trip plus the
+// session timeout, less the request's StopWithin and a safety margin.
+// Check and Release ask the server themselves. A waiter rides out a
+// restart or an outage until its context ends (see WithOutageNotice).
 //
 // Protocol.Locks lists the locks recorded in the database with their
 // holders, for tools that show every lock.
 //
 // # What it cannot promise
 //
-// A holder cut off from the server by a network partition keeps believing
-// it holds the lock until its connection times out, while the server,
-// which may have seen the connection end, may have given the lock to
-// another. Mutual exclusion of the *work* then rests on the fencing
-// token: pass Lock.Token to the resource and have it refuse a token smaller
-// than the largest it has seen.
+// A holder process or VM that is paused (SIGSTOP, a long GC pause, a VM
+// suspended) runs no heartbeat and no timer: the server ends its session
+// and gives the lock to another before the old holder can notice. Mutual
+// exclusion of the *work* then rests on the fencing token: pass Lock.Token
+// to the resource and have it refuse a token smaller than the largest it
+// has seen. Behind a pooler in transaction mode session advisory locks do
+// not work; a heartbeat answered by another server process declares the
+// lock lost.
 //
 // Shared (reader) holds are not supported; they fail with
 // hold.ErrUnsupported. Advisory locks belong to one database: clients must

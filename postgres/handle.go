@@ -3,9 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hold-dev/hold/lock"
@@ -15,24 +19,54 @@ import (
 // name's key.
 //
 // The lock is ours while the session lives; the server frees it when the
-// session ends, however it ends. Loss is therefore a broken session: the
-// server terminated it (pg_terminate_backend, a shutdown), or the
-// connection broke. A goroutine that reads the idle connection sees either
-// at once, as the server closes the socket; it runs from the first call to
-// Lost (Do calls it, a plain Acquire and Release need not) and is paused
-// while Check or Release use the connection.
+// session ends, however it ends. Loss is therefore a session that ended or
+// may end: the server terminated it (pg_terminate_backend, a shutdown), the
+// connection broke, or the holder has not heard from the server for so long
+// that the server may end the session by its own bounds (see bounds.go).
+//
+// One goroutine per lock, from acquisition to release, runs the
+// heartbeat: a query at every period, which keeps the session from being
+// ended as idle and confirms that it is alive. Each confirmed round trip
+// moves the lock's deadline (see lossDeadline); when the deadline comes
+// before a confirmation, the lock is declared lost. From the first call to
+// Lost (Do calls it) the goroutine also reads the idle connection between
+// two heartbeats, which shows at once a session the server ended. It is
+// paused while Check or Release use the connection.
 type handle struct {
 	p     *Protocol
 	c     *conn
 	name  string
 	key   int64
 	owner lock.Owner
+	// backend is the server process of the session, as the session
+	// itself reported it (pg_backend_pid) when it took the lock: a
+	// heartbeat answered by another one went through a pooler that
+	// moved the session.
+	backend int32
+	// stopWithin is the request's StopWithin.
+	stopWithin time.Duration
 
 	lost lock.LostState
 
+	anchorMu sync.Mutex
+	// anchor is when the last round trip the server confirmed was sent:
+	// the server cannot have found the session idle, or the client
+	// silent, before then.
+	anchor time.Time
+	// pingNow asks for a heartbeat at once (after a long wait, whose
+	// grant time the client does not know precisely).
+	pingNow bool
+
+	// Until Lost is called, a timer runs the heartbeat (beat): no
+	// goroutine waits, so that a short hold costs nothing on its way
+	// to Release. beatMu is held while it uses the connection, and by
+	// Check and Release while they do.
+	beat   *time.Timer
+	beatMu sync.Mutex
+	wanted atomic.Bool // Lost was called: a goroutine reads the idle connection
+	ended  atomic.Bool // released: never watch again
+
 	watchMu   sync.Mutex
-	wanted    bool          // Lost was called: watch whenever the session is idle
-	ended     bool          // released: never watch again
 	stopWatch func()        // ends the running watch, nil when none runs
 	watchDone chan struct{} // closed when the running watch has returned
 
@@ -41,27 +75,47 @@ type handle struct {
 	relErr   error
 }
 
-func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner) *handle {
-	return &handle{p: p, c: c, name: name, key: key, owner: owner}
+func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner, backend int32, stopWithin time.Duration, anchor time.Time, pingNow bool) *handle {
+	h := &handle{p: p, c: c, name: name, key: key, owner: owner, backend: backend,
+		stopWithin: stopWithin, anchor: anchor, pingNow: pingNow}
+	h.beatMu.Lock() // a beat due at once waits for h.beat to be set
+	h.beat = time.AfterFunc(time.Until(h.nextPing()), h.timedBeat)
+	h.beatMu.Unlock()
+	return h
+}
+
+// timedBeat is the heartbeat while nobody asked for Lost.
+func (h *handle) timedBeat() {
+	h.beatMu.Lock()
+	defer h.beatMu.Unlock()
+	if h.wanted.Load() || h.ended.Load() || h.pastDeadline() || !h.ping() {
+		return
+	}
+	h.beat.Reset(time.Until(h.nextPing()))
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
-// Lost returns the channel closed on loss, and starts watching the session.
+// Lost returns the channel closed on loss, and has the watch read the
+// idle connection from now on.
 func (h *handle) Lost() <-chan struct{} {
 	h.watchMu.Lock()
 	defer h.watchMu.Unlock()
-	if !h.wanted {
-		h.wanted = true
+	if !h.wanted.Load() {
+		h.wanted.Store(true)
+		h.beat.Stop()
+		h.beatMu.Lock() // a beat under way ends first
+		h.beatMu.Unlock()
 		h.startWatchLocked()
 	}
 	return h.lost.Lost()
 }
 
-// startWatchLocked starts reading the idle connection. h.watchMu is held.
+// startWatchLocked starts the goroutine that reads the idle connection
+// and runs the heartbeat, once Lost was called. h.watchMu is held.
 func (h *handle) startWatchLocked() {
-	if h.stopWatch != nil || h.ended {
+	if h.stopWatch != nil || h.ended.Load() || !h.wanted.Load() {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -69,23 +123,32 @@ func (h *handle) startWatchLocked() {
 	h.stopWatch, h.watchDone = stop, done
 	go func() {
 		defer close(done)
-		h.watch(ctx)
+		h.watch(ctx, true)
 	}()
 }
 
-// pauseWatch stops the watch, if one runs, and waits until it has let go
-// of the connection; with end set, for good. It reports whether one should
-// run again afterwards.
-func (h *handle) pauseWatch(end bool) bool {
-	h.watchMu.Lock()
-	defer h.watchMu.Unlock()
-	h.ended = h.ended || end
+func (h *handle) stopWatchLocked() {
 	if h.stopWatch != nil {
 		h.stopWatch()
 		<-h.watchDone
 		h.stopWatch, h.watchDone = nil, nil
 	}
-	return h.wanted
+}
+
+// pauseWatch stops the watch, if one runs, and waits until it has let go
+// of the connection; with end set, for good. The caller then holds beatMu
+// while it uses the connection.
+func (h *handle) pauseWatch(end bool) {
+	if end {
+		h.ended.Store(true)
+		h.beat.Stop()
+	}
+	if !h.wanted.Load() {
+		return
+	}
+	h.watchMu.Lock()
+	defer h.watchMu.Unlock()
+	h.stopWatchLocked()
 }
 
 // resumeWatch starts the watch again after Check.
@@ -95,22 +158,140 @@ func (h *handle) resumeWatch() {
 	h.startWatchLocked()
 }
 
-// watch waits for anything the server sends on the idle connection. A
-// session that holds a lock and runs nothing gets nothing but its end: an
-// error saying the server terminated it, or the socket closing.
-func (h *handle) watch(ctx context.Context) {
+// safetyMargin is how much earlier than StopWithin asks a lock is
+// declared lost: room for late timers on a loaded machine and for the
+// answer to a grant to have been on its way (see acquire).
+func safetyMargin(bound time.Duration) time.Duration {
+	return max(2*time.Second, bound/10) + bound/20
+}
+
+// budget is how long a lock that needs stopWithin to stop may go without
+// a confirmed round trip.
+func (p *Protocol) budget(stopWithin time.Duration) time.Duration {
+	return p.bounds.end - stopWithin - safetyMargin(p.bounds.end)
+}
+
+// errTooShort refuses a lock whose StopWithin the session timeout cannot cover.
+var errTooShort = errors.New("the session timeout is too short for the time the holder needs to stop (StopWithin)")
+
+// minBudget is the least budget a lock may have: a few round trips.
+const minBudget = 500 * time.Millisecond
+
+// lossDeadline is when the lock is declared lost unless a round trip is
+// confirmed first: the earliest moment the server may end the session by
+// its bounds, counted from the send time of the last confirmed round trip,
+// less the time the holder needs to stop and the safety margin.
+func (h *handle) lossDeadline() time.Time {
+	h.anchorMu.Lock()
+	defer h.anchorMu.Unlock()
+	return h.anchor.Add(h.p.budget(h.stopWithin))
+}
+
+// nextPing is when the next heartbeat is due: a third of the budget after
+// the last confirmed round trip, so that two can fail before the deadline.
+func (h *handle) nextPing() time.Time {
+	h.anchorMu.Lock()
+	defer h.anchorMu.Unlock()
+	if h.pingNow {
+		return time.Time{}
+	}
+	return h.anchor.Add(max(h.p.budget(h.stopWithin)/3, 100*time.Millisecond))
+}
+
+// confirmed records a round trip the server answered, sent at sent.
+func (h *handle) confirmed(sent time.Time) {
+	h.anchorMu.Lock()
+	defer h.anchorMu.Unlock()
+	if sent.After(h.anchor) {
+		h.anchor = sent
+	}
+	h.pingNow = false
+}
+
+// pastDeadline marks the lock lost if its deadline has passed, and says
+// so.
+func (h *handle) pastDeadline() bool {
+	deadline := h.lossDeadline()
+	if time.Now().Before(deadline) {
+		return false
+	}
+	h.markLost(fmt.Sprintf("the server did not confirm its session in time: it may end the session (and free the lock) %s after the last confirmed round trip, and the holder was told %s before that to stop",
+		h.p.bounds.end, (h.stopWithin + safetyMargin(h.p.bounds.end)).Round(time.Millisecond)))
+	return true
+}
+
+// watch runs the heartbeat until ctx ends or the lock is lost; with read,
+// it reads the idle connection between two heartbeats. A session that
+// holds a lock and runs nothing gets nothing but its end: an error saying
+// the server terminated it, or the socket closing.
+func (h *handle) watch(ctx context.Context, read bool) {
 	for {
-		err := h.c.c.PgConn().WaitForNotification(ctx)
+		if h.pastDeadline() {
+			return
+		}
+		wctx, cancel := context.WithDeadline(ctx, h.nextPing())
+		var err error
+		if read {
+			err = h.c.c.PgConn().WaitForNotification(wctx)
+		} else {
+			<-wctx.Done()
+		}
+		due := wctx.Err() != nil // before cancel, which sets it
+		cancel()
 		if ctx.Err() != nil {
 			return // paused or released
 		}
-		if err != nil {
+		if err != nil && !due {
 			h.markLost(sessionEnded(err))
 			return
 		}
-		// A notification (someone's NOTIFY on a channel this session
-		// does not listen to cannot arrive; tolerate it anyway).
+		if !due {
+			continue // a notification: tolerate it
+		}
+		if !h.ping() {
+			return
+		}
 	}
+}
+
+// pingSQL is the heartbeat: it keeps the session from being idle and
+// tells which server process answers.
+const pingSQL = `SELECT pg_backend_pid()`
+
+// ping runs one heartbeat, bounded by the lock's deadline (not by the
+// watch's context: a query cut short would close the session). It
+// reports whether the lock is still held.
+func (h *handle) ping() bool {
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), earlier(h.lossDeadline(), sent.Add(h.p.reqTimeout)))
+	defer cancel()
+	var pid int32
+	err := h.c.c.QueryRow(ctx, pingSQL, pgx.QueryExecModeSimpleProtocol).Scan(&pid)
+	switch {
+	case err != nil && h.pastDeadline():
+		h.c.close() // the server frees the lock as soon as it sees this
+		return false
+	case err != nil:
+		h.markLost(sessionEnded(err))
+		return false
+	case pid != h.backend:
+		h.markLost(movedSession(h.backend, pid))
+		return false
+	}
+	h.confirmed(sent)
+	return true
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// movedSession explains a heartbeat answered by another server process.
+func movedSession(was, now int32) string {
+	return fmt.Sprintf("its heartbeat was answered by server process %d, not by %d, which holds the lock: the connection goes through a pooler in transaction mode (PgBouncer's pool_mode=transaction), where session advisory locks do not work; connect to the server directly or through session pooling", now, was)
 }
 
 // sessionEnded says why a session's connection failed.
@@ -166,11 +347,29 @@ func (h *handle) Check() error {
 	if err := h.lostError("check"); err != nil {
 		return err
 	}
-	resume := h.pauseWatch(false)
-	ctx, cancel := h.p.rpc(context.Background())
+	h.pauseWatch(false)
+	h.beatMu.Lock()
+	err := h.check()
+	h.beatMu.Unlock()
+	if err == nil {
+		h.resumeWatch()
+	}
+	return err
+}
+
+// check is Check's round trip; h.beatMu is held.
+func (h *handle) check() error {
+	if h.pastDeadline() {
+		return h.lostError("check")
+	}
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), earlier(h.lossDeadline(), sent.Add(h.p.reqTimeout)))
 	defer cancel()
 	held, err := h.c.holds(ctx, h.key)
 	switch {
+	case err != nil && h.pastDeadline():
+		h.c.close()
+		return h.lostError("check")
 	case err != nil && h.c.c.IsClosed():
 		h.markLost(sessionEnded(err))
 		return h.lostError("check")
@@ -180,9 +379,7 @@ func (h *handle) Check() error {
 		h.markLost("its session no longer holds the advisory lock")
 		return h.lostError("check")
 	}
-	if resume {
-		h.resumeWatch()
-	}
+	h.confirmed(sent)
 	return nil
 }
 
@@ -199,8 +396,11 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.pauseWatch(true)
+	h.beatMu.Lock()
+	defer h.beatMu.Unlock()
 
 	var err error
+	h.pastDeadline() // past it, someone else may hold the lock already
 	if h.lostError("release") == nil {
 		ctx, cancel := h.p.rpc(context.Background())
 		var unlocked bool

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,8 +247,36 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle.Release() // leaves an idle session in the protocol's pool
+	// A waiter rides through the restart: it reconnects and waits
+	// again, and gets the lock the restart freed, within its context.
+	var notices atomic.Int32
+	wp := dial(t, postgres.WithOutageNotice(func(msg string) { notices.Add(1); t.Log("notice: ", msg) }))
+	waited := make(chan error, 1)
+	var waiterToken uint64
+	go func() {
+		w, err := hold.Acquire(ctxFor(t, 60*time.Second), "", lockOpts(wp, name)...)
+		if err == nil {
+			waiterToken = w.Token()
+			err = w.Release()
+		}
+		waited <- err
+	}()
+	raw := rawConn(t)
+	eventually(t, "waiter queued", func() bool { return len(sessions(t, raw, name, false)) == 1 })
+	raw.Close(context.Background())
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("waiter across a restart: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("waiter still waiting 60s after the restart")
+	}
+	if notices.Load() != 1 {
+		t.Errorf("the waiter gave %d outage notices, want 1", notices.Load())
 	}
 	select {
 	case <-lost:
@@ -262,7 +291,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Acquire after a restart (idle session gone): %v", err)
 	}
 	defer l2.Release()
-	if l2.Token() <= l.Token() || l2.Token() <= idle.Token() {
+	if l2.Token() <= waiterToken || waiterToken <= l.Token() || l2.Token() <= idle.Token() {
 		t.Errorf("token %d after a restart, before it %d and %d", l2.Token(), l.Token(), idle.Token())
 	}
 }
@@ -461,4 +490,44 @@ func TestForeignHolder(t *testing.T) {
 		t.Fatalf("TryAcquire after the foreign session unlocked: %v", err)
 	}
 	l.Release()
+}
+
+// TestConnectionKeywords: libpq's socket keywords in an address set up
+// the client's socket, as with psql, instead of reaching the server as
+// settings it refuses; idle_session_timeout sets the session bound; a bad
+// value is a clear error.
+func TestConnectionKeywords(t *testing.T) {
+	s := needServer(t)
+	ctx := ctxFor(t, hangLimit)
+	for _, q := range []string{"keepalives_idle=5&keepalives_interval=2&keepalives_count=3", "keepalives=0", "tcp_user_timeout=10000"} {
+		p, err := postgres.Dial(ctx, s.ConnString()+"&"+q)
+		if err != nil {
+			t.Errorf("Dial with %s: %v", q, err)
+			continue
+		}
+		l, err := hold.Acquire(ctx, "", lockOpts(p, uniqueName(t))...)
+		if err != nil {
+			t.Errorf("Acquire with %s: %v", q, err)
+		} else {
+			l.Release()
+		}
+		p.Close()
+	}
+	p, err := postgres.Dial(ctx, s.ConnString()+"&idle_session_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if b := p.SessionBound(); b != 30*time.Second {
+		t.Errorf("SessionBound with idle_session_timeout=30000 = %s, want 30s", b)
+	}
+	if b := dial(t).SessionBound(); b != postgres.DefaultSessionTimeout {
+		t.Errorf("default SessionBound = %s, want %s", b, postgres.DefaultSessionTimeout)
+	}
+	if _, err := postgres.Dial(ctx, s.ConnString()+"&keepalives_idle=soon"); err == nil || !strings.Contains(err.Error(), "keepalives_idle") {
+		t.Errorf("Dial with keepalives_idle=soon = %v, want an error naming it", err)
+	}
+	if _, err := postgres.Dial(ctx, s.ConnString()+"&idle_session_timeout=0"); err == nil {
+		t.Error("Dial with idle_session_timeout=0 succeeded; it turns off the bound")
+	}
 }

@@ -55,6 +55,12 @@ type Protocol struct {
 	cfg        *pgx.ConnConfig
 	reqTimeout time.Duration
 	maxIdle    int
+	// sessionTimeout and bounds: see bounds.go. cfgErr is a bad setting
+	// in the connection string, reported by the first connection.
+	sessionTimeout time.Duration
+	bounds         serverBounds
+	cfgErr         error
+	notice         func(string) // see WithOutageNotice
 
 	mu     sync.Mutex
 	idle   []*conn
@@ -84,10 +90,24 @@ func WithMaxIdle(n int) Option {
 	}
 }
 
+// WithOutageNotice has f called, once per acquisition and outage, when a
+// waiter finds the server unreachable (or restarting) and keeps trying: a
+// waiter reconnects, with a growing pause, until its context ends, and f
+// lets a front end say so (hold run prints it on stderr).
+func WithOutageNotice(f func(msg string)) Option {
+	return func(p *Protocol) { p.notice = f }
+}
+
 // New returns a Protocol that connects with cfg, which it copies. It does
-// not connect before the first acquisition; Dial does.
+// not connect before the first acquisition; Dial does. libpq's socket
+// keywords (keepalives, keepalives_idle, keepalives_interval,
+// keepalives_count, tcp_user_timeout) among cfg's runtime parameters set
+// up the client's socket instead of being sent to the server, and the
+// session gets the server-side bounds of WithSessionTimeout; a bad value
+// among them fails the first connection.
 func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
-	p := &Protocol{cfg: cfg.Copy(), reqTimeout: DefaultRequestTimeout, maxIdle: DefaultMaxIdle}
+	p := &Protocol{cfg: cfg.Copy(), reqTimeout: DefaultRequestTimeout, maxIdle: DefaultMaxIdle,
+		sessionTimeout: DefaultSessionTimeout}
 	if p.cfg.ConnectTimeout <= 0 {
 		p.cfg.ConnectTimeout = DefaultDialTimeout
 	}
@@ -96,8 +116,14 @@ func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
 			o(p)
 		}
 	}
+	p.bounds, p.cfgErr = configure(p.cfg, p.sessionTimeout)
 	return p
 }
+
+// SessionBound is the longest the server keeps the session, and so the
+// lock, of a holder it no longer hears from: the session timeout, or less
+// if the connection's own settings end it sooner.
+func (p *Protocol) SessionBound() time.Duration { return p.bounds.end }
 
 // Dial parses connString (a URL "postgres://user@host:port/db?sslmode=..."
 // or libpq's "key=value" form; the PG* environment variables fill in what
@@ -111,6 +137,9 @@ func Dial(ctx context.Context, connString string, opts ...Option) (*Protocol, er
 			Hint: "want postgres://user@host:port/database?param=value, or libpq's key=value form"}
 	}
 	p := New(cfg, opts...)
+	if p.cfgErr != nil {
+		return nil, &lock.Error{Op: "dial", Path: core.RedactURL(connString), Err: p.cfgErr}
+	}
 	c, err := p.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -155,6 +184,10 @@ type conn struct {
 	wh *switchHandler
 	// ran holds the statements this session has run before (see mode).
 	ran map[string]bool
+	// idleSince is when the session was put back idle: the server ends
+	// a session idle for its idle_session_timeout, so get passes over
+	// one idle for nearly that long.
+	idleSince time.Time
 }
 
 // mode returns how this session is to run the statement sql. Its first run
@@ -204,6 +237,9 @@ const cancelRequestGrace = 2 * time.Second
 
 // connect opens a new session.
 func (p *Protocol) connect(ctx context.Context) (*conn, error) {
+	if p.cfgErr != nil {
+		return nil, &lock.Error{Op: "dial", Path: p.where(), Err: p.cfgErr}
+	}
 	cfg := p.cfg.Copy()
 	wh := &switchHandler{}
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
@@ -236,10 +272,11 @@ func (p *Protocol) get(ctx context.Context) (c *conn, reused bool, err error) {
 	for len(p.idle) > 0 {
 		c = p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if !c.c.IsClosed() {
+		if !c.c.IsClosed() && time.Since(c.idleSince) < p.bounds.end/2 {
 			p.mu.Unlock()
 			return c, true, nil
 		}
+		go c.close()
 	}
 	p.mu.Unlock()
 	c, err = p.connect(ctx)
@@ -253,6 +290,7 @@ func (p *Protocol) put(c *conn) {
 	}
 	p.mu.Lock()
 	if !p.closed && len(p.idle) < p.maxIdle {
+		c.idleSince = time.Now()
 		p.idle = append(p.idle, c)
 		c = nil
 	}

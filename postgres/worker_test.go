@@ -27,6 +27,8 @@ func runWorker(role string) int {
 	switch role {
 	case "hold-forever":
 		err = holdForever()
+	case "hold-until-lost":
+		err = holdUntilLost()
 	case "naive-cli":
 		err = naiveCLI(false)
 	case "naive-cli-run":

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -53,7 +55,8 @@ func resolveEtcd(target string, spec *lockspec.Spec) (hold.Protocol, string, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+time.Second)
 	defer cancel()
-	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+lockspec.EtcdPassword.Flag))
+	p, err := etcd.Dial(ctx, cfg, etcd.WithTTL(ttl), etcd.RedactFlags("--"+lockspec.EtcdPassword.Flag),
+		etcd.WithOutageNotice(func(msg string) { fmt.Fprintln(os.Stderr, msg) }))
 	if err != nil {
 		return nil, "", err
 	}

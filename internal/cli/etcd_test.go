@@ -35,7 +35,7 @@ func TestEtcdRunManyProcesses(t *testing.T) {
 	addr := "etcd://" + startEtcd(t) + "/locks/counter"
 	dir := t.TempDir()
 	errs := make(chan error, processes)
-	runIncrementers(dir, processes, runs, errs, "run", "--ttl", "5", addr)
+	runIncrementers(dir, processes, runs, errs, "run", "--ttl", "8", addr)
 	collect(t, errs, processes, 4*hangLimit)
 	got := strings.TrimSpace(readFile(t, filepath.Join(dir, "counter")))
 	if want := strconv.Itoa(processes * runs); got != want {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/postgres/pgtest"
 )
 
 // How the examples are found and run.
@@ -79,6 +81,13 @@ var root = func() string {
 // binDir holds hold, hold-remote and hold-postgres, built by TestMain.
 var binDir string
 
+// pgServer is the PostgreSQL server of the examples that need one
+// ("<!-- doctest: needs postgresql-server -->"), nil if it could not start.
+var pgServer *pgtest.Server
+
+// pgServerTool is the name under which a block asks for pgServer.
+const pgServerTool = "postgresql-server"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hold-doctest-")
 	if err != nil {
@@ -91,7 +100,17 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// The PostgreSQL examples run against a server of the test's own,
+	// which the PG* variables of their environment name.
+	if srv, err := pgtest.Start(); err == nil {
+		pgServer = srv
+	} else if !errors.Is(err, pgtest.ErrNoServer) {
+		fmt.Fprintln(os.Stderr, "starting PostgreSQL:", err)
+	}
 	code := testenv.Run(m)
+	if pgServer != nil {
+		pgServer.Close()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -380,6 +399,12 @@ func TestDocExamples(t *testing.T) {
 func runExample(t *testing.T, b block, script []string) {
 	testenv.LookPath(t, "bash", "the examples are bash")
 	for _, tool := range b.needs {
+		if tool == pgServerTool {
+			if pgServer == nil {
+				testenv.MissingTool(t, "PostgreSQL", fmt.Sprintf("%s:%d needs a server (.ci/run installs postgresql)", b.file, b.line))
+			}
+			continue
+		}
 		testenv.LookPath(t, tool, fmt.Sprintf("%s:%d runs it (.ci/run installs it)", b.file, b.line))
 	}
 	tmp := t.TempDir()
@@ -429,5 +454,10 @@ func exampleEnv(run string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+run, "HOLD_TEST_NAMED_DIR="+run, "TERM=dumb")
+	env = append(env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+run, "HOLD_TEST_NAMED_DIR="+run, "TERM=dumb")
+	if pgServer != nil {
+		env = append(env, "PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(pgServer.Port), "PGUSER="+pgtest.User,
+			"PGDATABASE=postgres", "PGSSLMODE=disable")
+	}
+	return env
 }

@@ -8,6 +8,8 @@ package pgcli
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -68,5 +70,6 @@ func dialPostgres(connString string, spec *lockspec.Spec) (*postgres.Protocol, e
 	ctx, cancel := context.WithTimeout(context.Background(), spec.DialTimeout(postgresDialTimeout+time.Second))
 	defer cancel()
 	// One lock per process: a released session has no later use.
-	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1))
+	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1),
+		postgres.WithOutageNotice(func(msg string) { fmt.Fprintln(os.Stderr, msg) }))
 }

@@ -98,6 +98,7 @@ type Server struct {
 	Port int
 
 	bin, dir, data string
+	hosts          []string // listen addresses besides 127.0.0.1
 	// uid and gid are the user the server runs as, when asUser.
 	uid, gid int
 	asUser   bool
@@ -107,7 +108,12 @@ type Server struct {
 
 // Start creates a database cluster in a new temporary directory and starts
 // a server on it. Close stops it and removes the directory.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartListening() }
+
+// StartListening is Start for a server that also listens on hosts (IP
+// addresses of this machine, such as a faultnet.Link's HostIP), for a
+// client in another network namespace.
+func StartListening(hosts ...string) (*Server, error) {
 	bin, err := FindBin()
 	if err != nil {
 		return nil, err
@@ -116,8 +122,12 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir, data: filepath.Join(dir, "data")}
+	s := &Server{bin: bin, dir: dir, data: filepath.Join(dir, "data"), hosts: hosts}
 	if err := s.init(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.trustHosts(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -152,6 +162,29 @@ func (s *Server) init() error {
 		"-E", "UTF8", "--no-locale", "--no-sync")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// trustHosts lets clients in the /24 of each extra listen address in
+// without a password, as initdb's -A trust does for loopback.
+func (s *Server) trustHosts() error {
+	if len(s.hosts) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(s.data, "pg_hba.conf"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, h := range s.hosts {
+		ip := net.ParseIP(h).To4()
+		if ip == nil {
+			return fmt.Errorf("pgtest: listen address %q: want an IPv4 address", h)
+		}
+		if _, err := fmt.Fprintf(f, "host all all %d.%d.%d.0/24 trust\n", ip[0], ip[1], ip[2]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -200,7 +233,7 @@ func (s *Server) run(port int) error {
 		os.Chown(logPath, s.uid, s.gid)
 	}
 	cmd := s.command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-p", strconv.Itoa(port),
-		"-h", "127.0.0.1", "-k", s.dir,
+		"-h", strings.Join(append([]string{"127.0.0.1"}, s.hosts...), ","), "-k", s.dir,
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
 		"-c", "shared_buffers=32MB", "-c", "log_min_messages=warning")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -290,6 +323,12 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // TLS: "postgres://hold@127.0.0.1:PORT/DB?sslmode=disable".
 func (s *Server) URL(db string) string {
 	return "postgres://" + User + "@" + s.Addr() + "/" + db + "?sslmode=disable"
+}
+
+// URLVia is URL for a client that reaches the server at host:port (a proxy,
+// or one of the addresses of StartListening).
+func (s *Server) URLVia(host string, port int, db string) string {
+	return "postgres://" + User + "@" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" + db + "?sslmode=disable"
 }
 
 // ConnString returns a connection URL for the database "postgres".
