@@ -583,7 +583,7 @@ func TestAgentSubAgentDies(t *testing.T) {
 	}
 	addr := "etcd://" + startEtcd(t) + "/locks/sub"
 	c := startAgent(t, holdBin, t.TempDir())
-	r := wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q,"settings":{"ttl":"2"}}`, addr)))
+	r := wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q,"settings":{"ttl":"4"}}`, addr)))
 	sub := childrenOf(t, c.cmd.Process.Pid)
 	if len(sub) != 1 {
 		t.Fatalf("want one sub-agent, found children %v", sub)
