@@ -123,7 +123,8 @@ func targetLockPath(target string) (string, error) {
 		}
 		t = abs
 	}
-	if filepath.Dir(t) == t {
+	// Clean: Dir of "C:/" is `C:\`, which must count as the root too.
+	if filepath.Dir(t) == filepath.Clean(t) {
 		return "", &Error{Op: "acquire", Path: target, Err: ErrInvalidName,
 			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
 	}

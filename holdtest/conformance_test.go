@@ -1,7 +1,11 @@
 package holdtest_test
 
 import (
+	"context"
+	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/hold-dev/hold"
@@ -52,4 +56,36 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformanceKernel(t *testing.T) { holdtest.Run(t, kernel) }
-func TestConformanceFair(t *testing.T)   { holdtest.Run(t, fair) }
+
+func TestConformanceFair(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		fairRefused(t)
+		t.Skip("fair mode is implemented on unix systems only; every entry point refuses it here (checked)")
+	}
+	holdtest.Run(t, fair)
+}
+
+// fairRefused checks that where fair mode is not implemented, every way
+// of taking a lock refuses it with ErrUnsupported and runs nothing.
+func fairRefused(t *testing.T) {
+	ctx := context.Background()
+	target := filepath.Join(t.TempDir(), "T")
+	ran := func(context.Context) error { t.Error("Do ran fn under Fair"); return nil }
+	_, errAcquire := hold.Acquire(ctx, target, hold.Fair())
+	_, errTry := hold.TryAcquire(target, hold.Fair())
+	errUpdate := hold.Update(ctx, target, func(b []byte) ([]byte, error) { return []byte("x"), nil }, hold.Fair())
+	for name, err := range map[string]error{
+		"Acquire":    errAcquire,
+		"TryAcquire": errTry,
+		"Do":         hold.Do(ctx, target, ran, hold.Fair()),
+		"Update":     errUpdate,
+		"Append":     hold.Append(ctx, target, []byte("x"), hold.Fair()),
+	} {
+		if !errors.Is(err, hold.ErrUnsupported) {
+			t.Errorf("%s with Fair: %v, want ErrUnsupported", name, err)
+		}
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("an update or append under a refused Fair wrote the file")
+	}
+}

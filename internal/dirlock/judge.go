@@ -86,7 +86,7 @@ func (j *judgement) token() string {
 // and Break; liveness itself comes from proc.Judge.
 func (p *Protocol) judge(path string) judgement {
 	now := time.Now()
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return judgement{verdict: vanished, why: "lock vanished"}
@@ -314,7 +314,7 @@ func (f fingerprint) same(g fingerprint) bool {
 }
 
 func takeFingerprint(path string) fingerprint {
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		return fingerprint{}
 	}
