@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -416,6 +417,10 @@ func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
 			return os.Rename(tmp, path)
 		}},
 	} {
+		if damage.name == "removed" && testenv.UnderWine() {
+			t.Log("wine: not checked: a removed file that is still open keeps its name until its last handle closes, as before Windows 10")
+			continue
+		}
 		h, err := p.TryAcquire(request(path, false))
 		if err != nil {
 			t.Fatal(err)
