@@ -81,7 +81,12 @@ func rename(oldpath, newpath string) error {
 type openElsewhereError struct{ err error }
 
 func (e *openElsewhereError) Error() string {
-	return e.err.Error() + " (another process kept the file open without FILE_SHARE_DELETE; the file is unchanged)"
+	return e.err.Error() + " for " + replaceWait.String() + ": another process has the file open without FILE_SHARE_DELETE"
+}
+
+// hint is what Hint says instead of its advice for a permission error.
+func (e *openElsewhereError) hint() string {
+	return "close the program that has the file open (or make it share delete access), then retry; the file was left unchanged"
 }
 
 func (e *openElsewhereError) Unwrap() error { return e.err }
