@@ -14,10 +14,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// These tests run one after another, not in parallel: under wine one
+// wineserver serves every process of every test, and each test starts
+// many already.
+
 // hold run's exit statuses, a busy lock naming its holder, and what
 // status and ls say about it, with real hold.exe processes.
 func TestWindowsRunStatusLs(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	cmdline := append([]string{"run", "T", "--"}, childCommand(t)...)
 	if r := runHold(t, dir, "exit:7", cmdline...); r.code != 7 {
@@ -71,7 +74,6 @@ func TestWindowsRunStatusLs(t *testing.T) {
 // Killing the hold that holds the lock frees it for every waiter: on
 // Windows the lock stays with hold (the command cannot inherit it).
 func TestWindowsKilledHoldFreesWaiters(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	holder := gatedHolder(t, dir)
 	const n = 3
@@ -103,7 +105,6 @@ func TestWindowsKilledHoldFreesWaiters(t *testing.T) {
 
 // Concurrent read-modify-writes, each under hold run, lose nothing.
 func TestWindowsRunLosesNoIncrement(t *testing.T) {
-	t.Parallel()
 	const procs, each = 8, 8
 	dir := t.TempDir()
 	cmdline := append([]string{"run", "counter", "--"}, childCommand(t)...)
@@ -116,7 +117,6 @@ func TestWindowsRunLosesNoIncrement(t *testing.T) {
 // hold update under contention keeps every update, and a reader never
 // finds the file missing, empty or torn while the updates replace it.
 func TestWindowsUpdateUnderContention(t *testing.T) {
-	t.Parallel()
 	const procs, each = 8, 8
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "counter")
@@ -168,7 +168,6 @@ func TestWindowsUpdateUnderContention(t *testing.T) {
 
 // hold append under contention keeps every line whole.
 func TestWindowsAppendUnderContention(t *testing.T) {
-	t.Parallel()
 	const procs, each = 8, 8
 	dir := t.TempDir()
 	parallelRuns(t, dir, "", procs, each, func(i, j int) []string {

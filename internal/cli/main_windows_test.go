@@ -110,8 +110,9 @@ func childCommand(t *testing.T) []string {
 }
 
 // hangLimit bounds every wait in these tests. It only catches hangs: the
-// machine may be loaded, and under wine every process is slow to start.
-const hangLimit = 60 * time.Second
+// machine may be loaded, and under wine every process is slow to start
+// (one wineserver process serves them all).
+const hangLimit = 2 * time.Minute
 
 type result struct {
 	code           int
