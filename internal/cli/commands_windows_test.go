@@ -101,6 +101,23 @@ func TestWindowsKilledHoldFreesWaiters(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 		t.Error("the held command finished before the kill; the test proved nothing")
 	}
+	// Nothing kills the command with hold on Windows: let it finish, and
+	// wait for it, since a directory that is a process's current
+	// directory cannot be removed.
+	var pid int
+	fmt.Sscan(readFile(t, filepath.Join(dir, "ready")), &pid)
+	orphan, err := os.FindProcess(pid)
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if err == nil {
+		done := make(chan struct{})
+		go func() { orphan.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(hangLimit):
+			orphan.Kill()
+			t.Errorf("the command (pid %d) did not finish within %v", pid, hangLimit)
+		}
+	}
 }
 
 // Concurrent read-modify-writes, each under hold run, lose nothing.
