@@ -12,7 +12,8 @@ import (
 //
 // It takes the exclusive lock "<path>.lock", the same lock Update and
 // `hold run path` take (LockFile and Named choose another; Shared is
-// ignored). A missing file is created (mode 0666 less umask) unless
+// ignored; for a path whose name ends in ".lock", "<path>.lock" and the
+// file's own kernel lock, as Update takes). A missing file is created (mode 0666 less umask) unless
 // MustExist is given. If the write comes up short or fails, or the fsync
 // fails, the file is truncated back to its size before the write, so no
 // torn record remains; the error names the cause. When path is a symbolic

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
@@ -29,11 +30,10 @@ func Break(target string, force bool, opts ...Option) (*Status, error) {
 	}
 	b, ok := c.protocol.(lock.Breaker)
 	if !ok {
-		fi, err := os.Lstat(path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			return &Status{Path: path, Protocol: c.protocol.Name()}, nil
-		case err == nil && fi.IsDir():
+		}
+		if lockpath.IsDirLock(path) {
 			b, ok = portable.New(), true
 		}
 	}

@@ -4,7 +4,8 @@
 // delete.
 //
 // The default protocol is the kernel's own file lock (flock(2) on unix,
-// LockFileEx on Windows) on the lock path, by default "<target>.lock". It
+// LockFileEx on Windows) on the lock path, by default "<target>.lock" (the
+// target itself when its name ends in ".lock", as flock(1) takes it). It
 // interoperates with flock(1), Python's filelock, gofrs/flock and Go's
 // lockedfile on the same path. The kernel frees the lock of a process that
 // dies, so there is nothing to go stale.

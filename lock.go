@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
 	"github.com/hold-dev/hold/portable"
 )
@@ -20,8 +21,14 @@ type Lock struct {
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
 //
-// The lock path is "<target>.lock" unless LockFile or Named says otherwise
-// (target then only labels the lock and may be empty). A directory is
+// The lock path is "<target>.lock", or target itself when its last element
+// ends in ".lock" (as flock(1), gofrs/flock and Python's filelock take such
+// a name: Acquire(ctx, "app.lock") locks app.lock, the file
+// flock.New("app.lock") locks, and "app" and "app.lock" are one lock),
+// unless LockFile or Named says otherwise (target then only labels the lock
+// and may be empty). A target that is its own lock file is treated as one
+// named with LockFile: when it holds anything but hold's record (data, a
+// Cargo.lock), it is locked without being written. A directory is
 // locked beside itself however it is spelled: "data", "data/" and "." in
 // data all give "data.lock" (trailing separators are dropped, and a target
 // ending in "." or ".." is made absolute); the root directory is refused
@@ -43,6 +50,9 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	if h, err = c.lockData(ctx, h, target, true); err != nil {
+		return nil, err
+	}
 	h = logged(h, c.logger, req.Path)
 	return c.refuseIfMachineLocal(&Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()})
 }
@@ -58,6 +68,9 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	}
 	h, err := c.protocol.TryAcquire(req)
 	if err != nil {
+		return nil, err
+	}
+	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
 		return nil, err
 	}
 	h = logged(h, c.logger, req.Path)
@@ -197,7 +210,7 @@ func InspectAny(target string, opts ...Option) (*Status, error) {
 	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
 		return st, err
 	}
-	if fi, lerr := os.Lstat(e.Path); lerr != nil || !fi.IsDir() {
+	if !lockpath.IsDirLock(e.Path) {
 		return st, err
 	}
 	return portable.New().Inspect(e.Path)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -86,52 +87,22 @@ func namedPath(name string, p Protocol) (string, error) {
 	if err != nil {
 		return "", &Error{Op: "lock directory", Path: name, Err: err}
 	}
-	return filepath.Join(dir, name+".lock"), nil
+	// A name ending in ".lock" is its own lock file, as a target is.
+	return filepath.Join(dir, lockpath.Append(name)), nil
 }
 
-// targetLockPath returns the lock path of a file or directory target: the
-// target's own path with ".lock" appended, beside it. It is the one place
-// a target becomes a lock path, for the command line, the agent (and so
-// Node) and the Go API alike, so that one resource has one lock however it
-// is spelled:
-//
-//   - trailing separators are dropped: "data/" and "data" (as shell
-//     completion writes a directory, and as typed) both lock "data.lock";
-//   - a target whose last element is "." or ".." (".", "..", "x/..") is
-//     made absolute first: "." in /srv/app locks "/srv/app.lock", as
-//     "/srv/app" does, where appending ".lock" would give "..lock" or
-//     "...lock", hidden files inside the directory;
-//   - a root directory ("/", `C:\`) has no place beside it for a lock:
-//     ErrInvalidName, with a hint to name the lock file.
-//
-// Nothing else is rewritten: "a/../b" still means what the kernel finds
-// there (through a symlink a, not "b"), and symlinks are not resolved, so
-// locks named the way earlier versions named them keep their paths.
-func targetLockPath(target string) (string, error) {
-	t := target
-	vol := filepath.VolumeName(t)
-	for len(t) > len(vol)+1 && os.IsPathSeparator(t[len(t)-1]) {
-		t = t[:len(t)-1]
-	}
-	rest := t[len(vol):]
-	if last := filepath.Base(rest); rest == "" || last == "." || last == ".." {
-		// Base of "" is "." too: a bare volume ("C:") is that drive's
-		// current directory.
-		abs, err := filepath.Abs(t)
-		if err != nil {
-			return "", &Error{Op: "acquire", Path: target, Err: err, Hint: "the current directory could not be found"}
-		}
-		t = abs
-	}
-	// Clean: Dir of "C:/" is `C:\`, which must count as the root too.
-	if filepath.Dir(t) == filepath.Clean(t) {
-		return "", &Error{Op: "acquire", Path: target, Err: ErrInvalidName,
-			Hint: "the root directory has no place beside it for a lock file; use --lock-file PATH or --name NAME (LockFile or Named in Go)"}
-	}
-	return t + ".lock", nil
-}
+// targetLockPath returns the lock path of a file or directory target:
+// the target itself when its last element ends in ".lock" (what flock(1),
+// gofrs/flock and filelock users mean by such a name), else "<target>.lock"
+// beside it. The rule and the normalisation of the target (trailing
+// separators, ".", a root directory) are lockpath.FromTarget's, the one
+// place a target becomes a lock path, for the command line, the agent (and
+// so Node and Python) and the Go API alike.
+func targetLockPath(target string) (string, error) { return lockpath.FromTarget(target) }
 
-// LockFile uses exactly path as the lock path, instead of "<target>.lock".
+// LockFile uses exactly path as the lock path, instead of the one derived
+// from the target ("<target>.lock", or the target itself when its name
+// ends in ".lock").
 //
 // hold writes its owner record and token into a lock file only when the
 // file is provably its own: empty, or holding a record of hold's, with one
@@ -146,7 +117,9 @@ func LockFile(path string) Option {
 }
 
 // Named puts the lock in this user's private lock directory under name, for
-// locks that guard something other than one file ("deploy", "nightly-db").
+// locks that guard something other than one file ("deploy", "nightly-db"):
+// the file "<name>.lock" there, or "<name>" for a name that ends in ".lock"
+// (so "deploy" and "deploy.lock" are one lock).
 // A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
 // and '-', starting with a letter or digit; anything else fails with
 // ErrInvalidName before the disk is touched. See NamedDir for where the
@@ -170,7 +143,30 @@ func (c *config) lockPath(target string) (string, error) {
 	if _, ok := c.protocol.(lock.Namer); ok {
 		// A protocol with its own namespace (etcd, PostgreSQL): the
 		// target is a key there, not a file of this machine.
-		return target + ".lock", nil
+		return lockpath.Append(target), nil
+	}
+	if c.rewrite {
+		// The file will be replaced: its lock stays apart from it even
+		// when it is its own lock by name (see ForRewrite).
+		return lockpath.Beside(target)
 	}
 	return targetLockPath(target)
+}
+
+// explicit reports whether the lock path is the file the caller named:
+// with LockFile, or as a target that is its own lock file ("app.lock").
+// Such a file holding anything but hold's record (Cargo.lock, another
+// tool's lock, data) is locked without being written, as flock(1) locks
+// it; a derived path holding one is refused (lock.Request.Explicit).
+func (c *config) explicit(target string) bool {
+	if c.lockFile != "" {
+		return true
+	}
+	if c.named || c.rewrite || target == "" {
+		return false
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		return false
+	}
+	return lockpath.IsOwn(target)
 }

@@ -44,6 +44,8 @@ type config struct {
 	refuseMachineLocal bool
 	// stopWithin: see lock.Request.StopWithin (StopWithin).
 	stopWithin time.Duration
+	// rewrite: the holder replaces or writes the target (ForRewrite).
+	rewrite bool
 }
 
 // newConfig applies opts and then the defaults that depend on all of
@@ -74,7 +76,7 @@ func (c *config) request(target string) (*Request, error) {
 	// The owner's ID is left to the protocol: a kernel lock needs it only
 	// once its record is written, which a short hold never does.
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: c.beforeCreate,
-		Explicit: c.lockFile != "", StopWithin: c.stopWithin}
+		Explicit: c.explicit(target), StopWithin: c.stopWithin}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

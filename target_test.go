@@ -125,3 +125,20 @@ func TestRootTargetRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedDotLock: a name ending in ".lock" is its own lock file in the
+// named-lock directory, as a target is: "db" and "db.lock" are one lock.
+func TestNamedDotLock(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	a, err := hold.Inspect("", hold.Named("db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hold.Inspect("", hold.Named("db.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Path != b.Path || filepath.Base(a.Path) != "db.lock" {
+		t.Errorf("Named(db) locks %s, Named(db.lock) %s; want one db.lock", a.Path, b.Path)
+	}
+}

@@ -14,7 +14,9 @@ import (
 //
 // It takes the exclusive lock "<path>.lock" (the same lock `hold run path`
 // and `hold append path` take; LockFile and Named choose another, Shared is
-// ignored), reads the file, and calls fn with its content. A missing file
+// ignored; for a path whose name ends in ".lock", which Acquire locks
+// itself, it takes "<path>.lock" and the file's own kernel lock, so that
+// the two still exclude each other: see ForRewrite), reads the file, and calls fn with its content. A missing file
 // reads as empty, unless MustExist is given. If fn returns an error,
 // nothing is written and Update returns that error unchanged. If fn
 // returns the bytes it was given, nothing is written. Otherwise the new
@@ -159,7 +161,7 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 		_, err := atomicfile.Locate(fsys, path)
 		return err
 	}
-	lockOpts := append(opts[:len(opts):len(opts)], exclusive)
+	lockOpts := append(opts[:len(opts):len(opts)], exclusive, ForRewrite())
 	if _, kernel := c.protocol.(flock.Protocol); kernel {
 		lockOpts = append(lockOpts, func(c *config) { c.beforeCreate = precheck })
 	} else if err := precheck(); err != nil {

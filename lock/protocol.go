@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -137,7 +136,15 @@ type Status struct {
 // when the deadline passed, the context's own error otherwise.
 func WaitError(ctxErr error) error {
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
-		return fmt.Errorf("%w (%w)", ErrTimeout, context.DeadlineExceeded)
+		return timeoutError{}
 	}
 	return ctxErr
 }
+
+// timeoutError is ErrTimeout that also matches context.DeadlineExceeded,
+// and says only the former: "context deadline exceeded" is Go's word for
+// it, not the user's.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return ErrTimeout.Error() }
+func (timeoutError) Unwrap() []error { return []error{ErrTimeout, context.DeadlineExceeded} }

@@ -132,6 +132,9 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 		return err
 	}
 	defer spec.Close()
+	// The file is rewritten: its lock stays apart from it, and a file
+	// that is its own lock by name is locked itself too (hold.ForRewrite).
+	spec.Opts = append(spec.Opts, hold.ForRewrite())
 	l, err := spec.Acquire(ctx, nil)
 	if err != nil {
 		return abortCause(ctx, err)

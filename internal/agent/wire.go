@@ -283,7 +283,7 @@ var errorCodes = []struct {
 	{errkind.Usage, codeInvalid},
 	{errkind.Foreign, codeForeign},
 	{errkind.Busy, codeBusy},
-	{errkind.Timeout, codeTimeout},
+	{errkind.Timeout | errkind.GaveUp, codeTimeout},
 	{errkind.Lost, codeLost},
 	{errkind.Canceled, codeAbort},
 	{errkind.Exec, codeNoExec},

@@ -9,6 +9,7 @@ import (
 	"github.com/hold-dev/hold/internal/gnuflag"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 )
 
@@ -318,7 +319,7 @@ func namedLocks() []string {
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
-		if n, ok := strings.CutSuffix(e.Name(), ".lock"); ok && hold.ValidName(n) {
+		if n, ok := lockpath.NameOf(e.Name(), hold.ValidName); ok {
 			names = append(names, n)
 		}
 	}

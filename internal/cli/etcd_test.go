@@ -78,7 +78,7 @@ func TestEtcdStatusBusyAndSecrets(t *testing.T) {
 		t.Errorf("status --json = %+v", rep)
 	}
 
-	r = runHold(t, dir, "run", "-n", addr, "--", "true")
+	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
 		t.Errorf("run -n on a held etcd lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
 	}

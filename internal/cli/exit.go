@@ -13,7 +13,7 @@ import (
 // sysexits codes DESIGN and the README list, so scripts can tell a lock
 // that is merely busy from a lock that could not be used at all.
 const (
-	exitConflict     = 1  // the lock is held (-n) or the wait timed out (-w); -E changes it
+	exitConflict     = 1  // the lock is held (-n), the wait timed out (-w) or gave up; -E changes it
 	exitUsage        = 64 // EX_USAGE: bad flags or arguments
 	exitLockError    = 65 // EX_DATAERR: the lock could not be used (unsupported filesystem, lost, ...)
 	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened or is not hold's (missing directory, not a regular file, data at the lock path, no permission)
@@ -27,9 +27,11 @@ const (
 const exitCodeHelp = `
 Exit status:
   0..255  the command's own status (hold run); 128+N if it was killed by signal N
-  1       the lock is busy (-n) or the wait timed out (-w); set another with -E N
+  1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
+          without the lock (its place in line went away); set another with -E N
   64      usage error: bad flag or argument
-  65      the lock could not be used (unsupported filesystem, lost lock, clock skew)
+  65      the lock could not be used (unsupported filesystem, clock skew), or
+          was lost while held
   66      the lock path, or the file update or append changes, cannot be used:
           missing directory, not a regular file, no permission, or something
           hold did not create (data, another tool's file)
@@ -43,14 +45,15 @@ Exit status:
 func usagef(format string, args ...any) error { return errkind.Usagef(format, args...) }
 
 // exitCodes maps the kinds of an error to hold's exit status: the first
-// row whose kinds the error has decides. Busy and timed out are absent:
-// their status is the caller's (-E), see exitCode.
+// row whose kinds the error has decides. Busy, timed out and gave up
+// have the caller's status (-E), see exitCode: each is a wait that ended
+// without the lock, which exit 65 (a lock lost while held) is not.
 var exitCodes = []struct {
 	kinds errkind.Kinds
 	code  int
 }{
 	{errkind.Usage, exitUsage},
-	{errkind.Busy | errkind.Timeout, -1},
+	{errkind.Busy | errkind.Timeout | errkind.GaveUp, -1},
 	{errkind.Exec, exitExecFailed},
 	{errkind.ReadOnly | errkind.Full, exitCannotCreate},
 	// hold update and append: a target that is not a regular file (a
@@ -88,11 +91,21 @@ func exitCode(err error, conflict int) int {
 	return exitLockError
 }
 
+// quietConflict says that a busy lock or a timed-out wait is told by the
+// exit status alone: stderr is not a terminal (cron, a pipe) and
+// --verbose was not given, or -q was (see lockspec.Resolved.Tells).
+// flock(1) says nothing there, and a cron job's every busy minute would
+// otherwise be a mail. lockFlags.resolve sets it.
+var quietConflict bool
+
 // fail reports err on stderr as "hold CMD: ..." and returns its exit
 // status. Messages from hold's errors already name the lock path, the
 // holder and a hint.
 func fail(cmd string, err error, conflict int) int {
 	code := exitCode(err, conflict)
+	if quietConflict && errkind.Of(err)&(errkind.Busy|errkind.Timeout) != 0 && errkind.Of(err)&errkind.Signal == 0 {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "hold %s: %v\n", cmd, err)
 	if code == exitUsage {
 		var usage *errkind.UsageError

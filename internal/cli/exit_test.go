@@ -35,6 +35,9 @@ func TestExitCode(t *testing.T) {
 		{atomicfile.ErrNotRegular, exitCannotOpen},
 		{hold.ErrForeign, exitCannotOpen},
 		{hold.ErrLost, exitLockError},
+		{&hold.Error{Op: "run", Path: "t.lock", Err: hold.ErrLost}, exitLockError},
+		// A waiter whose place in line went away gave up; it held nothing.
+		{&hold.Error{Op: "acquire", Path: "t.lock", Err: hold.ErrLost, Hint: "this waiter's lease expired while it waited"}, 7},
 		{context.Canceled, exitSignalBase + 2},
 		{syscall.EIO, exitOSError},
 		{fmt.Errorf("anything else"), exitLockError},

@@ -65,7 +65,7 @@ func TestFairWaiterStoppedAtItsTurn(t *testing.T) {
 	}
 
 	pid := strconv.Itoa(stopped.Process.Pid)
-	r := runHold(t, dir, "run", "--fair", "-n", "T", "--", "true")
+	r := runHold(t, dir, "run", "--verbose", "--fair", "-n", "T", "--", "true")
 	if r.code != exitConflict || !strings.Contains(r.stderr, "pid "+pid) || !strings.Contains(r.stderr, "stopped") {
 		t.Errorf("a non-waiting fair attempt: exit %d, want %d naming the stopped waiter, pid %s: %s", r.code, exitConflict, pid, r.stderr)
 	}

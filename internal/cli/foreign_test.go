@@ -42,7 +42,7 @@ func TestLockFileIsTheDataFile(t *testing.T) {
 	dir := t.TempDir()
 	data := `{"items":[1,2,3]}` + "\n"
 	writeOld(t, filepath.Join(dir, "data.json"), data, 0)
-	r := runHold(t, dir, "run", "--lock-file", "data.json", "--", "sh", "-c", `echo "token=$HOLD_TOKEN"`)
+	r := runHold(t, dir, "run", "--verbose", "--lock-file", "data.json", "--", "sh", "-c", `echo "token=$HOLD_TOKEN"`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

@@ -402,7 +402,7 @@ func TestAppendWaitsForRun(t *testing.T) {
 	dir := t.TempDir()
 	runCmd, _ := startHold(t, dir, "run", "log", "-c", `echo ready > ready.tmp; mv ready.tmp ready; while [ ! -e go ]; do sleep 0.02; done; echo from-run >> log`)
 	waitFor(t, filepath.Join(dir, "ready"))
-	if r := runHold(t, dir, "append", "-n", "log", "too", "early"); r.code != 1 || !strings.Contains(r.stderr, "held by") {
+	if r := runHold(t, dir, "append", "--verbose", "-n", "log", "too", "early"); r.code != 1 || !strings.Contains(r.stderr, "held by") {
 		t.Errorf("append -n while run holds the lock: exit %d, want 1 naming the holder: %s", r.code, r.stderr)
 	}
 	var wg sync.WaitGroup

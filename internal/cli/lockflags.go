@@ -100,6 +100,7 @@ type lockFlags struct {
 	fair         bool
 	conflictExit int
 	verbose      bool
+	quiet        bool
 	lockFile     string
 	name         string
 	protocol     string
@@ -119,9 +120,11 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.VarP(&f.wait, "wait", "w", "wait at most `SECONDS` for a busy lock (fractions allowed; 0 means --nonblock), then fail with exit 1 (or -E); a free lock is taken however small SECONDS is")
 	fs.Var(&f.wait, "timeout", "same as --wait `SECONDS` (flock(1)'s other name for it)")
 	fs.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) lock")
-	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default)")
+	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default); -e is the same, as in flock(1)")
+	fs.AliasShorthand("e", "exclusive")
 	fs.IntVarP(&f.conflictExit, "conflict-exit-code", "E", exitConflict, "exit status `N` (0-255) when the lock is busy or the wait timed out")
-	fs.BoolVar(&f.verbose, "verbose", false, "report waiting (who holds the lock) and acquiring on stderr")
+	fs.BoolVar(&f.verbose, "verbose", false, "report waiting (who holds the lock), acquiring, and a busy lock or timed-out wait on stderr, even when it is not a terminal")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing about a busy lock, a timed-out wait or a lock taken without a record, even on a terminal (the exit status still tells)")
 	fs.StringVar(&f.lockFile, "lock-file", "", "use exactly the lock file `PATH` instead of TARGET.lock")
 	fs.StringVar(&f.name, "name", "", "use the named lock `NAME` in your private lock directory (TARGET may then be omitted)")
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
@@ -149,6 +152,7 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 		LockFile:     f.lockFile,
 		Name:         f.name,
 		Verbose:      f.verbose,
+		Quiet:        f.quiet,
 		ConflictExit: f.conflictExit,
 	}
 	if s.WaitGiven {
@@ -186,6 +190,11 @@ func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
 	return s.Resolve()
 }
 
+// quietAbout makes fail say nothing of a busy lock or a timed-out wait on
+// spec where spec.Tells says so: for the commands that take a lock (run,
+// update, append), not those that only look at one (status, break).
+func quietAbout(spec *lockspec.Resolved) { quietConflict = !spec.Tells(os.Stderr) }
+
 // seconds is a flag value in seconds, fractions allowed. Negative means
 // unset (wait forever).
 type seconds float64
@@ -201,12 +210,19 @@ func (s *seconds) String() string {
 // Set parses a number of seconds >= 0.
 func (s *seconds) Set(v string) error {
 	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || x < 0 || x != x || x > 1e9 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || x < 0 || x != x {
 		return fmt.Errorf("want a number of seconds >= 0, got %q", v)
+	}
+	if x > maxWait {
+		return fmt.Errorf("%s seconds is more than hold waits for: at most %g (about 31 years); leave -w out to wait as long as it takes", v, float64(maxWait))
 	}
 	*s = seconds(x)
 	return nil
 }
+
+// maxWait is the longest -w: a wait in nanoseconds overflows near 292
+// years, and a round bound well inside that is easy to state.
+const maxWait = 1e9
 
 // Type names the value in flag errors.
 func (s *seconds) Type() string { return "seconds" }

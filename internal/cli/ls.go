@@ -17,6 +17,7 @@ import (
 	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/report"
@@ -198,8 +199,12 @@ func (l *lister) listDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	if !fi.IsDir() && strings.HasSuffix(dir, ".lock") {
+		// One lock file named, as ls(1) lists one file.
+		return l.listLock(filepath.Clean(dir), fs.FileInfoToDirEntry(fi), sideFiles{queues: map[string]bool{}, gates: map[string]bool{}})
+	}
 	if !fi.IsDir() {
-		return &os.PathError{Op: "ls", Path: dir, Err: errors.New("not a directory (`hold status` shows one lock)")}
+		return usagef("ls %s: not a directory, nor a lock file (NAME.lock); `hold status %s` shows the lock of %s", dir, dir, dir)
 	}
 	return l.walk(dir)
 }
@@ -224,7 +229,7 @@ func (l *lister) walk(dir string) error {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(name, ".lock") && (isDir || e.Type().IsRegular()):
+		case lockpath.IsLockName(name) && (isDir || e.Type().IsRegular()):
 			locks = append(locks, e)
 		case isDir && !strings.HasSuffix(name, dirlock.GuardSuffix):
 			subdirs = append(subdirs, filepath.Join(dir, name))

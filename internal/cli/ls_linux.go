@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -94,7 +95,7 @@ func (l *lister) listHeldEverywhere() error {
 	slices.Sort(paths)
 	for _, path := range slices.Compact(paths) {
 		fi, err := os.Lstat(path)
-		if err != nil || !fi.Mode().IsRegular() || filepath.Ext(path) != ".lock" {
+		if err != nil || !fi.Mode().IsRegular() || !lockpath.IsLockName(filepath.Base(path)) {
 			continue
 		}
 		// The kernel lock alone does not make a file hold's here: flock

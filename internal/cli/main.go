@@ -83,11 +83,25 @@ func dispatch(args []string) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "hold: unknown command %q\n", args[0])
-		printUsage(os.Stderr)
+		fmt.Fprintln(os.Stderr, unknownCommand(args))
 		return exitUsage
 	}
 	return c.run(args[1:])
+}
+
+// unknownCommand says, in one line, what is wrong with a command line
+// whose first word is not a command: flags put before the command
+// (`hold -n run T`, flock(1)'s order), or a mistyped command.
+func unknownCommand(args []string) string {
+	if strings.HasPrefix(args[0], "-") {
+		for i, a := range args {
+			if _, ok := commands[a]; ok {
+				return fmt.Sprintf("hold: flags go after the command: hold %s %s ...", a, strings.Join(args[:i], " "))
+			}
+		}
+		return fmt.Sprintf("hold: unknown command %q: flags go after a command, as in hold run %s TARGET -- COMMAND; 'hold help' lists the commands", args[0], args[0])
+	}
+	return fmt.Sprintf("hold: unknown command %q; 'hold help' lists the commands", args[0])
 }
 
 // tagline says what hold is, in `hold help` and the man page's NAME.

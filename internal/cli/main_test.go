@@ -54,19 +54,26 @@ type result struct {
 // runHold runs the hold binary in dir and waits for it.
 func runHold(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runIn(t, dir, nil, holdBin, args...)
+}
+
+// runIn runs name with args in dir, with env (nil: this process's), and
+// waits for it, at most hangLimit.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, holdBin, args...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
+		t.Fatalf("%s %v: did not finish within %v", filepath.Base(name), args, hangLimit)
 	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
+		t.Fatalf("%s %v: %v", filepath.Base(name), args, err)
 	}
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 }
@@ -274,7 +281,7 @@ func TestBusyTimeoutAndConflictCode(t *testing.T) {
 	holder, _ := holdCommand(t, dir)
 	pid := fmt.Sprint(holder.Process.Pid)
 
-	r := runHold(t, dir, "run", "-n", "T", "--", "true")
+	r := runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "pid "+pid) {
 		t.Errorf("-n while held: exit %d, stderr %q; want 1 naming pid %s", r.code, r.stderr, pid)
 	}
@@ -334,7 +341,7 @@ func TestSharedHolders(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "dirlock"), 0o755)
+	os.Mkdir(filepath.Join(dir, "dir.lock"), 0o755)
 	os.Symlink(filepath.Join(dir, "victim"), filepath.Join(dir, "link.lock"))
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.lock"), 0o644); err != nil {
 		t.Fatal(err)
@@ -358,7 +365,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown protocol", []string{"run", "--protocol", "carrier-pigeon", "T", "--", "true"}, exitUsage, "unknown protocol"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
 		{"missing parent directory", []string{"run", "nodir/T", "--", "touch", "ran"}, exitCannotOpen, "does not exist"},
-		{"lock path is a directory", []string{"run", "--lock-file", "dirlock", "T", "--", "touch", "ran"}, exitCannotOpen, "directory"},
+		{"lock path is a directory", []string{"run", "dir", "--", "touch", "ran"}, exitCannotOpen, "directory"},
+		{"lock file is a portable lock", []string{"run", "--lock-file", "dir.lock", "T", "--", "touch", "ran"}, exitCannotOpen, "--protocol dir"},
 		{"lock path is a symlink", []string{"run", "link", "--", "touch", "ran"}, exitCannotOpen, "symbolic link"},
 		{"lock path is a FIFO", []string{"run", "fifo", "--", "touch", "ran"}, exitCannotOpen, "FIFO"},
 		{"status of a FIFO", []string{"status", "fifo"}, exitCannotOpen, "FIFO"},

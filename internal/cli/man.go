@@ -74,7 +74,7 @@ func manEnvironment() []envVar {
 		{lockspec.ProtocolEnv, "the default lock protocol for --protocol (" + strings.Join(lockspec.ProtocolNames(), ", ") + "); without it, " + lockspec.DefaultProtocol + "."},
 		{lockspec.DebugEnv, "set to 1 (or true) to print the library's debug events on stderr: waiting, queued, acquired, released, lost, and the protocol's own steps."},
 		{"XDG_RUNTIME_DIR", "where named locks (--name) live: $XDG_RUNTIME_DIR/hold; without it, a private hold-UID directory in the temporary directory."},
-		{"HOLD_TARGET, HOLD_LOCK_FILE, HOLD_TOKEN, HOLD_LOCK_FD", "set by hold run for its command: the target, the lock path, the fencing token and, when the command inherits the lock, its descriptor (3)."},
+		{"HOLD_TARGET, HOLD_LOCK_FILE, HOLD_TOKEN, HOLD_LOCK_FD", "set by hold run for its command: the target, the lock path, the fencing token and, when the command inherits the lock, its descriptor (3; with -F, the number hold had it on)."},
 		{dirlock.EnvStale + ", " + dirlock.EnvHeartbeat + ", " + dirlock.EnvGrace + ", " + dirlock.EnvPatience + ", " + dirlock.EnvCeiling + ", " + dirlock.EnvMaxPoll,
 			"timing of the portable protocol (--protocol dir): a Go duration such as 1.5s, or milliseconds."},
 		{dirlock.EnvGate, "set to 0 to make portable-protocol waiters contend without the local waiting gate."},

@@ -215,7 +215,7 @@ func testPostgresStatus(t *testing.T, addr, secret string) {
 	if !rep.Held || rep.Protocol != "postgres" || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
 		t.Errorf("status --json = %+v", rep)
 	}
-	r = runHold(t, dir, "run", "-n", addr, "--", "true")
+	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
 		t.Errorf("run -n on a held lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -20,24 +21,35 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
-		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'",
-		help:    runHelp + childLifeHelp,
+		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
+		help:    runHelp + childLifeHelp + "\n" + treeHelp,
 		run:     runRun,
 	})
 }
 
 const runHelp = `
-The lock path is TARGET.lock (or --lock-file, or --name). The command runs
+The lock path is TARGET.lock, or TARGET itself when its name ends in .lock
+(hold run x.lock locks x.lock, as flock x.lock does; hold run x and hold run
+x.lock are one lock), or --lock-file, or --name. The command runs
 with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
 fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
 before TARGET; everything after it belongs to the command.
 
-Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command, and hold
-exits only after the command has, with its status (128+N if a signal N
-killed it). A second SIGINT within 2 seconds kills the command (Ctrl-C
-twice). Ctrl-C on a terminal already reaches the command directly, so hold
-does not send it a second copy.
+Signals: SIGINT, SIGTERM and SIGHUP are passed on to every process of the
+command, and hold exits only after the command has, with its status
+(128+N if a signal N killed it). SIGTERM asks hold to stop: what is left
+of the command --kill-after later is killed (SIGKILL). A second SIGINT
+within 2 seconds kills the whole command (Ctrl-C twice). Ctrl-C on a
+terminal already reaches the command directly, so hold does not send it a
+second copy.
+
+Lost lock: if the lock is lost while the command runs (its kernel lock
+file removed or replaced, a lease or heartbeat that could not be renewed),
+hold tells the command to stop (SIGTERM), kills what is left after
+--kill-after (default 2s), and exits 65 once none of it runs. A lock that
+can expire is declared lost early enough for all of that to end before
+anyone else can take it.
 
 Lock lifetime:
   kernel locks (--protocol flock, the default): the command inherits the
@@ -50,6 +62,39 @@ Lock lifetime:
   hold was killed, such a daemon keeps the lock until it exits.
   -o/--close does not pass the descriptor: killing hold then frees the lock
   at once while the command may still run.
+
+Messages: a busy lock (-n) or a timed-out wait (-w) is reported on stderr
+only when stderr is a terminal; elsewhere (cron, a pipe, a log) hold says
+nothing, as flock(1) does, and the exit status (1, or -E) tells. --verbose
+reports it anyway; -q/--quiet never does, even on a terminal.
+
+As flock(1) does, a lock file hold does not write its owner record into (the
+script or data file named with --lock-file) is opened read-only, so a script
+can lock itself:
+  [ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" hold run -n --lock-file "$0" -- "$0" "$@" || :
+A directory named with --lock-file is locked as flock(1) locks it, unless it
+is a portable-protocol lock (a directory holding owner.json, or an empty
+X.lock, as proper-lockfile makes): take that one with --protocol dir.
+
+Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
+command, locks descriptor FD, which the shell opened, with one flock(2), as
+flock(1) does, and exits: exec 9>F; hold run -n 9 || exit 1, or
+( hold run -n 9 || exit 1; ... ) 9>F. The lock belongs to the shell's open
+file and stays held until the shell closes FD or runs 'hold run -u FD'. It
+takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose; no owner record is
+written. -w here tries again every few milliseconds (up to 25ms apart) rather
+than sleeping in the kernel, so that a lock granted after the deadline can
+never be left on the shell's descriptor.
+
+No fork: -F/--no-fork (flock -F) runs the command in hold's place (exec),
+keeping the lock's descriptor, named by HOLD_LOCK_FD; the lock is released
+when the command exits. Nothing is left to pass signals on or to watch the
+lock file, and the owner record, which names the command's pid (hold's
+pid), stays until the next holder rewrites it. Kernel lock only; not with
+-o or --fair.
+
+Not supported: flock(1)'s --fcntl, --start and --length (byte-range locks);
+-c runs /bin/sh, not $SHELL.
 `
 
 // kernelLockCheck is how often `hold run` checks that a kernel lock's file
@@ -67,10 +112,20 @@ func runRun(args []string) int {
 	lf.addTo(fs)
 	closeFD := fs.BoolP("close", "o", false, "do not pass the lock's descriptor to the command (see Lock lifetime)")
 	shell := fs.StringP("command", "c", "", "run `'COMMAND'` with the shell instead of COMMAND [ARGS...]")
+	noFork := fs.BoolP("no-fork", "F", false, "run the command in hold's place (exec, as flock -F): kernel lock only; see No fork")
+	unlock := fs.BoolP("unlock", "u", false, "with FD: drop the lock of descriptor FD (as flock -u)")
+	killAfter := duration(defaultKillAfter)
+	fs.Var(&killAfter, "kill-after", "on a lost lock or SIGTERM, SIGKILL what is left of the command `DURATION` after SIGTERM (2s, 500ms, or seconds)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
+	if fd, ok := descriptorForm(fs.Args(), fs.ArgsLenAtDash(), fs.Changed("command")); ok {
+		return runDescriptor(fd, &lf, fs, *unlock)
+	}
 	target, argv, err := splitRunArgs(fs.Args(), fs.ArgsLenAtDash(), *shell, fs.Changed("command"))
+	if err == nil {
+		err = checkRunForm(&lf, *noFork, *closeFD, *unlock)
+	}
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
@@ -81,7 +136,12 @@ func runRun(args []string) int {
 	if err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
+	quietAbout(spec)
 	defer spec.Close()
+	// A lock that can expire must say it is lost early enough for the
+	// whole stop (SIGTERM, the grace, SIGKILL, the reaping) to be over
+	// before anyone else can take it.
+	spec.Opts = append(spec.Opts, hold.StopWithin(stopWithin(time.Duration(killAfter))))
 
 	// Catch signals from now on: one that comes while waiting ends the
 	// wait, and one that comes between acquiring and starting the command
@@ -98,7 +158,7 @@ func runRun(args []string) int {
 	defer stopSignals()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	r := startRunEvents(sigs, cancel)
+	r := startRunEvents(sigs, cancel, time.Duration(killAfter))
 	defer r.stop()
 
 	l, err := spec.Acquire(ctx, os.Stderr)
@@ -113,6 +173,12 @@ func runRun(args []string) int {
 		return fail("run", sig, spec.ConflictExit)
 	}
 	<-signalsCaught
+	if *noFork {
+		// Returns only if the command could not be started.
+		err := execLocked(l, spec, argv)
+		l.Release()
+		return fail("run", err, spec.ConflictExit)
+	}
 	code, err := runLocked(l, spec, argv, *closeFD, r)
 	if rerr := l.Release(); rerr != nil && err == nil {
 		err = rerr
@@ -187,11 +253,7 @@ func shellCommand(s string) []string {
 func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD bool, r *runEvents) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
-		"HOLD_TARGET="+spec.Label,
-		"HOLD_LOCK_FILE="+l.Path(),
-		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
-	)
+	cmd.Env = commandEnv(l, spec)
 	if passLock(cmd, l, closeFD) {
 		cmd.Env = append(cmd.Env, "HOLD_LOCK_FD=3")
 	} else {
@@ -204,13 +266,15 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
+	t := newTree(cmd)
 	if err := cmd.Start(); err != nil {
 		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
+	t.started(cmd.Process)
 	if spec.Verbose {
 		fmt.Fprintf(os.Stderr, "hold: running %s (pid %d) with %s held\n", argv[0], cmd.Process.Pid, l.Path())
 	}
-	r.started(cmd, l)
+	r.started(cmd, l, t)
 	err := cmd.Wait()
 	if lostErr := r.stop(); lostErr != nil {
 		return 0, lostErr
@@ -221,43 +285,62 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 	return exitStatusOf(cmd.ProcessState), nil
 }
 
+// commandEnv is the environment of the command run with l held.
+func commandEnv(l *hold.Lock, spec *lockspec.Resolved) []string {
+	return append(os.Environ(),
+		"HOLD_TARGET="+spec.Label,
+		"HOLD_LOCK_FILE="+l.Path(),
+		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
+	)
+}
+
 // runEvents is hold run's one goroutine for events: it ends the wait for the
 // lock on a signal, passes signals on to the command once it runs (those
 // that came before it started, too), kills the command on a double
-// interrupt, and stops it if the lock is lost. The command's exit is
-// waited for by runLocked itself.
+// interrupt, and stops the whole command if the lock is lost or hold is
+// asked to stop (see stopping). The command's exit is waited for by
+// runLocked itself.
 type runEvents struct {
-	sigs     <-chan os.Signal
-	cancel   context.CancelCauseFunc
-	start    chan *exec.Cmd
-	lock     chan *hold.Lock
-	done     chan struct{}
-	finished chan struct{}
-	stopped  bool
-	lostErr  error // written by loop, read after finished is closed
+	sigs      <-chan os.Signal
+	cancel    context.CancelCauseFunc
+	killAfter time.Duration
+	start     chan started
+	done      chan struct{}
+	finished  chan struct{}
+	stopped   bool
+	lostErr   error // written by loop, read after finished is closed
 }
 
-func startRunEvents(sigs <-chan os.Signal, cancel context.CancelCauseFunc) *runEvents {
+// started is the running command, the lock it runs under and its
+// processes.
+type started struct {
+	cmd *exec.Cmd
+	l   *hold.Lock
+	t   *tree
+}
+
+func startRunEvents(sigs <-chan os.Signal, cancel context.CancelCauseFunc, killAfter time.Duration) *runEvents {
 	r := &runEvents{
-		sigs:     sigs,
-		cancel:   cancel,
-		start:    make(chan *exec.Cmd, 1),
-		lock:     make(chan *hold.Lock, 1),
-		done:     make(chan struct{}),
-		finished: make(chan struct{}),
+		sigs:      sigs,
+		cancel:    cancel,
+		killAfter: killAfter,
+		start:     make(chan started, 1),
+		done:      make(chan struct{}),
+		finished:  make(chan struct{}),
 	}
 	go r.loop()
 	return r
 }
 
-// started tells the relay that cmd runs with l held.
-func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock) {
-	r.lock <- l
-	r.start <- cmd
+// started tells the relay that cmd runs with l held, as the processes t.
+func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock, t *tree) {
+	r.start <- started{cmd, l, t}
 }
 
-// stop ends the relay and returns the error that says the lock was lost
-// while the command ran, if it was. Calling it again does nothing.
+// stop is called once the command has exited (or never started). If the
+// command is being stopped, it waits until none of its processes is left.
+// It returns the error that says the lock was lost while the command ran,
+// if it was. Calling it again does nothing.
 func (r *runEvents) stop() error {
 	if !r.stopped {
 		r.stopped = true
@@ -270,18 +353,23 @@ func (r *runEvents) stop() error {
 func (r *runEvents) loop() {
 	defer close(r.finished)
 	var (
-		cmd           *exec.Cmd
-		l             *hold.Lock
+		run           started
 		pending       []os.Signal
 		lastInterrupt time.Time
 		lost          <-chan struct{}
 		lostWhy       string
 		checks        <-chan time.Time
+		stop          stopping
+		done          = r.done
+		childGone     bool
+		exits         <-chan os.Signal
+		reapAt        <-chan time.Time
 	)
+	defer stop.end()
 	for {
 		select {
 		case sig := <-r.sigs:
-			if cmd == nil {
+			if run.cmd == nil {
 				// While waiting this ends the wait; once the lock is
 				// held, runRun sees it and does not start the command,
 				// unless it is already starting: then the command gets
@@ -290,20 +378,30 @@ func (r *runEvents) loop() {
 				pending = append(pending, sig)
 				continue
 			}
-			lastInterrupt = forward(cmd, sig, lastInterrupt)
-		case l = <-r.lock:
-			lost = l.Lost()
-			cmd = <-r.start
+			if childGone {
+				// The command has exited; what is left of it is being
+				// stopped already.
+				continue
+			}
+			lastInterrupt = r.forward(run, sig, lastInterrupt, &stop)
+		case run = <-r.start:
+			defer run.t.close()
+			exits = run.t.exits()
+			lost = run.l.Lost()
 			for _, sig := range pending {
 				// The command did not exist when these were sent, so
 				// nothing else delivered them to it.
 				if isInterrupt(sig) {
 					lastInterrupt = time.Now()
 				}
-				cmd.Process.Signal(sig)
+				if isTerminate(sig) {
+					r.terminate(run, sig, &stop)
+				} else {
+					run.t.terminate(sig)
+				}
 			}
 			pending = nil
-			if l.File() != nil {
+			if run.l.File() != nil {
 				// A kernel lock stays held while its descriptor is open,
 				// but it guards nothing once its file is removed (rm, a
 				// temp cleaner) or replaced: newcomers lock the new file.
@@ -315,7 +413,7 @@ func (r *runEvents) loop() {
 				checks = tick.C
 			}
 		case <-checks:
-			if err := l.Check(); errors.Is(err, hold.ErrLost) {
+			if err := run.l.Check(); errors.Is(err, hold.ErrLost) {
 				// Check closed lost: the case below acts on it.
 				var he *hold.Error
 				if errors.As(err, &he) && he.Hint != "" {
@@ -324,28 +422,65 @@ func (r *runEvents) loop() {
 				checks = nil
 			}
 		case <-lost:
-			lost = nil
+			lost, checks = nil, nil
+			l := run.l
+			// Stop first: asking the protocol why below may take a
+			// moment (its lock may be stuck in a hung filesystem).
+			r.terminate(run, syscall.SIGTERM, &stop)
+			if lostWhy == "" {
+				// The protocol saw it (a heartbeat, a lease): its error
+				// says why. A lost lock answers without a round trip.
+				var he *hold.Error
+				if errors.As(l.Check(), &he) && he.Hint != "" {
+					lostWhy = " (" + he.Hint + ")"
+				}
+			}
 			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
-				Hint: "the command was no longer protected; hold sent it SIGTERM"}
+				Hint: fmt.Sprintf("the command was no longer protected; hold stopped it and every process it started (SIGTERM, then SIGKILL after %s)", r.killAfter)}
 			// Say so now, while the command may still run for a while;
 			// the full error follows when it has exited.
-			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sending SIGTERM to %s (pid %d)\n", l.Path(), lostWhy, cmd.Args[0], cmd.Process.Pid)
-			terminate(cmd.Process)
-		case <-r.done:
-			return
+			fmt.Fprintf(os.Stderr, "hold run: lock %s lost%s; sent SIGTERM to %s (pid %d) and every process it started, SIGKILL after %s\n",
+				l.Path(), lostWhy, run.cmd.Args[0], run.cmd.Process.Pid, r.killAfter)
+		case <-exits:
+			if reapAt == nil {
+				reapAt = time.After(reapEvery)
+			}
+		case <-reapAt:
+			reapAt = nil
+			run.t.reapOrphans()
+		case <-stop.killAt:
+			stop.kill()
+		case <-stop.ticks():
+			if stop.look(childGone) {
+				return
+			}
+		case <-done:
+			done = nil
+			childGone = true
+			if !stop.active() || stop.look(true) {
+				// A command that exited by itself leaves its background
+				// processes alone, as before.
+				return
+			}
 		}
 	}
 }
 
-// forward passes sig on to the running command, or kills it on a second
-// interrupt within doubleInterruptWindow of the one at lastInterrupt. It
+// forward passes sig on to the whole running command: SIGTERM stops it
+// (see terminate); a second interrupt within doubleInterruptWindow of the
+// one at lastInterrupt kills it; others reach every process of it. It
 // returns the time of the last interrupt.
-func forward(cmd *exec.Cmd, sig os.Signal, lastInterrupt time.Time) time.Time {
+func (r *runEvents) forward(run started, sig os.Signal, lastInterrupt time.Time, stop *stopping) time.Time {
+	if isTerminate(sig) {
+		r.terminate(run, sig, stop)
+		return lastInterrupt
+	}
 	if isInterrupt(sig) {
 		now := time.Now()
 		if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
-			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d)\n", cmd.Args[0], cmd.Process.Pid)
-			cmd.Process.Kill()
+			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d) and every process it started\n", run.cmd.Args[0], run.cmd.Process.Pid)
+			stop.begin(run.t, run.cmd.Args[0], 0)
+			stop.kill()
 			return lastInterrupt
 		}
 		if terminalSignalsOurGroup() {
@@ -355,8 +490,15 @@ func forward(cmd *exec.Cmd, sig os.Signal, lastInterrupt time.Time) time.Time {
 		}
 		lastInterrupt = now
 	}
-	cmd.Process.Signal(sig)
+	run.t.terminate(sig)
 	return lastInterrupt
+}
+
+// terminate starts stopping the whole command: sig now to every process of
+// it, SIGKILL to what is left after --kill-after.
+func (r *runEvents) terminate(run started, sig os.Signal, stop *stopping) {
+	run.t.terminate(sig)
+	stop.begin(run.t, run.cmd.Args[0], r.killAfter)
 }
 
 // startLocked starts cmd and returns a channel that receives cmd.Wait's

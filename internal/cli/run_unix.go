@@ -47,5 +47,6 @@ func terminalSignalsOurGroup() bool {
 	return false
 }
 
-// terminate asks the process to stop.
-func terminate(p *os.Process) { p.Signal(syscall.SIGTERM) }
+// isTerminate reports whether sig asks hold to stop: it stops the whole
+// command then, with --kill-after's escalation.
+func isTerminate(sig os.Signal) bool { return sig == syscall.SIGTERM }

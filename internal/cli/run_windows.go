@@ -26,5 +26,5 @@ func isInterrupt(sig os.Signal) bool { return sig == os.Interrupt }
 // terminalSignalsOurGroup: Ctrl-C reaches every process on the console.
 func terminalSignalsOurGroup() bool { return true }
 
-// terminate stops the process; Windows has no SIGTERM.
-func terminate(p *os.Process) { p.Kill() }
+// isTerminate: Windows delivers no SIGTERM to hold.
+func isTerminate(os.Signal) bool { return false }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/lock"
@@ -111,7 +112,7 @@ func portableJudgement(proto hold.Protocol, st *hold.Status) string {
 
 func printStatus(w io.Writer, r *report.Status) {
 	name := r.Path
-	if r.Target != "" && r.Target+".lock" != r.Path {
+	if r.Target != "" && !lockpath.Serves(r.Target, r.Path) {
 		name = fmt.Sprintf("%s (%s)", r.Path, r.Target)
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.State)
@@ -143,8 +144,15 @@ func printStatus(w io.Writer, r *report.Status) {
 			fmt.Fprintf(w, "  %-10s %s\n", k+":", h.Fields[k])
 		}
 	}
-	if len(r.KernelPIDs) > 0 {
-		fmt.Fprintf(w, "  kernel:    lock taken by pid %s\n", report.JoinPIDs(r.KernelPIDs))
+	// The kernel's pids, less the holder's, said above already: each pid
+	// is listed once.
+	kernel, also := r.KernelPIDs, ""
+	if h := r.Holder; h != nil && r.Held && slices.Contains(kernel, h.PID) {
+		kernel = slices.DeleteFunc(slices.Clone(kernel), func(pid int) bool { return pid == h.PID })
+		also = "also "
+	}
+	if len(kernel) > 0 {
+		fmt.Fprintf(w, "  kernel:    lock %staken by pid %s\n", also, report.JoinPIDs(kernel))
 	}
 	for _, o := range r.Openers {
 		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, o.Command)

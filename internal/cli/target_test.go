@@ -33,7 +33,7 @@ func TestRunTargetSpellings(t *testing.T) {
 		{data, "."},
 		{data, "./"},
 	} {
-		r := runHold(t, c.dir, "run", "-n", c.target, "--", "true")
+		r := runHold(t, c.dir, "run", "--verbose", "-n", c.target, "--", "true")
 		if r.code != exitConflict || !strings.Contains(r.stderr, "data.lock") {
 			t.Errorf("hold run -n %s in %s while data is held: exit %d, want %d naming data.lock: %s", c.target, c.dir, r.code, exitConflict, r.stderr)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -129,4 +130,24 @@ func foreignError(op, path, why string) error {
 // It is hold's own, and the filesystem removes it once the reader closes.
 func isSillyRename(name string) bool {
 	return strings.HasPrefix(name, ".nfs") || strings.HasPrefix(name, ".fuse_hidden") || strings.HasPrefix(name, ".smbdelete")
+}
+
+// The kernel protocol refuses to flock a lock directory of ours (IsLockDir).
+func init() { flock.SetPortableLockCheck(IsLockDir) }
+
+// IsLockDir reports whether the directory at path is a lock of this
+// protocol's by the rule above: it holds an owner record and nothing else,
+// or it is empty and its name ends in ".lock", as proper-lockfile makes
+// its locks. The kernel protocol asks before it flocks a directory (as
+// flock(1) does): such a lock is held by its existence, so a kernel lock
+// on it would not exclude its holder.
+func IsLockDir(path string) bool {
+	if why, err := foreignDir(path); err != nil || why != "" {
+		return false
+	}
+	if strings.HasSuffix(filepath.Clean(path), ".lock") {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(path, OwnerFile))
+	return err == nil
 }

@@ -160,13 +160,15 @@ const maxImmediate = 3
 
 // attempt is the state of one acquisition across its passes.
 type attempt struct {
-	p       *Protocol
-	path    string
-	guard   string
-	owner   lock.Owner
-	logger  func(msg string, args ...any)
-	lastErr error     // last mkdir error treated as contention, if not EEXIST
-	seen    judgement // the last judgement of a busy lock
+	p      *Protocol
+	path   string
+	guard  string
+	owner  lock.Owner
+	logger func(msg string, args ...any)
+	// stopWithin is the request's StopWithin (see expiry.go).
+	stopWithin time.Duration
+	lastErr    error     // last mkdir error treated as contention, if not EEXIST
+	seen       judgement // the last judgement of a busy lock
 	// reclaimed is set once this acquisition removed a stale lock.
 	reclaimed bool
 	// leaveGate gives up this acquisition's place at the gate (nil when
@@ -184,8 +186,11 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
 			Hint: "the portable protocol has exclusive locks only"}
 	}
+	if err := p.cfg.checkStopWithin(req.Path, req.StopWithin); err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner}
+	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin}
 	if a.owner.ID == "" {
 		a.owner.ID = lock.NewID()
 	}
@@ -376,7 +381,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	a.p.hit(faultAfterReadBack)
 	leave := a.leaveGate
 	a.leaveGate = nil
-	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave), nil
+	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave, a.stopWithin), nil
 }
 
 // resourceHint explains an error for want of resources, "" for others.
@@ -509,6 +514,10 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 	switch res {
 	case removed:
 		a.reclaimed = true
+		if j.fence > 0 {
+			// Continue the token of the protocol that released it.
+			a.owner.Fence = j.fence + 1
+		}
 		a.logger("hold: reclaimed stale lock", "why", j.why)
 		return passAgain, nil, nil
 	case changed:

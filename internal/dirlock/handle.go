@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold/lock"
@@ -29,34 +30,44 @@ type handle struct {
 	stamp []byte // the owner record exactly as written
 	dir   *dirRef
 	lost  lock.LostState
+	// stopWithin is the request's StopWithin; heartbeat and lossAfter
+	// are what it makes of the configuration (see expiry.go).
+	stopWithin, heartbeat, lossAfter time.Duration
+	lastOK                           atomic.Int64 // UnixNano of the last heartbeat written
+	done                             atomic.Bool  // released: the expiry timer does nothing
 
 	mu       sync.Mutex
 	timer    *time.Timer
-	lastOK   time.Time // last successful refresh
-	beats    int       // heartbeats run, for tests
+	expiry   *time.Timer // fires the loss at lossAfter; armed at the first beat
+	beats    int         // heartbeats run, for tests
 	released bool
 	// leaveGate gives up the place at the waiting gate this holder kept
 	// (idempotent; a no-op when the acquisition was ungated).
 	leaveGate func()
 }
 
-func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func()) *handle {
+func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stopWithin time.Duration) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, lastOK: time.Now(), leaveGate: leaveGate}
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate,
+		stopWithin: stopWithin, heartbeat: p.cfg.beatFor(stopWithin), lossAfter: p.cfg.lossAfter(stopWithin)}
+	// The directory's mtime was set when it was made, a moment ago:
+	// counting from now errs by that moment, which the margin covers.
+	h.lastOK.Store(time.Now().UnixNano())
 	p.setActive(owner.ID, true)
 	h.mu.Lock()
-	h.timer = time.AfterFunc(p.cfg.Heartbeat, h.beat)
+	h.timer = time.AfterFunc(h.heartbeat, h.beat)
 	h.mu.Unlock()
 	return h
 }
 
-// Fence returns 0: a lock directory is deleted on release, so there is
-// nowhere for a counter to outlive its holders, and a clock is not a
-// fencing token. Use the kernel or etcd protocol when the resource needs
-// one.
-func (h *handle) Fence() uint64 { return 0 }
+// Fence returns 0 on a path only this protocol uses: a lock directory is
+// deleted on release, so there is nowhere for a counter to outlive its
+// holders, and a clock is not a fencing token. Use the kernel or etcd
+// protocol when the resource needs one. On a path another protocol
+// released, it continues that protocol's token (see released.go).
+func (h *handle) Fence() uint64 { return h.owner.Fence }
 
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
@@ -64,9 +75,9 @@ func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
 
 // beat is one heartbeat. A beat that finds the lock gone or replaced marks
 // it lost and stops. A beat that cannot refresh the mtime (or cannot even
-// look) keeps trying, and marks the lock lost only once nothing succeeded
-// for a whole Stale: from then on a reader judging by age may legitimately
-// take it, so it can no longer be called ours.
+// look) keeps trying, and marks the lock lost once nothing succeeded for
+// lossAfter: soon after, a reader judging by age may legitimately take
+// it, and the holder must have stopped by then (see expiry.go).
 func (h *handle) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -74,6 +85,7 @@ func (h *handle) beat() {
 		return
 	}
 	h.beats++
+	h.armExpiry()
 	now := time.Now()
 	switch check(h.path, h.dir, h.stamp) {
 	case notOurs:
@@ -81,14 +93,13 @@ func (h *handle) beat() {
 		return
 	case ours, inconclusive:
 		if err := h.dir.touch(now); err == nil {
-			h.lastOK = now
+			h.refreshed(now)
 		}
 	}
-	if now.Sub(h.lastOK) > h.p.cfg.Stale {
-		h.markLostLocked("the heartbeat could not refresh the lock for " + now.Sub(h.lastOK).Round(time.Millisecond).String())
+	if h.overdue(time.Now()) {
 		return
 	}
-	h.timer.Reset(h.p.cfg.Heartbeat)
+	h.timer.Reset(h.heartbeat)
 }
 
 func (h *handle) markLost(why string) {
@@ -111,14 +122,21 @@ func (h *handle) lostError(op string) error { return h.lost.Err(op, h.path) }
 // a caller about to publish (Update) never relies on a beat that has not
 // run yet.
 func (h *handle) Check() error {
-	h.mu.Lock()
-	released := h.released
-	h.mu.Unlock()
+	// Lost first, without h.mu: a heartbeat stuck in a hung filesystem
+	// holds it, and its holder must still hear of the loss at once.
 	if err := h.lostError("check"); err != nil {
 		return err
 	}
+	h.mu.Lock()
+	released := h.released
+	h.mu.Unlock()
 	if released {
 		return &lock.Error{Op: "check", Path: h.path, Err: lock.ErrReleased}
+	}
+	if h.overdue(time.Now()) {
+		// The heartbeats have failed too long (the expiry timer may not
+		// have run yet): see expiry.go.
+		return h.lostError("check")
 	}
 	if check(h.path, h.dir, h.stamp) == notOurs {
 		h.markLost("the lock directory was removed or replaced")
@@ -138,7 +156,11 @@ func (h *handle) Release() error {
 		return h.lostError("release")
 	}
 	h.released = true
+	h.done.Store(true)
 	h.timer.Stop()
+	if h.expiry != nil {
+		h.expiry.Stop()
+	}
 	defer h.leaveGate()
 	defer h.dir.close()
 	defer h.p.setActive(h.owner.ID, false)
@@ -159,6 +181,7 @@ func (h *handle) Release() error {
 		// The lock is free from here on: wake the next local waiter and
 		// let it run first.
 		h.p.hit(faultReleaseMoved)
+		h.leavePastRecord()
 		h.leaveGate()
 		yieldCPU()
 	})

@@ -69,6 +69,9 @@ type judgement struct {
 	// why says in a few words what decided the verdict, for errors and
 	// debug logs.
 	why string
+	// fence is the fencing token of a released record at the path (see
+	// released.go); 0 otherwise.
+	fence uint64
 }
 
 // token is the owner token the judgement saw, "" when there was none. A
@@ -110,6 +113,12 @@ func (p *Protocol) judge(path string) judgement {
 			return failedJudgement(fi, err)
 		case why != "":
 			return judgement{verdict: foreign, fi: fi, why: why}
+		}
+		if fence, ok := releasedRecord(path); ok {
+			// Released by the kernel protocol (or by this one, which
+			// continued its token): free now, whatever its age.
+			j.verdict, j.fence, j.why = stale, fence, releasedWhy(fence)
+			return j
 		}
 		j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path"
 		return p.byAge(j)

@@ -32,6 +32,11 @@ const (
 	Busy
 	// Timeout: hold.ErrTimeout.
 	Timeout
+	// GaveUp: a wait that ended without the lock for another reason than
+	// its deadline: the waiter's place (an etcd queue key, its lease) went
+	// away while it waited, which a protocol reports as hold.ErrLost from
+	// its acquire. No lock was held, so this is not Lost.
+	GaveUp
 	// Exec: an *ExecError, a command that could not be started.
 	Exec
 	// ReadOnly: a read-only filesystem (EROFS).
@@ -54,7 +59,7 @@ const (
 	Permission
 	// Unsupported: hold.ErrUnsupported.
 	Unsupported
-	// Lost: hold.ErrLost or hold.ErrReleased.
+	// Lost: hold.ErrLost or hold.ErrReleased of a lock that was held.
 	Lost
 	// Canceled: context.Canceled, a wait abandoned.
 	Canceled
@@ -94,10 +99,19 @@ func Of(err error) Kinds {
 	set(NotExist, errors.Is(err, os.ErrNotExist))
 	set(Permission, errors.Is(err, os.ErrPermission))
 	set(Unsupported, errors.Is(err, hold.ErrUnsupported))
-	set(Lost, errors.Is(err, hold.ErrLost) || errors.Is(err, hold.ErrReleased))
+	gaveUp := errors.Is(err, hold.ErrLost) && fromAcquire(err)
+	set(GaveUp, gaveUp)
+	set(Lost, !gaveUp && (errors.Is(err, hold.ErrLost) || errors.Is(err, hold.ErrReleased)))
 	set(Canceled, errors.Is(err, context.Canceled))
 	set(Errno, errors.As(err, &errno))
 	return k
+}
+
+// fromAcquire reports whether err is a hold error of an acquisition: of a
+// waiter, not of a holder.
+func fromAcquire(err error) bool {
+	var he *hold.Error
+	return errors.As(err, &he) && he.Op == "acquire"
 }
 
 // UsageError is bad input: a flag, an argument or a request field.

@@ -52,53 +52,19 @@ func (p Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, 
 }
 
 func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	f, writable, err := openLockFile(req.Path, req.BeforeCreate)
-	if err != nil {
-		return nil, err
-	}
-	if wait && ctx.Done() == nil && req.Logger == nil && f.linkCount() == 1 && verified.has(f) {
-		// A wait nothing can end, with nobody to tell that it waits, on a
-		// file known to be hold's: one blocking flock(2), as gofrs/flock
-		// and lockedfile do. (Trying first without blocking costs every
-		// contended acquisition a system call.)
-		resched.BeforeBlocking()
-		err = f.lock(req.Shared, true)
-	} else {
-		err = f.lock(req.Shared, false)
-	}
-	if err != nil && isBusy(err) {
-		// A derived path holding another tool's file is refused as such,
-		// not reported busy, and not after a wait.
-		if ferr := checkForeign(f, req); ferr != nil {
-			f.close()
-			return nil, ferr
-		}
-		if !wait {
-			h := holderOf(f, false)
-			f.close()
-			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
-		}
-		if req.Logger != nil {
-			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
-		}
-		var abandoned bool
-		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
-			// f now belongs to the abandoned wait, which closes it.
-			h := holderAt(req.Path)
-			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
-		}
+	h, eager, err := p.take(ctx, req, wait, false)
+	if err == nil && h.writable && h.tokenErr != nil {
+		// Locked without a record (an explicit path holding the user's
+		// data, as flock(1)'s idiom locks a script or a data file): hold
+		// it as flock(1) does, on a read-only descriptor, so that holding
+		// it stops nobody from executing the file ("text file busy"). A
+		// lock cannot move to another descriptor, so this one lets go and
+		// the read-only one takes it anew. Only such files pay for it;
+		// the files hold writes are never reopened.
+		h.f.release()
+		h, eager, err = p.take(ctx, req, wait, true)
 	}
 	if err != nil {
-		f.close()
-		return nil, lockError(req.Path, err)
-	}
-	h := &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
-	h.owner.StartedAt = time.Now()
-	h.owner.Shared = req.Shared
-	h.owner.Protocol = "flock"
-	eager, err := h.judge(req.Explicit)
-	if err != nil {
-		h.Release()
 		return nil, err
 	}
 	switch {
@@ -129,6 +95,70 @@ func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lo
 		req.Logger.Debug("hold: acquired", "path", req.Path, "shared", req.Shared)
 	}
 	return h, nil
+}
+
+// take opens the lock file (read-only when readOnly), locks it, waiting if
+// wait says so, and judges what the holder may do with it (see judge).
+func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bool) (h *handle, eager bool, err error) {
+	f, writable, err := openLockFile(req.Path, openMode{beforeCreate: req.BeforeCreate, explicit: req.Explicit, readOnly: readOnly})
+	if err != nil {
+		return nil, false, err
+	}
+	if wait && ctx.Done() == nil && req.Logger == nil && f.linkCount() == 1 && verified.has(f) {
+		// A wait nothing can end, with nobody to tell that it waits, on a
+		// file known to be hold's: one blocking flock(2), as gofrs/flock
+		// and lockedfile do. (Trying first without blocking costs every
+		// contended acquisition a system call.)
+		resched.BeforeBlocking()
+		err = f.lock(req.Shared, true)
+	} else {
+		err = f.lock(req.Shared, false)
+	}
+	if err != nil && isBusy(err) {
+		// A derived path holding another tool's file is refused as such,
+		// not reported busy, and not after a wait.
+		if ferr := checkForeign(f, req); ferr != nil {
+			f.close()
+			return nil, false, ferr
+		}
+		if !wait {
+			h := holderOf(f, false)
+			f.close()
+			return nil, false, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
+		}
+		if req.Logger != nil {
+			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
+		}
+		var abandoned bool
+		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
+			// f now belongs to the abandoned wait, which closes it.
+			h := holderAt(req.Path)
+			return nil, false, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
+		}
+	}
+	if err != nil {
+		f.close()
+		return nil, false, lockError(req.Path, err)
+	}
+	if f.replaced(req.Path) {
+		// The file was renamed over (or removed) between our open and
+		// our lock: an update of a file that is its own lock ("x.lock")
+		// replaces it under its own kernel lock, which we were then
+		// waiting for. Our lock is on an inode nobody else will open;
+		// start again on the file the path names now.
+		f.release()
+		return p.take(ctx, req, wait, readOnly)
+	}
+	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
+	h.owner.StartedAt = time.Now()
+	h.owner.Shared = req.Shared
+	h.owner.Protocol = "flock"
+	eager, err = h.judge(req.Explicit)
+	if err != nil {
+		h.Release()
+		return nil, false, err
+	}
+	return h, eager, nil
 }
 
 // waitLock blocks in the kernel until the lock is granted or ctx ends. A

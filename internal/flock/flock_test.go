@@ -29,7 +29,7 @@ func freeSoon(t *testing.T, path string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		f, _, err := openLockFile(path, nil)
+		f, _, err := openLockFile(path, openMode{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func TestFileAndRelease(t *testing.T) {
 // does, writing no owner record, until the test ends.
 func lockWithoutRecord(t *testing.T, path string) *lockFile {
 	t.Helper()
-	f, _, err := openLockFile(path, nil)
+	f, _, err := openLockFile(path, openMode{})
 	if err != nil {
 		t.Fatal(err)
 	}

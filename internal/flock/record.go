@@ -174,6 +174,11 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 	if f.linkCount() == 1 && verified.has(f) {
 		return false, nil
 	}
+	if f.dir {
+		// Only an explicit path gets here (openLockFile).
+		h.foreign("it is a directory")
+		return false, nil
+	}
 	var buf [readSize]byte
 	size, raw, err := readRecord(f, buf[:])
 	if err != nil {

@@ -30,6 +30,9 @@ type lockFile struct {
 	uid   uint32
 	// changed is the file's ctime and size at the open (see verified).
 	changed fileStamp
+	// dir: it is a directory, locked as flock(1) locks one, without a
+	// record (nothing can be read or written in it).
+	dir bool
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -149,6 +152,21 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return id == f.id, nil
 }
 
+// replaced reports whether the file f is open on has lost its name since
+// the open: renamed over (`hold update` of a file that is its own lock,
+// "x.lock") or removed. A lock taken on such a file guards nothing, since
+// everyone else opens the file the path names now. One fstat: the file
+// then has no link left. A file that had more than one link when it was
+// opened may keep one elsewhere, so its path is asked instead.
+func (f *lockFile) replaced(path string) bool {
+	if f.links > 1 {
+		same, err := f.namedBy(path)
+		return err == nil && !same
+	}
+	var st unix.Stat_t
+	return unix.Fstat(f.sysfd(), &st) == nil && st.Nlink == 0
+}
+
 // fileInfo is what the open of a lock file learns about it.
 type fileInfo struct {
 	mode    uint32 // S_IFMT bits
@@ -207,36 +225,56 @@ func lstatID(path string) (fileKey, error) {
 // procFd is the descriptor for proc.LockHolders.
 func (f *lockFile) procFd() uintptr { return uintptr(f.sysfd()) }
 
+// openMode says how openLockFile opens a lock file.
+type openMode struct {
+	// beforeCreate, if set, runs just before the file is created: an
+	// existing file is opened first without O_CREAT.
+	beforeCreate func() error
+	// explicit: the caller named the lock path itself (lock.Request's
+	// Explicit). A directory there is then locked, as flock(1) locks
+	// one, unless it is a lock of the portable protocol.
+	explicit bool
+	// readOnly opens the file for reading only, as flock(1) does: for a
+	// file hold will not write its record into, so that holding it does
+	// not stop anyone from executing it ("text file busy").
+	readOnly bool
+}
+
 // openLockFile opens (creating if needed) the lock file for locking.
 //
 // O_NOFOLLOW: the file receives our owner record, so following a symlink
 // planted at the lock path would let its maker choose which file we write.
 // O_NONBLOCK: opening a FIFO planted at the lock path must not hang; the
 // file-type check (checkRegular) then rejects it. O_CLOEXEC: a command we start must not
-// inherit the lock unless we pass it on purpose.
+// inherit the lock unless we pass it on purpose. O_NOCTTY: a terminal
+// device named as the lock path must not become our controlling terminal.
 //
 // When the file exists but is not writable by us (another user's lock
 // file, an immutable one, a read-only filesystem), it is opened read-only:
 // flock(2) works on any descriptor, so the lock still works, only without
-// our owner record.
-//
-// With beforeCreate, an existing file is opened first without O_CREAT, so
-// that beforeCreate runs only when the file is about to be created.
-func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable bool, err error) {
-	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
+// our owner record. Another user's file, when we run as root, is opened
+// read-only too (otherUsers: hold will not write into it). A directory at
+// an explicit path is opened read-only, as flock(1) opens one.
+func openLockFile(path string, m openMode) (f *lockFile, writable bool, err error) {
+	const flags = unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
 	create := unix.O_CREAT
-	if beforeCreate != nil {
+	if m.beforeCreate != nil {
 		create = 0
 	}
-	fd, err := openRetry(path, unix.O_RDWR|create|flags, 0o666)
+	access := unix.O_RDWR
+	if m.readOnly {
+		access = unix.O_RDONLY
+	}
+	fd, err := openRetry(path, access|create|flags, 0o666)
 	if err == unix.ENOENT && create == 0 {
-		if err := beforeCreate(); err != nil {
+		if err := m.beforeCreate(); err != nil {
 			return nil, false, err
 		}
-		fd, err = openRetry(path, unix.O_RDWR|unix.O_CREAT|flags, 0o666)
+		fd, err = openRetry(path, access|unix.O_CREAT|flags, 0o666)
 	}
-	writable = true
-	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
+	writable = !m.readOnly
+	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS || err == unix.EISDIR && m.explicit {
+		// (Linux refuses O_CREAT on a directory, whatever the access.)
 		if rfd, rerr := openRetry(path, unix.O_RDONLY|flags, 0); rerr == nil {
 			fd, err, writable = rfd, nil, false
 		}
@@ -244,12 +282,17 @@ func openLockFile(path string, beforeCreate func() error) (f *lockFile, writable
 	if err != nil {
 		return nil, false, openError(path, err)
 	}
-	fi, err := checkRegular(fd, path)
+	fi, err := checkRegular(fd, path, m.explicit)
 	if err != nil {
 		unix.Close(fd)
 		return nil, false, err
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed}, writable, nil
+	if writable && fi.uid != 0 && euid() == 0 {
+		// Another user's file: hold will not write into it (otherUsers).
+		unix.Close(fd)
+		return openLockFile(path, openMode{explicit: m.explicit, readOnly: true})
+	}
+	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed, dir: fi.mode == unix.S_IFDIR}, writable, nil
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
@@ -261,7 +304,7 @@ func openForInspect(path string) (*lockFile, error) {
 		}
 		return nil, openError(path, err)
 	}
-	fi, err := checkRegular(fd, path)
+	fi, err := checkRegular(fd, path, false)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -280,18 +323,27 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 	}
 }
 
-// checkRegular refuses anything but a regular file, and returns what the
-// open learned of the file.
-func checkRegular(fd int, path string) (fileInfo, error) {
+// checkRegular refuses anything but a regular file, or, when dirOK, a
+// directory that is not a lock of the portable protocol, and returns what
+// the open learned of the file.
+func checkRegular(fd int, path string, dirOK bool) (fileInfo, error) {
 	fi, err := fileType(fd)
 	if err != nil {
 		return fi, &lock.Error{Op: "open", Path: path, Err: err}
 	}
-	if fi.mode != unix.S_IFREG {
-		return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
-			Hint: "it is a " + describeMode(fi.mode) + "; remove it or choose another lock path"}
+	switch {
+	case fi.mode == unix.S_IFREG:
+		return fi, nil
+	case fi.mode == unix.S_IFDIR && dirOK:
+		if isPortableLock(path) {
+			return fi, portableDirError(path)
+		}
+		return fi, nil
+	case fi.mode == unix.S_IFDIR:
+		return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular, Hint: dirHint}
 	}
-	return fi, nil
+	return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
+		Hint: "it is a " + describeMode(fi.mode) + ", not a lock file; choose another lock path"}
 }
 
 func describeMode(m uint32) string {
@@ -315,17 +367,17 @@ func openError(path string, err error) error {
 	switch err {
 	case unix.ELOOP:
 		e.Err = lock.ErrNotRegular
-		e.Hint = "it is a symbolic link, which hold never follows for a lock file; remove it or choose another lock path"
+		e.Hint = "it is a symbolic link, which hold never follows for a lock file; choose another lock path, or name the file it points to"
 	case unix.EISDIR:
 		e.Err = lock.ErrNotRegular
-		e.Hint = "it is a directory; remove it or choose another lock path (a directory lock is the portable protocol: --protocol dir)"
+		e.Hint = dirHint
 	case unix.ENOENT:
-		e.Hint = "the directory that should hold the lock file does not exist; create it first"
+		e.Hint = missingHint(path)
 	case unix.ENOTDIR:
 		e.Hint = "a component of the lock path is not a directory"
 	case unix.ENXIO:
 		e.Err = lock.ErrNotRegular
-		e.Hint = "it is a socket or device; remove it or choose another lock path"
+		e.Hint = "it is a socket or device, not a lock file; choose another lock path"
 	case unix.EACCES, unix.EPERM:
 		e.Hint = "no permission to create the lock file there; choose a writable place with --lock-file or --name"
 	case unix.EROFS:

@@ -21,7 +21,10 @@ const (
 )
 
 // lockFile is an open lock file. On Windows it is simply an *os.File.
-type lockFile struct{ f *os.File }
+type lockFile struct {
+	f   *os.File
+	dir bool // never set: Windows locks no directory
+}
 
 func (f *lockFile) file() *os.File { return f.f }
 func (f *lockFile) close() error   { return f.f.Close() }
@@ -69,6 +72,13 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return os.SameFile(fi, pi), nil
 }
 
+// replaced reports whether the file f is open on has lost its name since
+// the open (see the unix version): the path is asked.
+func (f *lockFile) replaced(path string) bool {
+	same, err := f.namedBy(path)
+	return err == nil && !same
+}
+
 // otherUsers: Windows has no root that writes everyone's files unasked
 // (an administrator's write to another user's file is a permission the
 // file grants), so ownership is left to the file's access control.
@@ -97,7 +107,16 @@ func (f *lockFile) linkCount() uint64 {
 // Windows).
 func (f *lockFile) procFd() uintptr { return f.f.Fd() }
 
-func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, error) {
+// openMode says how openLockFile opens a lock file (see sys_unix.go's).
+// On Windows a directory cannot be locked, so explicit changes nothing.
+type openMode struct {
+	beforeCreate func() error
+	explicit     bool
+	readOnly     bool
+}
+
+func openLockFile(path string, m openMode) (*lockFile, bool, error) {
+	beforeCreate := m.beforeCreate
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, false, &lock.Error{Op: "open", Path: path, Err: err}
@@ -107,21 +126,25 @@ func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, erro
 	// target, the Windows counterpart of O_NOFOLLOW; the type check below
 	// then refuses it.
 	const flags = windows.FILE_ATTRIBUTE_NORMAL | windows.FILE_FLAG_OPEN_REPARSE_POINT
-	writable := true
+	writable := !m.readOnly
+	access := uint32(windows.GENERIC_READ | windows.GENERIC_WRITE)
+	if m.readOnly {
+		access = windows.GENERIC_READ
+	}
 	disposition := uint32(windows.OPEN_ALWAYS)
 	if beforeCreate != nil {
 		// An existing file first, so that beforeCreate runs only when
 		// the file is about to be created.
 		disposition = windows.OPEN_EXISTING
 	}
-	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, disposition, flags, 0)
+	h, err := windows.CreateFile(p, access, share, nil, disposition, flags, 0)
 	if err == windows.ERROR_FILE_NOT_FOUND && beforeCreate != nil {
 		if err := beforeCreate(); err != nil {
 			return nil, false, err
 		}
-		h, err = windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE, share, nil, windows.OPEN_ALWAYS, flags, 0)
+		h, err = windows.CreateFile(p, access, share, nil, windows.OPEN_ALWAYS, flags, 0)
 	}
-	if err == windows.ERROR_ACCESS_DENIED {
+	if err == windows.ERROR_ACCESS_DENIED && !m.readOnly {
 		if rh, rerr := windows.CreateFile(p, windows.GENERIC_READ, share, nil, windows.OPEN_EXISTING, flags, 0); rerr == nil {
 			h, err, writable = rh, nil, false
 		}
@@ -134,7 +157,7 @@ func openLockFile(path string, beforeCreate func() error) (*lockFile, bool, erro
 		f.Close()
 		return nil, false, err
 	}
-	return &lockFile{f}, writable, nil
+	return &lockFile{f: f}, writable, nil
 }
 
 func openForInspect(path string) (*lockFile, error) {
@@ -157,7 +180,7 @@ func openForInspect(path string) (*lockFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &lockFile{f}, nil
+	return &lockFile{f: f}, nil
 }
 
 func checkRegular(f *os.File, path string) error {
@@ -167,7 +190,7 @@ func checkRegular(f *os.File, path string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
-			Hint: "remove it or choose another lock path"}
+			Hint: "it is not a lock file (a directory or a device); choose another lock path"}
 	}
 	return nil
 }

@@ -119,6 +119,20 @@ func (fs *FlagSet) AddFlag(f *Flag) {
 	fs.flags = append(fs.flags, f)
 }
 
+// AliasShorthand makes -shorthand a second shorthand of the flag name
+// (flock(1)'s -e for -x). Usage text shows only the first; say the alias
+// in the flag's usage.
+func (fs *FlagSet) AliasShorthand(shorthand, name string) {
+	f := fs.byName[name]
+	if f == nil || len(shorthand) != 1 {
+		panic(fmt.Sprintf("%s: alias -%s of unknown flag --%s", fs.name, shorthand, name))
+	}
+	if _, dup := fs.byShort[shorthand]; dup {
+		panic(fmt.Sprintf("%s: shorthand -%s defined twice", fs.name, shorthand))
+	}
+	fs.byShort[shorthand] = f
+}
+
 // Var defines a flag with no shorthand.
 func (fs *FlagSet) Var(v Value, name, usage string) { fs.VarP(v, name, "", usage) }
 

@@ -48,7 +48,7 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 	}
 	if !r.Nonblock && l == nil && (err == nil || errors.Is(err, hold.ErrBusy)) {
 		err = nil
-		if r.Timeout > 0 || stderr != nil && (r.Verbose || isTerminal(stderr)) {
+		if r.Timeout > 0 || r.Tells(stderr) {
 			// The deadline and the waiting notice arm timers, and the
 			// first timer makes the Go runtime's poller: see
 			// proc.ReadyForLock.
@@ -68,13 +68,14 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 		if err != nil {
 			var sig *errkind.SignalError
 			if errors.As(context.Cause(ctx), &sig) {
-				err = &errkind.SignalError{Sig: sig.Sig, Err: err}
+				err = &errkind.SignalError{Sig: sig.Sig, Err: gaveUp(err)}
 			}
 		}
 	}
-	if err == nil && stderr != nil {
+	if err == nil && r.Tells(stderr) {
 		// flock(1)'s idiom, --lock-file naming the data file itself, works,
-		// but without an owner record or token: say so once.
+		// but without an owner record or token: say so once, where someone
+		// reads it (flock(1) itself says nothing).
 		if terr := l.TokenError(); errors.Is(terr, hold.ErrForeign) {
 			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
 		}
@@ -87,6 +88,19 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			l.Path(), modeName(l.Owner().Shared), l.Token(), RoundDuration(time.Since(start)))
 	}
 	return l, err
+}
+
+// Tells reports whether messages about the wait go to stderr: who holds
+// the lock while waiting, a busy lock or a timed-out wait, a lock taken
+// without a record. Never with Quiet (or a nil stderr); always with
+// Verbose; otherwise only on a terminal. Off a terminal (cron, a pipe)
+// flock(1) says nothing, and neither does hold: the exit status tells.
+// Warnings and errors of other kinds are not messages about the wait.
+func (r *Resolved) Tells(stderr *os.File) bool {
+	if stderr == nil || r.Quiet {
+		return false
+	}
+	return r.Verbose || isTerminal(stderr)
 }
 
 // warnMachineLocal prints one line on stderr when l is a kernel lock on a
@@ -111,10 +125,10 @@ func (r *Resolved) noticeWhileWaiting(stderr *os.File) (stop func()) {
 	if stderr == nil {
 		return func() {}
 	}
-	terminal := isTerminal(stderr)
-	if !terminal && !r.Verbose {
+	if !r.Tells(stderr) {
 		return func() {}
 	}
+	terminal := isTerminal(stderr)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -181,6 +195,24 @@ func (r *Resolved) waitingMessage(waited time.Duration) string {
 	}
 	return msg + ", " + st.State.String()
 }
+
+// gaveUp rewords a wait that a signal ended: the error the library returns
+// says "context canceled", Go's word, where the user pressed Ctrl-C.
+func gaveUp(err error) error {
+	var he *hold.Error
+	if !errors.As(err, &he) || !errors.Is(he.Err, context.Canceled) {
+		return err
+	}
+	c := *he
+	c.Err = gaveUpError{}
+	return &c
+}
+
+// gaveUpError is context.Canceled, said as the user sees it.
+type gaveUpError struct{}
+
+func (gaveUpError) Error() string { return "gave up waiting" }
+func (gaveUpError) Unwrap() error { return context.Canceled }
 
 // modeName names a lock mode in messages.
 func modeName(shared bool) string {

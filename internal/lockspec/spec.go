@@ -52,6 +52,9 @@ type Spec struct {
 	Settings Settings
 	// Verbose asks for progress messages even off a terminal.
 	Verbose bool
+	// Quiet asks for no message about a busy lock, a timed-out wait or
+	// a lock taken without a record, even on a terminal.
+	Quiet bool
 	// ConflictExit is the exit status for a busy lock or a timed-out wait.
 	ConflictExit int
 }
@@ -80,6 +83,8 @@ type Resolved struct {
 	Timeout time.Duration
 	// Verbose asks for progress messages even off a terminal.
 	Verbose bool
+	// Quiet asks for none about the wait, even on a terminal (Tells).
+	Quiet bool
 	// ConflictExit is the exit status for busy or timed out.
 	ConflictExit int
 	// WarnMachineLocal: the kernel lock was chosen by default (neither a
@@ -109,6 +114,9 @@ type Key struct {
 func (s *Spec) Check() error {
 	if s.ConflictExit < 0 || s.ConflictExit > 255 {
 		return errkind.Usagef("--conflict-exit-code must be between 0 and 255, not %d", s.ConflictExit)
+	}
+	if s.Quiet && s.Verbose {
+		return errkind.Usagef("--quiet and --verbose exclude each other")
 	}
 	if s.Shared && s.Exclusive {
 		return errkind.Usagef("--shared and --exclusive exclude each other")
@@ -142,7 +150,7 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	if err := s.Check(); err != nil {
 		return err
 	}
-	*r = Resolved{Target: s.Target, Label: s.Target, Verbose: s.Verbose, ConflictExit: s.ConflictExit,
+	*r = Resolved{Target: s.Target, Label: s.Target, Verbose: s.Verbose, Quiet: s.Quiet, ConflictExit: s.ConflictExit,
 		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}}
 	r.Opts = r.opts[:0]
 	if r.Label == "" {

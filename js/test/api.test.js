@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { linkSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -26,6 +27,20 @@ test('lock, tokens, owner, status and release', async () => {
   const again = await tryLock(target);
   assert.ok(again.token > l.token);
   await again.release();
+});
+
+test('a target ending in .lock is its own lock file, as flock(1) takes it', { skip: process.platform === 'win32' }, async () => {
+  const target = join(scratch(), 'x.lock');
+  const l = await lock(target);
+  assert.equal(l.path, target);
+  // flock(1), another process, finds x.lock itself busy.
+  const busy = spawnSync('flock', ['-n', target, 'true']);
+  assert.equal(busy.error, undefined, 'flock(1) is needed (util-linux)');
+  assert.equal(busy.status, 1, 'flock -n x.lock while lock("x.lock") holds it');
+  assert.equal((await status(target)).state, 'held exclusive');
+  await l.release();
+  assert.equal(spawnSync('flock', ['-n', target, 'true']).status, 0);
+  assert.equal(existsSync(`${target}.lock`), false, 'x.lock.lock was created');
 });
 
 test('two locks of one target in one process exclude each other', async () => {

@@ -32,6 +32,19 @@ class LockTest(TempDirTest):
         with hold.lock(t) as l2:
             self.assertGreater(l2.token, l.token)
 
+    @unittest.skipIf(sys.platform == "win32", "flock(1) is a unix tool")
+    def test_dot_lock_target_is_its_lock_file(self) -> None:
+        # A target ending in .lock is the lock file itself, as flock(1)
+        # and filelock take it: flock(1), another process, finds it busy.
+        t = self.path("x.lock")
+        with hold.lock(t) as l:
+            self.assertEqual(l.path, t)
+            r = subprocess.run(["flock", "-n", t, "true"])
+            self.assertEqual(r.returncode, 1, "flock -n x.lock while lock('x.lock') holds it")
+            self.assertEqual(hold.status(t)["state"], "held exclusive")
+        self.assertEqual(subprocess.run(["flock", "-n", t, "true"]).returncode, 0)
+        self.assertFalse(os.path.exists(t + ".lock"), "x.lock.lock was created")
+
     def test_busy_names_the_holder(self) -> None:
         t = self.path("data")
         with hold.lock(t) as l:

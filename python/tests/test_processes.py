@@ -66,7 +66,7 @@ class InteropTest(TempDirTest):
         # Python holds T: hold run on T is busy, and names the holder.
         p = self.python(PY_HOLDER)
         pid = self.wait_for_file("ready")
-        r = subprocess.run(self.hold_cmd("run", "-n", "T", "--", "true"), cwd=self.dir,
+        r = subprocess.run(self.hold_cmd("run", "--verbose", "-n", "T", "--", "true"), cwd=self.dir,
                            capture_output=True, text=True, timeout=HANG)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(f"python pid {pid}", r.stderr)

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hold-dev/hold/internal/errkind"
+)
+
+// defaultKillAfter is --kill-after's default: how long the command's
+// processes have, once told to stop (SIGTERM), before hold kills them
+// (SIGKILL). Short, because on a lost lock someone else may soon hold it.
+const defaultKillAfter = 2 * time.Second
+
+// reapAllowance is what hold needs on top of --kill-after to see every
+// process of the command gone once SIGKILL is sent: the kernel's delivery,
+// hold's next look (stopPoll) and its own exit. hold run asks the protocol
+// for StopWithin(kill-after + reapAllowance).
+const reapAllowance = 500 * time.Millisecond
+
+// stopPoll is how often hold looks again, while it stops the command,
+// whether any of its processes is left (and kills new ones once it has
+// escalated to SIGKILL).
+const stopPoll = 20 * time.Millisecond
+
+// reapEvery is how often at most hold looks for dead orphans to reap
+// (tree.reapOrphans) while the command runs: a look reads the process
+// table, so a command whose children exit all the time must not make hold
+// read it each time.
+const reapEvery = time.Second
+
+// stopWithin is the time hold run needs, from learning that its lock is
+// lost, to have stopped every process of the command.
+func stopWithin(killAfter time.Duration) time.Duration { return killAfter + reapAllowance }
+
+// duration is a flag value: Go's duration syntax ("2s", "500ms") or plain
+// seconds ("2", "0.5"), as timeout(1) takes them.
+type duration time.Duration
+
+// String returns the value in Go's syntax.
+func (d *duration) String() string { return time.Duration(*d).String() }
+
+// Set parses plain seconds or a Go duration; negative values are refused.
+func (d *duration) Set(v string) error {
+	var t time.Duration
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		t = time.Duration(f * float64(time.Second))
+	} else if t, err = time.ParseDuration(v); err != nil {
+		return errkind.Usagef("%q is not a duration (say 2s, 500ms or a number of seconds)", v)
+	}
+	if t < 0 {
+		return errkind.Usagef("the duration cannot be negative: %q", v)
+	}
+	*d = duration(t)
+	return nil
+}
+
+// Type names the value in --help.
+func (d *duration) Type() string { return "duration" }
+
+// stopping is hold run's stopping of the whole command: every process it
+// started is told to stop (SIGTERM, or the signal hold was sent), killed
+// (SIGKILL) if any is left after the grace period, and killed again at
+// every look until none is left, so that one forked meanwhile goes too.
+// It lives on runEvents' goroutine.
+type stopping struct {
+	t         *tree
+	name      string // the command, for messages
+	grace     time.Duration
+	killAt    <-chan time.Time // fires at the end of the grace period
+	poll      *time.Ticker
+	killed    bool // SIGKILL sent: send it again at every look
+	announced bool // the escalation was reported on stderr
+}
+
+// begin starts stopping the command through t with sig, unless it is
+// already being stopped.
+func (s *stopping) begin(t *tree, name string, grace time.Duration) {
+	if s.poll != nil {
+		return
+	}
+	s.t, s.name, s.grace = t, name, grace
+	s.killAt = time.After(grace)
+	s.poll = time.NewTicker(stopPoll)
+}
+
+// active reports whether the command is being stopped.
+func (s *stopping) active() bool { return s.poll != nil }
+
+// ticks is the channel of the next look, nil when not stopping.
+func (s *stopping) ticks() <-chan time.Time {
+	if s.poll == nil {
+		return nil
+	}
+	return s.poll.C
+}
+
+// kill escalates to SIGKILL now (the grace ended, or Ctrl-C came twice).
+func (s *stopping) kill() {
+	s.killAt = nil
+	s.killed = true
+	if n := s.t.kill(); n > 0 && !s.announced {
+		s.announced = true
+		fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
+	}
+}
+
+// look is one look at what is left, after the direct child has been
+// reaped or not (childGone). It reports whether every process is gone.
+func (s *stopping) look(childGone bool) bool {
+	var left int
+	if s.killed {
+		left = s.t.kill()
+	} else {
+		left = s.t.alive()
+	}
+	return childGone && left == 0
+}
+
+// end stops the timers.
+func (s *stopping) end() {
+	if s.poll != nil {
+		s.poll.Stop()
+	}
+}

@@ -1,0 +1,102 @@
+package dirlock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hold-dev/hold/lock"
+)
+
+// A lock directory another process judges by age (a holder on another
+// host, or one it cannot ask) may be taken Stale after its last heartbeat.
+// So a holder whose heartbeats fail must call its lock lost before then:
+// early enough that what it must do once told (lock.Request.StopWithin:
+// hold run stops its command) is over by Stale, with one heartbeat to
+// spare for a timer that fires late and for the clocks of holder and
+// judge, which both read the heartbeat's time. That moment, counted from
+// the last heartbeat written, is lossAfter; a timer of its own (expire)
+// fires it even while a heartbeat hangs in a filesystem call.
+
+// minHeartbeat is the shortest heartbeat a holder shortens its own to
+// (see beatFor): shorter would be a busy loop of filesystem calls.
+const minHeartbeat = 50 * time.Millisecond
+
+// beatFor is the heartbeat of a holder that needs stopWithin to stop: the
+// configured one, shortened if need be so that at least one heartbeat fits
+// in lossAfter, so that one failed refresh never loses the lock by itself.
+func (c Config) beatFor(stopWithin time.Duration) time.Duration {
+	if room := (c.Stale - stopWithin) / 2; room < c.Heartbeat {
+		return max(room, minHeartbeat)
+	}
+	return c.Heartbeat
+}
+
+// lossAfter is how long after its last heartbeat written a holder that
+// needs stopWithin to stop declares its lock lost.
+func (c Config) lossAfter(stopWithin time.Duration) time.Duration {
+	return c.Stale - stopWithin - c.beatFor(stopWithin)
+}
+
+// checkStopWithin refuses a holder that could not stop in time even with
+// its shortest heartbeat. The stale time is what others judge by, so only
+// raising it (or needing less time to stop) helps.
+func (c Config) checkStopWithin(path string, stopWithin time.Duration) error {
+	if stopWithin <= 0 || c.lossAfter(stopWithin) >= c.beatFor(stopWithin) {
+		return nil
+	}
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrUnsupported,
+		Hint: fmt.Sprintf("the holder needs %s to stop once its lock is lost (hold run: --kill-after plus half a second), "+
+			"which does not fit in the stale time %s: others could take the lock before it has stopped; "+
+			"raise %s to at least %s (every process using this lock must agree on it) or lower --kill-after",
+			stopWithin, c.Stale, EnvStale, stopWithin+2*minHeartbeat)}
+}
+
+// armExpiry starts the expiry timer, at the first heartbeat (a lock held
+// for less than one beat costs no timer). Called with h.mu held.
+func (h *handle) armExpiry() {
+	if h.expiry == nil {
+		h.expiry = time.AfterFunc(h.lossAfter-h.sinceOK(time.Now()), h.expire)
+	}
+}
+
+// refreshed records a heartbeat written at t and moves the expiry on.
+// Called with h.mu held.
+func (h *handle) refreshed(t time.Time) {
+	h.lastOK.Store(t.UnixNano())
+	if h.expiry != nil {
+		h.expiry.Reset(h.lossAfter)
+	}
+}
+
+func (h *handle) sinceOK(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, h.lastOK.Load()))
+}
+
+// overdue marks the lock lost if its last heartbeat is lossAfter old, and
+// reports whether it is. Safe without h.mu: a heartbeat may hang in the
+// filesystem holding it.
+func (h *handle) overdue(now time.Time) bool {
+	age := h.sinceOK(now)
+	if age < h.lossAfter {
+		return false
+	}
+	why := fmt.Sprintf("the heartbeat could not refresh the lock for %s; others may take it %s after the last refresh, and the holder needs %s to stop",
+		age.Round(time.Millisecond), h.p.cfg.Stale, h.stopWithin)
+	if h.lost.MarkLost(why) {
+		h.leaveGate()
+	}
+	return true
+}
+
+// expire is the expiry timer's function.
+func (h *handle) expire() {
+	if h.done.Load() {
+		return
+	}
+	now := time.Now()
+	if !h.overdue(now) {
+		// A heartbeat got through meanwhile: look again when the new one
+		// is due to expire.
+		h.expiry.Reset(h.lossAfter - h.sinceOK(now))
+	}
+}

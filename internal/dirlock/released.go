@@ -1,0 +1,62 @@
+package dirlock
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+
+	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/lock"
+)
+
+// A lock path used by more than one protocol, one after the other: the
+// kernel protocol leaves its lock file behind with a past record (the
+// last fencing token, "released": true) when it lets go. That file is not
+// a leftover of a crash to be aged out but a lock released on purpose, so
+// the portable protocol takes it at once, provided no kernel lock is held
+// on it at that moment (a kernel holder may hold the lock for a while
+// without writing its own record: kernelLockFree asks the kernel). The
+// fencing token continues from the record's, and a portable holder that
+// continued one leaves a past record of its own when it releases, so that
+// the next holder, of either protocol, continues from it in turn. A path
+// only ever used by this protocol keeps no record and token 0, as
+// proper-lockfile expects.
+
+// releasedRecord reports whether the plain file at path holds a released
+// record that no kernel lock holds, and its fence.
+func releasedRecord(path string) (fence uint64, ok bool) {
+	b, err := readSmallFile(path, lock.MaxRecordSize+1)
+	if err != nil {
+		return 0, false
+	}
+	b = bytes.TrimRight(b, " \n")
+	if !core.IsRecord(b) || !core.IsPastRecord(b) {
+		return 0, false
+	}
+	if fence, ok = core.DecodeFence(b); !ok || !kernelLockFree(path) {
+		return 0, false
+	}
+	return fence, true
+}
+
+// releasedWhy says what a judgement found in a released record.
+func releasedWhy(fence uint64) string {
+	return "a lock released by another protocol (token " + strconv.FormatUint(fence, 10) + ") at the lock path"
+}
+
+// leavePastRecord puts a past record with this holder's token at the
+// lock path, which its release has just emptied, if the holder continued
+// a token. It is linked into place, which fails if anyone has taken the
+// path meanwhile: their lock is never replaced. Best effort: without it
+// the next holder starts its token afresh, as on a new path.
+func (h *handle) leavePastRecord() {
+	if h.owner.Fence == 0 {
+		return
+	}
+	tmp := h.path + ".released-" + core.RandomHex(6)
+	if err := os.WriteFile(tmp, core.AppendPastRecord(nil, h.owner.Fence, 0), 0o666); err != nil {
+		return
+	}
+	os.Link(tmp, h.path)
+	os.Remove(tmp)
+}

@@ -1,0 +1,41 @@
+package flock
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/hold-dev/hold/lock"
+)
+
+// dirHint is the hint for a directory at a lock path hold derived: hold
+// did not make it, so it is not hold's to advise removing.
+const dirHint = "it is a directory, not a lock file; choose another lock path, or name the directory itself with --lock-file to lock it as flock(1) does"
+
+// isPortableLock reports whether the directory at path is a lock of the
+// portable protocol's. That protocol's package, which decides what its
+// locks look like, sets it (SetPortableLockCheck); it imports this one, so
+// it cannot be asked directly. Unset, no directory is one.
+var isPortableLock = func(string) bool { return false }
+
+// SetPortableLockCheck installs the portable protocol's rule for what
+// directory is one of its locks, which a kernel lock must not be taken
+// on (see portableDirError). internal/dirlock calls it from init.
+func SetPortableLockCheck(isLock func(path string) bool) { isPortableLock = isLock }
+
+// portableDirError refuses a kernel lock on a directory that is a lock of
+// the portable protocol: its holder holds it by its existence, not by a
+// kernel lock, so a kernel lock on it would not exclude that holder.
+func portableDirError(path string) error {
+	return &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
+		Hint: "it is a directory lock of the portable protocol (hold's --protocol dir, proper-lockfile, career-ops' dir-lock), whose holder a kernel lock would not exclude; take it with --protocol dir"}
+}
+
+// missingHint explains ENOENT from creating the lock file at path: its
+// directory is missing, or it exists on a filesystem that lets nobody
+// create files (/proc, /sys).
+func missingHint(path string) string {
+	if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.IsDir() {
+		return "its directory exists, but the filesystem there does not let files be created; choose a lock path on an ordinary filesystem"
+	}
+	return "the directory that should hold the lock file does not exist; create it first"
+}

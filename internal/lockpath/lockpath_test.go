@@ -1,0 +1,52 @@
+package lockpath
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/hold-dev/hold/lock"
+)
+
+func TestFromTarget(t *testing.T) {
+	sep := string(filepath.Separator)
+	for _, c := range []struct{ target, lock, beside string }{
+		{"data.json", "data.json.lock", "data.json.lock"},
+		{"x.lock", "x.lock", "x.lock.lock"},
+		{"/var/lock/x.lock", "/var/lock/x.lock", "/var/lock/x.lock.lock"},
+		{"dir" + sep + "app.lock" + sep, "dir" + sep + "app.lock", "dir" + sep + "app.lock.lock"},
+		{"data" + sep, "data.lock", "data.lock"},
+		{".lock", ".lock", ".lock.lock"},
+		{"x.lock.d", "x.lock.d.lock", "x.lock.d.lock"},
+		{"x.LOCK", "x.LOCK.lock", "x.LOCK.lock"},
+	} {
+		got, err := FromTarget(c.target)
+		if err != nil || got != c.lock {
+			t.Errorf("FromTarget(%q) = %q, %v; want %q", c.target, got, err, c.lock)
+		}
+		if own := got == filepath.Clean(c.target); IsOwn(c.target) != own {
+			t.Errorf("IsOwn(%q) = %v, want %v", c.target, !own, own)
+		}
+		if !Serves(c.target, c.lock) {
+			t.Errorf("Serves(%q, %q) = false", c.target, c.lock)
+		}
+		if got, err := Beside(c.target); err != nil || got != c.beside {
+			t.Errorf("Beside(%q) = %q, %v; want %q", c.target, got, err, c.beside)
+		}
+	}
+	if _, err := FromTarget(sep); !errors.Is(err, lock.ErrInvalidName) {
+		t.Errorf("FromTarget(root) = %v, want ErrInvalidName", err)
+	}
+	for s, want := range map[string]string{"deploy": "deploy.lock", "deploy.lock": "deploy.lock", "a/b.lock": "a/b.lock"} {
+		if got := Append(s); got != want {
+			t.Errorf("Append(%q) = %q, want %q", s, got, want)
+		}
+	}
+	valid := func(n string) bool { return n != "" }
+	for file, want := range map[string]string{"deploy.lock": "deploy", "x.lock.lock": "x.lock", "notes.txt": "", ".lock": ""} {
+		got, ok := NameOf(file, valid)
+		if (want != "") != ok || (ok && got != want) {
+			t.Errorf("NameOf(%q) = %q, %v; want %q", file, got, ok, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/hold-dev/hold/internal/atomicfile"
+	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/lockpath"
+	"github.com/hold-dev/hold/lock"
+)
+
+// ForRewrite says the holder will change target itself, as Update and
+// Append do (and `hold update`, `hold append` and the agent's update and
+// append, which pass it): target is then a data file, and its lock stays
+// apart from it even when its name ends in ".lock".
+//
+// An update replaces its file by renaming a new one over it, so a lock on
+// the file itself would stay with the old inode while the next writer
+// locked the new one. So the lock path of a ForRewrite target is always
+// "<target>.lock", "x.lock.lock" for "x.lock", which every writer of the
+// file takes. A target that is its own lock file by name ("x.lock", which
+// `hold run x.lock` and flock(1) lock) is in addition locked itself, with
+// a kernel lock that writes nothing into it, taken after the first and
+// checked to still name the file, and held until the change is published:
+// so a holder of x.lock and an update of x.lock exclude each other. (A
+// kernel locker of hold that was granted the old inode after the rename
+// finds it replaced and locks the new file instead; flock(1) and other
+// tools do not check, so a flock(1) holder that opened x.lock before an
+// update renamed it may hold the old inode while others use the new one:
+// have such tools lock a separate file, or only append to x.lock, which
+// keeps its inode.) A missing x.lock is created empty for this, unless
+// MustExist is given.
+//
+// With LockFile or Named the lock is where they say and target is not
+// locked itself.
+func ForRewrite() Option { return func(c *config) { c.rewrite = true } }
+
+// dataTarget returns the file target is, whose own kernel lock a
+// ForRewrite holder takes besides its lock path, or "" when there is none
+// to take: no ForRewrite, a lock path chosen by LockFile or Named, a
+// protocol with its own namespace, or a target whose name does not make
+// it a lock file (its lockers all take "<target>.lock").
+func (c *config) dataTarget(target string) (string, error) {
+	if !c.rewrite || c.lockFile != "" || c.named || target == "" || !lockpath.IsOwn(target) {
+		return "", nil
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		return "", nil
+	}
+	// The file the update replaces: a symbolic link is followed, as the
+	// update follows it.
+	t, err := atomicfile.Locate(atomicfile.OS{}, target)
+	if err != nil {
+		return "", fileError("acquire", target, err)
+	}
+	return t.Path, nil
+}
+
+// lockData takes the kernel lock of the data file of a ForRewrite holder
+// (see dataTarget) once h, its lock path, is held, and returns the handle
+// that holds both; on failure it releases h.
+func (c *config) lockData(ctx context.Context, h Handle, target string, block bool) (Handle, error) {
+	path, err := c.dataTarget(target)
+	if err != nil || path == "" {
+		if err != nil {
+			h.Release()
+		}
+		return h, err
+	}
+	d, err := flock.LockData(ctx, path, block, !c.mustExist)
+	if err != nil {
+		h.Release()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fileError("acquire", target, err)
+		}
+		return nil, err
+	}
+	return &rewriteHandle{Handle: h, data: d}, nil
+}
+
+// rewriteHandle is the lock of a ForRewrite holder of a file that is its
+// own lock file: the lock path, and the file's own kernel lock.
+type rewriteHandle struct {
+	Handle
+	data *flock.DataLock
+}
+
+// Unwrap gives the lock path's handle, whose capabilities (the token's
+// reason, the file) are the lock's.
+func (h *rewriteHandle) Unwrap() Handle { return h.Handle }
+
+// File returns the lock path's open file, for a kernel lock.
+func (h *rewriteHandle) File() *os.File {
+	if f, ok := h.Handle.(lock.Filer); ok {
+		return f.File()
+	}
+	return nil
+}
+
+// Check checks both locks: the data file's fails if someone replaced it.
+func (h *rewriteHandle) Check() error {
+	if err := h.Handle.Check(); err != nil {
+		return err
+	}
+	return h.data.Check()
+}
+
+// Release lets go of the data file first, then of the lock path: the
+// reverse of the order every writer takes them in.
+func (h *rewriteHandle) Release() error {
+	derr := h.data.Release()
+	err := h.Handle.Release()
+	if err == nil {
+		err = derr
+	}
+	return err
+}
