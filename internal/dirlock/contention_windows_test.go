@@ -112,10 +112,21 @@ func TestWindowsOpenDirectoryIsContention(t *testing.T) {
 	if err := h.Check(); err != nil {
 		t.Fatalf("Check of the reclaimed lock: %v", err)
 	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Our own lock, opened by another process at release: the release
 	// succeeds (ownership was verified), and the lock is free again once
-	// the directory is closed and the leftover has aged out.
+	// the directory is closed and the leftover has aged out. (A stale
+	// time of seconds: a holder whose heartbeat cannot refresh the lock
+	// for longer than that is told it lost it, and the other process's
+	// start may take that long on a loaded machine.)
+	p = New(Config{Stale: 3 * time.Second, Grace: time.Second, Heartbeat: 100 * time.Millisecond, MaxPoll: 20 * time.Millisecond})
+	h, err := p.Acquire(ctx, winRequest(path))
+	if err != nil {
+		t.Fatal(err)
+	}
 	os.Remove(path + ".ready")
 	os.Remove(path + ".go")
 	opener2 := testenv.Command(envOpenDir + "=" + path)
