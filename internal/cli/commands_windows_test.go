@@ -36,14 +36,18 @@ func TestWindowsRunStatusLs(t *testing.T) {
 	holder := gatedHolder(t, dir, "--field", "job=nightly")
 	pid := fmt.Sprintf("pid %d", holder.Process.Pid)
 	busy := append([]string{"run", "-n", "T", "--"}, childCommand(t)...)
-	if r := runHold(t, dir, "exit:0", busy...); r.code != 1 || !strings.Contains(r.stderr, pid) {
-		t.Errorf("hold run -n while held: exit %d, stderr %q; want 1 naming %s", r.code, r.stderr, pid)
+	// A conflict is quiet, as flock(1)'s is; --verbose names the holder.
+	if r := runHold(t, dir, "exit:0", busy...); r.code != 1 {
+		t.Errorf("hold run -n while held: exit %d, stderr %q; want 1", r.code, r.stderr)
+	}
+	if r := runHold(t, dir, "exit:0", append([]string{"run", "--verbose", "-n", "T", "--"}, childCommand(t)...)...); r.code != 1 || !strings.Contains(r.stderr, pid) {
+		t.Errorf("hold run --verbose -n while held: exit %d, stderr %q; want 1 naming %s", r.code, r.stderr, pid)
 	}
 	if r := runHold(t, dir, "exit:0", append([]string{"run", "-n", "-E", "42", "T", "--"}, childCommand(t)...)...); r.code != 42 {
 		t.Errorf("hold run -n -E 42 while held: exit %d, want 42", r.code)
 	}
-	if r := runHold(t, dir, "exit:0", append([]string{"run", "-w", "0.5", "T", "--"}, childCommand(t)...)...); r.code != 1 || !strings.Contains(r.stderr, "timed out") {
-		t.Errorf("hold run -w 0.5 while held: exit %d, stderr %q; want 1 and a timeout", r.code, r.stderr)
+	if r := runHold(t, dir, "exit:0", append([]string{"run", "--verbose", "-w", "0.5", "T", "--"}, childCommand(t)...)...); r.code != 1 || !strings.Contains(r.stderr, "timed out") {
+		t.Errorf("hold run --verbose -w 0.5 while held: exit %d, stderr %q; want 1 and a timeout", r.code, r.stderr)
 	}
 	r := runHold(t, dir, "", "status", "T")
 	for _, want := range []string{"held exclusive", pid, "alive", "nightly"} {
