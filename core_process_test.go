@@ -496,6 +496,7 @@ func TestDo(t *testing.T) {
 // lets a newcomer lock a new file at the same path; the holder's Check
 // reports ErrLost and its Lost channel closes.
 func TestRemovedLockFileIsLost(t *testing.T) {
+	testenv.SkipUnderWine(t, "a removed file that is still open keeps its name until its last handle closes, as before Windows 10, so no newcomer can create the lock file again")
 	target := filepath.Join(t.TempDir(), "t")
 	l, err := hold.Acquire(context.Background(), target)
 	if err != nil {

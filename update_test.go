@@ -461,9 +461,6 @@ func TestUpdateConcurrentProcesses(t *testing.T) {
 // update must remove the temp files the killed ones left. The trials run
 // in a few lanes at once, each on its own file, to bound the test's time.
 func TestUpdateKilledAtRandomMoments(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGKILL semantics")
-	}
 	const size = 4 << 20
 	const lanes, trials = 5, 10 // 50 kills
 	a, b := flipContents(size)
@@ -544,9 +541,6 @@ func TestUpdateKilledAtRandomMoments(t *testing.T) {
 // writing its temp file and renaming it, and checks that the next
 // successful update removes that temp file but no file of anyone else.
 func TestUpdateRemovesTempOfKilledUpdater(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGKILL semantics")
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	writeFile(t, path, "original", 0o644)

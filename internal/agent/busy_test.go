@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"io"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,9 @@ import (
 // is known busy; one for the same lock in another mode is not.
 func TestAgentBusyMemory(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "t")
+	// Quoted as JSON: a Windows path's backslashes are escapes.
+	jt, _ := json.Marshal(target)
+	jsonTarget := string(jt)
 	held, err := hold.TryAcquire(target)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +27,7 @@ func TestAgentBusyMemory(t *testing.T) {
 	a := newAgent(io.Discard)
 	defer a.shutdown()
 
-	try := `{"id":1,"op":"try","target":"` + target + `","fields":{"job":"x"}}`
+	try := `{"id":1,"op":"try","target":` + jsonTarget + `,"fields":{"job":"x"}}`
 	req, bad := parseRequest([]byte(try))
 	if bad != nil {
 		t.Fatal(bad.Error.Message)

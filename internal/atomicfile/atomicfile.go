@@ -109,17 +109,20 @@ func (OS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 // Readlink is os.Readlink.
 func (OS) Readlink(name string) (string, error) { return os.Readlink(name) }
 
-// OpenFile is os.OpenFile.
+// OpenFile is os.OpenFile (on Windows, a file opened only for reading
+// shares delete access too: see replace_windows.go).
 func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := openFile(name, flag, perm)
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
 	return f, nil
 }
 
-// Rename is os.Rename.
-func (OS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+// Rename is os.Rename on Unix; on Windows it replaces an existing file
+// atomically too, waiting briefly for readers to close it (see
+// replace_windows.go).
+func (OS) Rename(oldpath, newpath string) error { return rename(oldpath, newpath) }
 
 // Remove is os.Remove.
 func (OS) Remove(name string) error { return os.Remove(name) }
@@ -541,6 +544,12 @@ func publish(fsys FS, f File, t *Target, orig File, o *Options, beforeRename fun
 		if err := beforeRename(); err != nil {
 			return err
 		}
+	}
+	// Windows' MoveFileEx cannot replace a file that a handle has open,
+	// this process's own included; everything has been read from it.
+	// (The caller's deferred Close of it then does nothing.)
+	if orig != nil {
+		orig.Close()
 	}
 	if err := fsys.Rename(f.Name(), t.Path); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -44,9 +43,6 @@ func deadPID(t *testing.T) int {
 }
 
 func TestCleanStale(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("liveness by pid")
-	}
 	dir := t.TempDir()
 	target := filepath.Join(dir, "f")
 	self := proc.Self()

@@ -312,7 +312,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		// a herd of failing mkdirs would queue in front of them. Past the
 		// gate there is no herd, and the stat would only delay the mkdir
 		// that takes the lock.
-		if _, err := os.Lstat(a.path); err == nil {
+		if _, err := lstat(a.path); err == nil {
 			return passBusy, nil, nil
 		}
 	}
@@ -366,7 +366,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		// (Closed before the rmdir: Windows removes no directory that is
 		// open without sharing.)
 		d.withdrawOwner()
-		fi, lerr := os.Lstat(a.path)
+		fi, lerr := lstat(a.path)
 		ours := lerr == nil && os.SameFile(fi, d.identity())
 		d.close()
 		if ours {
@@ -461,7 +461,7 @@ func check(path string, d *dirRef, stamp []byte) ownership {
 		// Gone, or another record: not ours, whatever the directory.
 		return notOurs
 	}
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return notOurs
@@ -547,7 +547,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 	for try := 0; try < 2; try++ {
 		err := os.Mkdir(a.guard, 0o777)
 		if err == nil {
-			fi, err := os.Lstat(a.guard)
+			fi, err := lstat(a.guard)
 			if err != nil {
 				return nil, nil
 			}
@@ -561,7 +561,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 			a.lastErr = err
 			return nil, nil
 		}
-		fi, err := os.Lstat(a.guard)
+		fi, err := lstat(a.guard)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue

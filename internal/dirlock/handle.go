@@ -175,7 +175,7 @@ func (h *handle) Release() error {
 	// the inode number cannot have been reused, so a path that is not our
 	// directory is proof the lock was lost. The record is checked on what
 	// removeIfSame moves aside: a lock that is not ours is put back.
-	if fi, err := os.Lstat(h.path); err == nil && !os.SameFile(fi, h.dir.identity()) || errors.Is(err, os.ErrNotExist) {
+	if fi, err := lstat(h.path); err == nil && !os.SameFile(fi, h.dir.identity()) || errors.Is(err, os.ErrNotExist) {
 		h.markLostLocked("the lock directory was removed or replaced")
 		return h.lostError("release")
 	}

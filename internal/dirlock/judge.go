@@ -95,7 +95,7 @@ func (p *Protocol) judge(path string) judgement { return p.judgeAfter(path, p.cf
 func (p *Protocol) judgeAfter(path string, staleAfter time.Duration) judgement {
 	limit := max(staleAfter, p.cfg.Grace)
 	now := time.Now()
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return judgement{verdict: vanished, why: "lock vanished"}
@@ -327,7 +327,7 @@ func (f fingerprint) same(g fingerprint) bool {
 }
 
 func takeFingerprint(path string) fingerprint {
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		return fingerprint{}
 	}

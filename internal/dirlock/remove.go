@@ -54,7 +54,7 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 	if moved != nil {
 		moved()
 	}
-	fi, err := os.Lstat(tomb)
+	fi, err := lstat(tomb)
 	same := err == nil && os.SameFile(fi, judged)
 	if same && fi.IsDir() {
 		// The record of what we moved must be the one judged. If it
@@ -73,7 +73,7 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 		// holder's heartbeat finds the lock gone and reports it lost, and
 		// the tomb is deleted only if it is a lock.
 		if err := renameNoReplace(tomb, path); err != nil {
-			if fi, lerr := os.Lstat(tomb); lerr == nil {
+			if fi, lerr := lstat(tomb); lerr == nil {
 				if why, cerr := foreignContent(tomb, fi); why == "" && cerr == nil {
 					removeTomb(tomb, fi.IsDir())
 				}

@@ -44,7 +44,7 @@ type dirRef struct {
 }
 
 func openDir(path string) (*dirRef, error) {
-	fi, err := os.Lstat(path)
+	fi, err := lstat(path)
 	if err != nil {
 		return nil, err
 	}

@@ -198,11 +198,20 @@ func checkRegular(f *os.File, path string) error {
 
 func openError(path string, err error) error {
 	e := &lock.Error{Op: "open", Path: path, Err: err}
+	// CreateFile of a directory without FILE_FLAG_BACKUP_SEMANTICS is
+	// refused as access denied: say what it is, as on unix (InspectAny
+	// then recognises a portable lock's directory).
+	if err == windows.ERROR_ACCESS_DENIED {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
+			e.Err, e.Hint = lock.ErrNotRegular, "remove it or choose another lock path"
+			return e
+		}
+	}
 	switch err {
 	case windows.ERROR_PATH_NOT_FOUND:
 		e.Hint = "the directory that should hold the lock file does not exist; create it first"
 	case windows.ERROR_ACCESS_DENIED:
-		e.Hint = "no permission to open the lock file there (or it is a directory); choose another lock path"
+		e.Hint = "no permission to open the lock file there; choose another lock path"
 	}
 	return e
 }

@@ -120,7 +120,8 @@ func normalise(target string) (string, error) {
 		}
 		t = abs
 	}
-	if filepath.Dir(t) == t {
+	// Clean: Dir of "C:/" is `C:\`, which must count as the root too.
+	if filepath.Dir(t) == filepath.Clean(t) {
 		return "", &lock.Error{Op: "acquire", Path: target, Err: lock.ErrInvalidName,
 			Hint: "the root directory has no place beside it for a lock file; name one with --lock-file PATH or --name NAME"}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -71,13 +72,46 @@ func DeadPID(t testing.TB, env ...string) int {
 // module at root into dir, side by side as `go install` puts them, so
 // that hold finds its companions for network targets. The compiler's
 // output goes to stderr.
+//
+// With HOLD_TEST_EXECUTABLES set to a directory, it copies them from there
+// instead: scripts/wine-test builds them for Windows before it runs the
+// test binaries under wine, which cannot run the go command.
 func BuildExecutables(root, dir string) error {
+	if from := os.Getenv(ExecutablesEnv); from != "" {
+		return copyExecutables(from, dir)
+	}
 	for _, pkg := range []string{"cmd/hold", "cmd/hold-remote", "cmd/hold-postgres"} {
 		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./"+pkg)
 		build.Dir = root
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building %s: %w", pkg, err)
+		}
+	}
+	return nil
+}
+
+// ExecutablesEnv names the environment variable that gives
+// BuildExecutables a directory of executables built already.
+const ExecutablesEnv = "HOLD_TEST_EXECUTABLES"
+
+// Exe is the file name of the executable named name on this system:
+// name.exe on Windows, name elsewhere.
+func Exe(name string) string {
+	if runtime.GOOS == "windows" {
+		return name + ".exe"
+	}
+	return name
+}
+
+func copyExecutables(from, dir string) error {
+	for _, name := range []string{"hold", "hold-remote", "hold-postgres"} {
+		b, err := os.ReadFile(filepath.Join(from, Exe(name)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", ExecutablesEnv, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, Exe(name)), b, 0o755); err != nil {
+			return err
 		}
 	}
 	return nil
