@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
@@ -31,7 +32,9 @@ import (
 // update renamed it may hold the old inode while others use the new one:
 // have such tools lock a separate file, or only append to x.lock, which
 // keeps its inode.) A missing x.lock is created empty for this, unless
-// MustExist is given.
+// MustExist is given. On Windows, which cannot rename over a file held
+// open, Update of such a file is refused with ErrUnsupported (Append
+// works); lock it apart there with LockFile.
 //
 // With LockFile or Named the lock is where they say and target is not
 // locked itself.
@@ -56,6 +59,26 @@ func (c *config) dataTarget(target string) (string, error) {
 		return "", fileError("acquire", target, err)
 	}
 	return t.Path, nil
+}
+
+// refuseReplacingOwnLock refuses, on Windows, an Update of a file that is
+// its own lock file by name (see ForRewrite). Its own kernel lock must be
+// held across the rename that replaces it, and Windows without POSIX
+// rename semantics (before Windows 10, and wine) cannot rename over a
+// file that is open, whatever it shares: the update would fail after its
+// retries every time. Releasing that lock before the rename instead would
+// let a holder of x.lock change it in between and have its change
+// overwritten. Append, which writes in place, is not refused.
+func (c *config) refuseReplacingOwnLock(target string) error {
+	if runtime.GOOS != "windows" || c.lockFile != "" || c.named || !lockpath.IsOwn(target) {
+		return nil
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		return nil
+	}
+	return &Error{Op: "update", Path: target, Err: ErrUnsupported,
+		Hint: "on Windows a file whose name ends in .lock is its own lock file, which cannot be held while a new version is renamed over it; " +
+			"rename the data file, or give its lock explicitly (hold update --lock-file FILE.lock.lock, LockFile in Go) and have every holder use that lock"}
 }
 
 // lockData takes the kernel lock of the data file of a ForRewrite holder

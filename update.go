@@ -126,6 +126,9 @@ func exclusive(c *config) { c.shared = false }
 // update is Update with the file system as a parameter, so tests can make
 // any step fail (a full disk, a read-only directory).
 func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []byte) ([]byte, error), opts []Option) error {
+	if err := newConfig(opts).refuseReplacingOwnLock(path); err != nil {
+		return err
+	}
 	return guarded(ctx, "update", fsys, path, opts, func(c *config, l *Lock) error {
 		// The file may have been created or replaced while we waited, so
 		// atomicfile.Update resolves it again under the lock. fn's own
