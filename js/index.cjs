@@ -607,7 +607,7 @@ class Lock {
 // The options each function takes.
 const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
-const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange']);
+const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
 
 /** Checks opts and turns them into the request's fields. */
@@ -639,6 +639,7 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
   for (const [key, field] of [
     ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
     ['allowSplit', 'allow_split'], ['allowOwnerChange', 'allow_owner_change'],
+    ['allowEmpty', 'allow_empty'],
   ]) {
     if (opts[key] !== undefined) {
       if (typeof opts[key] !== 'boolean') throw new HoldError('EINVAL', `${key} must be true or false`);
@@ -792,7 +793,9 @@ function toBytes(data, what) {
  * opts.mustExist) and returns the new, which replaces the file atomically,
  * as `hold update` does. Nothing is written if fn throws (its error is
  * rethrown) or returns the old content. Resolves with whether the file was
- * written.
+ * written. Empty content ('' or an empty Buffer) is refused with 'EIO'
+ * and the file left as it was, unless opts.allowEmpty: then it empties
+ * the file.
  *
  * A file with other hard links (opts.allowSplit accepts it) or one whose
  * owner or group cannot be kept (opts.allowOwnerChange) is refused with

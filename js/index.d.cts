@@ -115,6 +115,11 @@ export interface UpdateOptions extends FileOptions {
    * (otherwise 'EACCES').
    */
   allowOwnerChange?: boolean;
+  /**
+   * Let fn's empty result empty the file (otherwise it is refused with
+   * 'EIO' and the file left as it was).
+   */
+  allowEmpty?: boolean;
 }
 
 /** Where a lock is, for status. */

@@ -48,11 +48,8 @@ func (a *agent) update(ctx context.Context, req *request) {
 		MustExist:        req.MustExist,
 		AllowSplit:       req.AllowSplit,
 		AllowOwnerChange: req.AllowOwnerChange,
-		// The clients' update has no way to ask for empty content to be
-		// refused or allowed yet: the agent keeps writing what they
-		// commit, as before.
-		AllowEmpty: true,
-		Warn:       func(err error) { warnings = append(warnings, err.Error()) },
+		AllowEmpty:       req.AllowEmpty,
+		Warn:             func(err error) { warnings = append(warnings, err.Error()) },
 	}
 	err := a.guarded(ctx, req, func(l *hold.Lock) error {
 		return atomicfile.UpdateWith(atomicfile.OS{}, req.Target, o, func(old []byte) ([]byte, error) {
@@ -104,7 +101,7 @@ func (a *agent) askForContent(req *request, l *hold.Lock, old []byte) *updateAns
 // answerUpdate passes a commit or abort on to the update waiting for it.
 func (a *agent) answerUpdate(req *request) {
 	if req.Op == "commit" && req.Data == nil {
-		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: `commit needs "data", the new content in base64 ("" empties the file)`})
+		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: `commit needs "data", the new content in base64 ("" empties the file if the update has allow_empty)`})
 		return
 	}
 	a.mu.Lock()

@@ -90,6 +90,10 @@ type request struct {
 	// place, keeping both, so it ignores them, as the Go API's Append does.
 	AllowSplit       bool `json:"allow_split"`
 	AllowOwnerChange bool `json:"allow_owner_change"`
+	// update: accept an empty commit, which empties the file, as `hold
+	// update --allow-empty` does; without it the commit is refused and
+	// nothing is written (the library's rule, hold.AllowEmpty).
+	AllowEmpty bool `json:"allow_empty"`
 	// append: the bytes to append; commit: the new content (base64).
 	Data []byte `json:"data"`
 

@@ -54,7 +54,7 @@ func (e *EmptyError) hint() string {
 	if e.Missing {
 		return "create the file first with the content to start from, or produce content from empty input; allowing empty content would not create it either"
 	}
-	return "allow empty content to empty the file (AllowEmpty in Go, hold update --allow-empty)"
+	return "allow empty content to empty the file with hold.AllowEmpty() in Go, hold update --allow-empty, or allow_empty in hold agent's update (allowEmpty in Node)"
 }
 
 // hinter is an error that knows what the user can do about it; Hint asks

@@ -476,6 +476,40 @@ func TestAgentUpdateHardLink(t *testing.T) {
 	}
 }
 
+// TestAgentUpdateEmpty: an empty commit is refused unless the update has
+// allow_empty, as `hold update` refuses an empty filter output without
+// --allow-empty: the refusal names the field, writes nothing and releases
+// the lock; with the field the file is emptied.
+func TestAgentUpdateEmpty(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startAgent(t, holdBin, dir)
+	r := wantOK(t, c.request(`{"id":1,"op":"update","target":"f"}`))
+	r = c.request(fmt.Sprintf(`{"id":2,"op":"commit","update":%v,"data":""}`, r["update"]))
+	if msg := wantCode(t, r, "EIO"); !strings.Contains(msg, "empty") {
+		t.Errorf("the refusal does not say the content is empty: %v", r)
+	}
+	if hint, _ := r["error"].(map[string]any)["hint"].(string); !strings.Contains(hint, "allow_empty") {
+		t.Errorf("the refusal's hint does not name allow_empty: %v", r)
+	}
+	if got := readFile(t, file); got != "keep\n" {
+		t.Fatalf("refused empty commit changed the file to %q", got)
+	}
+	// The lock was released with the refusal.
+	wantOK(t, c.request(`{"id":3,"op":"append","target":"f","data":"YWRkZWQK"}`)) // "added\n"
+
+	r = wantOK(t, c.request(`{"id":4,"op":"update","target":"f","allow_empty":true}`))
+	if r := wantOK(t, c.request(fmt.Sprintf(`{"id":5,"op":"commit","update":%v,"data":""}`, r["update"]))); r["written"] != true {
+		t.Fatalf("empty commit with allow_empty: %v, want written", r)
+	}
+	if got := readFile(t, file); got != "" {
+		t.Errorf("after the empty commit with allow_empty the file holds %q", got)
+	}
+}
+
 // TestAgentUpdateOwnerChange: an agent that runs as nobody, a member of the
 // file's group, refuses to make another user's file its own, unless the
 // update has allow_owner_change: then the file is replaced, keeps its

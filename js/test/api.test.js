@@ -139,6 +139,24 @@ test('update refuses a hard-linked file unless allowSplit, which leaves the othe
   assert.equal(readFileSync(b, 'utf8'), 'old\n');
 });
 
+test('update refuses an empty result unless allowEmpty', async () => {
+  const file = join(scratch(), 'f');
+  writeFileSync(file, 'keep\n');
+  const refused = (err) => {
+    assert.ok(err instanceof HoldError, String(err));
+    assert.equal(err.code, 'EIO');
+    assert.match(err.message, /empty/);
+    assert.match(err.hint, /allowEmpty/);
+    return true;
+  };
+  await assert.rejects(update(file, () => ''), refused);
+  assert.equal(readFileSync(file, 'utf8'), 'keep\n');
+  await assert.rejects(update(file, () => Buffer.alloc(0), { encoding: 'buffer' }), refused);
+  assert.equal(readFileSync(file, 'utf8'), 'keep\n');
+  assert.equal(await update(file, () => '', { allowEmpty: true }), true);
+  assert.equal(readFileSync(file, 'utf8'), '');
+});
+
 test('busy, timeout and abort errors name the holder', async () => {
   const target = join(scratch(), 'db');
   const holder = startGroup(holdBin, ['run', target, '-c', 'echo held; sleep 600']);
@@ -195,6 +213,7 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
     [() => lock('t', { mustExist: true }), /unknown option "mustExist"/],
     [() => update(join(dir, 'f'), (o) => o, { allowSplit: 'yes' }), /allowSplit must be true or false/],
     [() => update(join(dir, 'f'), (o) => o, { allowOwnerChange: 1 }), /allowOwnerChange must be true or false/],
+    [() => update(join(dir, 'f'), (o) => o, { allowEmpty: 'no' }), /allowEmpty must be true or false/],
     [() => append(join(dir, 'f'), 'x', { allowSplit: true }), /unknown option "allowSplit"/],
   ];
   for (const [call, message] of cases) {

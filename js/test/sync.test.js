@@ -52,6 +52,21 @@ test('updateSync and appendSync', () => {
   tryLockSync(file).releaseSync();
 });
 
+test('updateSync refuses an empty result unless allowEmpty', () => {
+  const file = join(scratch(), 'f');
+  writeFileSync(file, 'keep\n');
+  assert.throws(() => updateSync(file, () => ''), (err) => {
+    assert.equal(err.code, 'EIO', String(err));
+    assert.match(err.message, /empty/);
+    assert.match(err.hint, /allowEmpty/);
+    return true;
+  });
+  assert.equal(readFileSync(file, 'utf8'), 'keep\n');
+  tryLockSync(file).releaseSync(); // the refusal released the lock
+  assert.equal(updateSync(file, () => '', { allowEmpty: true }), true);
+  assert.equal(readFileSync(file, 'utf8'), '');
+});
+
 test('sync and async callers in one process exclude each other', async () => {
   const target = join(scratch(), 't');
   const held = await lock(target);

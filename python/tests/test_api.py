@@ -3,6 +3,7 @@ status, and bad input."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pickle
@@ -191,6 +192,28 @@ class FileTest(TempDirTest):
             hold.update(self.path("missing"), lambda old: "x", must_exist=True)
         self.assertEqual(cm.exception.code, "ENOENT")
 
+    def test_update_empty_needs_allow_empty(self) -> None:
+        f = self.path("f")
+        with open(f, "w") as fh:
+            fh.write("keep\n")
+        for call in (
+            lambda: hold.update(f, lambda old: ""),
+            lambda: asyncio.run(hold.aupdate(f, lambda old: b"", binary=True)),
+        ):
+            with self.assertRaises(hold.HoldError) as cm:
+                call()
+            self.assertEqual(cm.exception.code, "EIO")
+            self.assertIn("empty", str(cm.exception))
+            self.assertIn("allow_empty", cm.exception.hint or "")
+            with open(f) as fh:
+                self.assertEqual(fh.read(), "keep\n")
+        self.assertTrue(hold.update(f, lambda old: "", allow_empty=True))
+        self.assertEqual(os.path.getsize(f), 0)
+        with open(f, "w") as fh:
+            fh.write("again\n")
+        self.assertTrue(asyncio.run(hold.aupdate(f, lambda old: "", allow_empty=True)))
+        self.assertEqual(os.path.getsize(f), 0)
+
     def test_update_hard_link_needs_allow_split(self) -> None:
         a, b = self.path("a"), self.path("b")
         with open(a, "w") as fh:
@@ -293,6 +316,7 @@ class BadInputTest(TempDirTest):
             (lambda: hold.lock(self.path("x"), shared="yes"), "shared must be True or False"),  # type: ignore[arg-type]
             (lambda: hold.update(self.path("x"), lambda old: old, allow_split=1), "allow_split must be True or False"),  # type: ignore[arg-type]
             (lambda: hold.update(self.path("x"), lambda old: old, allow_owner_change="y"), "allow_owner_change must be True or False"),  # type: ignore[arg-type]
+            (lambda: hold.update(self.path("x"), lambda old: old, allow_empty=0), "allow_empty must be True or False"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), fields=["a"]), "fields must be a mapping"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), name=""), "name must be a non-empty string"),
             (lambda: hold.append(self.path("x"), 5), "data must be str or bytes"),  # type: ignore[arg-type]

@@ -285,6 +285,7 @@ def _request(
     must_exist: bool = False,
     allow_split: bool = False,
     allow_owner_change: bool = False,
+    allow_empty: bool = False,
     make_dirs: bool = False,
     mode: Optional[int] = None,
 ) -> Dict[str, Any]:
@@ -299,6 +300,7 @@ def _request(
         ("must_exist", must_exist),
         ("allow_split", allow_split),
         ("allow_owner_change", allow_owner_change),
+        ("allow_empty", allow_empty),
     ):
         if not isinstance(flag, bool):
             raise Invalid(f"{key} must be True or False, not {flag!r}")
@@ -589,6 +591,7 @@ def update(
     must_exist: bool = False,
     allow_split: bool = False,
     allow_owner_change: bool = False,
+    allow_empty: bool = False,
     timeout: Optional[float] = None,
     fair: bool = False,
     protocol: Optional[str] = None,
@@ -604,6 +607,9 @@ def update(
     atomically, as ``hold update`` does: a temp file beside it, synced,
     renamed over it. Nothing is written if fn raises (its error propagates)
     or returns the old content. Returns whether the file was written.
+    Empty new content is refused (``HoldError`` with code EIO) and the
+    file left as it was, unless allow_empty: then it empties the file, as
+    ``hold update --allow-empty`` does.
 
     A file with other hard links, or one whose owner or group the new file
     could not have, is refused (``HoldError`` with code EACCES) before fn
@@ -619,7 +625,7 @@ def update(
     req = _request(
         _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-        allow_split=allow_split, allow_owner_change=allow_owner_change,
+        allow_split=allow_split, allow_owner_change=allow_owner_change, allow_empty=allow_empty,
     )
     ag = get_agent()
     reply = ag.call(_thread_locks(ag, {"op": "update", **req}), kind="update")
@@ -727,6 +733,7 @@ async def aupdate(
     must_exist: bool = False,
     allow_split: bool = False,
     allow_owner_change: bool = False,
+    allow_empty: bool = False,
     timeout: Optional[float] = None,
     fair: bool = False,
     protocol: Optional[str] = None,
@@ -745,7 +752,7 @@ async def aupdate(
     req = _request(
         _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-        allow_split=allow_split, allow_owner_change=allow_owner_change,
+        allow_split=allow_split, allow_owner_change=allow_owner_change, allow_empty=allow_empty,
     )
     ag = get_agent()
     reply = await _await_request(ag, {"op": "update", **req}, "update")
