@@ -120,8 +120,7 @@ func normalise(target string) (string, error) {
 		}
 		t = abs
 	}
-	// Clean: Dir of "C:/" is `C:\`, which must count as the root too.
-	if filepath.Dir(t) == filepath.Clean(t) {
+	if isRoot(t) {
 		return "", &lock.Error{Op: "acquire", Path: target, Err: lock.ErrInvalidName,
 			Hint: "the root directory has no place beside it for a lock file; name one with --lock-file PATH or --name NAME"}
 	}
@@ -134,4 +133,13 @@ func normalise(target string) (string, error) {
 func IsDirLock(lockPath string) bool {
 	fi, err := os.Lstat(lockPath)
 	return err == nil && fi.IsDir()
+}
+
+// isRoot reports whether t, with its trailing separators dropped down to
+// one, is a root directory: "/", `C:\`, "C:/", `\\host\share\`. It looks
+// at the bytes instead of comparing filepath.Dir with filepath.Clean,
+// which scan the whole path twice on every acquisition.
+func isRoot(t string) bool {
+	rest := t[len(filepath.VolumeName(t)):]
+	return len(rest) == 1 && os.IsPathSeparator(rest[0])
 }

@@ -24,7 +24,7 @@ func TestFromTarget(t *testing.T) {
 		if err != nil || got != c.lock {
 			t.Errorf("FromTarget(%q) = %q, %v; want %q", c.target, got, err, c.lock)
 		}
-		if own := got == filepath.Clean(c.target); IsOwn(c.target) != own {
+		if own := filepath.Clean(got) == filepath.Clean(c.target); IsOwn(c.target) != own {
 			t.Errorf("IsOwn(%q) = %v, want %v", c.target, !own, own)
 		}
 		if !Serves(c.target, c.lock) {
@@ -47,6 +47,25 @@ func TestFromTarget(t *testing.T) {
 		got, ok := NameOf(file, valid)
 		if (want != "") != ok || (ok && got != want) {
 			t.Errorf("NameOf(%q) = %q, %v; want %q", file, got, ok, want)
+		}
+	}
+}
+
+// TestRootsRefused: every spelling of a root directory is refused, on the
+// system's own separators ("C:/" on Windows, whose Dir is `C:\`, too).
+func TestRootsRefused(t *testing.T) {
+	roots := []string{"/", "//"}
+	if filepath.Separator == '\\' {
+		roots = []string{`\`, "/", `C:\`, "C:/", `C:\\`, `\\host\share\`}
+	}
+	for _, r := range roots {
+		if _, err := FromTarget(r); !errors.Is(err, lock.ErrInvalidName) {
+			t.Errorf("FromTarget(%q) = %v, want ErrInvalidName", r, err)
+		}
+	}
+	for _, ok := range []string{"a", "/a", "a/"} {
+		if _, err := FromTarget(ok); err != nil {
+			t.Errorf("FromTarget(%q): %v", ok, err)
 		}
 	}
 }
