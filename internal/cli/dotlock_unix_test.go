@@ -101,18 +101,7 @@ func TestDotLockFlockInterop(t *testing.T) {
 
 	// flock(1) holds x.lock: hold run -n x.lock is busy, with flock's
 	// exit status, and status names flock(1)'s pid.
-	os.Remove(filepath.Join(dir, "ready"))
-	os.Remove(filepath.Join(dir, "go"))
-	fl = exec.Command(flock, "x.lock", "sh", "-c", gatedCommand)
-	fl.Dir = dir
-	if err := fl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-		fl.Wait()
-	}()
-	waitFor(t, filepath.Join(dir, "ready"))
+	fl = startGatedFlock(t, flock, dir, "x.lock")
 	if r := runHold(t, dir, "run", "-n", "x.lock", "--", "true"); r.code != flockBusy {
 		t.Errorf("hold run -n x.lock while flock(1) holds it: exit %d (%s), want %d as flock -n gives", r.code, r.stderr, flockBusy)
 	}

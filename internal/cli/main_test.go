@@ -147,6 +147,26 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// startGatedFlock starts flock(1) holding lockFile in dir while it runs
+// gatedCommand, and returns once the command runs; the test's end lets
+// it finish and waits for it.
+func startGatedFlock(t *testing.T, flock, dir, lockFile string) *exec.Cmd {
+	t.Helper()
+	os.Remove(filepath.Join(dir, "ready"))
+	os.Remove(filepath.Join(dir, "go"))
+	fl := exec.Command(flock, lockFile, "sh", "-c", gatedCommand)
+	fl.Dir = dir
+	if err := fl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+		fl.Wait()
+	})
+	waitFor(t, filepath.Join(dir, "ready"))
+	return fl
+}
+
 // gatedCommand is a shell command that announces it runs (writes its pid
 // to "ready"), waits until the test creates "go", then appends "done" to
 // "out". Tests use it instead of sleeps so that nothing depends on timing.
@@ -403,18 +423,7 @@ func TestFlockInterop(t *testing.T) {
 	waitExit(t, holder)
 
 	// flock(1) holds T.lock: hold run -n T is busy and names flock.
-	os.Remove(filepath.Join(dir, "ready"))
-	os.Remove(filepath.Join(dir, "go"))
-	fl = exec.Command(flock, "T.lock", "sh", "-c", gatedCommand)
-	fl.Dir = dir
-	if err := fl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-		fl.Wait()
-	}()
-	waitFor(t, filepath.Join(dir, "ready"))
+	fl = startGatedFlock(t, flock, dir, "T.lock")
 	r := runHold(t, dir, "run", "-n", "T", "--", "true")
 	if r.code != 1 {
 		t.Errorf("hold run -n T while flock holds T.lock: exit %d (%s), want 1", r.code, r.stderr)
