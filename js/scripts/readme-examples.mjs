@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Writes the README's Node examples into a directory, so that tests run them
-// exactly as the README shows them:
+// Writes the Node package's README examples into a directory, so that tests
+// run them exactly as js/README.md shows them:
 //
 //   node js/scripts/readme-examples.mjs DIR
 //
-// An example is a ```js block in the README's "From Node" section whose
+// An example is a ```js block in js/README.md's "Quick start" section whose
 // first line is a comment naming its file (// app.js). The script writes
 // each to DIR under that name and prints the names, one per line.
 
@@ -17,9 +17,9 @@ if (!dir || process.argv.length > 3) {
   console.error('usage: node js/scripts/readme-examples.mjs DIR');
   process.exit(64);
 }
-const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-const start = readme.indexOf('\n## From Node\n');
-if (start < 0) throw new Error('README.md has no "From Node" section');
+const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+const start = readme.indexOf('\n## Quick start\n');
+if (start < 0) throw new Error('js/README.md has no "Quick start" section');
 const end = readme.indexOf('\n## ', start + 1);
 const section = readme.slice(start, end < 0 ? undefined : end);
 let n = 0;
@@ -30,4 +30,4 @@ for (const [, code] of section.matchAll(/\n```js\n([\s\S]*?)\n```\n/g)) {
   console.log(name);
   n++;
 }
-if (n === 0) throw new Error('README.md\'s "From Node" section has no examples');
+if (n === 0) throw new Error('js/README.md\'s "Quick start" section has no examples');
