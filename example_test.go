@@ -2,6 +2,7 @@ package hold_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -121,4 +122,127 @@ func ExampleRefuseMachineLocal() {
 	defer l.Release()
 	fmt.Println(l.Protocol())
 	// Output: flock
+}
+
+// A guarded read-modify-write: fn gets the old content under the lock and
+// returns the new, which replaces the file atomically. Readers see the old
+// content or the new, never a mix, and no writer's change is lost.
+func ExampleUpdate() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	hooks := filepath.Join(dir, "hooks.json")
+
+	addHook := func(old []byte) ([]byte, error) {
+		cfg := struct {
+			Hooks []string `json:"hooks"`
+		}{}
+		if len(old) > 0 {
+			if err := json.Unmarshal(old, &cfg); err != nil {
+				return nil, err // nothing is written
+			}
+		}
+		cfg.Hooks = append(cfg.Hooks, "lint")
+		return json.Marshal(cfg)
+	}
+	for range 2 {
+		if err := hold.Update(context.Background(), hooks, addHook); err != nil {
+			panic(err)
+		}
+	}
+	b, _ := os.ReadFile(hooks)
+	fmt.Println(string(b))
+	// Output: {"hooks":["lint","lint"]}
+}
+
+// Append adds one record in one write and an fsync, under the file's lock,
+// so concurrent appenders never interleave.
+func ExampleAppend() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	log := filepath.Join(dir, "events.log")
+
+	for _, line := range []string{"deployed v41\n", "deployed v42\n"} {
+		if err := hold.Append(context.Background(), log, []byte(line)); err != nil {
+			panic(err)
+		}
+	}
+	b, _ := os.ReadFile(log)
+	fmt.Print(string(b))
+	// Output:
+	// deployed v41
+	// deployed v42
+}
+
+// A named lock guards something other than one file, such as a deploy: the
+// same name is the same lock for this user from cron, a shell or a service.
+func ExampleNamed() {
+	deploy, err := hold.TryAcquire("", hold.Named("example-deploy"))
+	if err != nil {
+		panic(err)
+	}
+	defer deploy.Release()
+
+	_, err = hold.TryAcquire("", hold.Named("example-deploy"))
+	if errors.Is(err, hold.ErrBusy) {
+		fmt.Println("someone else is deploying")
+	}
+	// Output: someone else is deploying
+}
+
+// Inspect reports a lock's state without taking it, as `hold status` does.
+func ExampleInspect() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "data.db")
+
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		panic(err)
+	}
+	st, err := hold.Inspect(target)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(st.State, st.Holder.Owner.PID == os.Getpid())
+	l.Release()
+
+	st, _ = hold.Inspect(target)
+	fmt.Println(st.State)
+	// Output:
+	// held exclusive true
+	// free
+}
+
+// FailIfHeldHere turns a wait for a lock this process holds, which nothing
+// could end while the caller waits, into an immediate ErrDeadlock.
+func ExampleFailIfHeldHere() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "data.db")
+
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+
+	_, err = hold.Acquire(context.Background(), target, hold.FailIfHeldHere())
+	fmt.Println(errors.Is(err, hold.ErrDeadlock))
+	// Output: true
+}
+
+// The portable protocol, for filesystems whose kernel locks other machines
+// do not see, is chosen per call; every process sharing the lock must use
+// it.
+func ExampleWithProtocol() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "cache.db"), hold.WithProtocol(portable.New()))
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+	fmt.Println(l.Protocol(), filepath.Base(l.Path()))
+	// Output: dir cache.db.lock
 }

@@ -1,25 +1,3 @@
-// Package hold lets processes take turns on a shared resource: a
-// read-modify-write of a shared file that never loses an update, a holder
-// that crashes without wedging anyone, and a lock nobody but its holder can
-// delete.
-//
-// The default protocol is the kernel's own file lock (flock(2) on unix,
-// LockFileEx on Windows) on the lock path, by default "<target>.lock" (the
-// target itself when its name ends in ".lock", as flock(1) takes it). It
-// interoperates with flock(1), Python's filelock, gofrs/flock and Go's
-// lockedfile on the same path. The kernel frees the lock of a process that
-// dies, so there is nothing to go stale.
-//
-//	err := hold.Do(ctx, "data/tracker.md", func(ctx context.Context) error {
-//		// only one process at a time runs this
-//		return appendRow("data/tracker.md")
-//	})
-//
-// Every error from this package that concerns a lock is an *Error: it names
-// the operation, the lock path and the cause, matches the sentinel errors
-// (ErrBusy, ErrTimeout, ...) with errors.Is, and, when the lock was held by
-// someone else, describes that holder: its pid, command, host, how long it
-// has held the lock, and whether it is still alive.
 package hold
 
 import (
