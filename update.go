@@ -53,7 +53,7 @@ import (
 //
 // ctx bounds only the wait for the lock. After a successful update, temp
 // files that earlier updaters of this file left behind when they were
-// killed are removed (see the README's "Guarded updates").
+// killed are removed (see docs/update.md, "Crashes and leftovers").
 //
 // Errors about the lock or the file are *Error with Op "update"; lock
 // errors keep their cause (ErrBusy, ErrTimeout, ErrLost) for errors.Is.

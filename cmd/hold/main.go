@@ -5,7 +5,7 @@
 //	hold run [flags] TARGET -c 'shell command'
 //	hold status [--json] TARGET...
 //
-// Its flags and exit codes follow flock(1); see `hold help` and the README.
+// Its flags and exit codes follow flock(1); see `hold help` and docs/cli.md.
 // This executable links only the local protocols. A target naming a network
 // backend (etcd://..., postgres://...) is served by a companion command,
 // hold-postgres for PostgreSQL, else hold-remote, which

@@ -10,8 +10,9 @@ import (
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
-// sysexits codes DESIGN and the README list, so scripts can tell a lock
-// that is merely busy from a lock that could not be used at all.
+// sysexits codes that docs/cli.md lists under "Exit status" (and
+// docs/architecture.md names this file as their one home), so scripts can
+// tell a lock that is merely busy from a lock that could not be used at all.
 const (
 	exitConflict     = 1  // the lock is held (-n), the wait timed out (-w) or gave up; -E changes it
 	exitUsage        = 64 // EX_USAGE: bad flags or arguments

@@ -10,7 +10,7 @@
 //	hold status [--json] TARGET...
 //	hold demo [-n WRITERS] [-m RECORDS]
 //
-// Its flags and exit codes follow flock(1); see `hold help` and the README.
+// Its flags and exit codes follow flock(1); see `hold help` and docs/cli.md.
 // Every subcommand lives in its own file and registers itself from init();
 // lockflags.go explains how to add one.
 package cli
