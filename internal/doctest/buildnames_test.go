@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// suffixRule is the build line a file-name suffix stands for (README,
-// Development). A file named x_SUFFIX.go or x_SUFFIX_test.go must build on
-// exactly the systems this expression selects.
+// suffixRule is the build line a file-name suffix stands for
+// (docs/development.md). A file named x_SUFFIX.go or x_SUFFIX_test.go
+// must build on exactly the systems this expression selects.
 var suffixRule = map[string]string{
 	"unix":      "unix",
 	"unixother": "unix && !linux",
