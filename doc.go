@@ -71,6 +71,23 @@
 // found, and [Lock.Check] and [Lock.Release] return an error matching
 // [ErrLost].
 //
+// # Who holds it
+//
+// A holder publishes an owner record: pid, host, command line, start time,
+// fencing token, and the fields the caller adds with [Field]. Waiters see
+// it in their errors, `hold status` and [Inspect] show it, and
+// [Lock.Owner] returns the caller's own. The command line is recorded as
+// ps shows it, with values that look like secrets (passwords, tokens,
+// keys, Authorization headers) masked; [OmitCommand] leaves it out. On
+// release the record is overwritten with only what the next holder needs,
+// the last token, so nothing of a past holder stays on disk. hold writes
+// its record only into a lock file that is provably its own, empty or
+// holding a record of hold's. Anything else (data, another tool's
+// Cargo.lock) is locked as flock(1) locks it, without a record or token
+// ([Lock.TokenError] says why), when it was named with [LockFile] or as a
+// target ending in ".lock", and refused with [ErrForeign] when it was
+// reached only as a target's default lock path.
+//
 // # Guarded updates
 //
 // [Update] is a read-modify-write of a file under its lock: it reads the
@@ -129,7 +146,9 @@
 //
 // A protocol of your own implements [Protocol] and [Handle] from
 // github.com/hold-dev/hold/lock, the contract (this package aliases its
-// types), and may add the optional capabilities named there.
+// types), and may add the optional capabilities named there (Breaker,
+// Namer, Lister, Describer, Closer, TokenReasoner, Filer, ...);
+// lock.LostState keeps a handle's lost-lock state.
 // github.com/hold-dev/hold/holdtest checks an implementation against the
 // contract; the repository's examples/tcplock is one written outside hold.
 //
@@ -168,8 +187,8 @@
 // straight back, and an unlucky waiter can be passed over for a long time.
 // [Fair] queues fair waiters in arrival order: each waits in the kernel on
 // its predecessor's ticket; a crashed or cancelled waiter leaves the queue
-// at once, and one stopped with Ctrl-Z is passed over once the lock has
-// stayed free for 2 seconds. Fair and plain waiters still exclude each
+// at once, and one stopped with Ctrl-Z is named to those behind it and
+// passed over once the lock has stayed free for 2 seconds. Fair and plain waiters still exclude each
 // other; only fair waiters are ordered. Windows refuses Fair with
 // [ErrUnsupported]. The repository's docs/fair.md has the details.
 //
