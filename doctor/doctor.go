@@ -227,7 +227,8 @@ const (
 
 // Config adjusts a run. The zero value checks the flock protocol with an
 // in-process peer and the real filesystem, clock and notification; the
-// function fields exist so tests can inject failures.
+// function fields let a test inject failures (this package's own tests
+// also replace the filesystem's identification).
 type Config struct {
 	// Protocol is the protocol the verdict is about: "flock" (the
 	// default) or "dir". Another name ("etcd") does not use the
