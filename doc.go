@@ -159,7 +159,8 @@
 // machines both get "the" lock. [Lock.MachineLocal] says so for a lock
 // held (an error matching [ErrMachineLocal], nil where there is nothing to
 // say), and [RefuseMachineLocal] makes Acquire fail with it instead; the
-// portable protocol works there. [Doctor] checks by experiment what works
+// portable protocol works there. The doctor package's Check (package
+// github.com/hold-dev/hold/doctor) finds out by experiment what works
 // in a directory. The repository's docs/sharing.md has the table of
 // filesystems.
 //

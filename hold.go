@@ -4,18 +4,22 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
-// Owner is the record a holder publishes (see lock.Owner for its fields).
+// Owner is the record a holder publishes (an alias of lock.Owner, whose
+// documentation shows its fields).
 type Owner = lock.Owner
 
 // Error is the error type of every lock operation, in the manner of
 // os.PathError: match its cause with errors.Is (ErrBusy, ErrTimeout,
-// fs.ErrNotExist, ...) and get at the holder with errors.As.
+// fs.ErrNotExist, ...) and get at the holder with errors.As. It is an
+// alias of lock.Error, whose documentation shows its fields.
 type Error = lock.Error
 
-// Holder describes who holds a lock, as far as hold could find out.
+// Holder describes who holds a lock, as far as hold could find out (an
+// alias of lock.Holder, whose documentation shows its fields).
 type Holder = lock.Holder
 
-// Liveness says whether a holder process still runs.
+// Liveness says whether a holder process still runs (an alias of
+// lock.Liveness).
 type Liveness = lock.Liveness
 
 // The values of Liveness.
@@ -25,10 +29,12 @@ const (
 	Dead            = lock.Dead
 )
 
-// Status is the observed state of a lock, as Inspect reports it.
+// Status is the observed state of a lock, as Inspect reports it (an
+// alias of lock.Status, whose documentation shows its fields).
 type Status = lock.Status
 
-// State is free, held exclusive, held shared or stale.
+// State is free, held exclusive, held shared or stale (an alias of
+// lock.State).
 type State = lock.State
 
 // The values of State.
@@ -41,13 +47,16 @@ const (
 
 // Protocol is a lock implementation. The kernel lock is the default; other
 // protocols (the portable directory lock, etcd, PostgreSQL, a third
-// party's) are chosen with WithProtocol.
+// party's) are chosen with WithProtocol. It is an alias of lock.Protocol,
+// whose documentation shows its methods and how to write one.
 type Protocol = lock.Protocol
 
-// Handle is one lock held through a Protocol; Lock wraps it.
+// Handle is one lock held through a Protocol; Lock wraps it (an alias of
+// lock.Handle, whose documentation shows its methods).
 type Handle = lock.Handle
 
-// Request is what Acquire hands a Protocol.
+// Request is what Acquire hands a Protocol (an alias of lock.Request,
+// whose documentation shows its fields).
 type Request = lock.Request
 
 // Sentinel errors, matched with errors.Is (see package lock for each).

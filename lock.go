@@ -13,7 +13,8 @@ import (
 )
 
 // Lock is a held lock. Release it when done; Release is idempotent and safe
-// to defer. A Lock is safe for concurrent use.
+// to defer. A Lock is safe for concurrent use. It is opaque: what it holds
+// is read through its methods (Path, Owner, Token, Lost, ...).
 type Lock struct {
 	h      Handle
 	target string

@@ -55,7 +55,7 @@ var ErrUnreachable = errors.New("etcd unreachable")
 // Protocol is hold's lock protocol on etcd. Create it with Dial or New; it
 // is safe for concurrent use. The locks taken through it share one lease,
 // kept alive by one stream, while each has its own key, token and Lost
-// signal.
+// signal. It is opaque: its settings are Config's and the options'.
 type Protocol struct {
 	client      *clientv3.Client
 	ownsClient  bool

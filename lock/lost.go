@@ -9,7 +9,8 @@ import (
 // found to be no longer its holder's, why, the channel Lost returns, and
 // the error Check and Release return from then on. A handle embeds it (or
 // keeps one as a field) and calls MarkLost when it finds its lock gone.
-// The zero value is a lock not lost; a LostState must not be copied.
+// The zero value is a lock not lost; a LostState must not be copied. It
+// is opaque: its state is read through its methods.
 //
 // Asking whether the lock was lost (Marked, Err) is one atomic load, so a
 // handle may ask on every Check and Release; the channel is made only when

@@ -20,7 +20,8 @@ var (
 // Protocol is hold's portable directory lock. Create it with New, once,
 // and reuse it: it remembers which locks it holds, which is how it tells a
 // lock of this process that a live handle owns from a leftover of this
-// process that nobody does. It is safe for concurrent use.
+// process that nobody does. It is safe for concurrent use. It is opaque:
+// its options are New's.
 type Protocol struct {
 	cfg dirlock.Config // what the options set; the rest is resolved by dirlock.New
 	dl  *dirlock.Protocol

@@ -50,7 +50,8 @@ var ErrUnreachable = errors.New("PostgreSQL unreachable")
 // Protocol is hold's lock protocol on PostgreSQL. Create it with Dial or
 // New; it is safe for concurrent use. Every held lock has a connection
 // (a database session) of its own; released locks leave their connection
-// idle for the next acquisition.
+// idle for the next acquisition. It is opaque: its settings are the
+// connection string's and the options'.
 type Protocol struct {
 	cfg        *pgx.ConnConfig
 	reqTimeout time.Duration

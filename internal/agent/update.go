@@ -125,7 +125,7 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	if req.Shared {
 		return errkind.Usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
 	}
-	if err := lockspec.CheckGuarded(req.Op, req.Target, req.LockFile); err != nil {
+	if err := hold.CheckGuarded(req.Op, req.Target, req.LockFile); err != nil {
 		return err
 	}
 	spec, err := req.resolve()

@@ -150,7 +150,7 @@ func (s *spooled) Close() error {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if err := lockspec.CheckGuarded(op, file, lf.lockFile); err != nil {
+	if err := hold.CheckGuarded(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hold-dev/hold/internal/doctor"
+	"github.com/hold-dev/hold/doctor"
 	"github.com/hold-dev/hold/internal/lockspec"
 )
 
@@ -105,9 +105,9 @@ func runDoctor(args []string) int {
 			}
 		}
 	}
-	rep, err := doctor.Run(ctx, dir, cfg)
+	rep, err := doctor.Check(ctx, dir, cfg)
 	if ctx.Err() != nil {
-		// Interrupted: the scratch directory is gone (Run removed it);
+		// Interrupted: the scratch directory is gone (Check removed it);
 		// exit as an interrupted hold does.
 		cause := context.Cause(ctx)
 		fmt.Fprintf(os.Stderr, "hold doctor: %v; nothing was left behind in %s\n", cause, dir)

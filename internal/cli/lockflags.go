@@ -62,7 +62,8 @@ package cli
 //
 // A target such as "etcd://127.0.0.1:2379/locks/deploy" names its protocol
 // itself. The executable that links the backend registers a resolver for
-// the scheme with RegisterScheme (remote.go); it gets the request's
+// the scheme with lockspec.RegisterScheme (internal/etcdcli and
+// internal/pgcli are the two); it gets the request's
 // lockspec.Spec, whose Settings hold the connection settings
 // (lockspec.RemoteSettings, flags on the command line, "settings" in an
 // agent request).

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/doctor"
+	"github.com/hold-dev/hold/doctor"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"

@@ -3,6 +3,12 @@
 // exit statuses and the agent's reply codes are each a small table over
 // these kinds. It also defines the errors hold's front ends make
 // themselves: bad input, a command that could not start, a signal.
+//
+// It belongs to the front ends (the command line, the agent, their shared
+// request code in lockspec) and sits on the library's public API: the
+// errors it sorts are the ones package hold documents (hold.ErrBusy,
+// hold.ErrFileNotRegular, ...), never an implementation package's, so
+// that what a front end reports follows what the library promises.
 package errkind
 
 import (
@@ -13,7 +19,6 @@ import (
 	"syscall"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/atomicfile"
 )
 
 // Kinds is a set of kinds. An error can be of several (a wrapped errno
@@ -47,7 +52,7 @@ const (
 	// NotRegular: hold.ErrNotRegular, a lock path that is not a file.
 	NotRegular
 	// FileNotRegular: an updated or appended file that is not a regular
-	// file (atomicfile.ErrNotRegular).
+	// file (hold.ErrFileNotRegular).
 	FileNotRegular
 	// IsDir: EISDIR.
 	IsDir
@@ -95,7 +100,7 @@ func Of(err error) Kinds {
 	set(ReadOnly, errors.Is(err, syscall.EROFS))
 	set(Full, errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || isFilesystemFullOS(err))
 	set(NotRegular, errors.Is(err, hold.ErrNotRegular))
-	set(FileNotRegular, errors.Is(err, atomicfile.ErrNotRegular))
+	set(FileNotRegular, errors.Is(err, hold.ErrFileNotRegular))
 	set(IsDir, errors.Is(err, syscall.EISDIR))
 	set(Foreign, errors.Is(err, hold.ErrForeign))
 	set(NotExist, errors.Is(err, os.ErrNotExist))

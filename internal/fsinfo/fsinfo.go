@@ -4,7 +4,7 @@
 // other machines that share the files.
 //
 // It is the one place that knows filesystem types: `hold doctor`
-// (internal/doctor) reports them, and the lock path asks LocalLocks, which is
+// (the doctor package) reports them, and the lock path asks LocalLocks, which is
 // cheap enough to run on every acquisition (one statfs on a local disk).
 //
 // # Kernel locks that stay on this machine

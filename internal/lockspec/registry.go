@@ -7,7 +7,6 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
-	"github.com/hold-dev/hold/internal/flock"
 )
 
 // DefaultProtocol is the protocol used when neither the request nor
@@ -62,7 +61,7 @@ var (
 )
 
 func init() {
-	RegisterFixedProtocol(DefaultProtocol, "kernel lock: flock(2) on unix, LockFileEx on Windows (default)", flock.Protocol{})
+	RegisterFixedProtocol(DefaultProtocol, "kernel lock: flock(2) on unix, LockFileEx on Windows (default)", hold.DefaultProtocol())
 }
 
 // RegisterProtocol makes a protocol selectable by name (--protocol NAME,

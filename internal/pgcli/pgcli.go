@@ -4,6 +4,10 @@
 // hold-postgres, which links no other network backend so that a postgres://
 // command starts without initialising the etcd client and gRPC, and
 // hold-remote, which serves every scheme.
+//
+// It is the twin of etcdcli, etcd's scheme: both register with lockspec,
+// the request code the command line and the agent share, and both take
+// their defaults from their backend package.
 package pgcli
 
 import (
@@ -13,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/cli"
+	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/postgres"
 )
@@ -22,17 +26,13 @@ import (
 // parameters (sslmode, sslrootcert, ...) and the PG* environment variables
 // (PGPASSWORD, PGSSLMODE, ...), which keep the password out of process lists.
 
-// postgresDialTimeout bounds the first connection when the address sets
-// no connect_timeout.
-const postgresDialTimeout = 5 * time.Second
-
-// Register makes the cli resolve postgres:// and postgresql:// targets (for
-// run, status, break and ls). Call it once, from an init function of the
+// Register makes hold resolve postgres:// and postgresql:// targets (for
+// run, status, break, ls and the agent). Call it once, from an init function of the
 // executable's main package.
 func Register() {
 	for _, scheme := range []string{"postgres", "postgresql"} {
-		cli.RegisterScheme(scheme, resolvePostgres)
-		cli.RegisterListScheme(scheme, resolvePostgresList)
+		lockspec.RegisterScheme(scheme, resolvePostgres)
+		lockspec.RegisterListScheme(scheme, resolvePostgresList)
 	}
 }
 
@@ -41,7 +41,7 @@ func Register() {
 func resolvePostgresList(target string, _ *lockspec.Spec) (hold.Protocol, string, error) {
 	connString, prefix, err := postgres.ParseListAddress(target)
 	if err != nil {
-		return nil, "", cli.Usagef("%v", err)
+		return nil, "", errkind.Usagef("%v", err)
 	}
 	p, err := dialPostgres(connString, nil)
 	if err != nil {
@@ -55,7 +55,7 @@ func resolvePostgresList(target string, _ *lockspec.Spec) (hold.Protocol, string
 func resolvePostgres(target string, spec *lockspec.Spec) (hold.Protocol, string, error) {
 	connString, name, err := postgres.ParseAddress(target)
 	if err != nil {
-		return nil, "", cli.Usagef("%v", err)
+		return nil, "", errkind.Usagef("%v", err)
 	}
 	p, err := dialPostgres(connString, spec)
 	if err != nil {
@@ -65,9 +65,13 @@ func resolvePostgres(target string, spec *lockspec.Spec) (hold.Protocol, string,
 }
 
 // dialPostgres connects to the database of a postgres:// target, within
-// the request's wait if it has one (nil: the default bound).
+// the request's wait if it has one (nil: the default bound). The
+// connection attempt itself is bounded by the address's connect_timeout,
+// else postgres.DefaultDialTimeout; the context adds a second to that, so
+// that the backend's own bound, with its clearer error, ends a slow
+// connection first.
 func dialPostgres(connString string, spec *lockspec.Spec) (*postgres.Protocol, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), spec.DialTimeout(postgresDialTimeout+time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), spec.DialTimeout(postgres.DefaultDialTimeout+time.Second))
 	defer cancel()
 	// One lock per process: a released session has no later use.
 	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1),

@@ -63,7 +63,7 @@ func assessFlock(r *Report) Assessment {
 	if prerequisitesFail(r, &a, "kernel locks do not work here: ", ProbeLockExclusive, ProbeLockShared, ProbeLockExit) {
 		return a
 	}
-	fs := r.Filesystem
+	fs := r.fs
 	interact := r.FlockFcntlInteract
 	switch {
 	case fs.Class == fsinfo.Local:
@@ -102,7 +102,7 @@ func assessDir(r *Report) Assessment {
 	if prerequisitesFail(r, &a, "the portable protocol's prerequisites fail: ", ProbeMkdir, ProbeCreateExcl, ProbeClock) {
 		return a
 	}
-	a.Verdict, a.Reason = createAtomicity(r.Filesystem, false)
+	a.Verdict, a.Reason = createAtomicity(r.fs, false)
 	return a
 }
 
@@ -110,7 +110,7 @@ func assessDir(r *Report) Assessment {
 // atomic on this machine, whether they are atomic for every machine that
 // shares fs. mirrored is true when fs is the directory a FUSE filesystem
 // passes them to.
-func createAtomicity(fs Filesystem, mirrored bool) (Verdict, string) {
+func createAtomicity(fs fsinfo.Filesystem, mirrored bool) (Verdict, string) {
 	switch {
 	case fs.FUSE && fs.Class == fsinfo.Local:
 		return Safe, fmt.Sprintf("mkdir and O_EXCL create are atomic on %s, a FUSE filesystem over local storage", fs)

@@ -9,8 +9,8 @@ import (
 
 // passing returns a report in which every probe passed, on fs, as seen on
 // goos.
-func passing(goos string, fs Filesystem, interact *bool) *Report {
-	r := &Report{OS: goos, Filesystem: fs, Protocol: "flock", FlockFcntlInteract: interact}
+func passing(goos string, fs fsinfo.Filesystem, interact *bool) *Report {
+	r := &Report{OS: goos, fs: fs, Protocol: "flock", FlockFcntlInteract: interact}
 	for _, name := range []string{ProbeFilesystem, ProbeLockExclusive, ProbeLockShared, ProbeFlockFcntl, ProbeLockExit,
 		ProbeMkdir, ProbeCreateExcl, ProbeRename, ProbeNotify, ProbeClock} {
 		r.Probes = append(r.Probes, Probe{Name: name, Result: Pass})
@@ -18,11 +18,11 @@ func passing(goos string, fs Filesystem, interact *bool) *Report {
 	return r
 }
 
-func named(typ string) Filesystem { return fsinfo.Describe(typ, "", "") }
+func named(typ string) fsinfo.Filesystem { return fsinfo.Describe(typ, "", "") }
 
 func TestDecide(t *testing.T) {
 	yes, no := true, false
-	share := Filesystem{Type: "NTFS", Network: true, Known: true, Class: fsinfo.ServerLocks}
+	share := fsinfo.Filesystem{Type: "NTFS", Network: true, Known: true, Class: fsinfo.ServerLocks}
 	darwinNFS := named("nfs")
 	cases := []struct {
 		name  string

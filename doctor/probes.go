@@ -47,11 +47,11 @@ const (
 )
 
 func (r *run) probeFilesystem() (Result, string) {
-	fs, err := r.cfg.Filesystem(r.report.Path)
+	fs, err := r.cfg.statFS(r.report.Path)
 	if err != nil {
 		return Error, err.Error()
 	}
-	r.report.Filesystem = fs
+	r.report.fs, r.report.Filesystem = fs, publicFilesystem(fs)
 	switch {
 	case fs.FUSE && fs.Class == fsinfo.Local:
 		return Pass, fmt.Sprintf("%s: a FUSE filesystem over local storage", fs)
@@ -230,7 +230,7 @@ func (r *run) probeFlockFcntl(ctx context.Context) (Result, string) {
 		return Pass, "flock and fcntl locks conflict, as they always do on " + runtime.GOOS
 	case runtime.GOOS != "linux":
 		return Pass, "flock and fcntl locks are independent"
-	case interact && r.report.Filesystem.Class == fsinfo.Local:
+	case interact && r.report.fs.Class == fsinfo.Local:
 		return Warn, "flock and fcntl locks conflict, which a local Linux filesystem never does: flock is being emulated with byte-range locks"
 	case interact:
 		return Pass, "flock and fcntl locks conflict: the kernel emulates flock with byte-range locks, as NFS and SMB clients do to send flock locks to the server"
@@ -500,8 +500,8 @@ func (r *run) probeNotify(ctx context.Context) (Result, string) {
 				continue
 			}
 			d := time.Since(start)
-			if r.report.Filesystem.Network || r.report.Filesystem.FUSE {
-				return Warn, fmt.Sprintf("a removal by this machine was reported after %s, but changes made by other machines are usually not reported on %s: waiters for them poll", round(d), r.report.Filesystem)
+			if r.report.fs.Network || r.report.fs.FUSE {
+				return Warn, fmt.Sprintf("a removal by this machine was reported after %s, but changes made by other machines are usually not reported on %s: waiters for them poll", round(d), r.report.fs)
 			}
 			return Pass, fmt.Sprintf("a directory's removal was reported after %s", round(d))
 		case <-timeout.C:

@@ -47,7 +47,7 @@ func runIn(t *testing.T, ctx context.Context, cfg Config) (*Report, error) {
 		cfg.NotifyTimeout = patient
 	}
 	dir := t.TempDir()
-	rep, err := Run(ctx, dir, cfg)
+	rep, err := Check(ctx, dir, cfg)
 	assertNoScratch(t, dir)
 	return rep, err
 }
@@ -164,7 +164,7 @@ func TestTmpfsIsSafe(t *testing.T) {
 		t.Skipf("cannot write to %s: %v", base, err)
 	}
 	defer os.RemoveAll(dir)
-	rep, err := Run(context.Background(), dir, Config{NotifyTimeout: patient})
+	rep, err := Check(context.Background(), dir, Config{NotifyTimeout: patient})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,8 +487,8 @@ func TestUnknownProtocol(t *testing.T) {
 // fakeFS wraps the real identification but claims another filesystem, so
 // the verdict's reasoning about network filesystems can be exercised with
 // real probes.
-func fakeFS(typ, localLock string) func(string) (Filesystem, error) {
-	return func(string) (Filesystem, error) {
+func fakeFS(typ, localLock string) func(string) (fsinfo.Filesystem, error) {
+	return func(string) (fsinfo.Filesystem, error) {
 		opts := ""
 		if localLock != "" {
 			opts = "local_lock=" + localLock
@@ -498,14 +498,14 @@ func fakeFS(typ, localLock string) func(string) (Filesystem, error) {
 }
 
 // fakeFSOpts claims a filesystem of type typ mounted with options.
-func fakeFSOpts(typ, options string) func(string) (Filesystem, error) {
-	return func(string) (Filesystem, error) { return fsinfo.Describe(typ, "", options), nil }
+func fakeFSOpts(typ, options string) func(string) (fsinfo.Filesystem, error) {
+	return func(string) (fsinfo.Filesystem, error) { return fsinfo.Describe(typ, "", options), nil }
 }
 
 // mirrorFS claims a FUSE filesystem without a subtype (bindfs) whose source
 // is a directory on a filesystem of type typ.
-func mirrorFS(typ string) func(string) (Filesystem, error) {
-	return func(string) (Filesystem, error) {
+func mirrorFS(typ string) func(string) (fsinfo.Filesystem, error) {
+	return func(string) (fsinfo.Filesystem, error) {
 		fs := fsinfo.Describe("fuse", "/srv/base", "rw")
 		m := fsinfo.Describe(typ, "/dev/sda1", "rw")
 		fs.Mirror = &m
@@ -531,7 +531,7 @@ func TestNetworkFilesystems(t *testing.T) {
 	emulating := func(context.Context, string) (Peer, error) { return fcntlConflictPeer{NewLocalPeer()}, nil }
 	cases := []struct {
 		name      string
-		fs        func(string) (Filesystem, error)
+		fs        func(string) (fsinfo.Filesystem, error)
 		peer      func(context.Context, string) (Peer, error)
 		flock     Verdict
 		dir       Verdict
@@ -554,7 +554,7 @@ func TestNetworkFilesystems(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rep := mustRun(t, Config{Filesystem: c.fs, NewPeer: c.peer})
+			rep := mustRun(t, Config{statFS: c.fs, NewPeer: c.peer})
 			if testing.Verbose() {
 				dump(t, rep)
 			}
@@ -579,7 +579,7 @@ func TestCancelledBeforeStart(t *testing.T) {
 	// summary either way; nothing was probed.
 	if !errors.Is(err, context.Canceled) || rep == nil || rep.Verdict != Unknown || len(rep.Probes) != 0 ||
 		!strings.Contains(rep.Summary, "could not tell") {
-		t.Fatalf("Run = %+v, %v; want an unknown verdict with no probes, and context.Canceled", rep, err)
+		t.Fatalf("Check = %+v, %v; want an unknown verdict with no probes, and context.Canceled", rep, err)
 	}
 }
 
@@ -764,10 +764,10 @@ func TestJSON(t *testing.T) {
 func TestNotADirectory(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, nil, 0o644)
-	if _, err := Run(context.Background(), f, Config{}); err == nil {
+	if _, err := Check(context.Background(), f, Config{}); err == nil {
 		t.Error("Run on a file succeeded")
 	}
-	if _, err := Run(context.Background(), filepath.Join(t.TempDir(), "missing"), Config{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Check(context.Background(), filepath.Join(t.TempDir(), "missing"), Config{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Run on a missing directory: %v", err)
 	}
 }
@@ -798,8 +798,8 @@ func TestSharedLocksExcludeEachOther(t *testing.T) {
 }
 
 func TestFilesystemUnidentified(t *testing.T) {
-	rep := mustRun(t, Config{Filesystem: func(string) (Filesystem, error) {
-		return Filesystem{}, errors.New("statfs: function not implemented")
+	rep := mustRun(t, Config{statFS: func(string) (fsinfo.Filesystem, error) {
+		return fsinfo.Filesystem{}, errors.New("statfs: function not implemented")
 	}})
 	if p := rep.Probe(ProbeFilesystem); p.Result != Error || !strings.Contains(p.Detail, "not implemented") {
 		t.Errorf("filesystem: %+v", p)

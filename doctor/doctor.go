@@ -1,5 +1,14 @@
 // Package doctor finds out, by experiment, whether hold's locks work on a
-// filesystem: the check behind `hold doctor` and hold.Doctor.
+// filesystem: the check behind `hold doctor`, for a program to call at
+// start-up before it trusts hold with its data:
+//
+//	rep, err := doctor.Check(ctx, dataDir, doctor.Config{})
+//	if err != nil || rep.Verdict != doctor.Safe {
+//		log.Fatalf("locks cannot be trusted in %s: %v %s", dataDir, err, rep.Summary)
+//	}
+//
+// It is a package of its own, which package hold does not import, so that
+// a program that never calls it does not link its probes.
 //
 // File locks fail silently more often than loudly: an NFS mount whose
 // client keeps flock(2) locks to itself, a FUSE filesystem that ignores
@@ -28,10 +37,16 @@
 //   - clock: the filesystem's timestamp of a file just written against
 //     this machine's clock.
 //
+// The second party of the lock experiments is, by default, a second open
+// of the lock file in this process: kernel locks belong to the open file,
+// so this tests what two processes would see, except the release of a
+// lock by a process that exits. `hold doctor` uses a real second process
+// (Config.NewPeer, StartPeer, ServePeer).
+//
 // Every source of a result (the peer, the clock, mkdir, O_EXCL create,
-// rename, change notification, the filesystem's identity) can be replaced
-// through Config, which is how the tests show that each failure changes
-// the report and the verdict as it should.
+// rename, change notification) can be replaced through Config, which is
+// how the tests show that each failure changes the report and the verdict
+// as it should.
 package doctor
 
 import (
@@ -45,10 +60,6 @@ import (
 
 	"github.com/hold-dev/hold/internal/fsinfo"
 )
-
-// Filesystem describes the filesystem that holds the checked directory
-// (see fsinfo.Filesystem, which also serves the lock path's check).
-type Filesystem = fsinfo.Filesystem
 
 // Verdict is the answer to "is hold safe here": Safe, Unsafe or Unknown.
 type Verdict string
@@ -146,6 +157,8 @@ type Report struct {
 	OS string `json:"os"`
 	// Filesystem identifies the filesystem holding Path.
 	Filesystem Filesystem `json:"filesystem"`
+	// fs is Filesystem with what the verdict reasons from (its class).
+	fs fsinfo.Filesystem
 	// SecondProcess is true when the second party of the lock probes was
 	// a separate process, false when it was a second open in this one.
 	SecondProcess bool `json:"second_process"`
@@ -214,7 +227,8 @@ const (
 
 // Config adjusts a run. The zero value checks the flock protocol with an
 // in-process peer and the real filesystem, clock and notification; the
-// function fields exist so tests can inject failures.
+// function fields let a test inject failures (this package's own tests
+// also replace the filesystem's identification).
 type Config struct {
 	// Protocol is the protocol the verdict is about: "flock" (the
 	// default) or "dir". Another name ("etcd") does not use the
@@ -234,15 +248,17 @@ type Config struct {
 	Rename func(oldpath, newpath string) error
 	// Watch starts watching a directory for removals. Default: fsnotify.
 	Watch func(dir string) (Watcher, error)
-	// Filesystem identifies the filesystem holding a directory. Default:
-	// statfs, /proc/self/mountinfo, GetVolumeInformation.
-	Filesystem func(dir string) (Filesystem, error)
 	// NotifyTimeout bounds the wait for a removal event. Default 1s;
 	// inotify delivers in well under a millisecond.
 	NotifyTimeout time.Duration
 	// AfterProbe, if set, is called after each probe with its name. A
 	// test uses it to interrupt a run at a known point.
 	AfterProbe func(ctx context.Context, name string)
+
+	// statFS identifies the filesystem holding a directory (statfs,
+	// /proc/self/mountinfo, GetVolumeInformation); the tests claim
+	// filesystems they cannot mount through it.
+	statFS func(dir string) (fsinfo.Filesystem, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -267,8 +283,8 @@ func (c Config) withDefaults() Config {
 	if c.Watch == nil {
 		c.Watch = watchDir
 	}
-	if c.Filesystem == nil {
-		c.Filesystem = fsinfo.Stat
+	if c.statFS == nil {
+		c.statFS = fsinfo.Stat
 	}
 	if c.NotifyTimeout <= 0 {
 		c.NotifyTimeout = time.Second
@@ -292,7 +308,10 @@ type run struct {
 	report  *Report
 }
 
-// Run checks dir and returns the report.
+// Check checks dir and returns the report. It works in a scratch directory
+// inside dir (".hold-doctor-*") and takes well under a second on a local
+// disk. The verdict is about cfg.Protocol (the kernel lock, "flock", by
+// default); the report judges the portable directory protocol, "dir", too.
 //
 // The report is never nil. The error is non-nil when the run could not be
 // done (dir is missing, not a directory or not writable: no scratch
@@ -300,7 +319,7 @@ type run struct {
 // it, its verdict Unknown and its summary saying why, so that a caller may
 // print rep.Summary whatever happened. The scratch directory is removed in
 // every case; if that fails, the error says so.
-func Run(ctx context.Context, dir string, cfg Config) (rep *Report, err error) {
+func Check(ctx context.Context, dir string, cfg Config) (rep *Report, err error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
 	// What a run that cannot start reports: nothing was probed.
