@@ -1,36 +1,26 @@
-// Package core holds what hold's own protocols share beyond the public
-// contract in package lock: the fast reader of a record's fencing token,
-// the strict recognition of hold's own records, random names and URL
-// redaction.
-package core
+package lock
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"math"
-	"math/rand/v2"
-
-	"github.com/hold-dev/hold/lock"
 )
 
-// DecodeFence returns the fencing token of a record, as lock.DecodeOwner
-// would find it, without parsing the whole record: every exclusive
-// acquisition reads the previous token, and a full decode was most of its
-// CPU time. A record laid out as lock.Owner.AppendEncode writes it,
-// `{"fence":N,` first and `}` last, yields N with the middle unchecked:
-// such a record comes from one pwrite, which only a machine crash can
-// tear, and then either write's fence is safe to count on. Any other
-// record, or one where the shortcut could disagree (a key that may fold
-// to "fence", an escape), is decoded in full; ok=false means DecodeOwner
-// fails on it.
+// DecodeFence returns the fencing token of a record, as DecodeOwner would
+// find it, without parsing the whole record: every exclusive acquisition
+// of the kernel lock reads the previous token, and a full decode was most
+// of its CPU time. A record laid out as AppendEncode writes it, the fence
+// first and `}` last, yields the fence with the middle unchecked: such a
+// record comes from one pwrite, which only a machine crash can tear, and
+// then either write's fence is safe to count on. Any other record, or one
+// where the shortcut could disagree (a key that may fold to the fence's
+// name, an escape), is decoded in full; ok=false means DecodeOwner fails
+// on it.
 func DecodeFence(b []byte) (fence uint64, ok bool) {
-	if len(b) > lock.MaxRecordSize {
+	if len(b) > MaxRecordSize {
 		return 0, false
 	}
 	t := bytes.TrimSpace(bytes.TrimRight(b, "\x00"))
-	const prefix = `{"fence":`
-	if rest, found := bytes.CutPrefix(t, []byte(prefix)); found {
+	if rest, found := bytes.CutPrefix(t, []byte(recordStart)); found {
 		var v uint64
 		i := 0
 		for ; i < len(rest) && '0' <= rest[i] && rest[i] <= '9'; i++ {
@@ -50,7 +40,7 @@ func DecodeFence(b []byte) (fence uint64, ok bool) {
 	// DecodeOwner gets a copy: encoding/json keeps no reference to its input,
 	// but the compiler cannot know that, and handing it b would move every
 	// caller's stack buffer to the heap, this rare path or not.
-	o, ok := lock.DecodeOwner(bytes.Clone(b))
+	o, ok := DecodeOwner(bytes.Clone(b))
 	if !ok {
 		return 0, false
 	}
@@ -79,15 +69,4 @@ func mayNameFence(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// RandomHex returns n random bytes in hex, for unique file names. They
-// come from the runtime's generator, as lock.NewID's do: they name things
-// and guard nothing.
-func RandomHex(n int) string {
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rand.Uint64())
-	}
-	return hex.EncodeToString(b[:n])
 }
