@@ -48,8 +48,8 @@ func DecodeFence(b []byte) (fence uint64, ok bool) {
 }
 
 // mayNameFence reports whether b could hold another key that
-// encoding/json would match to the fence field: one containing "ence" in
-// any case, or written with a \u escape.
+// encoding/json would match to the fence field: one containing "ence" (the end
+// of nameFence) in any case, or written with a \u escape.
 func mayNameFence(b []byte) bool {
 	if bytes.Contains(b, []byte(`\u`)) {
 		return true
