@@ -132,3 +132,24 @@ func TestEncodeWritesUTC(t *testing.T) {
 		t.Fatalf("decoded %v (%v), want the instant %v", back.StartedAt, err, o.StartedAt)
 	}
 }
+
+// TestEncodeBytes pins the bytes of a record and of a past record: other
+// tools and earlier versions of hold read them, and DecodeFence, IsRecord
+// and IsPastRecord count on the fence first and the released flag second.
+func TestEncodeBytes(t *testing.T) {
+	o := Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
+		ProcStart: 77, PIDNS: 4026531836, BootID: "b", Command: []string{"hold", "run", "x\ty"}, Fence: 12,
+		Shared: true, Protocol: "flock", Fields: map[string]string{"z": "1", "a": "\u2028"}}
+	want := `{"fence":12,"released":false,"pid":4242,"host":"vm","token":"abc","started_at":"2026-11-30T12:00:00.000000005Z",` +
+		`"proc_start":77,"pid_ns":4026531836,"boot_id":"b","command":["hold","run","x\ty"],"shared":true,"protocol":"flock",` +
+		`"fields":{"a":"\u2028","z":"1"}}` + "\n"
+	if got := string(o.Encode()); got != want {
+		t.Errorf("Encode:\n got %s\nwant %s", got, want)
+	}
+	if got, want := string((&Owner{}).Encode()), `{"fence":0,"released":false,"pid":0,"started_at":"0001-01-01T00:00:00Z"}`+"\n"; got != want {
+		t.Errorf("Encode of an empty Owner:\n got %s\nwant %s", got, want)
+	}
+	if got, want := string(AppendPastRecord(nil, 12, 0)), `{"fence":12,"released":true}`+"\n"; got != want {
+		t.Errorf("AppendPastRecord:\n got %s\nwant %s", got, want)
+	}
+}
