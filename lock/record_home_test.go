@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,9 @@ func TestRecordKeysMatchOwnerTags(t *testing.T) {
 var recordSpelling = regexp.MustCompile(`"(` + nameFence + `|` + nameReleased + `)"|"(` +
 	strings.Join(recordKeys[:], "|") + `)"\s*:`)
 
+// windowsDevice matches the file names Windows takes for its devices.
+var windowsDevice = regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)`)
+
 // TestRecordFormatHasOneHome: no Go file of the module outside the codec
 // (the files record_*.go of this package) spells the record's format, so
 // that no reader or writer can drift from it: every one calls the codec.
@@ -109,6 +113,12 @@ func TestRecordFormatHasOneHome(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if strings.HasPrefix(rel, "lock/record_") {
+			return nil
+		}
+		if runtime.GOOS == "windows" && windowsDevice.MatchString(d.Name()) {
+			// Windows opens the device, not the file (nul.go reads as
+			// empty there); the file is checked on every other system.
+			t.Logf("%s: a Windows device name, not read here", rel)
 			return nil
 		}
 		checked++
