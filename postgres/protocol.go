@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/redact"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -134,12 +134,12 @@ func (p *Protocol) SessionBound() time.Duration { return p.bounds.end }
 func Dial(ctx context.Context, connString string, opts ...Option) (*Protocol, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return nil, &lock.Error{Op: "dial", Path: core.RedactURL(connString), Err: err,
+		return nil, &lock.Error{Op: "dial", Path: redact.URL(connString), Err: err,
 			Hint: "want postgres://user@host:port/database?param=value, or libpq's key=value form"}
 	}
 	p := New(cfg, opts...)
 	if p.cfgErr != nil {
-		return nil, &lock.Error{Op: "dial", Path: core.RedactURL(connString), Err: p.cfgErr}
+		return nil, &lock.Error{Op: "dial", Path: redact.URL(connString), Err: p.cfgErr}
 	}
 	c, err := p.connect(ctx)
 	if err != nil {
@@ -374,7 +374,7 @@ func ParseListAddress(addr string) (connString, prefix string, err error) {
 
 func parseAddress(addr string, list bool) (connString, name string, err error) {
 	bad := func(why string) error {
-		return &lock.Error{Op: "parse", Path: core.RedactURL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
+		return &lock.Error{Op: "parse", Path: redact.URL(addr), Err: fmt.Errorf("malformed PostgreSQL address: %s", why),
 			Hint: "want postgres://user@host:port/database#lock-name"}
 	}
 	scheme, _, ok := strings.Cut(addr, "://")

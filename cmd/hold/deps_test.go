@@ -61,7 +61,7 @@ func TestLinksNoCgo(t *testing.T) {
 		case d == "crypto" || strings.HasPrefix(d, "crypto/"):
 			// Any crypto package brings Go's FIPS module, whose package
 			// initialisation every hold process would run. hold's random
-			// ids come from the runtime's generator (core.RandomHex).
+			// ids come from the runtime's generator (randname.Hex).
 			if d == "crypto" || !strings.HasPrefix(d, "crypto/internal/") {
 				t.Errorf("cmd/hold imports %s%s: its initialisation would run at every start; keep crypto out", d, importers(t, d))
 			}

@@ -39,8 +39,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/randname"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -837,7 +837,7 @@ func createTemp(fsys FS, target string, perm fs.FileMode) (File, error) {
 	prefix := filepath.Join(filepath.Dir(target), tempPrefix(target)) +
 		hostTag(self.Host) + "-" + strconv.Itoa(self.PID) + "-" + strconv.FormatUint(self.ProcStart, 10) + "-"
 	for range 100 {
-		f, err := fsys.OpenFile(prefix+core.RandomHex(6)+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		f, err := fsys.OpenFile(prefix+randname.Hex(6)+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

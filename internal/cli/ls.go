@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/lockpath"
@@ -388,22 +386,17 @@ func heldFromHere(h *hold.Holder) bool {
 
 // holdsRecord reports whether the *.lock file at path holds an owner
 // record of hold (or what is left of one): such a file is a lock even
-// while nobody holds it. It reads the file's start without blocking.
+// while nobody holds it. It reads the file's start without blocking and
+// asks lock.HasRecordPrefix, which every record of hold's passes, and so
+// does a record longer than what was read or one a crash tore: those are
+// listed so that an operator sees them, although hold locks such a file
+// only as --lock-file.
 func holdsRecord(path string) (bool, error) {
 	b, err := readHead(path, 2048)
 	if err != nil {
 		return false, err
 	}
-	return isOwnerRecord(b), nil
-}
-
-// isOwnerRecord tells hold's owner records from the content of other
-// tools' *.lock files: core.IsRecord, the one rule for what hold writes
-// into, or the start every record of hold's has (a record longer than
-// what was read, or one a crash tore: listed so that an operator sees
-// it, although hold locks such a file only as --lock-file).
-func isOwnerRecord(b []byte) bool {
-	return core.IsRecord(b) || bytes.HasPrefix(b, []byte(`{"fence":`))
+	return lock.HasRecordPrefix(b), nil
 }
 
 // listRemote lists the locks under an address-style PATH; spec carries

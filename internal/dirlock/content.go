@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
 )
@@ -21,7 +20,7 @@ import (
 //     mkdir and stamp);
 //   - a directory holding only an owner record (owner.json that is empty,
 //     as a crash between its creation and its write leaves it, or a lock
-//     record: core.IsLockRecord);
+//     record: lock.IsLockRecord);
 //   - an empty plain file, or one holding a lock record (a leftover of a
 //     tool that locked with an O_EXCL file of the same name).
 //
@@ -52,7 +51,7 @@ func foreignContent(path string, fi os.FileInfo) (why string, err error) {
 		}
 		return "a file hold cannot read is at the lock path", nil
 	}
-	if len(b) == 0 || core.IsLockRecord(b) {
+	if len(b) == 0 || lock.IsLockRecord(b) {
 		return "", nil
 	}
 	return fmt.Sprintf("a file of %d bytes that is not a lock record is at the lock path", fi.Size()), nil
@@ -95,7 +94,7 @@ func foreignDir(path string) (string, error) {
 			}
 			return "", err
 		}
-		if len(b) > 0 && !core.IsLockRecord(b) {
+		if len(b) > 0 && !lock.IsLockRecord(b) {
 			return badRecord, nil
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/randname"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
 )
@@ -49,7 +49,7 @@ func openDirWorker(dir string) int {
 // winRequest builds what the public package would hand the protocol.
 func winRequest(path string) *lock.Request {
 	r := &lock.Request{Path: path, Owner: proc.Self()}
-	r.Owner.ID = core.RandomHex(16)
+	r.Owner.ID = randname.Hex(16)
 	return r
 }
 

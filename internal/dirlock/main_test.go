@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/randname"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
 )
@@ -59,7 +59,7 @@ func fastConfig() Config {
 // request builds what the public package would hand the protocol.
 func request(path string) *lock.Request {
 	r := &lock.Request{Path: path, Owner: proc.Self()}
-	r.Owner.ID = core.RandomHex(16)
+	r.Owner.ID = randname.Hex(16)
 	return r
 }
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/randname"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -30,10 +30,10 @@ func releasedRecord(path string) (fence uint64, ok bool) {
 		return 0, false
 	}
 	b = bytes.TrimRight(b, " \n")
-	if !core.IsRecord(b) || !core.IsPastRecord(b) {
+	if !lock.IsRecord(b) || !lock.IsPastRecord(b) {
 		return 0, false
 	}
-	if fence, ok = core.DecodeFence(b); !ok || !kernelLockFree(path) {
+	if fence, ok = lock.DecodeFence(b); !ok || !kernelLockFree(path) {
 		return 0, false
 	}
 	return fence, true
@@ -53,8 +53,8 @@ func (h *handle) leavePastRecord() {
 	if h.owner.Fence == 0 {
 		return
 	}
-	tmp := h.path + ".released-" + core.RandomHex(6)
-	if err := os.WriteFile(tmp, core.AppendPastRecord(nil, h.owner.Fence, 0), 0o666); err != nil {
+	tmp := h.path + ".released-" + randname.Hex(6)
+	if err := os.WriteFile(tmp, lock.AppendPastRecord(nil, h.owner.Fence, 0), 0o666); err != nil {
 		return
 	}
 	os.Link(tmp, h.path)

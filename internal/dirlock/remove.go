@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/randname"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -42,7 +42,7 @@ const (
 // moved, when set, is called between the rename and the cleanup (a fault
 // point for tests).
 func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (removal, error) {
-	tomb := path + ".rm-" + core.RandomHex(6)
+	tomb := path + ".rm-" + randname.Hex(6)
 	if err := renameNoReplace(path, tomb); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return changed, nil

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
@@ -182,7 +181,7 @@ func TestRecordRewrite(t *testing.T) {
 		h := acquire(fields)
 		check(fmt.Sprintf("held, %d bytes of fields", pad), int64(len(h.owner.Encode())), uint64(i+1))
 		h.Release()
-		check(fmt.Sprintf("released, %d bytes of fields", pad), int64(core.PastRecordLen(uint64(i+1))), uint64(i+1))
+		check(fmt.Sprintf("released, %d bytes of fields", pad), int64(lock.PastRecordLen(uint64(i+1))), uint64(i+1))
 	}
 
 	if err := os.WriteFile(path, []byte(`{"fence":18446744073709551615,"released":true}`), 0o644); err != nil {

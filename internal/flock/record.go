@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -18,8 +17,8 @@ import (
 // when a slightly shorter record replaces a longer one. Replacing it costs
 // one pwrite at offset 0 and, normally, no ftruncate, which would double
 // the cost of an acquisition.
-// The fencing token is the record's "fence" field: each exclusive holder
-// reads the previous value and writes the next.
+// The fencing token is the record's fence (lock.DecodeFence): each
+// exclusive holder reads the previous value and writes the next.
 
 // readSize is how much of the lock file a reader looks at first; a record
 // is normally a few hundred bytes.
@@ -78,7 +77,7 @@ func lastFence(size int64, raw []byte) uint64 {
 	if size == 0 {
 		return 0
 	}
-	if fence, ok := core.DecodeFence(raw); ok && fence != 0 {
+	if fence, ok := lock.DecodeFence(raw); ok && fence != 0 {
 		return fence
 	}
 	return uint64(time.Now().UnixMicro())
@@ -87,7 +86,7 @@ func lastFence(size int64, raw []byte) uint64 {
 // Whether hold may write into a lock file is decided here, and nowhere
 // else. It writes only into a file that is provably its own: one link (a
 // hard link would carry the record into another file), and content that
-// is empty or an owner record (core.IsOwnContent). Anything else is the
+// is empty or an owner record (lock.IsOwnContent). Anything else is the
 // user's data or another tool's file: a derived lock path holding one is
 // refused (ErrForeign) and an explicit one (LockFile, --lock-file) is
 // locked without being written, as flock(1) locks it. A file this process
@@ -120,7 +119,7 @@ func foreign(f *lockFile, size int64, raw []byte) string {
 	if n := f.linkCount(); n != 1 {
 		return fmt.Sprintf("it has %d hard links, so it is another file's too", n)
 	}
-	if raw == nil && size > 0 || !core.IsOwnContent(raw) {
+	if raw == nil && size > 0 || !lock.IsOwnContent(raw) {
 		return fmt.Sprintf("it holds %d bytes that are not a hold owner record (data, or another tool's file)", size)
 	}
 	return ""
@@ -154,7 +153,7 @@ func checkForeign(f *lockFile, req *lock.Request) error {
 	if err != nil {
 		return nil // the check under the lock reads again and reports it
 	}
-	if bytes.HasPrefix(raw, []byte(recordStart)) && f.linkCount() == 1 {
+	if lock.HasRecordPrefix(raw) && f.linkCount() == 1 {
 		return nil
 	}
 	if why := foreign(f, size, raw); why != "" {
@@ -162,9 +161,6 @@ func checkForeign(f *lockFile, req *lock.Request) error {
 	}
 	return nil
 }
-
-// recordStart is how every owner record of hold's begins.
-const recordStart = `{"fence":`
 
 // judge decides, once the lock is held, what this holder may do with the
 // file: for a derived path holding what is not hold's it returns
@@ -196,7 +192,7 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 	// Nobody of hold's writes the file while this lock is held, so what
 	// was read stands until publishLocked writes: it need not read again.
 	h.read, h.readSize, h.readFence = true, size, lastFence(size, raw)
-	if size == 0 || core.IsPastRecord(raw) {
+	if size == 0 || lock.IsPastRecord(raw) {
 		verified.add(f)
 		return false, nil
 	}
@@ -334,8 +330,8 @@ func (h *handle) noRecord(why string) {
 func (h *handle) erase() {
 	if h.recordLen > 0 && h.recordIntact() {
 		var buf [readSize]byte
-		if h.f.writeAt(core.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0) == nil {
-			if n := core.PastRecordLen(h.owner.Fence); n < h.recordLen {
+		if h.f.writeAt(lock.AppendPastRecord(buf[:0], h.owner.Fence, h.recordLen), 0) == nil {
+			if n := lock.PastRecordLen(h.owner.Fence); n < h.recordLen {
 				h.f.truncate(int64(n))
 			}
 		}
@@ -393,7 +389,7 @@ func holderOf(f *lockFile, thorough bool) *lock.Holder {
 // hold's (data of the user's must never be reported as a holder).
 func readOwner(f *lockFile) *lock.Owner {
 	var buf [readSize]byte
-	if _, raw, err := readRecord(f, buf[:]); err == nil && core.IsRecord(raw) {
+	if _, raw, err := readRecord(f, buf[:]); err == nil && lock.IsRecord(raw) {
 		rec, _ := lock.DecodeOwner(raw)
 		return rec
 	}

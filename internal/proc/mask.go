@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hold-dev/hold/internal/core"
+	"github.com/hold-dev/hold/internal/redact"
 )
 
 // The owner record shows the holder's command line to everyone who can read
@@ -22,7 +22,7 @@ import (
 //   - an assignment `NAME=VALUE` whose NAME contains a secret word, as
 //     in `env AWS_SECRET_ACCESS_KEY=… cmd` or `make DB_PASSWORD=…`;
 //   - the password of a URL, `scheme://user:PASSWORD@host` or
-//     `?password=…` (core.RedactURLs);
+//     `?password=…` (redact.URLs);
 //   - the password of a `user:PASSWORD` given to `-u`, `-U`, `--user` or
 //     `--proxy-user` (curl, wget, httpie and many more): `-u user:***`;
 //   - the value of an HTTP header whose name contains a secret word,
@@ -145,7 +145,7 @@ func (m *masker) word(a string) string {
 		return h
 	}
 	spaced := strings.ContainsAny(a, " \t\n") && m.depth < maxShellDepth
-	out := core.RedactURLs(a)
+	out := redact.URLs(a)
 	if strings.HasPrefix(a, "-") && len(a) > 1 {
 		// An option first: "--header=Authorization: Bearer …" is one
 		// word with blanks, not a shell command.

@@ -6,12 +6,12 @@ package report
 
 import (
 	"fmt"
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/redact"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/core"
 	"github.com/hold-dev/hold/internal/lockspec"
 )
 
@@ -62,7 +62,7 @@ type Opener struct {
 // NewStatus describes st, the state of target's lock.
 func NewStatus(target string, st *hold.Status) *Status {
 	r := &Status{
-		Target:   core.RedactURL(target),
+		Target:   redact.URL(target),
 		Path:     st.Path,
 		Protocol: st.Protocol,
 		State:    st.State.String(),

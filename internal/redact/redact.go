@@ -1,11 +1,13 @@
-package core
+// Package redact hides the passwords in URLs, for messages, status output
+// and owner records, which other users may read.
+package redact
 
 import "strings"
 
-// RedactURL hides the password of a URL ("scheme://user:password@...")
+// URL hides the password of a URL ("scheme://user:password@...")
 // and any password parameter, for messages, status output and owner
 // records. Anything else is returned as it is.
-func RedactURL(s string) string {
+func URL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok || scheme == "" || strings.ContainsAny(scheme, " /") {
 		return s
@@ -32,10 +34,10 @@ func RedactURL(s string) string {
 	return scheme + "://" + rest
 }
 
-// RedactURLs is RedactURL for every URL inside s, as in a command-line
+// URLs is URL for every URL inside s, as in a command-line
 // argument "--db=postgres://app:secret@db/x". A URL runs from its scheme
 // to the next blank or the end of s.
-func RedactURLs(s string) string {
+func URLs(s string) string {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "://")
@@ -54,7 +56,7 @@ func RedactURLs(s string) string {
 			k += i
 		}
 		b.WriteString(s[:j])
-		b.WriteString(RedactURL(s[j:k]))
+		b.WriteString(URL(s[j:k]))
 		s = s[k:]
 	}
 }

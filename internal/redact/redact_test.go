@@ -1,8 +1,8 @@
-package core
+package redact
 
 import "testing"
 
-func TestRedactURL(t *testing.T) {
+func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u:pw@h:5432/db#x":                       "postgres://u:***@h:5432/db#x",
 		"postgresql://u@h/db?sslmode=disable&password=pw#x": "postgresql://u@h/db?sslmode=disable&password=***#x",
@@ -11,21 +11,21 @@ func TestRedactURL(t *testing.T) {
 		"locks/plain:path@x":                                "locks/plain:path@x",
 		"postgres://h/db":                                   "postgres://h/db",
 	} {
-		if got := RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-func TestRedactURLs(t *testing.T) {
+func TestURLs(t *testing.T) {
 	for in, want := range map[string]string{
 		"--db=postgres://app:secret@db:5432/x": "--db=postgres://app:***@db:5432/x",
 		"a http://u:p@h/ and etcd://h:1/k":     "a http://u:***@h/ and etcd://h:1/k",
 		"no url here":                          "no url here",
 		"x://h/?password=p&y=1":                "x://h/?password=***&y=1",
 	} {
-		if got := RedactURLs(in); got != want {
-			t.Errorf("RedactURLs(%q) = %q, want %q", in, got, want)
+		if got := URLs(in); got != want {
+			t.Errorf("URLs(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,23 +1,20 @@
-package core
+package lock
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hold-dev/hold/lock"
 )
 
 func TestIsRecord(t *testing.T) {
-	full := lock.Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
+	full := Owner{PID: 4242, Host: "vm", ID: "abc", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 5, time.UTC),
 		ProcStart: 77, PIDNS: 4026532178, BootID: "b5e95595-6113-4d5a-9272-9e0642b11b33", Command: []string{"hold", "run", "T", "--", `sh -c "x\ty"`, "é\u2028"}, Fence: 12, Shared: true,
 		Protocol: "flock", Fields: map[string]string{"job": "nightly", "quote": `"`}}
 	mine := []string{
 		"",
 		string(full.Encode()),
-		string((&lock.Owner{}).Encode()),
+		string((&Owner{}).Encode()),
 		string(full.Encode()) + strings.Repeat(" ", 300) + "\n",
 		// The first version's release mark: "true " in place.
 		strings.Replace(string(full.Encode()), `"released":false`, `"released":true `, 1),
@@ -62,32 +59,6 @@ func TestIsRecord(t *testing.T) {
 	}
 }
 
-func TestAppendPastRecord(t *testing.T) {
-	b := AppendPastRecord(nil, 7, 100)
-	if len(b) != 100 || b[len(b)-1] != '\n' {
-		t.Fatalf("past record %q: length %d, want 100 ending in a newline", b, len(b))
-	}
-	o, ok := lock.DecodeOwner(b)
-	if !ok || o.Fence != 7 || !o.Released || o.PID != 0 || len(o.Command) != 0 {
-		t.Fatalf("past record decodes to %+v, %v", o, ok)
-	}
-	if f, ok := DecodeFence(b); !ok || f != 7 {
-		t.Fatalf("DecodeFence(past record) = %d, %v", f, ok)
-	}
-	// Cut at PastRecordLen (as a release does after the write), it is
-	// the line alone, and still the same record.
-	for _, fence := range []uint64{0, 7, 10, 99, 12345, 1<<64 - 1} {
-		n := PastRecordLen(fence)
-		line := AppendPastRecord(nil, fence, 0)
-		if len(line) != n || !bytes.Equal(AppendPastRecord(nil, fence, 300)[:n], line) || !IsRecord(line) {
-			t.Errorf("fence %d: PastRecordLen %d, record %q", fence, n, line)
-		}
-		if f, ok := DecodeFence(line); !ok || f != fence {
-			t.Errorf("DecodeFence(%q) = %d, %v", line, f, ok)
-		}
-	}
-}
-
 // Every record the encoder writes is one IsRecord accepts, and IsRecord
 // accepts nothing Decode would not read.
 func FuzzIsRecord(f *testing.F) {
@@ -100,18 +71,18 @@ func FuzzIsRecord(f *testing.F) {
 		if pid < 0 {
 			pid = 0
 		}
-		o := lock.Owner{PID: pid, Host: host, ID: id, Command: []string{arg}, Fence: fence, Shared: shared, Fields: map[string]string{k: v}}
+		o := Owner{PID: pid, Host: host, ID: id, Command: []string{arg}, Fence: fence, Shared: shared, Fields: map[string]string{k: v}}
 		b := o.Encode()
 		if !IsRecord(b) {
 			t.Fatalf("IsRecord(%q) = false for an encoded record", b)
 		}
-		if _, ok := lock.DecodeOwner(b); !ok {
-			t.Fatalf("lock.DecodeOwner(%q) fails", b)
+		if _, ok := DecodeOwner(b); !ok {
+			t.Fatalf("DecodeOwner(%q) fails", b)
 		}
 		// And for arbitrary bytes: a yes from IsRecord is a yes from Decode.
 		raw := []byte(host + arg)
 		if IsRecord(raw) {
-			if _, ok := lock.DecodeOwner(raw); !ok {
+			if _, ok := DecodeOwner(raw); !ok {
 				t.Fatalf("IsRecord(%q) but Decode fails", raw)
 			}
 		}
@@ -119,7 +90,7 @@ func FuzzIsRecord(f *testing.F) {
 }
 
 func BenchmarkIsRecord(b *testing.B) {
-	rec := (&lock.Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
+	rec := (&Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
 		ProcStart: 123456, Command: []string{"hold", "run", "data/tracker.md", "--", "./update-tracker.sh"}, Fence: 12345, Protocol: "flock"}).Encode()
 	for b.Loop() {
 		if !IsRecord(rec) {
@@ -129,7 +100,7 @@ func BenchmarkIsRecord(b *testing.B) {
 }
 
 func BenchmarkIsRecordBaselineJSONValid(b *testing.B) {
-	rec := (&lock.Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
+	rec := (&Owner{PID: 4242, Host: "vm", ID: "0123456789abcdef0123456789abcdef", StartedAt: time.Now(),
 		ProcStart: 123456, Command: []string{"hold", "run", "data/tracker.md", "--", "./update-tracker.sh"}, Fence: 12345, Protocol: "flock"}).Encode()
 	for b.Loop() {
 		if !json.Valid(rec) {
