@@ -48,7 +48,7 @@ var (
 	// API; doctor probes some of them by design.
 	implementations = []string{
 		"internal/flock", "internal/fairq", "internal/dirlock", "internal/atomicfile",
-		"internal/core", "internal/lockpath", "internal/nameddir", "internal/fsinfo",
+		"internal/lockpath", "internal/nameddir", "internal/fsinfo",
 		"internal/resched",
 	}
 )
@@ -60,15 +60,13 @@ var (
 var knownReaches = map[string][]string{
 	"internal/cli": {
 		"internal/atomicfile", // append and update stream the file themselves
-		"internal/core",       // ls recognises owner records
 		"internal/dirlock",    // man page variables; ls knows gate and guard names
 		"internal/fairq",      // ls knows queue files
 		"internal/flock",      // run --fd locks a descriptor it was given
 		"internal/lockpath",   // status, ls and completion go from lock path to target
 		"internal/nameddir",   // ls and status list named locks
 	},
-	"internal/agent":  {"internal/atomicfile"}, // update and append write the file themselves
-	"internal/report": {"internal/core"},       // URL redaction
+	"internal/agent": {"internal/atomicfile"}, // update and append write the file themselves
 }
 
 // direct are the only packages of the module that errkind and lockspec may
