@@ -13,11 +13,12 @@ import (
 // no reader ever sees a torn or empty file.
 //
 // It takes the exclusive lock "<path>.lock" (the same lock `hold run path`
-// and `hold append path` take; LockFile and Named choose another, Shared is
-// refused with ErrInvalidOption; for a path whose name ends in ".lock", which Acquire locks
-// itself, it takes "<path>.lock" and the file's own kernel lock, so that
-// the two still exclude each other: see ForRewrite), reads the file, and calls fn with its content. A missing file
-// reads as empty, unless MustExist is given. If fn returns an error,
+// and `hold append path` take; LockFile and Named choose another, and
+// Shared is refused with ErrInvalidOption; for a path whose name ends in
+// ".lock", which Acquire locks itself, it takes "<path>.lock" and the
+// file's own kernel lock, so that the two still exclude each other: see
+// ForRewrite), reads the file, and calls fn with its content. A missing
+// file reads as empty, unless MustExist is given. If fn returns an error,
 // nothing is written and Update returns that error unchanged. If fn
 // returns empty content (nil included), nothing is written and Update
 // returns an *Error matching ErrEmpty, unless AllowEmpty is given: that
@@ -135,13 +136,13 @@ func (c *config) fileOptions() atomicfile.Options {
 }
 
 // guarded runs body under the exclusive lock of path, the part Update and
-// Append share, with c their config. A directory or device is refused before a lock file is
-// created beside it: the file is located (see atomicfile.Locate) before
-// the lock is taken, or, with the kernel-lock protocol, only if the lock
-// file does not exist yet, so that the usual call spends no system call
-// on it (body checks the file again, in full, under the lock). body's
-// error is returned as it is (body wraps its own file errors); a failed
-// Release is reported when body succeeded.
+// Append share, with c their config. A directory or device is refused
+// before a lock file is created beside it: the file is located (see
+// atomicfile.Locate) before the lock is taken, or, with the kernel-lock
+// protocol, only if the lock file does not exist yet, so that the usual
+// call spends no system call on it (body checks the file again, in full,
+// under the lock). body's error is returned as it is (body wraps its own
+// file errors); a failed Release is reported when body succeeded.
 func (c *config) guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, body func(l *Lock) error) (err error) {
 	if err := atomicfile.CheckLockFile(op, path, c.lockFile); err != nil {
 		return err
