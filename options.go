@@ -41,7 +41,7 @@ type Option struct {
 }
 
 // config is what the options set, read by every entry point (Acquire,
-// Inspect, Update, ...) through newConfig.
+// Inspect, Update, ...) through configFor.
 type config struct {
 	shared   bool
 	lockFile string
