@@ -18,7 +18,8 @@ import (
 // (Field, OmitCommand); what Update and Append may do to the file
 // (MustExist, AllowEmpty, AllowSplit, AllowOwnerChange); and debugging
 // (Logger). They apply in order, so a later option wins over an earlier
-// one that sets the same thing. The zero Option does nothing.
+// one that sets the same thing. An Option is opaque: only these
+// functions make one, and the zero Option does nothing.
 //
 // Each entry point refuses, with an *Error matching ErrInvalidOption, an
 // option that does not apply to it, instead of ignoring it:
@@ -32,6 +33,9 @@ import (
 //     Acquire, TryAcquire, Do, Update and Append;
 //   - MustExist applies to Update and Append; AllowEmpty, AllowSplit
 //     and AllowOwnerChange to Update.
+//
+// Doctor is the exception: it takes the protocol from its options and
+// ignores the others.
 type Option struct {
 	// set is what the option does to the config.
 	set func(*config)
