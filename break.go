@@ -23,12 +23,16 @@ import (
 // kernel lock is freed by the kernel when its holder dies, so breaking one
 // fails with ErrUnsupported.
 func Break(target string, force bool, opts ...Option) (*Status, error) {
-	c := newConfig(opts)
+	c, err := configFor(inBreak, target, opts)
+	if err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err
 	}
-	b, ok := c.protocol.(lock.Breaker)
+	// The protocol past the fair queue, which breaks nothing itself.
+	b, ok := c.base.(lock.Breaker)
 	if !ok {
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			return &Status{Path: path, Protocol: c.protocol.Name()}, nil

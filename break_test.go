@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
@@ -85,5 +86,31 @@ func TestInspectAnyFindsDirectoryLock(t *testing.T) {
 	free, err := hold.InspectAny(filepath.Join(t.TempDir(), "none"))
 	if err != nil || free.State != hold.Free {
 		t.Fatalf("InspectAny of nothing: %+v %v", free, err)
+	}
+}
+
+// breakRecorder is the kernel lock with a Break of its own, which records
+// the lock path it was asked to break.
+type breakRecorder struct {
+	flock.Protocol
+	broke *string
+}
+
+func (p breakRecorder) Break(path string, force bool) (*hold.Status, error) {
+	*p.broke = path
+	return &hold.Status{Path: path, Protocol: p.Name()}, nil
+}
+
+// TestBreakFair checks that Break, which accepts Fair so that one list of
+// options names one lock, breaks through the protocol Fair queues for:
+// the queue itself breaks nothing.
+func TestBreakFair(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data")
+	var broke string
+	if _, err := hold.Break(target, false, hold.WithProtocol(breakRecorder{broke: &broke}), hold.Fair()); err != nil {
+		t.Fatal(err)
+	}
+	if broke != target+".lock" {
+		t.Errorf("the protocol's Break was asked for %q, want %q", broke, target+".lock")
 	}
 }

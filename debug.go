@@ -15,12 +15,6 @@ import (
 // handle is wrapped here so that every protocol reports those two events
 // the same way, and only when a Logger was given.
 
-// Logger sends debug events (waiting, queued, acquired, released, lost,
-// and the protocol's own steps) to l at slog.LevelDebug, and what an
-// Update let happen (an owner change, a directory not synced) at
-// slog.LevelWarn. Without it hold logs nothing, and pays nothing for it.
-func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
 // loggedHandle reports the end of a lock to a logger.
 type loggedHandle struct {
 	Handle

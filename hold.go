@@ -73,3 +73,7 @@ var (
 	ErrLockIsTarget = lock.ErrLockIsTarget
 	ErrDeadlock     = lock.ErrDeadlock
 )
+
+// ErrInvalidOption: an option passed to an entry point it does not apply
+// to (see Option for where each applies, and lock.ErrInvalidOption).
+var ErrInvalidOption = lock.ErrInvalidOption

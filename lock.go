@@ -51,7 +51,16 @@ type Lock struct {
 // if the kernel grants it later the lock is dropped at once (a TryAcquire
 // elsewhere in that instant may find it busy, held by this process).
 func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) {
-	c := newConfig(opts)
+	c, err := configFor(inAcquire, target, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, target)
+}
+
+// acquire is Acquire with the options applied: Do, Update and Append
+// take their locks through it.
+func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
@@ -101,7 +110,10 @@ func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 // When someone does, it returns an *Error matching ErrBusy whose Holder
 // describes them.
 func TryAcquire(target string, opts ...Option) (*Lock, error) {
-	c := newConfig(opts)
+	c, err := configFor(inTryAcquire, target, opts)
+	if err != nil {
+		return nil, err
+	}
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
@@ -130,7 +142,11 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 // (possible with the portable and etcd protocols; the loss of a kernel
 // lock, a removed or replaced lock file, is found only by Lock.Check).
 func Do(ctx context.Context, target string, fn func(ctx context.Context) error, opts ...Option) (err error) {
-	l, err := Acquire(ctx, target, opts...)
+	c, err := configFor(inDo, target, opts)
+	if err != nil {
+		return err
+	}
+	l, err := c.acquire(ctx, target)
 	if err != nil {
 		return err
 	}
@@ -261,7 +277,15 @@ func (l *Lock) File() *os.File {
 // the holder's owner record, whether the holder is alive, and the last
 // fencing token. It never creates the lock file.
 func Inspect(target string, opts ...Option) (*Status, error) {
-	c := newConfig(opts)
+	return inspect(inInspect, target, opts)
+}
+
+// inspect is Inspect, called as the entry point in.
+func inspect(in entry, target string, opts []Option) (*Status, error) {
+	c, err := configFor(in, target, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.refuseNUL(target); err != nil {
 		return nil, err
 	}
@@ -278,7 +302,7 @@ func Inspect(target string, opts ...Option) (*Status, error) {
 // "<target>.lock" is reported as a portable (dir) lock, whatever protocol
 // the options chose. `hold status` uses it, so it reports either kind.
 func InspectAny(target string, opts ...Option) (*Status, error) {
-	st, err := Inspect(target, opts...)
+	st, err := inspect(inInspectAny, target, opts)
 	var e *Error
 	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
 		return st, err

@@ -120,46 +120,6 @@ func (specialTarget) Error() string {
 }
 func (specialTarget) Is(target error) bool { return target == ErrNotRegular }
 
-// LockFile uses exactly path as the lock path, instead of the one derived
-// from the target ("<target>.lock", or the target itself when its name
-// ends in ".lock").
-//
-// hold writes its owner record and token into a lock file only when the
-// file is provably its own: empty, or holding a record of hold's, with one
-// link. A file named here that holds anything else (the data file itself,
-// as in flock(1)'s `flock data.json CMD`, or another tool's file) is
-// locked without being written, as flock(1) locks it: the lock excludes
-// every other holder, but the holder has no record and Token is 0
-// (Lock.TokenError says why). To have the record and the token, lock a
-// separate file.
-func LockFile(path string) Option {
-	return func(c *config) { c.lockFile = path; c.name = ""; c.named = false }
-}
-
-// Named puts the lock in this user's private lock directory under name, for
-// locks that guard something other than one file ("deploy", "nightly-db"):
-// the file "<name>.lock" there, or "<name>" for a name that ends in ".lock"
-// (so "deploy" and "deploy.lock" are one lock).
-// A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
-// and '-', starting with a letter or digit; anything else fails with
-// ErrInvalidName before the disk is touched. See NamedDir for where the
-// directory is: the same for every process of the user, whatever its
-// environment.
-//
-// While the lock is held (and while Acquire waits for it), the holder
-// also keeps a shared flock(2) on that directory, so that
-// systemd-tmpfiles, which skips a directory it cannot lock, never ages
-// the lock file away. Earlier versions of hold kept named locks in
-// $XDG_RUNTIME_DIR/hold or else in hold-UID in the temp directory, so
-// that the same name from cron and from a login shell were two locks. A
-// named lock also takes the lock of the same name at those places when a
-// lock file is there (it waits for it, or TryAcquire reports it busy,
-// naming the holder): an older hold still holding the name is never
-// joined by a second holder. Inspect reports such a holder too.
-func Named(name string) Option {
-	return func(c *config) { c.name = name; c.named = true; c.lockFile = "" }
-}
-
 // lockPath returns the lock path the options and target name.
 func (c *config) lockPath(target string) (string, error) {
 	switch {

@@ -9,17 +9,43 @@ import (
 	"github.com/hold-dev/hold/internal/proc"
 )
 
-// An Option changes how a lock is taken. The options, by concern: where
-// the lock is (LockFile, Named); how it is taken (WithProtocol, Shared,
-// Fair, RefuseMachineLocal, StopWithin); what its owner record says (Field,
-// OmitCommand); what Update and Append may do to the file (MustExist,
-// AllowSplit, AllowOwnerChange, AllowEmpty); and debugging (Logger). They apply in
-// order, so a later option wins over an earlier one that sets the same
-// thing.
-type Option func(*config)
+// An Option changes how a lock is taken, inspected or broken, or what
+// Update and Append may do to their file. The options, by concern: where
+// the lock is (LockFile, Named, ForRewrite); how it is taken
+// (WithProtocol, Shared, Fair, StopWithin, StaleAfter, RefuseMachineLocal);
+// the lock file it creates (MakeDirs, LockFileMode); a wait that could
+// never end (FailIfHeldHere, FailIfHeldBy); what its owner record says
+// (Field, OmitCommand); what Update and Append may do to the file
+// (MustExist, AllowEmpty, AllowSplit, AllowOwnerChange); and debugging
+// (Logger). They apply in order, so a later option wins over an earlier
+// one that sets the same thing. An Option is opaque: only these
+// functions make one, and the zero Option does nothing.
+//
+// Each entry point refuses, with an *Error matching ErrInvalidOption, an
+// option that does not apply to it, instead of ignoring it:
+//
+//   - LockFile, Named, ForRewrite, WithProtocol, Fair and Logger apply
+//     everywhere (Acquire, TryAcquire, Do, Update, Append, Inspect,
+//     InspectAny, Break), so that one list of them names one lock;
+//   - Shared applies to Acquire, TryAcquire and Do (Update and Append
+//     take the exclusive lock);
+//   - the other options about taking the lock and its record apply to
+//     Acquire, TryAcquire, Do, Update and Append;
+//   - MustExist applies to Update and Append; AllowEmpty, AllowSplit
+//     and AllowOwnerChange to Update.
+//
+// Doctor is the exception: it takes the protocol from its options and
+// ignores the others.
+type Option struct {
+	// set is what the option does to the config.
+	set func(*config)
+	// kind is the option's row in the table of where it applies
+	// (accepts).
+	kind optionKind
+}
 
 // config is what the options set, read by every entry point (Acquire,
-// Inspect, Update, ...) through newConfig.
+// Inspect, Update, ...) through configFor.
 type config struct {
 	shared   bool
 	lockFile string
@@ -66,15 +92,21 @@ type config struct {
 	mode     fs.FileMode
 }
 
-// newConfig applies opts and then the defaults that depend on all of
-// them: the kernel lock when no protocol was chosen, and the fair queue in
-// front of whichever protocol was, so that Fair works in any position.
-func newConfig(opts []Option) *config {
+// configFor applies opts for the entry point in, refusing one that does
+// not apply to it (see accepts; target names the lock in the error), and
+// then the defaults that depend on all of them: the kernel lock when no
+// protocol was chosen, and the fair queue in front of whichever protocol
+// was, so that Fair works in any position.
+func configFor(in entry, target string, opts []Option) (*config, error) {
 	c := &config{}
 	for _, o := range opts {
-		if o != nil {
-			o(c)
+		if o.set == nil {
+			continue
 		}
+		if accepts[o.kind].in&in == 0 {
+			return nil, refuseOption(in, target, o.kind)
+		}
+		o.set(c)
 	}
 	if c.protocol == nil {
 		c.protocol = flock.Protocol{}
@@ -83,6 +115,13 @@ func newConfig(opts []Option) *config {
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
+	return c, nil
+}
+
+// newConfig is configFor for an entry point that accepts every option
+// and uses what it needs (Doctor: the protocol).
+func newConfig(opts []Option) *config {
+	c, _ := configFor(^entry(0), "", opts)
 	return c
 }
 

@@ -12,34 +12,6 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
-// ForRewrite says the holder will change target itself, as Update and
-// Append do (and `hold update`, `hold append` and the agent's update and
-// append, which pass it): target is then a data file, and its lock stays
-// apart from it even when its name ends in ".lock".
-//
-// An update replaces its file by renaming a new one over it, so a lock on
-// the file itself would stay with the old inode while the next writer
-// locked the new one. So the lock path of a ForRewrite target is always
-// "<target>.lock", "x.lock.lock" for "x.lock", which every writer of the
-// file takes. A target that is its own lock file by name ("x.lock", which
-// `hold run x.lock` and flock(1) lock) is in addition locked itself, with
-// a kernel lock that writes nothing into it, taken after the first and
-// checked to still name the file, and held until the change is published:
-// so a holder of x.lock and an update of x.lock exclude each other. (A
-// kernel locker of hold that was granted the old inode after the rename
-// finds it replaced and locks the new file instead; flock(1) and other
-// tools do not check, so a flock(1) holder that opened x.lock before an
-// update renamed it may hold the old inode while others use the new one:
-// have such tools lock a separate file, or only append to x.lock, which
-// keeps its inode.) A missing x.lock is created empty for this, unless
-// MustExist is given. On Windows, which cannot rename over a file held
-// open, Update of such a file is refused with ErrUnsupported (Append
-// works); lock it apart there with LockFile.
-//
-// With LockFile or Named the lock is where they say and target is not
-// locked itself.
-func ForRewrite() Option { return func(c *config) { c.rewrite = true } }
-
 // dataTarget returns the file target is, whose own kernel lock a
 // ForRewrite holder takes besides its lock path, or "" when there is none
 // to take: no ForRewrite, a lock path chosen by LockFile or Named, a

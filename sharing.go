@@ -57,14 +57,6 @@ func (l *Lock) MachineLocal() error {
 	return &Error{Op: "acquire", Path: l.path, Err: &machineLocalError{fs: fs.String(), reason: reason}, Hint: machineLocalHint}
 }
 
-// RefuseMachineLocal makes Acquire, TryAcquire, Do, Update and Append fail
-// with the error Lock.MachineLocal reports, when the protocol is the kernel
-// lock and the lock path's filesystem may keep kernel locks on this
-// machine: the lock just taken is released at once, so nothing runs under
-// it. For programs that would rather stop than risk two machines holding
-// the lock at once.
-func RefuseMachineLocal() Option { return func(c *config) { c.refuseMachineLocal = true } }
-
 // refuseIfMachineLocal applies RefuseMachineLocal to a lock just taken.
 func (c *config) refuseIfMachineLocal(l *Lock) (*Lock, error) {
 	if !c.refuseMachineLocal {

@@ -13,11 +13,12 @@ import (
 // no reader ever sees a torn or empty file.
 //
 // It takes the exclusive lock "<path>.lock" (the same lock `hold run path`
-// and `hold append path` take; LockFile and Named choose another, Shared is
-// ignored; for a path whose name ends in ".lock", which Acquire locks
-// itself, it takes "<path>.lock" and the file's own kernel lock, so that
-// the two still exclude each other: see ForRewrite), reads the file, and calls fn with its content. A missing file
-// reads as empty, unless MustExist is given. If fn returns an error,
+// and `hold append path` take; LockFile and Named choose another, and
+// Shared is refused with ErrInvalidOption; for a path whose name ends in
+// ".lock", which Acquire locks itself, it takes "<path>.lock" and the
+// file's own kernel lock, so that the two still exclude each other: see
+// ForRewrite), reads the file, and calls fn with its content. A missing
+// file reads as empty, unless MustExist is given. If fn returns an error,
 // nothing is written and Update returns that error unchanged. If fn
 // returns empty content (nil included), nothing is written and Update
 // returns an *Error matching ErrEmpty, unless AllowEmpty is given: that
@@ -67,32 +68,6 @@ func Update(ctx context.Context, path string, fn func(old []byte) ([]byte, error
 	return update(ctx, atomicfile.OS{}, path, fn, opts)
 }
 
-// MustExist makes Update and Append fail, with an error matching
-// fs.ErrNotExist, when the file does not exist, instead of reading it as
-// empty (Update) or creating it (Append).
-func MustExist() Option { return func(c *config) { c.mustExist = true } }
-
-// AllowEmpty lets Update empty the file: without it, empty content from
-// fn (nil included) is refused with an error matching ErrEmpty, and the
-// file is left as it was. A missing file stays missing either way: empty
-// content for it writes nothing. Append ignores it.
-func AllowEmpty() Option { return func(c *config) { c.allowEmpty = true } }
-
-// AllowSplit lets Update replace a file that has other hard links. The
-// replacement is a new file renamed over path, so the other names keep
-// the old content: the link is split. Without it such a file is refused
-// with ErrHardLinked. Append ignores it: an append writes in place.
-func AllowSplit() Option { return func(c *config) { c.allowSplit = true } }
-
-// AllowOwnerChange lets Update replace a file whose owner or group this
-// process cannot give the replacement (only root may give a file to
-// another user; only a member of a group may give it to that group). The
-// replacement then belongs to this process's user, and keeps the file's
-// group where this process is a member; the change is logged through
-// Logger. Without it such a file is refused with ErrOwnerNotKept before fn
-// is called. Append ignores it: an append writes in place.
-func AllowOwnerChange() Option { return func(c *config) { c.allowOwnerChange = true } }
-
 // The refusals of Update (and, for a symlink, Append): each leaves the file
 // as it was and matches fs.ErrPermission too.
 var (
@@ -119,17 +94,17 @@ var (
 	ErrEmpty = atomicfile.ErrEmpty
 )
 
-// exclusive is appended to the caller's options: a shared lock would let
-// two writers read the same old content.
-func exclusive(c *config) { c.shared = false }
-
 // update is Update with the file system as a parameter, so tests can make
 // any step fail (a full disk, a read-only directory).
 func update(ctx context.Context, fsys atomicfile.FS, path string, fn func(old []byte) ([]byte, error), opts []Option) error {
-	if err := newConfig(opts).refuseReplacingOwnLock(path); err != nil {
+	c, err := configFor(inUpdate, path, opts)
+	if err != nil {
 		return err
 	}
-	return guarded(ctx, "update", fsys, path, opts, func(c *config, l *Lock) error {
+	if err := c.refuseReplacingOwnLock(path); err != nil {
+		return err
+	}
+	return c.guarded(ctx, "update", fsys, path, func(l *Lock) error {
 		// The file may have been created or replaced while we waited, so
 		// atomicfile.Update resolves it again under the lock. fn's own
 		// error is returned unwrapped.
@@ -161,15 +136,14 @@ func (c *config) fileOptions() atomicfile.Options {
 }
 
 // guarded runs body under the exclusive lock of path, the part Update and
-// Append share. A directory or device is refused before a lock file is
-// created beside it: the file is located (see atomicfile.Locate) before
-// the lock is taken, or, with the kernel-lock protocol, only if the lock
-// file does not exist yet, so that the usual call spends no system call
-// on it (body checks the file again, in full, under the lock). body's
-// error is returned as it is (body wraps its own file errors); a failed
-// Release is reported when body succeeded.
-func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, opts []Option, body func(c *config, l *Lock) error) (err error) {
-	c := newConfig(opts)
+// Append share, with c their config. A directory or device is refused
+// before a lock file is created beside it: the file is located (see
+// atomicfile.Locate) before the lock is taken, or, with the kernel-lock
+// protocol, only if the lock file does not exist yet, so that the usual
+// call spends no system call on it (body checks the file again, in full,
+// under the lock). body's error is returned as it is (body wraps its own
+// file errors); a failed Release is reported when body succeeded.
+func (c *config) guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, body func(l *Lock) error) (err error) {
 	if err := atomicfile.CheckLockFile(op, path, c.lockFile); err != nil {
 		return err
 	}
@@ -177,13 +151,16 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 		_, err := atomicfile.Locate(fsys, path)
 		return err
 	}
-	lockOpts := append(opts[:len(opts):len(opts)], exclusive, ForRewrite())
+	// Shared is refused here (see accepts), and stays off: a shared lock
+	// would let two writers read the same old content. The file is
+	// rewritten, so its lock stays apart from it (ForRewrite).
+	c.shared, c.rewrite = false, true
 	if _, kernel := c.protocol.(flock.Protocol); kernel {
-		lockOpts = append(lockOpts, func(c *config) { c.beforeCreate = precheck })
+		c.beforeCreate = precheck
 	} else if err := precheck(); err != nil {
 		return fileError(op, path, err)
 	}
-	l, err := Acquire(ctx, path, lockOpts...)
+	l, err := c.acquire(ctx, path)
 	if err != nil {
 		// A lock error, or the precheck's file error.
 		return fileError(op, path, err)
@@ -198,7 +175,7 @@ func guarded(ctx context.Context, op string, fsys atomicfile.FS, path string, op
 			err = relabel(op, rerr)
 		}
 	}()
-	return body(c, l)
+	return body(l)
 }
 
 // relabel gives a lock error from Acquire or Release the operation's name,

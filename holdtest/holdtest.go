@@ -60,7 +60,8 @@ type Subject struct {
 	// Options returns the options that select the protocol (for example
 	// hold.WithProtocol(p), or hold.Fair()), and a function that frees
 	// what they hold (a connection), or nil. Nil Options means hold's
-	// default, the kernel lock.
+	// default, the kernel lock. The checks pass them to Inspect too,
+	// which refuses options about taking a lock (see hold.Option).
 	Options func() (opts []hold.Option, closeFn func(), err error)
 
 	// Env is added to each worker's environment: where a server listens.

@@ -51,6 +51,11 @@ var (
 	// caller itself, which cannot release it while it waits. The error
 	// names the holder and says why instead of hanging.
 	ErrDeadlock = errors.New("deadlock")
+	// ErrInvalidOption means an option was passed to an entry point it
+	// does not apply to (hold.AllowSplit to hold.Append, say), which would
+	// otherwise ignore it. The error names the option and the entry point
+	// and says where the option applies. Nothing was locked or changed.
+	ErrInvalidOption = errors.New("option does not apply here")
 )
 
 // Liveness says whether a lock holder's process still runs.

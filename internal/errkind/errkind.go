@@ -30,8 +30,8 @@ type Kinds uint32
 const (
 	// Signal: a *SignalError, a wait or command ended by a signal.
 	Signal Kinds = 1 << iota
-	// Usage: a *UsageError, or a name or lock path hold refuses
-	// (hold.ErrInvalidName, hold.ErrLockIsTarget).
+	// Usage: a *UsageError, or a name, lock path or option hold refuses
+	// (hold.ErrInvalidName, hold.ErrLockIsTarget, hold.ErrInvalidOption).
 	Usage
 	// Busy: hold.ErrBusy.
 	Busy
@@ -94,6 +94,7 @@ func Of(err error) Kinds {
 	}
 	set(Signal, errors.As(err, &sig))
 	set(Usage, errors.As(err, &usage) || errors.Is(err, hold.ErrInvalidName) || errors.Is(err, hold.ErrLockIsTarget))
+	set(Usage, errors.Is(err, hold.ErrInvalidOption))
 	set(Busy, errors.Is(err, hold.ErrBusy))
 	set(Timeout, errors.Is(err, hold.ErrTimeout))
 	set(Exec, errors.As(err, &exec))

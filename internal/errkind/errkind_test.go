@@ -23,6 +23,7 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("plain"), 0},
 		{Usagef("bad %s", "flag"), Usage},
 		{hold.ErrInvalidName, Usage},
+		{hold.ErrInvalidOption, Usage},
 		{&ExecError{Cmd: "x", Err: fs.ErrNotExist}, Exec | NotExist},
 		{&SignalError{Sig: syscall.SIGTERM, Err: context.Canceled}, Signal | Canceled},
 		{fmt.Errorf("%w: %w", hold.ErrLost, &fs.PathError{Op: "stat", Path: "p", Err: syscall.ENOENT}), Lost | NotExist | Errno},

@@ -41,7 +41,7 @@ func (e *protocolEntry) resolve() (hold.Protocol, hold.Option, error) {
 	}
 	p, err := e.open()
 	if err != nil {
-		return nil, nil, err
+		return nil, hold.Option{}, err
 	}
 	return p, hold.WithProtocol(p), nil
 }

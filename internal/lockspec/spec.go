@@ -87,7 +87,9 @@ type Resolved struct {
 	Label string
 	// Proto is the protocol taking the lock.
 	Proto hold.Protocol
-	// Opts are the options for hold.Acquire, TryAcquire and Inspect.
+	// Opts are the options for hold.Acquire and TryAcquire: first those
+	// that name the lock (Inspect passes those alone), then those about
+	// taking it.
 	Opts []hold.Option
 	// Nonblock: do not wait at all.
 	Nonblock bool
@@ -107,6 +109,8 @@ type Resolved struct {
 	// two requests for the same lock in the same mode have equal keys.
 	Key Key
 
+	// naming is how many of Opts name the lock.
+	naming int
 	// opts is Opts's storage, so that a request with few options costs
 	// one allocation.
 	opts [6]hold.Option
@@ -174,25 +178,10 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	case s.WaitGiven:
 		r.Timeout = s.Wait
 	}
-	if s.Shared {
-		r.Opts = append(r.Opts, hold.Shared())
-	}
-	for _, f := range s.Fields {
-		r.Opts = append(r.Opts, hold.Field(f.Key, f.Value))
-	}
+	// The options that name the lock come first, so that Inspect can
+	// pass them alone (hold refuses the others there); the options about
+	// taking it follow (takeOptions).
 	r.Opts = append(r.Opts, DebugOptions()...)
-	if s.FailIfHeldHere {
-		r.Opts = append(r.Opts, hold.FailIfHeldHere())
-	}
-	if s.Stale > 0 {
-		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
-	}
-	if s.MakeDirs {
-		r.Opts = append(r.Opts, hold.MakeDirs())
-	}
-	if s.Mode != 0 {
-		r.Opts = append(r.Opts, hold.LockFileMode(s.Mode))
-	}
 	if s.Fair {
 		r.Opts = append(r.Opts, hold.Fair())
 	}
@@ -214,6 +203,7 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		}
 		r.Proto, r.Key.Protocol = proto, proto.Name()
 		r.Opts = append(r.Opts, hold.WithProtocol(proto), hold.LockFile(lockPath))
+		s.takeOptions(r)
 		return nil
 	}
 
@@ -242,7 +232,32 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	case s.Name != "":
 		r.Opts = append(r.Opts, hold.Named(s.Name))
 	}
+	s.takeOptions(r)
 	return nil
+}
+
+// takeOptions appends to r's options, which name the lock, the options
+// about taking it, after noting where they start.
+func (s *Spec) takeOptions(r *Resolved) {
+	r.naming = len(r.Opts)
+	if s.Shared {
+		r.Opts = append(r.Opts, hold.Shared())
+	}
+	for _, f := range s.Fields {
+		r.Opts = append(r.Opts, hold.Field(f.Key, f.Value))
+	}
+	if s.FailIfHeldHere {
+		r.Opts = append(r.Opts, hold.FailIfHeldHere())
+	}
+	if s.Stale > 0 {
+		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
+	}
+	if s.MakeDirs {
+		r.Opts = append(r.Opts, hold.MakeDirs())
+	}
+	if s.Mode != 0 {
+		r.Opts = append(r.Opts, hold.LockFileMode(s.Mode))
+	}
 }
 
 // DialTimeout returns how long a backend may take to connect for s: at
@@ -273,7 +288,7 @@ func (r *Resolved) Close() { CloseProtocol(r.Proto) }
 
 // Inspect reports the lock's state without taking it.
 func (r *Resolved) Inspect() (*hold.Status, error) {
-	return hold.InspectAny(r.Target, r.Opts...)
+	return hold.InspectAny(r.Target, r.Opts[:r.naming]...)
 }
 
 // Local reports whether the lock lives in this machine's filesystem (the

@@ -1,23 +1,24 @@
 package hold
 
-import (
-	"io/fs"
-	"time"
+import "time"
 
-	"github.com/hold-dev/hold/internal/fairq"
-)
+// The options about how the lock is taken (see Option).
 
 // WithProtocol takes the lock through p instead of the kernel's file lock:
 // portable.New() for a directory lock, etcd.Dial or postgres.Dial for a
 // lock on a server, or a third party's lock.Protocol. Make p once and
 // reuse it, since a protocol keeps state across locks (the locks it holds,
 // its connection).
-func WithProtocol(p Protocol) Option { return func(c *config) { c.protocol = p } }
+func WithProtocol(p Protocol) Option {
+	return Option{kind: optWithProtocol, set: func(c *config) { c.protocol = p }}
+}
 
 // Shared asks for a shared (reader) lock: any number of shared holders may
 // hold it together, and none while an exclusive holder does. A shared hold
 // does not advance the fencing token; its Token is the last exclusive one.
-func Shared() Option { return func(c *config) { c.shared = true } }
+func Shared() Option {
+	return Option{kind: optShared, set: func(c *config) { c.shared = true }}
+}
 
 // Fair makes this waiter wait in line: fair waiters on one lock path get the
 // lock in the order they asked for it, first come, first served.
@@ -49,14 +50,8 @@ func Shared() Option { return func(c *config) { c.shared = true } }
 // portable directory lock) and needs kernel locks on the filesystem of the
 // queue directory; etcd locks are served in order already, so Fair leaves
 // them as they are. The queue, like the lock file, stays on disk.
-func Fair() Option { return func(c *config) { c.fair = true } }
-
-// fairProtocol puts the FIFO queue in front of p.
-func fairProtocol(p Protocol) Protocol {
-	if p.Name() == "etcd" {
-		return p
-	}
-	return fairq.New(p)
+func Fair() Option {
+	return Option{kind: optFair, set: func(c *config) { c.fair = true }}
 }
 
 // StopWithin tells a protocol whose lock can expire (etcd's lease,
@@ -66,7 +61,9 @@ func fairProtocol(p Protocol) Protocol {
 // the protocol could let another process take the lock, so the old work
 // is over before the new holder's begins. Kernel locks cannot expire and
 // ignore it. hold run passes its --kill-after grace here.
-func StopWithin(d time.Duration) Option { return func(c *config) { c.stopWithin = d } }
+func StopWithin(d time.Duration) Option {
+	return Option{kind: optStopWithin, set: func(c *config) { c.stopWithin = d }}
+}
 
 // StaleAfter sets this acquisition's stale time for a protocol that judges
 // by age a holder it cannot ask (the portable protocol: a lock without an
@@ -76,14 +73,16 @@ func StopWithin(d time.Duration) Option { return func(c *config) { c.stopWithin 
 // by d never take it from this live holder. It overrides the protocol's
 // own (portable.StaleAfter, HOLD_DIR_STALE) for this lock alone; the grace
 // period still floors it. Kernel locks never go stale and ignore it.
-func StaleAfter(d time.Duration) Option { return func(c *config) { c.stale = d } }
+func StaleAfter(d time.Duration) Option {
+	return Option{kind: optStaleAfter, set: func(c *config) { c.stale = d }}
+}
 
-// MakeDirs makes the lock file's missing parent directories (mode 0777
-// under the umask), as Python's filelock does, instead of failing because
-// the directory does not exist. Kernel locks honour it.
-func MakeDirs() Option { return func(c *config) { c.makeDirs = true } }
-
-// LockFileMode gives a lock file this acquisition creates the permission
-// bits perm, under the umask (0666 otherwise), as filelock's mode= does.
-// An existing lock file keeps its own. Kernel locks honour it.
-func LockFileMode(perm fs.FileMode) Option { return func(c *config) { c.mode = perm.Perm() } }
+// RefuseMachineLocal makes Acquire, TryAcquire, Do, Update and Append fail
+// with the error Lock.MachineLocal reports, when the protocol is the kernel
+// lock and the lock path's filesystem may keep kernel locks on this
+// machine: the lock just taken is released at once, so nothing runs under
+// it. For programs that would rather stop than risk two machines holding
+// the lock at once.
+func RefuseMachineLocal() Option {
+	return Option{kind: optRefuseMachineLocal, set: func(c *config) { c.refuseMachineLocal = true }}
+}
