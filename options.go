@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -33,9 +32,6 @@ import (
 //     Acquire, TryAcquire, Do, Update and Append;
 //   - MustExist applies to Update and Append; AllowEmpty, AllowSplit
 //     and AllowOwnerChange to Update.
-//
-// Doctor is the exception: it takes the protocol from its options and
-// ignores the others.
 type Option struct {
 	// set is what the option does to the config.
 	set func(*config)
@@ -109,20 +105,13 @@ func configFor(in entry, target string, opts []Option) (*config, error) {
 		o.set(c)
 	}
 	if c.protocol == nil {
-		c.protocol = flock.Protocol{}
+		c.protocol = DefaultProtocol()
 	}
 	c.base = c.protocol
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
 	return c, nil
-}
-
-// newConfig is configFor for an entry point that accepts every option
-// and uses what it needs (Doctor: the protocol).
-func newConfig(opts []Option) *config {
-	c, _ := configFor(^entry(0), "", opts)
-	return c
 }
 
 // request turns the options and target into what the protocol is handed.
