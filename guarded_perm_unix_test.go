@@ -20,15 +20,10 @@ import (
 
 const nobody = 65534
 
-// permWorker returns a directory that the worker's user may enter, and
-// the command to start a guarded-update-once worker as that user.
-func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)) {
-	t.Helper()
-	return permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody})
-}
-
-// permWorkerAs is permWorker with the worker's user, group and
-// supplementary groups given (they apply only when running as root).
+// permWorkerAs returns a directory that the worker's user may enter, and
+// the command to start a guarded-update-once worker as that user, with
+// the worker's user, group and supplementary groups given (they apply
+// only when running as root).
 func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(env ...string) (int, string)) {
 	t.Helper()
 	root := os.Geteuid() == 0
@@ -72,75 +67,5 @@ func copyExecutable(t *testing.T, from, to string) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// chownToWorker gives path to the worker's user when running as root.
-func chownToWorker(t *testing.T, path string) {
-	if os.Geteuid() == 0 {
-		if err := os.Chown(path, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// A directory the user may not write: the file inside is theirs and
-// writable, but no temp file can be made beside it, so Update must fail
-// cleanly; Append, which needs no new name, still works.
-func TestUpdateReadOnlyDirectory(t *testing.T) {
-	base, run := permWorker(t)
-	dir := filepath.Join(base, "ro")
-	os.Mkdir(dir, 0o755)
-	path := filepath.Join(dir, "f")
-	writeFile(t, path, "original\n", 0o644)
-	chownToWorker(t, path)
-	if os.Geteuid() != 0 {
-		os.Chmod(dir, 0o555)
-	}
-	lock := filepath.Join(base, "f.lock")
-	writeFile(t, lock, "", 0o666)
-
-	code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock)
-	if code != 0 {
-		t.Fatalf("update in a read-only directory: exit %d, want a permission error; output: %s", code, out)
-	}
-	if !strings.Contains(out, "update "+path) || !strings.Contains(out, "permission denied") {
-		t.Errorf("unclear error: %s", out)
-	}
-	if s := readFile(t, path); s != "original\n" {
-		t.Errorf("original changed to %q", s)
-	}
-	if tmp := tempFiles(t, path); len(tmp) > 0 {
-		t.Errorf("temp files left: %v", tmp)
-	}
-
-	code, out = run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OP=append")
-	if code != 1 {
-		t.Errorf("append to a writable file in a read-only directory: exit %d: %s", code, out)
-	}
-}
-
-// A file the user may not write, in a directory they may write: renaming
-// over it would succeed, but Update must refuse as a write would.
-func TestUpdateFileWithoutWritePermission(t *testing.T) {
-	base, run := permWorker(t)
-	dir := filepath.Join(base, "rw")
-	os.Mkdir(dir, 0o777)
-	os.Chmod(dir, 0o777)
-	path := filepath.Join(dir, "f")
-	writeFile(t, path, "original\n", 0o644)
-	if os.Geteuid() != 0 {
-		os.Chmod(path, 0o444)
-	}
-	lock := filepath.Join(base, "f.lock")
-	writeFile(t, lock, "", 0o666)
-	for _, op := range []string{"update", "append"} {
-		code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OP="+op)
-		if code != 0 {
-			t.Errorf("%s of a file without write permission: exit %d, want a permission error; output: %s", op, code, out)
-		}
-		if s := readFile(t, path); s != "original\n" {
-			t.Fatalf("%s changed the file to %q", op, s)
-		}
 	}
 }

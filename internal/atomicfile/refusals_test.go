@@ -109,7 +109,7 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("NotDurableError says %q", s)
 	}
 	oc := &OwnerChange{Path: "/d/f", FromUID: 4242, FromGID: 4343, ToUID: 1000, ToGID: 4343}
-	if s := oc.Error(); !strings.Contains(s, "/d/f now belongs to uid 1000") || !strings.Contains(s, "it belonged to uid 4242") {
+	if s := oc.Error(); !strings.Contains(s, "/d/f now belongs to uid 1000") || !strings.Contains(s, "group gid 4343") || !strings.Contains(s, "it belonged to uid 4242") {
 		t.Errorf("OwnerChange says %q", s)
 	}
 }
