@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 }
 
 // worker runs one update (to "replaced\n") or append ("appended\n") of
-// the file and prints the error and its hint. It exits 0 when the
+// the file and prints "fn called" when the update's fn runs, then the
+// error and its hint. It exits 0 when the
 // operation was refused for permission, 1 when it succeeded, 2 on any
 // other error.
 func worker(op string) int {
@@ -48,7 +49,10 @@ func worker(op string) int {
 	if op == "append" {
 		err = AppendTo(OS{}, path, false, []byte("appended\n"), nil)
 	} else {
-		err = UpdateWith(OS{}, path, o, setTo("replaced\n"), nil)
+		err = UpdateWith(OS{}, path, o, func([]byte) ([]byte, error) {
+			fmt.Println("fn called")
+			return []byte("replaced\n"), nil
+		}, nil)
 	}
 	fmt.Println(err)
 	if h := Hint(err); h != "" {

@@ -127,13 +127,20 @@ func TestUpdateFileWithoutWritePermission(t *testing.T) {
 	if os.Geteuid() != 0 {
 		os.Chmod(path, 0o444)
 	}
-	before := snap(t, path)
-	for _, op := range []string{"update", "append"} {
-		code, out := run(op, path)
-		if code != 0 {
-			t.Errorf("%s of a file without write permission: exit %d, want a permission error; output: %s", op, code, out)
+	// The worker's own file, whose bits let its group write but not its
+	// owner: only the kernel's answer (access(2)) tells.
+	own := filepath.Join(dir, "own")
+	writeFile(t, own, "original\n", 0o420)
+	chownToWorker(t, own)
+	for _, p := range []string{path, own} {
+		before := snap(t, p)
+		for _, op := range []string{"update", "append"} {
+			code, out := run(op, p)
+			if code != 0 || strings.Contains(out, "fn called") {
+				t.Errorf("%s of %s without write permission: exit %d, want a permission error before fn; output: %s", op, filepath.Base(p), code, out)
+			}
+			before.unchanged(t)
 		}
-		before.unchanged(t)
 	}
 }
 
@@ -200,6 +207,9 @@ func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
 			code, out := run("update", path, c.opts)
 			if code != c.code {
 				t.Fatalf("worker exit %d, want %d; output: %s", code, c.code, out)
+			}
+			if refused := c.code == 0; refused && strings.Contains(out, "fn called") {
+				t.Errorf("fn ran for an update that is refused: %s", out)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
