@@ -231,7 +231,9 @@ func snap(t testing.TB, path string) snapshot {
 }
 
 // unchanged fails t if the file is not the one snap saw, with the same
-// content and mode, or if a temp file was left beside it.
+// content and mode, or if a temp file was left beside it. (On Windows
+// os.SameFile looks the path up again, so there only the content and
+// mode tell.)
 func (s snapshot) unchanged(t testing.TB) {
 	t.Helper()
 	fi, err := os.Stat(s.path)

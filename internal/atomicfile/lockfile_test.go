@@ -20,16 +20,12 @@ func TestCheckLockFile(t *testing.T) {
 	writeFile(t, file, "{}", 0o644)
 	other := filepath.Join(dir, "other.lock")
 	writeFile(t, other, "", 0o644)
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	refused := []string{file, filepath.Join(dir, ".", "data.json"), filepath.Join(dir, "sub", "..", "data.json")}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, file); err == nil { // none across Windows drives
+			refused = append(refused, rel)
+		}
 	}
-	rel, err := filepath.Rel(wd, file)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	refused := []string{file, filepath.Join(dir, ".", "data.json"), filepath.Join(dir, "sub", "..", "data.json"), rel}
 	if runtime.GOOS != "windows" {
 		link := filepath.Join(dir, "link")
 		if err := os.Symlink(file, link); err != nil {
