@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // Tests that an update keeps everything the file is, or refuses: links
@@ -22,13 +24,6 @@ import (
 // someone and their group own files and links in these tests: a user
 // other than the one running them (and other than the worker's nobody).
 const someone, someGroup = 4242, 4343
-
-func needRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: " + why + " (CI runs the tests as root)")
-	}
-}
 
 func lchown(t *testing.T, path string, uid, gid int) {
 	t.Helper()
@@ -55,7 +50,7 @@ func stickyDir(t *testing.T, dir string) string {
 // made beside it. (Which links are followed is atomicfile's rule, tested
 // there: TestResolveRefusesPlantedSymlink.)
 func TestGuardedRefusesPlantedSymlink(t *testing.T) {
-	needRoot(t, "giving a symlink another owner (chown -h)")
+	testenv.NeedRoot(t, "giving a symlink another owner (chown -h)")
 	dir := t.TempDir()
 	tmp := stickyDir(t, dir)
 	target := filepath.Join(dir, "secret")
@@ -140,7 +135,7 @@ func ownerOfFile(t *testing.T, path string) (uid, gid int) {
 // AllowOwnerChange, which keeps the group. (The rest of the ownership
 // rule is atomicfile's, tested there: TestUpdateOwnershipWithoutPrivilege.)
 func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
-	needRoot(t, "files of several users, and a worker running as one of them")
+	testenv.NeedRoot(t, "files of several users, and a worker running as one of them")
 	base, run := permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{someGroup}})
 	dir := filepath.Join(base, "shared")
 	os.Mkdir(dir, 0o775)

@@ -3,10 +3,8 @@
 package hold
 
 import (
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +16,7 @@ import (
 // anything. When the tests run as root (as CI does), the worker is run as
 // user nobody, from a copy of the test binary that nobody may execute.
 
-const nobody = 65534
+const nobody = testenv.Nobody
 
 // permWorkerAs returns a directory that the worker's user may enter, and
 // the command to start a guarded-update-once worker as that user, with
@@ -30,8 +28,7 @@ func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(
 	dir = testenv.PublicDir(t, "hold-perm-")
 	bin := os.Args[0]
 	if root {
-		bin = filepath.Join(dir, "hold.test")
-		copyExecutable(t, os.Args[0], bin)
+		bin = testenv.ExecutableCopy(t, dir)
 	}
 	return dir, func(env ...string) (int, string) {
 		cmd := exec.Command(bin, "-test.run=^$")
@@ -48,24 +45,5 @@ func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(
 			t.Fatal(err)
 		}
 		return code, strings.TrimSpace(string(out))
-	}
-}
-
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

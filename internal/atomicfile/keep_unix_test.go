@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hold-dev/hold/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -86,7 +88,7 @@ func TestUpdateTempFileIsPrivate(t *testing.T) {
 // Root keeps another user's file theirs, and the setuid bit with it
 // (chown clears it, so the mode must be set after the owner).
 func TestUpdateKeepsOwner(t *testing.T) {
-	needRoot(t, "files of another user")
+	testenv.NeedRoot(t, "files of another user")
 	path := filepath.Join(t.TempDir(), "tool")
 	writeFile(t, path, "a", 0o755)
 	lchown(t, path, someone, someGroup)
@@ -107,7 +109,7 @@ func TestUpdateKeepsOwner(t *testing.T) {
 // owner, and publishes nothing; with AllowOwnerChange the update goes on
 // with the group kept where it can be, and says what changed.
 func TestUpdateOwnerChown(t *testing.T) {
-	needRoot(t, "files of another user")
+	testenv.NeedRoot(t, "files of another user")
 	path := filepath.Join(t.TempDir(), "f")
 	writeFile(t, path, "original\n", 0o644)
 	lchown(t, path, someone, someGroup)

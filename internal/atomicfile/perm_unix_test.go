@@ -3,7 +3,6 @@
 package atomicfile
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 // main_test.go) runs as user nobody, from a copy of the test binary that
 // nobody may execute.
 
-const nobody = 65534
+const nobody = testenv.Nobody
 
 // runAs returns a directory that the worker's user may enter, and the
 // command that runs one worker as that user, given its user, group and
@@ -32,8 +31,7 @@ func runAs(t *testing.T, cred *syscall.Credential) (dir string, run func(op, pat
 	dir = testenv.PublicDir(t, "hold-atomicfile-")
 	bin := os.Args[0]
 	if root {
-		bin = filepath.Join(dir, "atomicfile.test")
-		copyExecutable(t, os.Args[0], bin)
+		bin = testenv.ExecutableCopy(t, dir)
 	}
 	return dir, func(op, path string, opts ...string) (int, string) {
 		t.Helper()
@@ -56,25 +54,6 @@ func runAs(t *testing.T, cred *syscall.Credential) (dir string, run func(op, pat
 func asNobody(t *testing.T) (string, func(op, path string, opts ...string) (int, string)) {
 	t.Helper()
 	return runAs(t, &syscall.Credential{Uid: nobody, Gid: nobody})
-}
-
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // chownToWorker gives path to the worker's user when running as root.
@@ -172,7 +151,7 @@ func TestUpdateInUnreadableDirectory(t *testing.T) {
 // AllowOwnerChange, which keeps the group. The owner itself keeps the
 // group, and cannot give the file a group it is not in.
 func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
-	needRoot(t, "files of several users, and a worker running as one of them")
+	testenv.NeedRoot(t, "files of several users, and a worker running as one of them")
 	base, run := runAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{someGroup}})
 	dir := filepath.Join(base, "shared")
 	os.Mkdir(dir, 0o775)

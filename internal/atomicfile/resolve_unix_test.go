@@ -11,19 +11,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 	"time"
 )
 
 // someone and their group own files and links in these tests: a user
 // other than the one running them (and other than the worker's nobody).
 const someone, someGroup = 4242, 4343
-
-func needRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: " + why + " (CI runs the tests as root)")
-	}
-}
 
 func lchown(t *testing.T, path string, uid, gid int) {
 	t.Helper()
@@ -243,7 +238,7 @@ func TestMayFollowRule(t *testing.T) {
 // fs.protected_symlinks would refuse `echo >> link` the same way. Where
 // the kernel would follow the link, so does an update.
 func TestResolveRefusesPlantedSymlink(t *testing.T) {
-	needRoot(t, "giving a symlink another owner (chown -h)")
+	testenv.NeedRoot(t, "giving a symlink another owner (chown -h)")
 	dir := t.TempDir()
 	tmp := stickyDir(t, dir)
 	target := filepath.Join(dir, "secret")

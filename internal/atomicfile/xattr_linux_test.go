@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hold-dev/hold/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -219,7 +221,7 @@ func TestUpdateRefusesXattrItCannotCopy(t *testing.T) {
 // CAP_SETFCAP: an unprivileged owner's update is refused, naming it, and
 // root's update keeps it (and the owner).
 func TestUpdateFileCapability(t *testing.T) {
-	needRoot(t, "setting a file capability, and a worker running as another user")
+	testenv.NeedRoot(t, "setting a file capability, and a worker running as another user")
 	base, run := asNobody(t)
 	dir := filepath.Join(base, "d")
 	os.Mkdir(dir, 0o755)
