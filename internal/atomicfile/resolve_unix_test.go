@@ -113,11 +113,21 @@ func TestResolveSymlinkLoop(t *testing.T) {
 	}
 }
 
-func TestResolveRefusesFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "fifo")
+// A FIFO (or a device, a socket) is no file to replace or append to: it
+// is refused when resolved, and again when opened, should it have
+// appeared since.
+func TestRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Held open for reading and writing, so that no open of it blocks.
+	held, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for name, f := range map[string]func(FS, string) (*Target, error){"Resolve": Resolve, "Locate": Locate} {
 		if _, err := f(OS{}, fifo); !errors.Is(err, ErrNotRegular) {
 			t.Errorf("%s of a FIFO: %v, want ErrNotRegular", name, err)
@@ -125,6 +135,25 @@ func TestResolveRefusesFIFO(t *testing.T) {
 	}
 	if err := AppendTo(OS{}, fifo, false, []byte("x"), nil); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("AppendTo a FIFO: %v", err)
+	}
+
+	// Resolve saw a regular file; the FIFO is what gets opened.
+	plain := filepath.Join(dir, "plain")
+	writeFile(t, plain, "x", 0o644)
+	fi, _ := os.Lstat(plain)
+	fsys := swapFS{path: fifo, as: fi}
+	err = UpdateWith(fsys, fifo, Options{}, func([]byte) ([]byte, error) {
+		t.Error("fn called for a FIFO")
+		return []byte("y"), nil
+	}, nil)
+	if !errors.Is(err, ErrNotRegular) {
+		t.Errorf("UpdateWith of a FIFO that looked like a file: %v, want ErrNotRegular", err)
+	}
+	if err := AppendTo(fsys, fifo, false, []byte("x"), nil); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("AppendTo a FIFO that looked like a file: %v, want ErrNotRegular", err)
+	}
+	if tmp := tempFiles(t, fifo); len(tmp) > 0 {
+		t.Errorf("temp files left: %v", tmp)
 	}
 }
 
