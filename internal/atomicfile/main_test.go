@@ -16,7 +16,7 @@ import (
 // runAs in perm_unix_test.go): TestMain then runs one update or append
 // instead of the tests. Its parameters come in these variables.
 const (
-	envWorker = "HOLD_ATOMICFILE_WORKER" // "update" or "append"
+	envWorker = "HOLD_ATOMICFILE_WORKER" // "update", "append" or "syncfs"
 	envFile   = "HOLD_ATOMICFILE_FILE"
 	envOpts   = "HOLD_ATOMICFILE_OPTS" // words: "split", "owner"
 )
@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 }
 
 // worker runs one update (to "replaced\n") or append ("appended\n") of
-// the file and prints "fn called" when the update's fn runs, then the
-// error and its hint. It exits 0 when the
+// the file, or syncs its file system (syncfs, Linux only), and prints
+// "fn called" when the update's fn runs, then the error and its hint. It exits 0 when the
 // operation was refused for permission, 1 when it succeeded, 2 on any
 // other error.
 func worker(op string) int {
@@ -46,7 +46,9 @@ func worker(op string) int {
 	}
 	o.Warn = func(err error) { fmt.Println("warning:", err) }
 	var err error
-	if op == "append" {
+	if op == "syncfs" {
+		err = syncFS(path)
+	} else if op == "append" {
 		err = AppendTo(OS{}, path, false, []byte("appended\n"), nil)
 	} else {
 		err = UpdateWith(OS{}, path, o, func([]byte) ([]byte, error) {
