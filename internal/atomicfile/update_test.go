@@ -310,6 +310,16 @@ func TestUpdateCleansStaleTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	notExist(t, stale)
+
+	writeFile(t, stale, "half", 0o600)
+	err := UpdateStream(OS{}, path, Options{}, func(_ io.Reader, out io.Writer) error {
+		_, err := io.WriteString(out, "newer\n")
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notExist(t, stale)
 }
 
 func TestUpdateStreamReplacesContent(t *testing.T) {
