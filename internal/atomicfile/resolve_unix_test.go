@@ -142,12 +142,20 @@ func TestRefusesFIFO(t *testing.T) {
 	writeFile(t, plain, "x", 0o644)
 	fi, _ := os.Lstat(plain)
 	fsys := swapFS{path: fifo, as: fi}
-	err = UpdateWith(fsys, fifo, Options{}, func([]byte) ([]byte, error) {
-		t.Error("fn called for a FIFO")
-		return []byte("y"), nil
-	}, nil)
-	if !errors.Is(err, ErrNotRegular) {
-		t.Errorf("UpdateWith of a FIFO that looked like a file: %v, want ErrNotRegular", err)
+	// An update that read the FIFO would wait for its writer forever.
+	done := make(chan error, 1)
+	go func() {
+		done <- UpdateWith(fsys, fifo, Options{}, func([]byte) ([]byte, error) {
+			return []byte("y"), nil
+		}, nil)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) {
+			t.Errorf("UpdateWith of a FIFO that looked like a file: %v, want ErrNotRegular", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("UpdateWith of a FIFO that looked like a file is still reading it")
 	}
 	if err := AppendTo(fsys, fifo, false, []byte("x"), nil); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("AppendTo a FIFO that looked like a file: %v, want ErrNotRegular", err)
