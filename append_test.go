@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -136,53 +135,5 @@ func checkRecords(t *testing.T, path string, procs, each int) {
 	}
 	if lines != procs*each {
 		t.Errorf("%d lines, want %d", lines, procs*each)
-	}
-}
-
-// failingReader yields n bytes of x, then err.
-type failingReader struct {
-	n   int
-	err error
-}
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, r.err
-	}
-	k := min(len(p), r.n)
-	for i := range p[:k] {
-		p[i] = 'x'
-	}
-	r.n -= k
-	return k, nil
-}
-
-// AppendFrom (what `hold append -` uses for a large stdin) copies any
-// amount in pieces; a failure after some pieces went out cuts the file
-// back to its size before, as a failed Append does.
-func TestAppendFromStreamsAndTruncatesBack(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "log")
-	writeFile(t, path, "first record\n", 0o644)
-	const size = 3<<20 + 12345 // several pieces, the last one short
-	if err := atomicfile.AppendFrom(atomicfile.OS{}, path, true, &failingReader{n: size, err: io.EOF}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if fi, _ := os.Stat(path); fi.Size() != 13+size {
-		t.Fatalf("size %d after appending %d bytes to 13", fi.Size(), size)
-	}
-	err := atomicfile.AppendFrom(atomicfile.OS{}, path, true, &failingReader{n: 2<<20 + 1, err: syscall.EIO}, nil)
-	if !errors.Is(err, syscall.EIO) {
-		t.Fatalf("a failing input gave %v, want EIO", err)
-	}
-	if fi, _ := os.Stat(path); fi.Size() != 13+size {
-		t.Errorf("after a failed streamed append the file is %d bytes, want %d", fi.Size(), 13+size)
-	}
-	// Empty input appends nothing and creates nothing.
-	absent := filepath.Join(filepath.Dir(path), "absent")
-	if err := atomicfile.AppendFrom(atomicfile.OS{}, absent, false, strings.NewReader(""), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(absent); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("empty input created the file: %v", err)
 	}
 }

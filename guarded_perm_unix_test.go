@@ -3,10 +3,8 @@
 package hold
 
 import (
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,25 +16,19 @@ import (
 // anything. When the tests run as root (as CI does), the worker is run as
 // user nobody, from a copy of the test binary that nobody may execute.
 
-const nobody = 65534
+const nobody = testenv.Nobody
 
-// permWorker returns a directory that the worker's user may enter, and
-// the command to start a guarded-update-once worker as that user.
-func permWorker(t *testing.T) (dir string, run func(env ...string) (int, string)) {
-	t.Helper()
-	return permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody})
-}
-
-// permWorkerAs is permWorker with the worker's user, group and
-// supplementary groups given (they apply only when running as root).
+// permWorkerAs returns a directory that the worker's user may enter, and
+// the command to start a guarded-update-once worker as that user, with
+// the worker's user, group and supplementary groups given (they apply
+// only when running as root).
 func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(env ...string) (int, string)) {
 	t.Helper()
 	root := os.Geteuid() == 0
 	dir = testenv.PublicDir(t, "hold-perm-")
 	bin := os.Args[0]
 	if root {
-		bin = filepath.Join(dir, "hold.test")
-		copyExecutable(t, os.Args[0], bin)
+		bin = testenv.ExecutableCopy(t, dir)
 	}
 	return dir, func(env ...string) (int, string) {
 		cmd := exec.Command(bin, "-test.run=^$")
@@ -53,94 +45,5 @@ func permWorkerAs(t *testing.T, cred *syscall.Credential) (dir string, run func(
 			t.Fatal(err)
 		}
 		return code, strings.TrimSpace(string(out))
-	}
-}
-
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// chownToWorker gives path to the worker's user when running as root.
-func chownToWorker(t *testing.T, path string) {
-	if os.Geteuid() == 0 {
-		if err := os.Chown(path, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// A directory the user may not write: the file inside is theirs and
-// writable, but no temp file can be made beside it, so Update must fail
-// cleanly; Append, which needs no new name, still works.
-func TestUpdateReadOnlyDirectory(t *testing.T) {
-	base, run := permWorker(t)
-	dir := filepath.Join(base, "ro")
-	os.Mkdir(dir, 0o755)
-	path := filepath.Join(dir, "f")
-	writeFile(t, path, "original\n", 0o644)
-	chownToWorker(t, path)
-	if os.Geteuid() != 0 {
-		os.Chmod(dir, 0o555)
-	}
-	lock := filepath.Join(base, "f.lock")
-	writeFile(t, lock, "", 0o666)
-
-	code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock)
-	if code != 0 {
-		t.Fatalf("update in a read-only directory: exit %d, want a permission error; output: %s", code, out)
-	}
-	if !strings.Contains(out, "update "+path) || !strings.Contains(out, "permission denied") {
-		t.Errorf("unclear error: %s", out)
-	}
-	if s := readFile(t, path); s != "original\n" {
-		t.Errorf("original changed to %q", s)
-	}
-	if tmp := tempFiles(t, path); len(tmp) > 0 {
-		t.Errorf("temp files left: %v", tmp)
-	}
-
-	code, out = run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OP=append")
-	if code != 1 {
-		t.Errorf("append to a writable file in a read-only directory: exit %d: %s", code, out)
-	}
-}
-
-// A file the user may not write, in a directory they may write: renaming
-// over it would succeed, but Update must refuse as a write would.
-func TestUpdateFileWithoutWritePermission(t *testing.T) {
-	base, run := permWorker(t)
-	dir := filepath.Join(base, "rw")
-	os.Mkdir(dir, 0o777)
-	os.Chmod(dir, 0o777)
-	path := filepath.Join(dir, "f")
-	writeFile(t, path, "original\n", 0o644)
-	if os.Geteuid() != 0 {
-		os.Chmod(path, 0o444)
-	}
-	lock := filepath.Join(base, "f.lock")
-	writeFile(t, lock, "", 0o666)
-	for _, op := range []string{"update", "append"} {
-		code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OP="+op)
-		if code != 0 {
-			t.Errorf("%s of a file without write permission: exit %d, want a permission error; output: %s", op, code, out)
-		}
-		if s := readFile(t, path); s != "original\n" {
-			t.Fatalf("%s changed the file to %q", op, s)
-		}
 	}
 }

@@ -42,6 +42,13 @@ func deadPID(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
+// tempName is the name createTemp gives a temp file of target made by
+// process pid of this host (start time 0: unknown).
+func tempName(t *testing.T, target string, pid int) string {
+	t.Helper()
+	return fmt.Sprintf("%s%s-%d-0-0123456789ab%s", tempPrefix(target), hostTag(proc.Self().Host), pid, tempSuffix)
+}
+
 func TestCleanStale(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "f")
@@ -74,6 +81,26 @@ func TestCleanStale(t *testing.T) {
 		if kept := err == nil; kept != keep {
 			t.Errorf("%s: kept=%v, want %v", filepath.Base(p), kept, keep)
 		}
+	}
+}
+
+// CleanStale touches regular files only, and a directory it cannot read
+// is no error: cleanup is best effort.
+func TestCleanStaleLeavesOthers(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "f")
+	asDir := filepath.Join(dir, tempName(t, target, deadPID(t)))
+	if err := os.Mkdir(asDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if n := CleanStale(OS{}, target); n != 0 {
+		t.Errorf("removed %d, want 0", n)
+	}
+	if _, err := os.Stat(asDir); err != nil {
+		t.Errorf("a directory with a temp file's name was removed: %v", err)
+	}
+	if n := CleanStale(OS{}, filepath.Join(dir, "missing", "f")); n != 0 {
+		t.Errorf("removed %d in a missing directory", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -106,5 +107,27 @@ func TestCommand(t *testing.T) {
 		if err := p.Signal(syscall.Signal(0)); err == nil {
 			t.Errorf("DeadPID's process %d is still there", pid)
 		}
+	}
+}
+
+// TestExecutableCopy: the copy is this binary, runnable, in the directory
+// asked for.
+func TestExecutableCopy(t *testing.T) {
+	dir := PublicDir(t, "hold-testenv-")
+	bin := ExecutableCopy(t, dir)
+	if filepath.Dir(bin) != dir {
+		t.Errorf("copy at %s, want it in %s", bin, dir)
+	}
+	orig, err := os.Stat(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil || fi.Size() != orig.Size() || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o755) {
+		t.Fatalf("copy %v, %v; want %d bytes, mode 0755", fi, err, orig.Size())
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the copy does not run: %v: %s", err, out)
 	}
 }
