@@ -236,7 +236,11 @@ type handle struct {
 	// discard: Release removes the lock file if this acquisition created
 	// it and nobody else has it open (DiscardOnRelease).
 	discard bool
-	// lost is marked when Check finds the lock file removed or replaced.
+	// watched: Lost put the handle in watch (see watch.go), which Release
+	// takes it out of.
+	watched bool
+	// lost is marked when Check, or the watch's look, finds the lock file
+	// removed or replaced.
 	lost lock.LostState
 }
 
@@ -275,12 +279,20 @@ func (h *handle) Owner() *lock.Owner {
 	return &o
 }
 
-// Lost returns a channel closed once Check finds the lock lost. The kernel
+// Lost returns a channel closed once the lock is found lost. The kernel
 // keeps the lock while the descriptor is open, so it is lost only when its
 // lock file is removed or replaced: the lock then guards a file nobody
-// else will open, and newcomers lock the new one. Nothing watches for that
-// between calls to Check.
-func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
+// else will open, and newcomers lock the new one. The first call puts the
+// hold in the process's watch, which looks at the path every lossPoll
+// until Release (see watch.go); Check looks at once.
+func (h *handle) Lost() <-chan struct{} {
+	h.mu.Lock()
+	if !h.watched && !h.released && !h.lost.Marked() {
+		h.watched = watch.add(h)
+	}
+	h.mu.Unlock()
+	return h.lost.Lost()
+}
 
 // lostWhy is the Hint of a lost kernel lock's error.
 const lostWhy = "the lock file was removed or replaced while held, so others may have locked its successor"
@@ -319,6 +331,9 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.unlist()
+	if h.watched {
+		watch.remove(h)
+	}
 	h.erase()
 	if h.discard {
 		h.f.removeIfAlone()
