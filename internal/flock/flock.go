@@ -32,6 +32,7 @@ import (
 var (
 	_ lock.Filer         = (*handle)(nil)
 	_ lock.TokenReasoner = (*handle)(nil)
+	_ lock.LostNotifier  = (*handle)(nil)
 )
 
 // Protocol implements lock.Protocol with kernel locks. The zero value is
@@ -286,12 +287,25 @@ func (h *handle) Owner() *lock.Owner {
 // hold in the process's watch, which looks at the path every lossPoll
 // until Release (see watch.go); Check looks at once.
 func (h *handle) Lost() <-chan struct{} {
+	h.startWatch()
+	return h.lost.Lost()
+}
+
+// AfterLost runs f once the lock is found lost, watching it as Lost does
+// (see lock.LostNotifier): without a goroutine per hold.
+func (h *handle) AfterLost(f func()) (stop func() bool) {
+	h.startWatch()
+	return h.lost.AfterLost(f)
+}
+
+// startWatch puts the hold in the watch, unless it is there already,
+// released or lost.
+func (h *handle) startWatch() {
 	h.mu.Lock()
 	if !h.watched && !h.released && !h.lost.Marked() {
 		h.watched = watch.add(h)
 	}
 	h.mu.Unlock()
-	return h.lost.Lost()
 }
 
 // lostWhy is the Hint of a lost kernel lock's error.
