@@ -92,9 +92,10 @@ type Handle interface {
 	// Owner is the record this holder published.
 	Owner() *Owner
 	// Lost is closed when the lock is found to be no longer this holder's.
-	// A kernel lock holds while its descriptor is open; it is lost only if
-	// its lock file is removed or replaced, which its Check detects (and
-	// then closes this channel).
+	// The protocol watches for that itself, as long as someone may wait
+	// on this channel (from the first call until Release). A kernel lock
+	// holds while its descriptor is open; it is lost only if its lock
+	// file is removed or replaced, which its watch and its Check detect.
 	Lost() <-chan struct{}
 	// Check returns nil while the lock is held, an error wrapping ErrLost
 	// when it was lost and one wrapping ErrReleased after Release.
