@@ -20,11 +20,9 @@ import (
 // The watch costs a hold nobody watches nothing: a hold joins it on its
 // first Lost call and leaves it on Release, so the uncontended Acquire and
 // Release make no goroutine, timer or allocation for it. The looks come
-// from one timer per process, running only while some hold is watched,
-// rather than a timer or a goroutine per hold: arming and stopping one per
-// acquisition cost the lazy record's timer 15% of the hand-offs
-// (docs/bench.md), and a process with many short holds (the agent) would
-// pay it on every one.
+// from one timer per process (a procTimer), running only while some hold
+// is watched, rather than a timer or a goroutine per hold, which a process
+// with many short holds (the agent) would pay for on every one.
 
 // lossPoll is how often a watched hold's lock file is looked at. A
 // second, as `hold run` and the agent looked before the watch moved here:
@@ -41,11 +39,10 @@ const lossPoll = time.Second
 var watch = watchList{m: make(map[*handle]struct{})}
 
 type watchList struct {
-	mu      sync.Mutex
-	m       map[*handle]struct{}
-	timer   *time.Timer // made on first use, reset while running
-	running bool        // the timer is set, or its look is under way
-	batch   []*handle   // the look's copy of m, kept for the next one
+	mu    sync.Mutex
+	m     map[*handle]struct{}
+	timer procTimer // runs look while any hold is watched
+	batch []*handle // the look's copy of m, kept for the next one
 }
 
 // add watches h, starting the timer if it is not running. It reports
@@ -59,14 +56,7 @@ func (w *watchList) add(h *handle) bool {
 	}
 	w.mu.Lock()
 	w.m[h] = struct{}{}
-	if !w.running {
-		w.running = true
-		if w.timer == nil {
-			w.timer = time.AfterFunc(lossPoll, w.look)
-		} else {
-			w.timer.Reset(lossPoll)
-		}
-	}
+	w.timer.start(lossPoll, w.look)
 	w.mu.Unlock()
 	return true
 }
@@ -104,10 +94,6 @@ func (w *watchList) look() {
 	}
 	w.mu.Lock()
 	w.batch = batch[:0]
-	if len(w.m) > 0 {
-		w.timer.Reset(lossPoll)
-	} else {
-		w.running = false
-	}
+	w.timer.again(lossPoll, len(w.m) > 0)
 	w.mu.Unlock()
 }
