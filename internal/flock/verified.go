@@ -82,7 +82,7 @@ func (r *holders) warm() bool { return r.used.Swap(true) }
 func (r *holders) add(h *handle) {
 	r.mu.Lock()
 	r.m[h.f.key()] = h
-	r.timer.start(recordDelay, r.tick)
+	r.timer.start(recordDelay, tickLazy)
 	r.mu.Unlock()
 }
 
@@ -94,6 +94,10 @@ func (r *holders) remove(h *handle) {
 	}
 	r.mu.Unlock()
 }
+
+// tickLazy is lazy's timer's function: a function, not the method value
+// lazy.tick, which would be made anew on every add.
+func tickLazy() { lazy.tick() }
 
 // tick writes the records of the holds that have lasted recordDelay, and
 // runs again while any hold is listed. A hold is so written between one

@@ -56,7 +56,7 @@ func (w *watchList) add(h *handle) bool {
 	}
 	w.mu.Lock()
 	w.m[h] = struct{}{}
-	w.timer.start(lossPoll, w.look)
+	w.timer.start(lossPoll, lookWatched)
 	w.mu.Unlock()
 	return true
 }
@@ -69,6 +69,10 @@ func (w *watchList) remove(h *handle) {
 	delete(w.m, h)
 	w.mu.Unlock()
 }
+
+// lookWatched is watch's timer's function (a function, not the method
+// value watch.look, which would be made anew on every add).
+func lookWatched() { watch.look() }
 
 // look runs Check's test on every watched hold, which marks a lost one
 // lost and closes its Lost channel, and sets the timer again while any
