@@ -35,7 +35,9 @@ import (
 const lossPoll = time.Second
 
 // watch lists the holds of this process whose Lost was asked for and
-// that are neither released nor found lost yet.
+// that are neither released nor found lost yet. A watched hold that is
+// never released stays listed, and so held, until the process ends: a
+// lock must be released, never left to the garbage collector.
 var watch = watchList{m: make(map[*handle]struct{})}
 
 type watchList struct {
