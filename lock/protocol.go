@@ -84,8 +84,9 @@ type Protocol interface {
 }
 
 // Handle is one held lock. hold.Lock wraps it; its optional capabilities
-// are TokenReasoner and Filer, found through a Wrapper too. LostState
-// implements Lost and the ErrLost part of Check and Release.
+// are TokenReasoner, Filer and LostNotifier, found through a Wrapper too.
+// LostState implements Lost, AfterLost and the ErrLost part of Check and
+// Release.
 type Handle interface {
 	// Fence is the fencing token of this acquisition.
 	Fence() uint64
