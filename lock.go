@@ -138,9 +138,10 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 // when fn succeeded but the lock turned out to be lost, it returns the
 // ErrLost error from Release, because fn's work was then not protected.
 //
-// The context fn receives is cancelled if the lock is lost while fn runs
-// (possible with the portable and etcd protocols; the loss of a kernel
-// lock, a removed or replaced lock file, is found only by Lock.Check).
+// The context fn receives is cancelled if the lock is found lost while fn
+// runs (see Lock.Lost: a lease or heartbeat that failed, or a kernel lock
+// whose lock file was removed or replaced, which is looked for once a
+// second).
 func Do(ctx context.Context, target string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	c, err := configFor(inDo, target, opts)
 	if err != nil {
@@ -242,13 +243,18 @@ func (l *Lock) TokenError() error {
 func (l *Lock) Owner() Owner { return *l.h.Owner() }
 
 // Lost returns a channel that is closed if the lock is found to be no
-// longer this holder's. A kernel lock holds while this process keeps it;
-// it is lost only if someone removes or replaces its lock file (newcomers
-// then lock the new file), which Check detects, closing this channel.
+// longer this holder's; Check then says why. Every protocol watches its
+// own locks for this. A kernel lock holds while this process keeps it; it
+// is lost only if someone removes or replaces its lock file (newcomers
+// then lock the new file), and the first call of Lost (or AfterLost)
+// starts a look at the lock path once a second until Release, from one
+// timer per process: a lock nobody watches costs nothing for it.
 func (l *Lock) Lost() <-chan struct{} { return l.h.Lost() }
 
 // Check returns nil while the lock is held, and an error matching ErrLost or
-// ErrReleased otherwise. Update calls it just before publishing.
+// ErrReleased otherwise. It looks at the lock itself (a kernel lock's path:
+// one stat), so it finds a loss at once, and closes Lost when it does.
+// Update calls it just before publishing.
 func (l *Lock) Check() error { return l.h.Check() }
 
 // Path returns the lock path.

@@ -378,6 +378,20 @@ func (c *checker) lost(t *testing.T) {
 		t.Errorf("the newcomer's Release = %v", err)
 	}
 
+	// A holder that only waits on Lost, and never calls Check: the
+	// protocol watches its lock itself and closes Lost (a kernel lock's
+	// file looked at, a heartbeat, a lease, a session), so that `hold
+	// run` and the agent, which act on Lost alone, hear of every loss.
+	l = c.acquire(t, c.s.target(t))
+	lost = l.Lost()
+	c.s.Lose(t, l)
+	select {
+	case <-lost:
+	case <-time.After(hangBound):
+		t.Fatal("a lock taken away from a holder that waits on Lost alone: Lost was not closed (the protocol does not watch its lock)")
+	}
+	c.releaseLost(t, l)
+
 	// A holder that never asked for Lost: Check finds the loss all the
 	// same, and Lost, asked afterwards, is closed already.
 	l = c.acquire(t, c.s.target(t))

@@ -98,3 +98,50 @@ func TestLostStateSize(t *testing.T) {
 		t.Fatalf("LostState is %d bytes, want at most 32", n)
 	}
 }
+
+// TestLostStateAfterLost: a function registered before the loss runs once
+// it is marked, one registered after runs at once, a stopped one never
+// runs, and stop says whether it stopped it.
+func TestLostStateAfterLost(t *testing.T) {
+	var s LostState
+	ran := make(chan string, 4)
+	s.AfterLost(func() { ran <- "before" })
+	stop := s.AfterLost(func() { ran <- "stopped" })
+	if !stop() {
+		t.Fatal("stop of a pending function reported it not stopped")
+	}
+	if stop() {
+		t.Fatal("a second stop reported stopping it again")
+	}
+	select {
+	case got := <-ran:
+		t.Fatalf("%q ran before the loss", got)
+	default:
+	}
+	s.MarkLost("gone")
+	if got := <-ran; got != "before" {
+		t.Fatalf("ran %q, want before", got)
+	}
+	late := s.AfterLost(func() { ran <- "after" })
+	if got := <-ran; got != "after" {
+		t.Fatalf("ran %q, want after", got)
+	}
+	if late() {
+		t.Fatal("stop after the function ran reported stopping it")
+	}
+	select {
+	case got := <-ran:
+		t.Fatalf("%q ran too", got)
+	default:
+	}
+
+	var sealed LostState
+	sealed.AfterLost(func() { ran <- "sealed" })
+	sealed.Seal()
+	sealed.MarkLost("late")
+	select {
+	case got := <-ran:
+		t.Fatalf("%q ran after Seal", got)
+	default:
+	}
+}

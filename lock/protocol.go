@@ -84,17 +84,19 @@ type Protocol interface {
 }
 
 // Handle is one held lock. hold.Lock wraps it; its optional capabilities
-// are TokenReasoner and Filer, found through a Wrapper too. LostState
-// implements Lost and the ErrLost part of Check and Release.
+// are TokenReasoner, Filer and LostNotifier, found through a Wrapper too.
+// LostState implements Lost, AfterLost and the ErrLost part of Check and
+// Release.
 type Handle interface {
 	// Fence is the fencing token of this acquisition.
 	Fence() uint64
 	// Owner is the record this holder published.
 	Owner() *Owner
 	// Lost is closed when the lock is found to be no longer this holder's.
-	// A kernel lock holds while its descriptor is open; it is lost only if
-	// its lock file is removed or replaced, which its Check detects (and
-	// then closes this channel).
+	// The protocol watches for that itself, as long as someone may wait
+	// on this channel (from the first call until Release). A kernel lock
+	// holds while its descriptor is open; it is lost only if its lock
+	// file is removed or replaced, which its watch and its Check detect.
 	Lost() <-chan struct{}
 	// Check returns nil while the lock is held, an error wrapping ErrLost
 	// when it was lost and one wrapping ErrReleased after Release.

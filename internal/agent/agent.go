@@ -61,7 +61,6 @@ type agent struct {
 	busy    map[lockspec.Key]time.Time // when a lock was last found busy
 	remote  *subAgent                  // lazily started, for network targets (see remote.go)
 	sync    *syncChannel               // the synchronous channel, once a hello asked for it
-	patrol  bool                       // the patrol of kernel locks runs (see patrolLocks)
 
 	// routes: the replies owed to requests of the synchronous channel
 	// that are served as the standard channel's are (see routed), by the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -19,13 +20,15 @@ import (
 type heldLock struct {
 	l    *hold.Lock
 	spec lockspec.Resolved
-	done chan struct{} // closed on release: stops the loss watcher
+	// stopWatch stops the loss watch (see watchLoss); released says the
+	// lock was released, so that a watch begun afterwards stops at once.
+	watchMu   sync.Mutex
+	stopWatch func() bool
+	released  bool
 	// remote is the sub-agent's number for a lock it holds, and sub the
 	// sub-agent; zero and nil for this agent's own locks.
 	remote uint64
 	sub    *subAgent
-	// lostTold: patrolLocks told the client of this lock's loss (a.mu).
-	lostTold bool
 }
 
 // acquire serves acquire and try. The first attempt is made at once, on
@@ -109,7 +112,7 @@ func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error)
 		al.spec.Close()
 		return replyTo(id, err), nil
 	}
-	al.l, al.done = l, make(chan struct{})
+	al.l = l
 	n, ok := a.addLock(al)
 	if !ok { // the client left while we waited
 		l.Release()
@@ -145,11 +148,6 @@ func (a *agent) addLock(al *heldLock) (uint64, bool) {
 	}
 	a.next++
 	a.locks[a.next] = al
-	if !a.patrol && isKernel(al) {
-		a.patrol = true
-		a.wg.Add(1)
-		go a.patrolLocks()
-	}
 	return a.next, true
 }
 
@@ -188,7 +186,7 @@ func (a *agent) release(req *request) {
 // release gives up one of the agent's own locks, already taken out of
 // the table.
 func (al *heldLock) release() error {
-	close(al.done)
+	al.stopWatching()
 	err := al.l.Release()
 	al.spec.Close()
 	return err

@@ -150,9 +150,9 @@ func TestAgentSyncChannelUnopened(t *testing.T) {
 	}
 }
 
-// agentPatrol is how often the agent looks at its kernel locks' files
-// (patrolEvery in internal/agent).
-const agentPatrol = time.Second
+// kernelLossPoll is how often the library looks at a watched kernel
+// lock's file (lossPoll in internal/flock).
+const kernelLossPoll = time.Second
 
 // TestAgentKernelLockLost: a kernel lock whose lock file is removed while
 // held is reported lost unasked, once.
@@ -173,7 +173,7 @@ func TestAgentKernelLockLost(t *testing.T) {
 	}
 	wantCode(t, c.request(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, r["lock"])), "ELOST")
 	wantOK(t, c.request(fmt.Sprintf(`{"id":4,"op":"check","lock":%v}`, kept["lock"])))
-	c.pending("no second event", 2*agentPatrol+agentPatrol/2)
+	c.pending("no second event", 2*kernelLossPoll+kernelLossPoll/2)
 	for _, m := range c.held {
 		if m["event"] != nil {
 			t.Errorf("unexpected event %v", m)

@@ -315,7 +315,7 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 		err error
 		use kernelUse
 	)
-	if e.IsDir() {
+	if lockpath.IsDirLockType(e.Type()) {
 		st, err = hold.Inspect("", hold.LockFile(path), hold.WithProtocol(l.portable))
 	} else {
 		fi, ierr := e.Info()

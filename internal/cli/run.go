@@ -97,11 +97,6 @@ Not supported: flock(1)'s --fcntl, --start and --length (byte-range locks);
 -c runs /bin/sh, not $SHELL.
 `
 
-// kernelLockCheck is how often `hold run` checks that a kernel lock's file
-// is still the one it locked: within about this long of the file being
-// removed or replaced, the command is told (SIGTERM) and hold exits 65.
-const kernelLockCheck = time.Second
-
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
@@ -364,8 +359,6 @@ func (r *runEvents) loop() {
 		pending       []os.Signal
 		lastInterrupt time.Time
 		lost          <-chan struct{}
-		lostWhy       string
-		checks        <-chan time.Time
 		stop          stopping
 		done          = r.done
 		childGone     bool
@@ -408,39 +401,22 @@ func (r *runEvents) loop() {
 				}
 			}
 			pending = nil
-			if run.l.File() != nil {
-				// A kernel lock stays held while its descriptor is open,
-				// but it guards nothing once its file is removed (rm, a
-				// temp cleaner) or replaced: newcomers lock the new file.
-				// The other protocols watch their locks themselves; this
-				// one is asked (one stat of the path), only now that the
-				// command runs, so the check costs its start nothing.
-				tick := time.NewTicker(kernelLockCheck)
-				defer tick.Stop()
-				checks = tick.C
-			}
-		case <-checks:
-			if err := run.l.Check(); errors.Is(err, hold.ErrLost) {
-				// Check closed lost: the case below acts on it.
-				var he *hold.Error
-				if errors.As(err, &he) && he.Hint != "" {
-					lostWhy = " (" + he.Hint + ")"
-				}
-				checks = nil
-			}
 		case <-lost:
-			lost, checks = nil, nil
+			// The library watches every protocol's lock, a kernel
+			// lock's file included, and closes Lost when it finds the
+			// lock gone; watching began with the Lost call above, once
+			// the command runs, so its start paid nothing for it.
+			lost = nil
 			l := run.l
 			// Stop first: asking the protocol why below may take a
 			// moment (its lock may be stuck in a hung filesystem).
 			r.terminate(run, syscall.SIGTERM, &stop)
-			if lostWhy == "" {
-				// The protocol saw it (a heartbeat, a lease): its error
-				// says why. A lost lock answers without a round trip.
-				var he *hold.Error
-				if errors.As(l.Check(), &he) && he.Hint != "" {
-					lostWhy = " (" + he.Hint + ")"
-				}
+			// The protocol's error says why (a heartbeat, a lease, the
+			// lock file removed). A lost lock answers without a look.
+			var lostWhy string
+			var he *hold.Error
+			if errors.As(l.Check(), &he) && he.Hint != "" {
+				lostWhy = " (" + he.Hint + ")"
 			}
 			r.lostErr = &hold.Error{Op: "run", Path: l.Path(), Err: hold.ErrLost,
 				Hint: fmt.Sprintf("the command was no longer protected; hold stopped it and every process it started (SIGTERM, then SIGKILL after %s)", r.killAfter)}

@@ -32,6 +32,7 @@ import (
 var (
 	_ lock.Filer         = (*handle)(nil)
 	_ lock.TokenReasoner = (*handle)(nil)
+	_ lock.LostNotifier  = (*handle)(nil)
 )
 
 // Protocol implements lock.Protocol with kernel locks. The zero value is
@@ -236,7 +237,11 @@ type handle struct {
 	// discard: Release removes the lock file if this acquisition created
 	// it and nobody else has it open (DiscardOnRelease).
 	discard bool
-	// lost is marked when Check finds the lock file removed or replaced.
+	// watched: Lost put the handle in watch (see watch.go), which Release
+	// takes it out of.
+	watched bool
+	// lost is marked when Check, or the watch's look, finds the lock file
+	// removed or replaced.
 	lost lock.LostState
 }
 
@@ -275,12 +280,33 @@ func (h *handle) Owner() *lock.Owner {
 	return &o
 }
 
-// Lost returns a channel closed once Check finds the lock lost. The kernel
+// Lost returns a channel closed once the lock is found lost. The kernel
 // keeps the lock while the descriptor is open, so it is lost only when its
 // lock file is removed or replaced: the lock then guards a file nobody
-// else will open, and newcomers lock the new one. Nothing watches for that
-// between calls to Check.
-func (h *handle) Lost() <-chan struct{} { return h.lost.Lost() }
+// else will open, and newcomers lock the new one. The first call puts the
+// hold in the process's watch, which looks at the path every lossPoll
+// until Release (see watch.go); Check looks at once.
+func (h *handle) Lost() <-chan struct{} {
+	h.startWatch()
+	return h.lost.Lost()
+}
+
+// AfterLost runs f once the lock is found lost, watching it as Lost does
+// (see lock.LostNotifier): without a goroutine per hold.
+func (h *handle) AfterLost(f func()) (stop func() bool) {
+	h.startWatch()
+	return h.lost.AfterLost(f)
+}
+
+// startWatch puts the hold in the watch, unless it is there already,
+// released or lost.
+func (h *handle) startWatch() {
+	h.mu.Lock()
+	if !h.watched && !h.released && !h.lost.Marked() {
+		h.watched = watch.add(h)
+	}
+	h.mu.Unlock()
+}
 
 // lostWhy is the Hint of a lost kernel lock's error.
 const lostWhy = "the lock file was removed or replaced while held, so others may have locked its successor"
@@ -319,6 +345,9 @@ func (h *handle) Release() error {
 	}
 	h.released = true
 	h.unlist()
+	if h.watched {
+		watch.remove(h)
+	}
 	h.erase()
 	if h.discard {
 		h.f.removeIfAlone()

@@ -425,8 +425,8 @@ func TestReleasedRecordIsSmall(t *testing.T) {
 }
 
 // TestCheckFindsRemovedOrReplacedFile: a kernel lock whose lock file is
-// removed or replaced no longer excludes newcomers; Check says so, Lost
-// closes and Release reports it.
+// removed or replaced no longer excludes newcomers; Check says so at once,
+// Lost closes and Release reports it.
 func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
 	testenv.SkipUnderWine(t, "a removed file that is still open keeps its name until its last handle closes, and no file can be renamed over it, as before Windows 10")
 	dir := t.TempDir()
@@ -456,11 +456,8 @@ func TestCheckFindsRemovedOrReplacedFile(t *testing.T) {
 		if err := damage.do(); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-lost:
-			t.Fatalf("%s: Lost closed before anyone looked", damage.name)
-		default:
-		}
+		// (The watch Lost started may find the loss first: Check must
+		// find it all the same, and at once.)
 		if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 			t.Fatalf("%s: Check: %v, want ErrLost", damage.name, err)
 		}

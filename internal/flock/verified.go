@@ -65,11 +65,10 @@ func (c *fileCache) add(f *lockFile) {
 var lazy = holders{m: make(map[fileKey]*handle)}
 
 type holders struct {
-	mu      sync.Mutex
-	m       map[fileKey]*handle
-	timer   *time.Timer // made on first use, reset while running
-	running bool        // the timer is set
-	used    atomic.Bool // warm has been called
+	mu    sync.Mutex
+	m     map[fileKey]*handle
+	timer procTimer   // runs tick while any hold is listed
+	used  atomic.Bool // warm has been called
 }
 
 // warm reports whether this process has taken an exclusive kernel lock
@@ -83,14 +82,7 @@ func (r *holders) warm() bool { return r.used.Swap(true) }
 func (r *holders) add(h *handle) {
 	r.mu.Lock()
 	r.m[h.f.key()] = h
-	if !r.running {
-		r.running = true
-		if r.timer == nil {
-			r.timer = time.AfterFunc(recordDelay, r.tick)
-		} else {
-			r.timer.Reset(recordDelay)
-		}
-	}
+	r.timer.start(recordDelay, tickLazy)
 	r.mu.Unlock()
 }
 
@@ -102,6 +94,10 @@ func (r *holders) remove(h *handle) {
 	}
 	r.mu.Unlock()
 }
+
+// tickLazy is lazy's timer's function: a function, not the method value
+// lazy.tick, which would be made anew on every add.
+func tickLazy() { lazy.tick() }
 
 // tick writes the records of the holds that have lasted recordDelay, and
 // runs again while any hold is listed. A hold is so written between one
@@ -115,11 +111,7 @@ func (r *holders) tick() {
 			due = append(due, h)
 		}
 	}
-	if len(r.m) > len(due) {
-		r.timer.Reset(recordDelay)
-	} else {
-		r.running = false
-	}
+	r.timer.again(recordDelay, len(r.m) > len(due))
 	r.mu.Unlock()
 	// Outside r.mu: publishing takes the handle's lock, then r.mu.
 	for _, h := range due {

@@ -12,6 +12,7 @@
 package lockpath
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,8 +133,13 @@ func normalise(target string) (string, error) {
 // whatever protocol was chosen: Inspect of any kind and Break treat it so.
 func IsDirLock(lockPath string) bool {
 	fi, err := os.Lstat(lockPath)
-	return err == nil && fi.IsDir()
+	return err == nil && IsDirLockType(fi.Mode())
 }
+
+// IsDirLockType is IsDirLock for a caller that has the type of what sits
+// at the lock path already (hold ls, from its directory listing), so that
+// the rule is decided here without another lstat.
+func IsDirLockType(m fs.FileMode) bool { return m.IsDir() }
 
 // isRoot reports whether t, with its trailing separators dropped down to
 // one, is a root directory: "/", `C:\`, "C:/", `\\host\share\`. It looks
