@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -87,11 +88,15 @@ func (t *LockTable) Files() map[FileKey][]KernelLock {
 }
 
 // Holders returns the pids that hold a FLOCK or OFDLCK lock on the file k
-// (see LockHolders); nil when none.
+// (see LockHolders), each once; nil when none. A pid can appear on more
+// than one line: it holds a shared lock through two descriptions, or the
+// kernel, which serves the table a page at a time and finds its place
+// again by counting, showed one lock twice because an earlier one went
+// away between two reads.
 func (t *LockTable) Holders(k FileKey) []int {
 	var pids []int
 	for _, l := range t.Locks(k) {
-		if !l.Blocked && l.PID > 0 {
+		if !l.Blocked && l.PID > 0 && !slices.Contains(pids, l.PID) {
 			pids = append(pids, l.PID)
 		}
 	}

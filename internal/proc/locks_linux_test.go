@@ -50,6 +50,12 @@ garbage
 	if l := tab.Locks(FileKey{unix.Mkdev(0x103, 2), 5}); l != nil {
 		t.Fatalf("a POSIX lock was indexed: %+v", l)
 	}
+	// The same lock on two lines (the kernel's table read across a
+	// change) names its holder once.
+	twice := indexLockTable([]byte("1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF\n2: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF\n"))
+	if h := twice.Holders(k); !reflect.DeepEqual(h, []int{4242}) {
+		t.Fatalf("holders of a lock listed twice: %v, want [4242]", h)
+	}
 	if h := tab.Holders(FileKey{unix.Mkdev(0, 0x2b), 77}); h != nil {
 		t.Fatalf("an OFD lock (pid -1) named holders %v", h)
 	}
