@@ -62,7 +62,7 @@ func (a *agent) openSync(dir string) *syncPaths {
 	} else if !privateDir(dir) {
 		return nil
 	}
-	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO)}
+	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO), SpinMicros: replySpin(runtime.NumCPU())}
 	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
 	var err error
 	if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
@@ -128,7 +128,9 @@ func (a *agent) serveSync(ch *syncChannel) {
 		if r == nil {
 			return true // a blank line
 		}
-		in.expect = r.OK
+		// A queued reply's real one comes on stdout, later: the
+		// client has nothing to send meanwhile.
+		in.expect = r.OK && !r.Queued
 		if writeAll(ch.replies, encodeReply(r)) != nil {
 			// The client closed its end: it is leaving. Its locks
 			// are released when its standard input ends.
@@ -216,6 +218,21 @@ type syncReader struct {
 // critical section is short, so that such a release finds the agent awake
 // instead of a sleeping thread (the bench suite's Node rows measure it).
 const syncSpin = 100 * time.Microsecond
+
+// replySpin is the budget, in µs, that the hello tells the client for
+// polling the replies FIFO before it blocks in a read: a reply the agent
+// gives at once comes within µs, or, if the agent's thread slept, within
+// the tens of µs the kernel takes to wake it; polling covers both, for as
+// long as the agent itself polls for the next request (syncSpin). With a
+// single CPU it is 0: the client's polling would only keep the agent from
+// running. The agent decides it, for every client, because both figures
+// are the agent's: how soon it answers, and whether it can run meanwhile.
+func replySpin(cpus int) int {
+	if cpus <= 1 {
+		return 0
+	}
+	return int(syncSpin / time.Microsecond)
+}
 
 func newSyncReader(fd int) *syncReader {
 	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}
