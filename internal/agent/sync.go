@@ -29,9 +29,6 @@ import (
 type syncPaths struct {
 	Requests string `json:"requests"`
 	Replies  string `json:"replies"`
-	// SpinMicros: how long the client should poll replies for a reply
-	// before it blocks in a read, in µs (replySpin; version 2).
-	SpinMicros int `json:"spin_us"`
 }
 
 // The synchronous channel serves every request but hello. try, release and

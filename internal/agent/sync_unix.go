@@ -62,7 +62,7 @@ func (a *agent) openSync(dir string) *syncPaths {
 	} else if !privateDir(dir) {
 		return nil
 	}
-	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO), SpinMicros: replySpin(runtime.NumCPU())}
+	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO)}
 	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
 	var err error
 	if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
@@ -115,6 +115,11 @@ func openFIFO(path string, create bool) (int, error) {
 func (a *agent) serveSync(ch *syncChannel) {
 	defer ch.closeFiles()
 	in := newSyncReader(ch.requests)
+	// The channel's first reply tells the client its polling budget
+	// (replySpin): a client that opens the channel before it has read
+	// the hello's reply (Node's synchronous API) learns it there too.
+	spin := new(int)
+	*spin = replySpin(runtime.NumCPU())
 	readLines(in, func(line []byte) bool {
 		ch.remove() // the client has opened both ends
 		if ch.isClosing() {
@@ -127,6 +132,9 @@ func (a *agent) serveSync(ch *syncChannel) {
 		}
 		if r == nil {
 			return true // a blank line
+		}
+		if spin != nil {
+			r.SpinMicros, spin = spin, nil
 		}
 		// A queued reply's real one comes on stdout, later: the
 		// client has nothing to send meanwhile.
@@ -219,8 +227,9 @@ type syncReader struct {
 // instead of a sleeping thread (the bench suite's Node rows measure it).
 const syncSpin = 100 * time.Microsecond
 
-// replySpin is the budget, in µs, that the hello tells the client for
-// polling the replies FIFO before it blocks in a read: a reply the agent
+// replySpin is the budget, in µs, that the channel's first reply tells
+// the client for polling the replies FIFO before it blocks in a read
+// (clients have no figure of their own): a reply the agent
 // gives at once comes within µs, or, if the agent's thread slept, within
 // the tens of µs the kernel takes to wake it; polling covers both, for as
 // long as the agent itself polls for the next request (syncSpin). With a

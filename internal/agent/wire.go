@@ -17,8 +17,8 @@ import (
 
 // protocolVersion is the highest protocol version this agent speaks
 // (docs/agent.md). Version 2 added the synchronous channel's queued
-// replies (request.Queue) and the reply poll budget in the hello
-// (syncPaths.SpinMicros); a version 1 client sends neither field and
+// replies (request.Queue) and the reply poll budget in the channel's
+// first reply (reply.SpinMicros); a version 1 client sends neither field and
 // reads neither, so this agent still serves it, down to minProtocolVersion.
 const protocolVersion = 2
 
@@ -158,6 +158,11 @@ type reply struct {
 
 	// cancel: whether a pending request was found and cancelled.
 	Cancelled bool `json:"cancelled,omitempty"`
+
+	// SpinMicros, in the synchronous channel's first reply: how long the
+	// client should poll the replies FIFO for a reply before it blocks
+	// in a read, in µs (replySpin). Version 2.
+	SpinMicros *int `json:"spin_us,omitempty"`
 
 	// Queued, on the synchronous channel, answers a request sent with
 	// "queue": its reply comes on stdout, under the same id.
