@@ -137,6 +137,13 @@ type reply struct {
 	PID     int        `json:"pid,omitempty"`
 	Sync    *syncPaths `json:"sync,omitempty"`
 
+	// SpinMicros, in the synchronous channel's first reply: how long the
+	// client should poll the replies FIFO for a reply before it blocks
+	// in a read, in µs (replySpin). Version 2. Before the lock's fields:
+	// a lock's reply ends with its owner record, which the Python client
+	// finds by that.
+	SpinMicros *int `json:"spin_us,omitempty"`
+
 	// acquire, try, update (the lock taken); lost (the lock lost).
 	Lock     uint64      `json:"lock,omitempty"`
 	Token    uint64      `json:"token,omitempty"`
@@ -158,11 +165,6 @@ type reply struct {
 
 	// cancel: whether a pending request was found and cancelled.
 	Cancelled bool `json:"cancelled,omitempty"`
-
-	// SpinMicros, in the synchronous channel's first reply: how long the
-	// client should poll the replies FIFO for a reply before it blocks
-	// in a read, in µs (replySpin). Version 2.
-	SpinMicros *int `json:"spin_us,omitempty"`
 
 	// Queued, on the synchronous channel, answers a request sent with
 	// "queue": its reply comes on stdout, under the same id.
