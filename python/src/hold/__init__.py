@@ -32,6 +32,7 @@ from ._errors import (
     Aborted, AgentError, Busy, Deadlock, Foreign, HoldError, HoldWarning, Invalid, IsADirectory, Lost, NoSpace,
     NotFound, NotRegular, PermissionDenied, ReadOnly, Timeout, from_reply,
 )
+from ._owner import Owner
 from ._version import __version__
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "aappend",
     "astatus",
     "Lock",
+    "Owner",
     "HoldError",
     "Busy",
     "Timeout",
@@ -98,13 +100,13 @@ class Lock:
         # A reply of the synchronous channel keeps the record undecoded
         # (_agent.OWNER_RAW): most locks never read it, and decoding it
         # was most of the cost of parsing the reply.
-        self._owner: Optional[Dict[str, Any]] = reply.get("owner")
+        self._owner: Optional[Owner] = reply.get("owner")
         self._owner_raw: Optional[bytes] = reply.get(_agent.OWNER_RAW)
 
     @property
-    def owner(self) -> Dict[str, Any]:
+    def owner(self) -> Owner:
         """The owner record published for this lock, as ``hold status``
-        shows it (decoded at the first read)."""
+        shows it (decoded at the first read; keys as in ``Owner``)."""
         if self._owner is None:
             owner = None
             if self._owner_raw is not None:
@@ -117,7 +119,7 @@ class Lock:
         return self._owner
 
     @owner.setter
-    def owner(self, value: Dict[str, Any]) -> None:
+    def owner(self, value: Owner) -> None:
         self._owner, self._owner_raw = value, None
 
     def __repr__(self) -> str:
