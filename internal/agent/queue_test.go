@@ -78,6 +78,20 @@ func jsonString(s string) string {
 	return string(b)
 }
 
+// heldElsewhere takes a new lock in this process, as another holder: the
+// agent's acquisitions are locks of their own, which it excludes. It
+// returns the target as JSON, and the lock.
+func heldElsewhere(t *testing.T) (string, *hold.Lock) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t")
+	other, err := hold.TryAcquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Release() })
+	return jsonString(path), other
+}
+
 // TestQueuedAcquire: a free lock is granted at once, on the channel; a
 // busy one is tried once, then queued, and granted on stdout under the
 // request's id when its holder lets go. The fast channel never blocks.
@@ -109,12 +123,7 @@ func TestQueuedAcquire(t *testing.T) {
 // takes it at once); once the memory has passed, it is tried again.
 func TestQueuedBusyMemory(t *testing.T) {
 	s := newStdoutAgent(t)
-	path := filepath.Join(t.TempDir(), "t")
-	target := jsonString(path)
-	other, err := hold.TryAcquire(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	target, other := heldElsewhere(t)
 	if r := s.sync(t, `{"id":1,"op":"try","queue":true,"target":`+target+`}`); r.OK || r.Error.Code != codeBusy {
 		t.Fatalf("try of a held lock: got %+v, want %s", r, codeBusy)
 	}
@@ -149,13 +158,7 @@ func TestQueuedBusyMemory(t *testing.T) {
 // of no lock.
 func TestQueuedNonblocking(t *testing.T) {
 	s := newStdoutAgent(t)
-	path := filepath.Join(t.TempDir(), "t")
-	target := jsonString(path)
-	other, err := hold.TryAcquire(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Release()
+	target, _ := heldElsewhere(t)
 	for _, line := range []string{
 		`{"id":1,"op":"try","queue":true,"target":` + target + `}`,
 		`{"id":2,"op":"acquire","queue":true,"wait":0,"target":` + target + `}`,
@@ -182,13 +185,8 @@ func TestQueuedNonblocking(t *testing.T) {
 // cancels it there, and its EABORT comes on stdout.
 func TestQueuedCancel(t *testing.T) {
 	s := newStdoutAgent(t)
-	path := filepath.Join(t.TempDir(), "t")
-	other, err := hold.TryAcquire(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Release()
-	if r := s.sync(t, `{"id":"w","op":"acquire","queue":true,"target":`+jsonString(path)+`}`); !r.Queued {
+	target, _ := heldElsewhere(t)
+	if r := s.sync(t, `{"id":"w","op":"acquire","queue":true,"target":`+target+`}`); !r.Queued {
 		t.Fatalf("acquire of a held lock: got %+v, want queued", r)
 	}
 	s.a.handleLine([]byte(`{"id":"c","op":"cancel","request":"w"}`))
