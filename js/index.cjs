@@ -320,10 +320,9 @@ class Agent {
       // A reply that is due in µs (a try, a release) is polled for, for
       // as long as the agent said (spin_us): waking a thread asleep in a
       // read costs tens of µs on a virtual machine. After that the thread
-      // blocks in a read of
-      // the blocking descriptor, however long a wait lasts, burning no
-      // CPU; the agent's death ends it (end of file: it was the only
-      // writer).
+      // blocks in a read of the blocking descriptor, however long a wait
+      // lasts, burning no CPU; the agent's death ends it (end of file: it
+      // was the only writer).
       const start = performance.now();
       let fd = ch.replies;
       for (;;) {
