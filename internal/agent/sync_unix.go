@@ -229,19 +229,26 @@ const syncSpin = 100 * time.Microsecond
 
 // replySpin is the budget, in µs, that the channel's first reply tells
 // the client for polling the replies FIFO before it blocks in a read
-// (clients have no figure of their own): a reply the agent
-// gives at once comes within µs, or, if the agent's thread slept, within
-// the tens of µs the kernel takes to wake it; polling covers both, for as
-// long as the agent itself polls for the next request (syncSpin). With a
-// single CPU it is 0: the client's polling would only keep the agent from
+// (clients have no figure of their own): replySpinBudget, or 0 with a
+// single CPU, where the client's polling would only keep the agent from
 // running. The agent decides it, for every client, because both figures
 // are the agent's: how soon it answers, and whether it can run meanwhile.
 func replySpin(cpus int) int {
 	if cpus <= 1 {
 		return 0
 	}
-	return int(syncSpin / time.Microsecond)
+	return int(replySpinBudget / time.Microsecond)
 }
+
+// replySpinBudget covers a reply the agent gives at once while its thread
+// is awake (it polls for syncSpin after a success; a try or a release
+// takes 5 to 15 µs) and a quick wake of a thread that slept. A reply later
+// than that means the agent is waiting for a CPU, which polling would only
+// take from it. 50 µs was the Python client's own figure, 200 the Node
+// client's; in the bench suite's rows on a shared 2-CPU machine 100 cost
+// the Python client's contended rows more than 50 did, and 50 cost the
+// Node client nothing against 200.
+const replySpinBudget = 50 * time.Microsecond
 
 func newSyncReader(fd int) *syncReader {
 	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}

@@ -12,13 +12,12 @@ import (
 )
 
 // TestSyncSpin: the synchronous channel's first reply tells the client
-// how long to poll for a reply (the agent's own polling budget, or 0 with
-// one CPU); later replies do not repeat it.
+// how long to poll for a reply (replySpinBudget, or 0 with one CPU); later replies do not repeat it.
 func TestSyncSpin(t *testing.T) {
 	if got := replySpin(1); got != 0 {
 		t.Errorf("replySpin(1) = %d, want 0", got)
 	}
-	if got, want := replySpin(2), int(syncSpin.Microseconds()); got != want || got == 0 {
+	if got, want := replySpin(2), int(replySpinBudget.Microseconds()); got != want || got == 0 {
 		t.Errorf("replySpin(2) = %d, want %d", got, want)
 	}
 	s := newStdoutAgent(t)
