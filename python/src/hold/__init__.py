@@ -373,10 +373,14 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
     decision."""
     if ag.sync is None:
         return None
-    msg = {"op": op, **req}
-    if held:
-        msg["held_by"] = held
-    r = ag.sync_call(msg, None if held else _line_body(op, req))
+    body = None if held else _line_body(op, req)
+    if body is None:
+        msg = {"op": op, **req}
+        if held:
+            msg["held_by"] = held
+    else:
+        msg = _ENCODED
+    r = ag.sync_call(msg, body)
     if r is None:
         if ag.dead is not None:
             raise ag.dead
@@ -385,6 +389,9 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
         return r
     raise from_reply(r.get("error"))
 
+
+#: What sync_call is given for a request whose line it is given encoded.
+_ENCODED: Dict[str, Any] = {}
 
 #: The encoded lines (after their id) of recent lock requests: a loop that
 #: takes one lock again and again encodes its request once.

@@ -87,6 +87,10 @@ Reply = Dict[str, Any]
 #: request id N: _SYNC_OK % N.
 _SYNC_OK = b'{"id":%d,"ok":true}\n'
 
+#: The synchronous channel's reply to request id N that the agent queued:
+#: _QUEUED % N.
+_QUEUED = b'{"id":%d,"ok":true,"queued":true}\n'
+
 #: How the reply of a lock taken on the synchronous channel starts
 #: (_LOCK_REPLY % N), and where its owner record does. The agent writes
 #: the record last (the fields follow the order of its reply struct, and a
@@ -475,6 +479,8 @@ class Agent:
             reply = _lock_reply(raw)
             if reply is not None:
                 return reply
+        elif raw == _QUEUED % rid:
+            return {"id": rid, "ok": True, "queued": True}
         try:
             reply = json.loads(raw)
         except ValueError:
