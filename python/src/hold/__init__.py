@@ -217,9 +217,13 @@ class Lock:
         except AgentError as e:
             err: HoldError = Lost(f"lock {self.path} lost: {e}")
             self._lose(err)
-            raise err from e
+            raise self._lost or err from e
         except Lost as e:
+            # The agent's "lost" event may have come first: one loss, one
+            # error, the one the lock records (Lock.lost).
             self._lose(e)
+            if self._lost is not None and self._lost is not e:
+                raise self._lost from None
             raise
 
     def __enter__(self) -> "Lock":
