@@ -11,15 +11,17 @@
 // ends (or calls process.exit) holding a lock exits, and the agent then
 // releases it.
 //
-// Requests that never wait (a try, a release, a check) take a faster
-// road where the system has FIFOs: the agent's synchronous channel, a
-// blocking write and read of a few µs, where a round trip through Node's
-// child-process streams costs 150 µs or more. So a free lock costs two
-// short blocking calls, and lock() on a busy one costs a failed try before
-// its wait goes to the agent's standard input like every other request.
-// HOLD_AGENT_SYNC=0 in the environment keeps every request on the
-// standard channel (and leaves the synchronous API, which needs that
-// channel, without it).
+// Lock requests (lock, tryLock, release, check) take a faster road where
+// the system has FIFOs: the agent's synchronous channel, a blocking write
+// and read of a few µs, where a round trip through Node's child-process
+// streams costs 150 µs or more. They go there marked "queue": the agent
+// answers at once what it can (a free lock, a busy try, a release) and
+// queues the rest (a wait, a network lock), whose reply then comes on its
+// standard output like every other. Which is which is the agent's call
+// alone (docs/agent.md): this file carries requests, not lock rules. So a
+// free lock costs two short blocking calls. HOLD_AGENT_SYNC=0 in the
+// environment keeps every request on the standard channel (and leaves the
+// synchronous API, which needs that channel, without it).
 //
 // The synchronous API (lockSync, updateSync, ...) sends every request on
 // that channel, and blocks in a read of its reply, however long a wait
@@ -35,20 +37,16 @@
 // Plain module names, not 'node:…': Jest before 27 cannot resolve those.
 const { spawn } = require('child_process');
 const { closeSync, constants, existsSync, mkdtempSync, openSync, readSync, rmdirSync, writeSync } = require('fs');
-const { availableParallelism, cpus, tmpdir } = require('os');
+const { tmpdir } = require('os');
 const { basename, dirname, join } = require('path');
 // Not the global: Jest's node environment before 26 lacks it.
 const { performance } = require('perf_hooks');
 
 /**
- * How long a lock found busy is assumed to stay busy, in ms: a lock() of it
- * within that time skips the try on the synchronous channel and goes
- * straight to a wait (as the agent does, for the same reason).
+ * The agent protocol version this package speaks: 2, for the synchronous
+ * channel's queued replies.
  */
-const BUSY_MEMORY_MS = 100;
-
-/** The agent protocol version this package speaks. */
-const PROTOCOL_VERSION = 1;
+const PROTOCOL_VERSION = 2;
 
 /** How long the synchronous API waits for a starting agent's channel, in ms. */
 const SYNC_START_MS = 10_000;
@@ -57,14 +55,6 @@ const SYNC_START_MS = 10_000;
 function syncWanted() {
   return process.platform !== 'win32' && process.env.HOLD_AGENT_SYNC !== '0';
 }
-
-/**
- * How long a synchronous request polls for its reply before it blocks in a
- * read, in ms: long enough to cover an agent that the kernel must wake
- * first (tens of µs on a virtual machine). 0 with a single CPU, where
- * polling would only keep the agent from running.
- */
-const SPIN_MS = (typeof availableParallelism === 'function' ? availableParallelism() : cpus().length) > 1 ? 0.2 : 0;
 
 /**
  * The error of every failed operation. `code` says what happened:
@@ -187,7 +177,6 @@ class Agent {
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (chunk) => this.receive(chunk));
     this.sync = null; // { requests, replies, blocking }: descriptors of the synchronous channel
-    this.busyLocks = new Map(); // busyKey -> when a try found the lock busy
     // The synchronous channel's FIFOs are made by the agent in a private
     // directory made here, so that the synchronous API can open them
     // without waiting for the hello's reply, which only the event loop
@@ -251,6 +240,9 @@ class Agent {
         blocking,
         buffer: Buffer.alloc(64 * 1024),
         nap: new Int32Array(new SharedArrayBuffer(4)), // for Atomics.wait
+        // How long to poll for a reply before blocking in a read, in
+        // ms: the agent tells it in the channel's first reply.
+        spinMs: 0,
       };
     } catch {
       for (const fd of fds) closeSync(fd);
@@ -326,11 +318,11 @@ class Agent {
       }
       const parts = [];
       // A reply that is due in µs (a try, a release) is polled for, for
-      // up to SPIN_MS: waking a thread asleep in a read costs tens of µs
-      // on a virtual machine. After that the thread blocks in a read of
-      // the blocking descriptor, however long a wait lasts, burning no
-      // CPU; the agent's death ends it (end of file: it was the only
-      // writer).
+      // as long as the agent said (spin_us): waking a thread asleep in a
+      // read costs tens of µs on a virtual machine. After that the thread
+      // blocks in a read of the blocking descriptor, however long a wait
+      // lasts, burning no CPU; the agent's death ends it (end of file: it
+      // was the only writer).
       const start = performance.now();
       let fd = ch.replies;
       for (;;) {
@@ -339,7 +331,7 @@ class Agent {
           n = readSync(fd, ch.buffer, 0, ch.buffer.length, null);
         } catch (err) {
           if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
-          if (err.code === 'EAGAIN' && performance.now() - start > SPIN_MS) fd = ch.blocking;
+          if (err.code === 'EAGAIN' && performance.now() - start > ch.spinMs) fd = ch.blocking;
           continue;
         }
         if (n === 0) throw new Error('end of file');
@@ -347,7 +339,9 @@ class Agent {
         if (ch.buffer[n - 1] === 0x0a) break;
         fd = ch.blocking; // the rest of a long reply is on its way
       }
-      return JSON.parse(Buffer.concat(parts).toString('utf8'));
+      const r = JSON.parse(Buffer.concat(parts).toString('utf8'));
+      if (r.spin_us !== undefined) ch.spinMs = r.spin_us / 1000;
+      return r;
     } catch (err) {
       this.closeSyncChannel();
       this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) stopped answering: ${err.message}`, { cause: err }));
@@ -355,15 +349,31 @@ class Agent {
     }
   }
 
-  /** Whether the lock of key was found busy within BUSY_MEMORY_MS. */
-  recentlyBusy(key) {
-    const t = this.busyLocks.get(key);
-    return t !== undefined && performance.now() - t < BUSY_MEMORY_MS;
+  /**
+   * Sends msg on the synchronous channel marked "queue", so that it never
+   * blocks there: resolves with its reply, given at once or, when the
+   * agent queued the request, on the standard channel under the same id.
+   * A queued wait is cancelled when signal aborts. Rejects with the
+   * reply's error.
+   */
+  async queueable(msg, signal) {
+    const r = this.syncRequest({ ...msg, queue: true });
+    if (r === null) throw this.dead;
+    if (!r.queued) {
+      if (!r.ok) throw fromReply(r.error);
+      return r;
+    }
+    return cancelOnAbort(this, this.expect(r.id), r.id, signal);
   }
 
-  markBusy(key) {
-    if (this.busyLocks.size >= 1024) this.busyLocks.clear();
-    this.busyLocks.set(key, performance.now());
+  /** Resolves with the reply to request id, to come on the standard channel. */
+  expect(id) {
+    if (this.dead) return Promise.reject(this.dead);
+    const p = new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+    });
+    this.updateRef();
+    return p;
   }
 
   closeSyncChannel() {
@@ -473,12 +483,9 @@ class Lock {
   #released = null;
   #releasedSync = null; // { error }: how releaseSync ended
 
-  #remote; // served by the agent's sub-agent: standard channel only
-
-  constructor(ag, reply, remote) {
+  constructor(ag, reply) {
     this.#agent = ag;
     this.#number = reply.lock;
-    this.#remote = remote;
     /** Fencing token: grows with every exclusive acquisition of this lock path. */
     this.token = reply.token ?? 0;
     /** The lock path (for etcd, the key). */
@@ -518,8 +525,14 @@ class Lock {
       return this.#released;
     }
     const ag = this.#agent;
-    if (ag.sync && !this.#remote) {
-      const reply = ag.syncRequest({ op: 'release', lock: this.#number });
+    if (ag.sync) {
+      const reply = ag.syncRequest({ op: 'release', lock: this.#number, queue: true });
+      if (reply?.queued) {
+        // The agent queued it (for instance a network lock, which its
+        // sub-agent holds): the reply comes on the standard channel.
+        this.#released = this.#releasing(ag, ag.expect(reply.id));
+        return this.#released;
+      }
       ag.locks.delete(this.#number);
       ag.updateRef();
       this.#releasedSync = { error: reply?.ok ? null : (reply ? fromReply(reply.error) : this.#lost) };
@@ -532,7 +545,13 @@ class Lock {
       }
       return this.#released;
     }
-    this.#released = ag.request({ op: 'release', lock: this.#number }).then(
+    this.#released = this.#releasing(ag, ag.request({ op: 'release', lock: this.#number }));
+    return this.#released;
+  }
+
+  /** The promise of a release whose reply p is to come on the standard channel. */
+  #releasing(ag, p) {
+    return p.then(
       () => {},
       (err) => {
         throw err.code === 'EAGENT' ? new HoldError('ELOST', `lock ${this.path} lost: ${err.message}`) : err;
@@ -541,7 +560,6 @@ class Lock {
       ag.locks.delete(this.#number);
       ag.updateRef();
     });
-    return this.#released;
   }
 
   /**
@@ -591,9 +609,12 @@ class Lock {
     const ag = this.#agent;
     let reply;
     try {
-      reply = ag.sync && !this.#remote
-        ? ag.syncRequest({ op: 'check', lock: this.#number }) ?? { ok: false, error: this.#lost }
-        : await ag.request({ op: 'check', lock: this.#number });
+      if (ag.sync) {
+        const r = ag.syncRequest({ op: 'check', lock: this.#number, queue: true });
+        reply = r === null ? { ok: false, error: this.#lost ?? ag.dead } : r.queued ? await ag.expect(r.id) : r;
+      } else {
+        reply = await ag.request({ op: 'check', lock: this.#number });
+      }
     } catch (err) {
       reply = { ok: false, error: err };
     }
@@ -684,30 +705,22 @@ function abortError(what, signal) {
 function waitingRequest(ag, msg, signal) {
   if (!signal) return ag.request(msg);
   let id;
-  const onAbort = () => ag.send({ op: 'cancel', request: id });
-  const p = ag.request(msg, (sent) => {
-    id = sent;
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  const done = () => signal.removeEventListener('abort', onAbort);
-  p.then(done, done);
-  return p;
+  const p = ag.request(msg, (sent) => { id = sent; });
+  return id === undefined ? p : cancelOnAbort(ag, p, id, signal); // undefined: not sent (the agent died)
 }
 
 /**
- * What identifies a lock among the requests of one process, for the memory
- * of busy locks; null for requests with fields or settings (rare enough
- * not to be worth a key).
+ * Returns p (the reply to request id, pending) after arranging that
+ * signal's abort cancels the request's wait.
  */
-function busyKey(req) {
-  if (req.fields || req.settings || req.stale) return null;
-  return `${req.target}\0${req.lockFile ?? ''}\0${req.name ?? ''}\0${req.protocol ?? ''}\0${req.shared ? 's' : ''}`;
-}
-
-/** Whether target is a network address (etcd://, postgres://, ...). */
-function isAddress(target) {
-  const i = target.indexOf('://');
-  return i > 0 && !/[/\\]/.test(target.slice(0, i));
+function cancelOnAbort(ag, p, id, signal) {
+  if (!signal) return p;
+  const onAbort = () => ag.send({ op: 'cancel', request: id });
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  const done = () => signal.removeEventListener('abort', onAbort);
+  p.then(done, done);
+  return p;
 }
 
 async function takeLock(op, target, opts = {}) {
@@ -715,29 +728,11 @@ async function takeLock(op, target, opts = {}) {
   const what = `${op === 'try' ? 'tryLock' : 'lock'}(${JSON.stringify(target ?? opts.name ?? opts.lockFile ?? '')})`;
   if (opts.signal?.aborted) throw abortError(what, opts.signal);
   const ag = getAgent();
-  const remote = isAddress(req.target);
-  let reply = null;
-  // A fair lock() waits its turn in the queue, so it does not try first;
-  // nor does a lock() of a lock found busy a moment ago, which would most
-  // likely fail again (the agent still tries once before it waits).
-  const key = op === 'acquire' && busyKey(req);
-  if (!remote && (op === 'try' || !req.fair || req.wait === 0) && !(key && ag.recentlyBusy(key))) {
-    await ag.ready;
-    if (ag.sync) {
-      const { wait, ...rest } = req;
-      const r = ag.syncRequest({ op: 'try', ...rest });
-      if (r === null) throw ag.dead;
-      if (r.ok) {
-        reply = r;
-      } else if (op === 'try' || r.error.code !== 'EBUSY' || wait === 0) {
-        throw fromReply(r.error);
-      } else if (key) {
-        ag.markBusy(key);
-      }
-    }
-  }
-  reply ??= await waitingRequest(ag, { op, ...req }, opts.signal);
-  const lock = new Lock(ag, reply, remote);
+  await ag.ready;
+  const reply = ag.sync
+    ? await ag.queueable({ op, ...req }, opts.signal)
+    : await waitingRequest(ag, { op, ...req }, opts.signal);
+  const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
   ag.updateRef();
   if (opts.signal?.aborted) {
@@ -901,7 +896,7 @@ function takeLockSync(op, target, opts = {}) {
   const req = syncOptions(target, opts, SYNC_LOCK_OPTIONS, what);
   const ag = syncAgent(what);
   const reply = syncCall(ag, { op, ...req });
-  const lock = new Lock(ag, reply, isAddress(req.target));
+  const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
   return lock;
 }

@@ -27,6 +27,10 @@ export interface Owner {
   token?: string;
   started_at: string;
   proc_start?: number;
+  /** The holder's pid namespace (Linux: the inode of /proc/self/ns/pid); a pid of another namespace means nothing here. */
+  pid_ns?: number;
+  /** The holder's machine boot (Linux: /proc/sys/kernel/random/boot_id); a pid of another boot means nothing now. */
+  boot_id?: string;
   command?: string[];
   /** The fencing token of this acquisition (zero for shared holds). */
   fence?: number;

@@ -234,12 +234,20 @@ func (a *agent) spawn(id json.RawMessage, body func(context.Context)) {
 	}()
 }
 
+// hello answers the client's hello with the version both speak: the
+// client's highest, if this agent serves it, else this agent's highest.
+// A client that only speaks versions older than minProtocolVersion is
+// refused.
 func (a *agent) hello(req *request) {
-	if req.Version != 0 && req.Version < protocolVersion {
-		a.refuse(req.ID, &replyError{Code: "EVERSION", Message: fmt.Sprintf("this agent speaks protocol version %d, the client wants %d", protocolVersion, req.Version)})
+	if req.Version != 0 && req.Version < minProtocolVersion {
+		a.refuse(req.ID, &replyError{Code: "EVERSION", Message: fmt.Sprintf("this agent speaks protocol versions %d to %d, the client at most %d: install matching versions", minProtocolVersion, protocolVersion, req.Version)})
 		return
 	}
-	r := &reply{ID: req.ID, OK: true, Version: protocolVersion, Agent: a.version, PID: os.Getpid()}
+	version := protocolVersion
+	if req.Version != 0 && req.Version < version {
+		version = req.Version
+	}
+	r := &reply{ID: req.ID, OK: true, Version: version, Agent: a.version, PID: os.Getpid()}
 	if req.Sync {
 		// A client that cannot have the channel (another system, a full
 		// disk) is answered without it and keeps to this one.

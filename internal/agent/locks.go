@@ -31,29 +31,50 @@ type heldLock struct {
 	sub    *subAgent
 }
 
-// acquire serves acquire and try. The first attempt is made at once, on
-// the reading goroutine: a free lock is then answered without waking
-// another thread, which on a busy machine costs more than the lock
-// itself. Only a wait gets its own goroutine.
+// acquire serves acquire and try on the standard channel: the first
+// attempt at once, on the reading goroutine (a free lock is then answered
+// without waking another thread, which on a busy machine costs more than
+// the lock itself); only a wait gets its own goroutine.
 func (a *agent) acquire(req *request) {
+	r, after, wait := a.attempt(req)
+	if wait != nil {
+		a.spawn(req.ID, wait)
+		return
+	}
+	if r != nil {
+		a.send(r)
+	}
+	if after != nil {
+		after()
+	}
+}
+
+// attempt is the one place that decides whether an acquisition is tried
+// before it waits, for both channels: a request that must not wait is
+// tried; any other is tried unless its lock was found busy within
+// busyMemory (the try would most likely fail again, having read and
+// judged the holder's record for nothing). It returns the final reply
+// (nil if the client left meanwhile) and what to run once it is sent, as
+// grant does; or, when the request must wait, wait, the wait to run in a
+// goroutine of its own (spawn), which sends its reply itself.
+func (a *agent) attempt(req *request) (r *reply, after func(), wait func(context.Context)) {
 	al, err := req.newLock()
 	if err != nil {
-		a.answer(req.ID, err)
-		return
+		return replyTo(req.ID, err), nil, nil
 	}
 	spec := &al.spec
 	a.failIfHeldBy(req, spec)
 	if spec.Nonblock || !a.recentlyBusy(spec) {
 		l, err := a.try(spec)
 		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
-			a.granted(req.ID, al, l, err)
-			return
+			r, after = a.grant(req.ID, al, l, err)
+			return r, after, nil
 		}
 	}
-	a.spawn(req.ID, func(ctx context.Context) {
+	return nil, nil, func(ctx context.Context) {
 		l, err := spec.Acquire(ctx, nil)
 		a.granted(req.ID, al, l, abortCause(ctx, err))
-	})
+	}
 }
 
 // busyMemory is how long a lock found busy is assumed to stay busy: an

@@ -42,11 +42,28 @@ type syncPaths struct {
 // client, which it cannot release while blocked, fails at once as a
 // deadlock.
 
+// A client that must not block on the channel (Node's and Python's async
+// calls: their thread runs everything else) sends its requests with
+// "queue". The agent then decides, here and nowhere else, what it
+// answers at once and what it queues: a request it would serve as the
+// standard channel does (routed) is handed to the standard channel's
+// code instead, its reply to come on stdout under the request's id, and
+// the channel answers {"queued":true} at once. An acquire is tried first
+// as attempt decides (not when its lock was found busy a moment ago) and
+// queued only if it must wait; a request for a network target is always
+// queued; so are status, update, append, commit and abort, which read or
+// write files. So the clients hold no rule of when to try, what is
+// remote, or what was busy: they send, and wait where the agent says.
+
 // syncDispatch serves one request of the synchronous channel. It returns
 // the reply, nil only if the client left meanwhile, and, when not nil,
 // what to run once the reply is sent.
 func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 	switch req.Op {
+	case "acquire":
+		if req.Queue && lockspec.AddressScheme(req.Target) == "" {
+			return a.queuedAcquire(req)
+		}
 	case "try":
 		if lockspec.AddressScheme(req.Target) != "" {
 			break
@@ -60,7 +77,7 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 		l, err := a.try(&al.spec)
 		r, after = a.grant(req.ID, al, l, err)
 		if r == nil {
-			r = failed(req.ID, &replyError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
+			r = closing(req.ID)
 		}
 		return r, after
 	case "release", "check":
@@ -78,7 +95,38 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 		return failed(req.ID, &replyError{Code: codeInvalid,
 			Message: "send hello on the standard channel (stdin), not the synchronous one"}), nil
 	}
+	if req.Queue {
+		a.dispatch(req)
+		return queued(req.ID), nil
+	}
 	return a.routed(req), nil
+}
+
+// queuedAcquire serves an acquire sent with "queue": attempt's reply if it
+// has one, else its wait started as the standard channel starts it, and
+// the queued reply.
+func (a *agent) queuedAcquire(req *request) (*reply, func()) {
+	r, after, wait := a.attempt(req)
+	if wait != nil {
+		a.spawn(req.ID, wait)
+		return queued(req.ID), nil
+	}
+	if r == nil {
+		r = closing(req.ID)
+	}
+	return r, after
+}
+
+// queued is the synchronous channel's reply to a request whose reply
+// comes on stdout.
+func queued(id json.RawMessage) *reply {
+	return &reply{ID: id, OK: true, Queued: true}
+}
+
+// closing answers a request of the synchronous channel that came as the
+// client left.
+func closing(id json.RawMessage) *reply {
+	return failed(id, &replyError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
 }
 
 // routed serves req as the standard channel would and returns its reply
@@ -108,7 +156,7 @@ func (a *agent) routed(req *request) *reply {
 			a.nroutes.Add(-1)
 		}
 		a.routeMu.Unlock()
-		return failed(clientID, &replyError{Code: codeAbort, Message: "the agent is closing: its client is gone"})
+		return closing(clientID)
 	}
 }
 

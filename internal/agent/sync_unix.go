@@ -115,6 +115,11 @@ func openFIFO(path string, create bool) (int, error) {
 func (a *agent) serveSync(ch *syncChannel) {
 	defer ch.closeFiles()
 	in := newSyncReader(ch.requests)
+	// The channel's first reply tells the client its polling budget
+	// (replySpin): a client that opens the channel before it has read
+	// the hello's reply (Node's synchronous API) learns it there too.
+	spin := new(int)
+	*spin = replySpin(runtime.NumCPU())
 	readLines(in, func(line []byte) bool {
 		ch.remove() // the client has opened both ends
 		if ch.isClosing() {
@@ -128,7 +133,12 @@ func (a *agent) serveSync(ch *syncChannel) {
 		if r == nil {
 			return true // a blank line
 		}
-		in.expect = r.OK
+		if spin != nil {
+			r.SpinMicros, spin = spin, nil
+		}
+		// A queued reply's real one comes on stdout, later: the
+		// client has nothing to send meanwhile.
+		in.expect = r.OK && !r.Queued
 		if writeAll(ch.replies, encodeReply(r)) != nil {
 			// The client closed its end: it is leaving. Its locks
 			// are released when its standard input ends.
@@ -216,6 +226,29 @@ type syncReader struct {
 // critical section is short, so that such a release finds the agent awake
 // instead of a sleeping thread (the bench suite's Node rows measure it).
 const syncSpin = 100 * time.Microsecond
+
+// replySpin is the budget, in µs, that the channel's first reply tells
+// the client for polling the replies FIFO before it blocks in a read
+// (clients have no figure of their own): replySpinBudget, or 0 with a
+// single CPU, where the client's polling would only keep the agent from
+// running. The agent decides it, for every client, because both figures
+// are the agent's: how soon it answers, and whether it can run meanwhile.
+func replySpin(cpus int) int {
+	if cpus <= 1 {
+		return 0
+	}
+	return int(replySpinBudget / time.Microsecond)
+}
+
+// replySpinBudget covers a reply the agent gives at once while its thread
+// is awake (it polls for syncSpin after a success; a try or a release
+// takes 5 to 15 µs) and a quick wake of a thread that slept. A reply later
+// than that means the agent is waiting for a CPU, which polling would only
+// take from it. 50 µs was the Python client's own figure, 200 the Node
+// client's; in the bench suite's rows on a shared 2-CPU machine 100 cost
+// the Python client's contended rows more than 50 did, and 50 cost the
+// Node client nothing against 200.
+const replySpinBudget = 50 * time.Microsecond
 
 func newSyncReader(fd int) *syncReader {
 	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}

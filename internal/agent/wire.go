@@ -15,8 +15,15 @@ import (
 // The wire protocol: the request and reply lines, how they are read and
 // written, and the error codes replies carry (docs/agent.md).
 
-// protocolVersion is the protocol version this agent speaks (docs/agent.md).
-const protocolVersion = 1
+// protocolVersion is the highest protocol version this agent speaks
+// (docs/agent.md). Version 2 added the synchronous channel's queued
+// replies (request.Queue) and the reply poll budget in the channel's
+// first reply (reply.SpinMicros); a version 1 client sends neither field and
+// reads neither, so this agent still serves it, down to minProtocolVersion.
+const protocolVersion = 2
+
+// minProtocolVersion is the oldest protocol version this agent serves.
+const minProtocolVersion = 1
 
 // maxRequestLine bounds one request line. Larger lines are answered with
 // an EINVAL error and skipped, so a broken client cannot make the agent
@@ -104,6 +111,14 @@ type request struct {
 	// cancel: the id of the request whose wait to end.
 	Request json.RawMessage `json:"request"`
 
+	// Queue, on the synchronous channel: the client must not block
+	// there. A request the agent cannot answer at once (a wait, a network
+	// target, a file to read or write) is then served as the standard
+	// channel serves it, its reply sent on stdout under the request's id,
+	// and the synchronous channel answers at once with Queued (see
+	// syncDispatch). Version 2.
+	Queue bool `json:"queue"`
+
 	// syncCaller: the request came on the synchronous channel, whose
 	// client is blocked until the reply: it cannot release a lock while
 	// the request waits (see routed).
@@ -121,6 +136,13 @@ type reply struct {
 	Agent   string     `json:"agent,omitempty"`
 	PID     int        `json:"pid,omitempty"`
 	Sync    *syncPaths `json:"sync,omitempty"`
+
+	// SpinMicros, in the synchronous channel's first reply: how long the
+	// client should poll the replies FIFO for a reply before it blocks
+	// in a read, in µs (replySpin). Version 2. Before the lock's fields:
+	// a lock's reply ends with its owner record, which the Python client
+	// finds by that.
+	SpinMicros *int `json:"spin_us,omitempty"`
 
 	// acquire, try, update (the lock taken); lost (the lock lost).
 	Lock     uint64      `json:"lock,omitempty"`
@@ -143,6 +165,10 @@ type reply struct {
 
 	// cancel: whether a pending request was found and cancelled.
 	Cancelled bool `json:"cancelled,omitempty"`
+
+	// Queued, on the synchronous channel, answers a request sent with
+	// "queue": its reply comes on stdout, under the same id.
+	Queued bool `json:"queued,omitempty"`
 
 	Error *replyError `json:"error,omitempty"`
 }

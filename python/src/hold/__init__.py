@@ -24,14 +24,15 @@ import math
 import os
 import threading
 import warnings
-from typing import Any, Callable, Dict, Generator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
 from . import _agent
-from ._agent import Agent, Reply, Request, decode, encode, get_agent, is_address
+from ._agent import Agent, Reply, Request, decode, encode, get_agent
 from ._errors import (
     Aborted, AgentError, Busy, Deadlock, Foreign, HoldError, HoldWarning, Invalid, IsADirectory, Lost, NoSpace,
     NotFound, NotRegular, PermissionDenied, ReadOnly, Timeout, from_reply,
 )
+from ._owner import Owner
 from ._version import __version__
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "aappend",
     "astatus",
     "Lock",
+    "Owner",
     "HoldError",
     "Busy",
     "Timeout",
@@ -81,7 +83,7 @@ class Lock:
     counts down, and the lock is released when the outermost block ends.
     """
 
-    def __init__(self, agent: Agent, reply: Reply, remote: bool, thread: Optional[int] = None) -> None:
+    def __init__(self, agent: Agent, reply: Reply, thread: Optional[int] = None) -> None:
         self._agent = agent
         # The thread that took it, which cannot release it while it waits
         # for another lock (None for alock(): the tasks of an event loop
@@ -89,7 +91,6 @@ class Lock:
         self._thread = thread
         self._depth = 0  # with blocks entered and not left
         self._number: int = reply["lock"]
-        self._remote = remote
         self._mu = threading.Lock()
         self._lost: Optional[HoldError] = None
         self._released = False
@@ -99,13 +100,13 @@ class Lock:
         # A reply of the synchronous channel keeps the record undecoded
         # (_agent.OWNER_RAW): most locks never read it, and decoding it
         # was most of the cost of parsing the reply.
-        self._owner: Optional[Dict[str, Any]] = reply.get("owner")
+        self._owner: Optional[Owner] = reply.get("owner")
         self._owner_raw: Optional[bytes] = reply.get(_agent.OWNER_RAW)
 
     @property
-    def owner(self) -> Dict[str, Any]:
+    def owner(self) -> Owner:
         """The owner record published for this lock, as ``hold status``
-        shows it (decoded at the first read)."""
+        shows it (decoded at the first read; keys as in ``Owner``)."""
         if self._owner is None:
             owner = None
             if self._owner_raw is not None:
@@ -118,7 +119,7 @@ class Lock:
         return self._owner
 
     @owner.setter
-    def owner(self, value: Dict[str, Any]) -> None:
+    def owner(self, value: Owner) -> None:
         self._owner, self._owner_raw = value, None
 
     def __repr__(self) -> str:
@@ -147,9 +148,29 @@ class Lock:
         """Gives the lock up. Idempotent: later calls do nothing. Raises
         ``Lost`` if the lock was lost meanwhile. In a child process made by
         fork() it does nothing: the lock is the parent's."""
+        queued = self._release()
+        if queued:
+            try:
+                self._agent.call({}, queued=queued)
+            except AgentError as e:
+                raise Lost(f"lock {self.path} lost: {e}") from e
+
+    async def _arelease(self) -> None:
+        """release(), awaiting a reply that the agent queued."""
+        queued = self._release()
+        if queued:
+            try:
+                await _await_request(self._agent, {}, "", queued)
+            except AgentError as e:
+                raise Lost(f"lock {self.path} lost: {e}") from e
+
+    def _release(self) -> int:
+        """Starts release(): returns 0 once done (raising its error), or the
+        id of the release request whose reply the agent queued, to come on
+        the standard channel."""
         with self._mu:
             if self._released or self._foreign():
-                return
+                return 0
             self._released = True
             lost = self._lost
         ag = self._agent
@@ -158,7 +179,7 @@ class Lock:
         if lost is not None:
             raise lost
         msg = {"op": "release", "lock": self._number}
-        reply = None if self._remote else ag.sync_call(msg)
+        reply = ag.sync_call(msg)
         if reply is None:
             if ag.dead is not None:
                 raise Lost(f"lock {self.path} lost: {ag.dead}")
@@ -166,9 +187,12 @@ class Lock:
                 ag.call(msg)
             except AgentError as e:
                 raise Lost(f"lock {self.path} lost: {e}") from e
-            return
+            return 0
+        if reply.get("queued"):
+            return int(reply["id"])
         if not reply.get("ok"):
             raise from_reply(reply.get("error"))
+        return 0
 
     def check(self) -> None:
         """Returns while the lock is held; raises ``Lost`` otherwise."""
@@ -181,19 +205,25 @@ class Lock:
         ag = self._agent
         msg = {"op": "check", "lock": self._number}
         try:
-            reply = None if self._remote else ag.sync_call(msg)
+            reply = ag.sync_call(msg)
             if reply is None:
                 if ag.dead is not None:
                     raise Lost(f"lock {self.path} lost: {ag.dead}")
                 reply = ag.call(msg)
+            elif reply.get("queued"):
+                reply = ag.call(msg, queued=int(reply["id"]))
             elif not reply.get("ok"):
                 raise from_reply(reply.get("error"))
         except AgentError as e:
             err: HoldError = Lost(f"lock {self.path} lost: {e}")
             self._lose(err)
-            raise err from e
+            raise self._lost or err from e
         except Lost as e:
+            # The agent's "lost" event may have come first: one loss, one
+            # error, the one the lock records (Lock.lost).
             self._lose(e)
+            if self._lost is not None and self._lost is not e:
+                raise self._lost from None
             raise
 
     def __enter__(self) -> "Lock":
@@ -219,9 +249,18 @@ class Lock:
         return self.__enter__()
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._agent.sync is not None and not self._remote:
-            # A release on the synchronous channel takes µs: no hop.
-            self.__exit__(exc_type, exc, tb)
+        if self._agent.sync is not None:
+            # A release on the synchronous channel takes µs, or is queued
+            # by the agent and awaited: no hop.
+            with self._mu:
+                self._depth -= 1
+                if self._depth > 0:
+                    return  # an inner block of a re-entered lock
+            try:
+                await self._arelease()
+            except HoldError:
+                if exc_type is None:
+                    raise  # else the body's error is the one to see
             return
         # On the standard channel the release is a round trip: in a
         # thread, so that the event loop runs meanwhile.
@@ -329,85 +368,58 @@ def _request(
     return req
 
 
-def _busy_key(req: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
-    """What identifies a lock among this process's requests, for the memory
-    of busy locks; None for requests with fields or settings (rare enough
-    not to be worth a key)."""
-    if "fields" in req or "settings" in req:
+def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]]) -> Optional[Reply]:
+    """Sends the lock request on the synchronous channel, where there is
+    one: returns its reply, which may say that the agent queued it (its
+    reply then comes on the standard channel: see Agent.call); raises the
+    error that ends the call; or returns None to send it on the standard
+    channel. Whether to try first, and what to queue, is the agent's
+    decision."""
+    if ag.sync is None:
         return None
-    return (
-        req["target"],
-        req.get("lock_file"),
-        req.get("name"),
-        req.get("protocol"),
-        req.get("shared", False),
-        req.get("make_dirs", False),
-        req.get("mode"),
-    )
-
-
-def _fast_try(ag: Agent, op: str, req: Dict[str, Any]) -> Optional[Reply]:
-    """Tries the lock on the synchronous channel, where that is the way:
-    returns the reply of a success, raises the error that ends the call, or
-    returns None to go and wait on the standard channel.
-
-    A fair lock() waits its turn in the queue, so it does not try first;
-    nor does a lock() of a lock found busy a moment ago, which would most
-    likely fail again (the agent still tries once before it waits)."""
-    if ag.sync is None or is_address(req["target"]):
-        return None
-    if op == "acquire" and req.get("fair") and req.get("wait") != 0:
-        return None
-    key = _busy_key(req) if op == "acquire" else None
-    if key is not None and ag.recently_busy(key):
-        return None
-    line = _try_line(req)
-    r = ag.sync_call(_TRY if line is not None else _try_message(req), line)
+    body = None if held else _line_body(op, req)
+    if body is None:
+        msg = {"op": op, **req}
+        if held:
+            msg["held_by"] = held
+    else:
+        msg = _ENCODED
+    r = ag.sync_call(msg, body)
     if r is None:
         if ag.dead is not None:
             raise ag.dead
         return None
     if r.get("ok"):
         return r
-    err = from_reply(r.get("error"))
-    if op == "try" or err.code != "EBUSY" or req.get("wait") == 0:
-        raise err
-    if key is not None:
-        ag.mark_busy(key)
-    return None
+    raise from_reply(r.get("error"))
 
 
-def _try_message(req: Dict[str, Any]) -> Dict[str, Any]:
-    """The synchronous channel's try of req."""
-    return {"op": "try", **{k: v for k, v in req.items() if k != "wait"}}
+#: What sync_call is given for a request whose line it is given encoded.
+_ENCODED: Dict[str, Any] = {}
 
-
-#: What sync_call needs to know of a try whose line is encoded already.
-_TRY: Dict[str, Any] = {"op": "try"}
-
-#: The encoded try lines of recent requests, by what they lock: a loop that
+#: The encoded lines (after their id) of recent lock requests: a loop that
 #: takes one lock again and again encodes its request once.
-_try_lines: Dict[Tuple[Any, ...], bytes] = {}
+_bodies: Dict[Tuple[Any, ...], bytes] = {}
 
 
-def _try_line(req: Dict[str, Any]) -> Optional[bytes]:
-    """The encoded line of _try_message(req), from the cache when it can be
-    (None for requests with fields or settings: sync_call encodes those)."""
-    key = _busy_key(req)
-    if key is None:
+def _line_body(op: str, req: Dict[str, Any]) -> Optional[bytes]:
+    """The synchronous channel's line of the request, after its id, from
+    the cache when it can be (None for requests with fields or settings:
+    sync_call encodes those)."""
+    if "fields" in req or "settings" in req:
         return None
-    key += (req.get("fair", False),)
-    line = _try_lines.get(key)
-    if line is None:
-        if len(_try_lines) >= 256:
-            _try_lines.clear()
-        line = json.dumps({"id": 0, **_try_message(req)}, separators=(",", ":")).encode() + b"\n"
-        _try_lines[key] = line
-    return line
+    key = (op, *req.items())
+    body = _bodies.get(key)
+    if body is None:
+        if len(_bodies) >= 256:
+            _bodies.clear()
+        body = json.dumps({"op": op, **req, "queue": True}, separators=(",", ":")).encode()[1:] + b"\n"
+        _bodies[key] = body
+    return body
 
 
-def _held(ag: Agent, reply: Reply, req: Dict[str, Any], thread: Optional[int] = None) -> Lock:
-    lk = Lock(ag, reply, is_address(req["target"]), thread)
+def _held(ag: Agent, reply: Reply, thread: Optional[int] = None) -> Lock:
+    lk = Lock(ag, reply, thread)
     with ag.mu:
         if ag.dead is None:
             ag.locks[lk._number] = lk
@@ -416,14 +428,22 @@ def _held(ag: Agent, reply: Reply, req: Dict[str, Any], thread: Optional[int] = 
     return lk
 
 
-def _thread_locks(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
-    """msg, with the locks this thread holds as ``held_by``: the thread
+def _thread_locks(ag: Agent) -> Optional[List[int]]:
+    """The locks this thread holds, for a request's ``held_by``: the thread
     cannot release them while it waits, so a wait for one of them is a
     deadlock, which the agent reports at once (``Deadlock``). Locks of
     other threads are waited for: they may be released meanwhile."""
+    if not ag.locks:
+        return None  # this thread's own additions are visible to it
     me = threading.get_ident()
     with ag.mu:
         held = [n for n, lk in ag.locks.items() if lk._thread == me and not lk._released and lk._lost is None]
+    return held or None
+
+
+def _with_held_by(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
+    """msg, with this thread's locks as ``held_by`` (see _thread_locks)."""
+    held = _thread_locks(ag)
     if held:
         msg["held_by"] = held
     return msg
@@ -431,10 +451,16 @@ def _thread_locks(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
 
 def _take(op: str, req: Dict[str, Any]) -> Lock:
     ag = get_agent()
-    reply = _fast_try(ag, op, req)
+    held = _thread_locks(ag) if op == "acquire" else None
+    reply = _sync_take(ag, op, req, held)
     if reply is None:
-        reply = ag.call(_thread_locks(ag, {"op": op, **req}), kind="acquire")
-    return _held(ag, reply, req, threading.get_ident())
+        msg = {"op": op, **req}
+        if held:
+            msg["held_by"] = held
+        reply = ag.call(msg, kind="acquire")
+    elif reply.get("queued"):
+        reply = ag.call({}, kind="acquire", queued=int(reply["id"]))
+    return _held(ag, reply, threading.get_ident())
 
 
 # The API.
@@ -525,16 +551,20 @@ class _AsyncAcquire:
     async def _acquire(self) -> Lock:
         req = self._req
         ag = get_agent()
-        reply = _fast_try(ag, "acquire", req)
+        reply = _sync_take(ag, "acquire", req, None)
         if reply is None:
             reply = await _await_request(ag, {"op": "acquire", **req}, "acquire")
-        return _held(ag, reply, req)
+        elif reply.get("queued"):
+            reply = await _await_request(ag, {}, "acquire", int(reply["id"]))
+        return _held(ag, reply)
 
 
-async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str) -> Reply:
+async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str, queued: int = 0) -> Reply:
     """Sends msg on the standard channel and awaits its reply without
-    blocking the event loop. Cancelling the task cancels the agent's wait
-    (and undoes a success that comes anyway)."""
+    blocking the event loop; or, with queued, awaits so the reply to that
+    request, which the synchronous channel queued (msg is then not sent).
+    Cancelling the task cancels the agent's wait (and undoes a success that
+    comes anyway)."""
     loop = asyncio.get_running_loop()
     fut: "asyncio.Future[None]" = loop.create_future()
 
@@ -550,7 +580,11 @@ async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str) -> Reply:
 
     req = Request(kind, wake)
     try:
-        ag.send(msg, req)
+        if queued:
+            req.id = queued
+            ag.adopt(req)
+        else:
+            ag.send(msg, req)
         await fut
     except BaseException:
         if req.id:
@@ -628,7 +662,7 @@ def update(
         allow_split=allow_split, allow_owner_change=allow_owner_change, allow_empty=allow_empty,
     )
     ag = get_agent()
-    reply = ag.call(_thread_locks(ag, {"op": "update", **req}), kind="update")
+    reply = ag.call(_with_held_by(ag, {"op": "update", **req}), kind="update")
     number = reply["update"]
     old = decode(reply.get("data"))
     try:
@@ -688,7 +722,7 @@ def append(
     )
     req["data"] = encode(raw)
     ag = get_agent()
-    ag.call(_thread_locks(ag, {"op": "append", **req}), kind="append")
+    ag.call(_with_held_by(ag, {"op": "append", **req}), kind="append")
 
 
 def status(

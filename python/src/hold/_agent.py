@@ -8,18 +8,23 @@ and asks it for locks in the JSON-lines protocol of the repository's
 docs/agent.md. The agent holds the locks; when this process exits or dies,
 the agent's standard input ends and it releases everything at once.
 
-Requests that never wait (try, release, check) go over the agent's
-synchronous channel where the system has FIFOs: this thread writes the
-request to one FIFO and reads the reply from the other, a few µs, without
-the reader thread in between. Everything that may wait goes to the agent's
-standard input, and a daemon thread routes the replies on its standard
-output to whoever waits for them (a thread, or an asyncio future).
+Lock requests (lock, try, release, check) go over the agent's synchronous
+channel where the system has FIFOs: this thread writes the request to one
+FIFO and reads the reply from the other, a few µs, without the reader
+thread in between. They are marked "queue": the agent answers at once what
+it can (a free lock, a busy try, a release) and queues the rest (a wait, a
+network lock), whose reply comes on its standard output. Which is which is
+the agent's decision alone (docs/agent.md): this module carries requests
+and holds no lock rules. Everything else goes to the agent's standard
+input, and a daemon thread routes the replies on its standard output to
+whoever waits for them (a thread, or an asyncio future).
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
+import itertools
 import json
 import os
 import select
@@ -27,27 +32,14 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from time import perf_counter
+from typing import Any, Callable, Dict, List, Optional
 
 from ._errors import AgentError, HoldError, Lost, from_reply
 
-#: The agent protocol version this package speaks.
-PROTOCOL_VERSION = 1
-
-#: How long a lock found busy is assumed to stay busy, in seconds: a lock()
-#: of it within that time skips the try on the synchronous channel and goes
-#: straight to a wait, since the try would most likely fail again.
-BUSY_MEMORY = 0.1
-
-#: How long a synchronous request polls for its reply before it sleeps in
-#: poll(2): the reply is due in µs (5–12 µs measured for a try or a
-#: release), and waking a sleeping thread on a virtual machine costs tens
-#: of µs. Bounded at a few times that, so that a reply held up by a busy
-#: machine is waited for asleep, leaving the CPU to the agent, instead of
-#: polled for (200 µs made a lock loop burn a second CPU). 0 with one CPU,
-#: where polling would only keep the agent from running.
-SPIN = 0.00005 if (os.cpu_count() or 1) > 1 else 0.0
+#: The agent protocol version this package speaks: 2, for the synchronous
+#: channel's queued replies.
+PROTOCOL_VERSION = 2
 
 _EXE = "hold.exe" if os.name == "nt" else "hold"
 
@@ -81,13 +73,6 @@ def describe_client() -> str:
     return f"{script or 'python'}, python pid {os.getpid()}"
 
 
-def is_address(target: str) -> bool:
-    """Whether target is a network address (etcd://...), which only the
-    standard channel serves."""
-    i = target.find("://")
-    return i > 0 and "/" not in target[:i] and "\\" not in target[:i]
-
-
 def encode(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -98,15 +83,20 @@ def decode(data: Any) -> bytes:
 
 Reply = Dict[str, Any]
 
-#: The synchronous channel's reply to a successful release or check.
-_SYNC_OK = b'{"id":0,"ok":true}\n'
+#: The synchronous channel's reply to a successful release or check of
+#: request id N: _SYNC_OK % N.
+_SYNC_OK = b'{"id":%d,"ok":true}\n'
 
-#: How the reply of a lock taken on the synchronous channel starts, and
-#: where its owner record does. The agent writes the record last (the
-#: fields follow the order of its reply struct, and a lock's reply has
-#: none after it), and inside the JSON strings before it a quote is
-#: always escaped, so the first OWNER_KEY is the record's.
-_LOCK_REPLY = b'{"id":0,"ok":true,"lock":'
+#: The synchronous channel's reply to request id N that the agent queued:
+#: _QUEUED % N.
+_QUEUED = b'{"id":%d,"ok":true,"queued":true}\n'
+
+#: How the reply of a lock taken on the synchronous channel starts
+#: (_LOCK_REPLY % N), and where its owner record does. The agent writes
+#: the record last (the fields follow the order of its reply struct, and a
+#: lock's reply has none after it), and inside the JSON strings before it
+#: a quote is always escaped, so the first OWNER_KEY is the record's.
+_LOCK_REPLY = b'{"id":%d,"ok":true,"lock":'
 _OWNER_KEY = b',"owner":'
 
 #: The key under which _lock_reply keeps the owner record undecoded.
@@ -173,6 +163,9 @@ class SyncChannel:
     def __init__(self, requests: int, replies: int) -> None:
         self.requests = requests
         self.replies = replies
+        # How long to poll for a reply before sleeping in poll(2), in
+        # seconds: the agent tells it in the channel's first reply.
+        self.spin = 0.0
         # Never made on Windows, which has no FIFOs and no poll(): the
         # flags are looked up, so that type checks for Windows pass.
         self.poll_in = select.poll()
@@ -200,12 +193,12 @@ class SyncChannel:
     def read_line(self, spin: float) -> bytes:
         """Reads one reply line; raises EOFError if the agent is gone."""
         parts: List[bytes] = []
-        deadline = time.perf_counter() + spin
+        deadline = perf_counter() + spin
         while True:
             try:
                 chunk = os.read(self.replies, 65536)
             except BlockingIOError:
-                if spin and time.perf_counter() < deadline:
+                if spin and perf_counter() < deadline:
                     continue
                 self.poll_in.poll()
                 continue
@@ -225,14 +218,18 @@ class Agent:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.bin = find_binary()
-        self.mu = threading.Lock()  # pending, next_id, dead, locks, writes to stdin
+        self.mu = threading.Lock()  # pending, early, dead, locks, writes to stdin
         self.sync_mu = threading.Lock()  # one request at a time on the synchronous channel
         self.pending: Dict[int, Request] = {}
+        # Replies of the standard channel that came before anyone waited
+        # for them: a queued request's (see adopt), by id.
+        self.early: Dict[int, Reply] = {}
         self.locks: Dict[int, Any] = {}  # lock number -> Lock
-        self.next_id = 1
+        # Request ids, for both channels: a request the synchronous channel
+        # queues gets its reply on the standard one under its id.
+        self.ids = itertools.count(1)
         self.dead: Optional[HoldError] = None
         self.sync: Optional[SyncChannel] = None
-        self.busy: Dict[Tuple[Any, ...], float] = {}
         kwargs: Dict[str, Any] = {}
         if os.name == "nt":
             kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
@@ -336,8 +333,14 @@ class Agent:
                     err = msg.get("error")
                     lock._lose(from_reply(err) if err else Lost(f"lock {lock.path} lost"))
             return
+        rid = msg.get("id")
         with self.mu:
-            req = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+            req = self.pending.pop(rid, None)  # type: ignore[arg-type]
+            if req is None and type(rid) is int:
+                # A queued request's reply, before its caller waits for it.
+                if len(self.early) >= 1024:
+                    self.early.clear()
+                self.early[rid] = msg
         if req is not None:
             self._settle(req, msg, None)
 
@@ -365,8 +368,7 @@ class Agent:
         with self.mu:
             if self.dead is not None:
                 raise self.dead
-            req.id = self.next_id
-            self.next_id += 1
+            req.id = next(self.ids)
             self.pending[req.id] = req
             line = json.dumps({"id": req.id, **msg}, separators=(",", ":")).encode() + b"\n"
             try:
@@ -383,17 +385,36 @@ class Agent:
         except HoldError:
             pass
 
-    def call(self, msg: Dict[str, Any], kind: str = "") -> Reply:
+    def adopt(self, req: Request) -> None:
+        """Waits, as req, for the reply to request req.id, which the
+        synchronous channel queued: it comes on the standard channel, and
+        may have come already."""
+        with self.mu:
+            if self.dead is not None:
+                raise self.dead
+            early = self.early.pop(req.id, None)
+            if early is None:
+                self.pending[req.id] = req
+        if early is not None:
+            self._settle(req, early, None)
+
+    def call(self, msg: Dict[str, Any], kind: str = "", queued: int = 0) -> Reply:
         """Sends msg on the standard channel and blocks this thread until its
-        reply. If the wait is interrupted (KeyboardInterrupt), it is
-        cancelled, and a success that comes anyway undone."""
+        reply; or, with queued, waits so for the reply to that request,
+        which the synchronous channel queued (msg is then not sent). If the
+        wait is interrupted (KeyboardInterrupt), it is cancelled, and a
+        success that comes anyway undone."""
         done = threading.Lock()
         done.acquire()
         req = Request(kind, lambda r: done.release())
         try:
             # An interrupt can come while send() writes, after the request
             # went out: it is abandoned then too (req.id is set by then).
-            self.send(msg, req)
+            if queued:
+                req.id = queued
+                self.adopt(req)
+            else:
+                self.send(msg, req)
             done.acquire()
         except BaseException:
             if req.id:
@@ -414,56 +435,72 @@ class Agent:
 
     # The synchronous channel.
 
-    def sync_call(self, msg: Dict[str, Any], line: Optional[bytes] = None) -> Optional[Reply]:
-        """Sends msg on the synchronous channel and blocks until its reply, a
-        few µs. line, if given, is msg encoded already (with id 0). Returns
-        None if there is no such channel (or it just broke: the agent is
-        then dead, with the error the caller will meet)."""
+    def sync_call(self, msg: Dict[str, Any], body: Optional[bytes] = None) -> Optional[Reply]:
+        """Sends msg on the synchronous channel, marked "queue", and blocks
+        until its reply, a few µs. body, if given, is msg encoded already,
+        without its id: the line's rest after '{"id":N,'. Returns the reply:
+        one with "queued" says that the agent queued the request, whose
+        reply is to come on the standard channel under the reply's id (see
+        call and adopt). Returns None if there is no such channel (or it
+        just broke: the agent is then dead, with the error the caller will
+        meet)."""
         with self.sync_mu:
             ch = self.sync
             if ch is None:
                 return None
-            # One request at a time: the id matches nothing, and the
-            # commonest lines and replies need no JSON encoder or parser.
+            # The commonest lines and replies need no JSON encoder or parser.
+            rid = next(self.ids)
             lock = msg.get("lock")
-            if line is not None:
-                pass
+            if body is not None:
+                line = b'{"id":%d,' % rid + body
             elif len(msg) == 2 and type(lock) is int:
-                line = b'{"id":0,"op":"%s","lock":%d}\n' % (msg["op"].encode(), lock)
+                line = b'{"id":%d,"op":"%s","lock":%d,"queue":true}\n' % (rid, msg["op"].encode(), lock)
             else:
-                line = json.dumps({"id": 0, **msg}, separators=(",", ":")).encode() + b"\n"
+                line = json.dumps({"id": rid, **msg, "queue": True}, separators=(",", ":")).encode() + b"\n"
             try:
                 ch.write(line)
             except OSError as e:
                 self._sync_broke(e)
                 return None
             try:
-                raw = ch.read_line(SPIN)
+                raw = ch.read_line(ch.spin)
             except (OSError, EOFError) as e:
                 self._sync_broke(e)
                 return None
             except BaseException:
                 # Interrupted between request and reply: read the reply,
                 # due in µs, so that the channel stays in step, and give
-                # back a lock the try took meanwhile.
-                self._sync_drain(ch, msg)
+                # back a lock taken meanwhile.
+                self._sync_drain(ch)
                 raise
-        if raw == _SYNC_OK:
-            return {"id": 0, "ok": True}
-        if raw.startswith(_LOCK_REPLY):
+        if raw == _SYNC_OK % rid:
+            return {"id": rid, "ok": True}
+        if raw.startswith(_LOCK_REPLY % rid):
             reply = _lock_reply(raw)
             if reply is not None:
                 return reply
+        elif raw == _QUEUED % rid:
+            return {"id": rid, "ok": True, "queued": True}
         try:
             reply = json.loads(raw)
         except ValueError:
             return None
-        return reply if isinstance(reply, dict) else None
+        if not isinstance(reply, dict):
+            return None
+        if "spin_us" in reply:
+            ch.spin = float(reply["spin_us"]) / 1e6
+        return reply
 
-    def _sync_drain(self, ch: SyncChannel, msg: Dict[str, Any]) -> None:
+    def _sync_drain(self, ch: SyncChannel) -> None:
         try:
             reply = json.loads(ch.read_line(0))
-            if msg.get("op") == "try" and reply.get("ok"):
+            if reply.get("queued"):
+                # Its wait goes on: end it, and undo a success.
+                req = Request("acquire", lambda r: None)
+                req.id = reply["id"]
+                self.adopt(req)
+                self.abandon(req)
+            elif reply.get("ok") and "lock" in reply:
                 ch.write(b'{"id":0,"op":"release","lock":%d}\n' % reply["lock"])
                 ch.read_line(0)
         except BaseException:
@@ -475,17 +512,6 @@ class Agent:
         if ch is not None:
             ch.close()
         self.kill(AgentError(f"the hold agent (pid {self.proc.pid}) stopped answering: {e}"))
-
-    # Busy locks.
-
-    def recently_busy(self, key: Tuple[Any, ...]) -> bool:
-        t = self.busy.get(key)
-        return t is not None and time.monotonic() - t < BUSY_MEMORY
-
-    def mark_busy(self, key: Tuple[Any, ...]) -> None:
-        if len(self.busy) >= 1024:
-            self.busy.clear()
-        self.busy[key] = time.monotonic()
 
     # The end.
 
