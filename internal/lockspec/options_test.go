@@ -2,6 +2,7 @@ package lockspec
 
 import (
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func TestResolvedOptionsApply(t *testing.T) {
 	t.Setenv(ProtocolEnv, "")
 	target := filepath.Join(t.TempDir(), "data")
-	s := Spec{Target: target, Shared: true, Fair: true, FailIfHeldHere: true, Stale: time.Minute, MakeDirs: true, Mode: 0o600,
+	s := Spec{Target: target, Shared: true, Fair: runtime.GOOS != "windows", FailIfHeldHere: true, Stale: time.Minute, MakeDirs: true, Mode: 0o600,
 		Fields: []Field{{Key: "job", Value: "test"}}}
 	r, err := s.Resolve()
 	if err != nil {
