@@ -17,7 +17,8 @@ func Field(key, value string) Option {
 // OmitCommand leaves this process's command line out of the owner record,
 // so that `hold status` and waiters see the holder's pid, host and start
 // time but not what it runs. The command line is recorded by default, with
-// values that look like secrets masked (see the README); the environment
+// values that look like secrets masked (docs/cli.md, "What hold writes and
+// deletes"); the environment
 // variable HOLD_RECORD_COMMAND=0 leaves it out for every lock a process
 // takes.
 func OmitCommand() Option {
