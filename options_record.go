@@ -18,9 +18,8 @@ func Field(key, value string) Option {
 // so that `hold status` and waiters see the holder's pid, host and start
 // time but not what it runs. The command line is recorded by default, with
 // values that look like secrets masked (docs/cli.md, "What hold writes and
-// deletes"); the environment
-// variable HOLD_RECORD_COMMAND=0 leaves it out for every lock a process
-// takes.
+// deletes"); the environment variable HOLD_RECORD_COMMAND=0 leaves it out
+// for every lock a process takes.
 func OmitCommand() Option {
 	return Option{kind: optOmitCommand, set: func(c *config) { c.omitCommand = true }}
 }
