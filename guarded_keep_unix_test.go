@@ -21,30 +21,6 @@ import (
 // it may not follow, hard links it would split, owners it cannot keep,
 // and that it never reports failure once the new content is in place.
 
-// someone and their group own files and links in these tests: a user
-// other than the one running them (and other than the worker's nobody).
-const someone, someGroup = 4242, 4343
-
-func lchown(t *testing.T, path string, uid, gid int) {
-	t.Helper()
-	if err := os.Lchown(path, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// stickyDir makes a sticky world-writable directory like /tmp in dir.
-func stickyDir(t *testing.T, dir string) string {
-	t.Helper()
-	d := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(d, 0o777|fs.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // A link that someone else planted in a sticky world-writable directory
 // must not lead an update or an append to its target, and no lock file is
 // made beside it. (Which links are followed is atomicfile's rule, tested
@@ -52,7 +28,7 @@ func stickyDir(t *testing.T, dir string) string {
 func TestGuardedRefusesPlantedSymlink(t *testing.T) {
 	testenv.NeedRoot(t, "giving a symlink another owner (chown -h)")
 	dir := t.TempDir()
-	tmp := stickyDir(t, dir)
+	tmp := testenv.StickyDir(t, dir)
 	target := filepath.Join(dir, "secret")
 	const original = "root's secret\n"
 	writeFile(t, target, original, 0o644)
@@ -60,7 +36,7 @@ func TestGuardedRefusesPlantedSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	lchown(t, link, someone, someone)
+	testenv.Lchown(t, link, testenv.Someone, testenv.Someone)
 
 	err := Update(context.Background(), link, func([]byte) ([]byte, error) {
 		t.Error("fn called through a planted link")
@@ -136,10 +112,10 @@ func ownerOfFile(t *testing.T, path string) (uid, gid int) {
 // rule is atomicfile's, tested there: TestUpdateOwnershipWithoutPrivilege.)
 func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
 	testenv.NeedRoot(t, "files of several users, and a worker running as one of them")
-	base, run := permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{someGroup}})
+	base, run := permWorkerAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{testenv.SomeGroup}})
 	dir := filepath.Join(base, "shared")
 	os.Mkdir(dir, 0o775)
-	lchown(t, dir, 0, someGroup)
+	testenv.Lchown(t, dir, 0, testenv.SomeGroup)
 	os.Chmod(dir, 0o775)
 	lock := filepath.Join(base, "f.lock")
 	writeFile(t, lock, "", 0o666)
@@ -154,16 +130,16 @@ func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
 		wantOwner  [2]int
 		wantChange bool
 	}{
-		{"someone else's file", someone, someGroup, "", 0,
-			[]string{"uid 4242", "gid 4343", "--allow-owner-change"}, [2]int{someone, someGroup}, false},
-		{"someone else's file, owner change allowed", someone, someGroup, "owner", 1,
-			nil, [2]int{nobody, someGroup}, true},
+		{"testenv.Someone else's file", testenv.Someone, testenv.SomeGroup, "", 0,
+			[]string{"uid 4242", "gid 4343", "--allow-owner-change"}, [2]int{testenv.Someone, testenv.SomeGroup}, false},
+		{"testenv.Someone else's file, owner change allowed", testenv.Someone, testenv.SomeGroup, "owner", 1,
+			nil, [2]int{nobody, testenv.SomeGroup}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			os.Remove(path)
 			writeFile(t, path, "original\n", 0o664)
-			lchown(t, path, c.uid, c.gid)
+			testenv.Lchown(t, path, c.uid, c.gid)
 			before, _ := os.Stat(path)
 			code, out := run("GUARDED_FILE="+path, "GUARDED_LOCK="+lock, "GUARDED_OPTS="+c.opts)
 			if code != c.code {

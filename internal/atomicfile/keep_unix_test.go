@@ -91,14 +91,14 @@ func TestUpdateKeepsOwner(t *testing.T) {
 	testenv.NeedRoot(t, "files of another user")
 	path := filepath.Join(t.TempDir(), "tool")
 	writeFile(t, path, "a", 0o755)
-	lchown(t, path, someone, someGroup)
+	testenv.Lchown(t, path, testenv.Someone, testenv.SomeGroup)
 	os.Chmod(path, 0o755|fs.ModeSetuid|fs.ModeSetgid)
 	before, _ := os.Stat(path)
 	if err := UpdateWith(OS{}, path, Options{}, setTo("b"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if uid, gid := ownerOfFile(t, path); uid != someone || gid != someGroup {
-		t.Errorf("owner %d:%d after the update, want %d:%d", uid, gid, someone, someGroup)
+	if uid, gid := ownerOfFile(t, path); uid != testenv.Someone || gid != testenv.SomeGroup {
+		t.Errorf("owner %d:%d after the update, want %d:%d", uid, gid, testenv.Someone, testenv.SomeGroup)
 	}
 	if after, _ := os.Stat(path); after.Mode() != before.Mode() {
 		t.Errorf("mode %v after the update, want %v", after.Mode(), before.Mode())
@@ -112,13 +112,13 @@ func TestUpdateOwnerChown(t *testing.T) {
 	testenv.NeedRoot(t, "files of another user")
 	path := filepath.Join(t.TempDir(), "f")
 	writeFile(t, path, "original\n", 0o644)
-	lchown(t, path, someone, someGroup)
+	testenv.Lchown(t, path, testenv.Someone, testenv.SomeGroup)
 	before := snap(t, path)
 
 	err := UpdateWith(&faultFS{chownErr: syscall.EPERM}, path, Options{}, setTo("new\n"), nil)
 	var oe *OwnerError
-	if !errors.As(err, &oe) || oe.UID != someone || oe.GID != someGroup || !errors.Is(err, syscall.EPERM) {
-		t.Fatalf("a failed chown: %v, want an *OwnerError of %d:%d wrapping EPERM", err, someone, someGroup)
+	if !errors.As(err, &oe) || oe.UID != testenv.Someone || oe.GID != testenv.SomeGroup || !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("a failed chown: %v, want an *OwnerError of %d:%d wrapping EPERM", err, testenv.Someone, testenv.SomeGroup)
 	}
 	if !errors.Is(err, ErrOwnerNotKept) || !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("%v does not match ErrOwnerNotKept and fs.ErrPermission", err)
@@ -130,12 +130,12 @@ func TestUpdateOwnerChown(t *testing.T) {
 	if err := UpdateWith(&faultFS{chownErr: syscall.EPERM, chownOwnerOnly: true}, path, o, setTo("new\n"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if uid, gid := ownerOfFile(t, path); uid != 0 || gid != someGroup {
-		t.Errorf("owner %d:%d, want this process's user and the file's group 0:%d", uid, gid, someGroup)
+	if uid, gid := ownerOfFile(t, path); uid != 0 || gid != testenv.SomeGroup {
+		t.Errorf("owner %d:%d, want this process's user and the file's group 0:%d", uid, gid, testenv.SomeGroup)
 	}
 	var oc *OwnerChange
-	if len(warned) != 1 || !errors.As(warned[0], &oc) || *oc != (OwnerChange{Path: path, FromUID: someone, FromGID: someGroup, ToUID: 0, ToGID: someGroup}) {
-		t.Errorf("warnings %v, want one *OwnerChange from %d:%d to 0:%d", warned, someone, someGroup, someGroup)
+	if len(warned) != 1 || !errors.As(warned[0], &oc) || *oc != (OwnerChange{Path: path, FromUID: testenv.Someone, FromGID: testenv.SomeGroup, ToUID: 0, ToGID: testenv.SomeGroup}) {
+		t.Errorf("warnings %v, want one *OwnerChange from %d:%d to 0:%d", warned, testenv.Someone, testenv.SomeGroup, testenv.SomeGroup)
 	}
 	if s := readFile(t, path); s != "new\n" {
 		t.Errorf("content %q", s)
@@ -206,8 +206,8 @@ func TestSysUnix(t *testing.T) {
 	if !inGroup(os.Getegid()) {
 		t.Error("not in its own group")
 	}
-	if inGroup(someGroup) {
-		t.Errorf("in group %d", someGroup)
+	if inGroup(testenv.SomeGroup) {
+		t.Errorf("in group %d", testenv.SomeGroup)
 	}
 	if err := syncDir(dir); err != nil {
 		t.Errorf("syncDir: %v", err)

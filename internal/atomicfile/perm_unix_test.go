@@ -152,10 +152,10 @@ func TestUpdateInUnreadableDirectory(t *testing.T) {
 // group, and cannot give the file a group it is not in.
 func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
 	testenv.NeedRoot(t, "files of several users, and a worker running as one of them")
-	base, run := runAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{someGroup}})
+	base, run := runAs(t, &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{testenv.SomeGroup}})
 	dir := filepath.Join(base, "shared")
 	os.Mkdir(dir, 0o775)
-	lchown(t, dir, 0, someGroup)
+	testenv.Lchown(t, dir, 0, testenv.SomeGroup)
 	os.Chmod(dir, 0o775)
 	path := filepath.Join(dir, "tracker")
 
@@ -168,20 +168,20 @@ func TestUpdateOwnershipWithoutPrivilege(t *testing.T) {
 		wantOwner  [2]int
 		wantChange bool
 	}{
-		{"someone else's file", someone, someGroup, "", 0,
-			[]string{"uid 4242", "gid 4343", "only root may give a file to another user", "--allow-owner-change"}, [2]int{someone, someGroup}, false},
-		{"someone else's file, owner change allowed", someone, someGroup, "owner", 1,
-			[]string{"warning: " + path + " now belongs to uid 65534", "gid 4343"}, [2]int{nobody, someGroup}, true},
-		{"own file, a group of ours", nobody, someGroup, "", 1,
-			nil, [2]int{nobody, someGroup}, true},
-		{"own file, a group not ours", nobody, someone, "", 0,
-			[]string{"gid 4242", "is not a member of it", "a member of gid 4242"}, [2]int{nobody, someone}, false},
+		{"testenv.Someone else's file", testenv.Someone, testenv.SomeGroup, "", 0,
+			[]string{"uid 4242", "gid 4343", "only root may give a file to another user", "--allow-owner-change"}, [2]int{testenv.Someone, testenv.SomeGroup}, false},
+		{"testenv.Someone else's file, owner change allowed", testenv.Someone, testenv.SomeGroup, "owner", 1,
+			[]string{"warning: " + path + " now belongs to uid 65534", "gid 4343"}, [2]int{nobody, testenv.SomeGroup}, true},
+		{"own file, a group of ours", nobody, testenv.SomeGroup, "", 1,
+			nil, [2]int{nobody, testenv.SomeGroup}, true},
+		{"own file, a group not ours", nobody, testenv.Someone, "", 0,
+			[]string{"gid 4242", "is not a member of it", "a member of gid 4242"}, [2]int{nobody, testenv.Someone}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			os.Remove(path)
 			writeFile(t, path, "original\n", 0o664)
-			lchown(t, path, c.uid, c.gid)
+			testenv.Lchown(t, path, c.uid, c.gid)
 			before := snap(t, path)
 			code, out := run("update", path, c.opts)
 			if code != c.code {

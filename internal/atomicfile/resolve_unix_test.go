@@ -11,34 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold/internal/testenv"
-	"time"
 )
-
-// someone and their group own files and links in these tests: a user
-// other than the one running them (and other than the worker's nobody).
-const someone, someGroup = 4242, 4343
-
-func lchown(t *testing.T, path string, uid, gid int) {
-	t.Helper()
-	if err := os.Lchown(path, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// stickyDir makes a sticky world-writable directory like /tmp in dir.
-func stickyDir(t *testing.T, dir string) string {
-	t.Helper()
-	d := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(d, 0o777|fs.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // Symlinks are followed to the file they end at, relative ones against
 // their own directory; the links stay links, and a dangling one names
@@ -277,7 +253,7 @@ func TestMayFollowRule(t *testing.T) {
 func TestResolveRefusesPlantedSymlink(t *testing.T) {
 	testenv.NeedRoot(t, "giving a symlink another owner (chown -h)")
 	dir := t.TempDir()
-	tmp := stickyDir(t, dir)
+	tmp := testenv.StickyDir(t, dir)
 	target := filepath.Join(dir, "secret")
 	writeFile(t, target, "root's secret\n", 0o644)
 	before := snap(t, target)
@@ -285,11 +261,11 @@ func TestResolveRefusesPlantedSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	lchown(t, link, someone, someone)
+	testenv.Lchown(t, link, testenv.Someone, testenv.Someone)
 
 	_, err := Resolve(OS{}, link)
 	var se *SymlinkError
-	if !errors.As(err, &se) || se.Link != link || se.Dir != tmp || se.LinkUID != someone || se.UID != 0 {
+	if !errors.As(err, &se) || se.Link != link || se.Dir != tmp || se.LinkUID != testenv.Someone || se.UID != 0 {
 		t.Fatalf("Resolve of a planted link: %v, want a *SymlinkError naming it", err)
 	}
 	if !errors.Is(err, ErrProtectedSymlink) || !errors.Is(err, fs.ErrPermission) {
@@ -322,13 +298,13 @@ func TestResolveRefusesPlantedSymlink(t *testing.T) {
 		name  string
 		setup func()
 	}{
-		{"link owned by the caller", func() { lchown(t, link, 0, 0) }},
+		{"link owned by the caller", func() { testenv.Lchown(t, link, 0, 0) }},
 		{"link owned by the directory's owner", func() {
-			lchown(t, link, someone, someone)
-			lchown(t, tmp, someone, someone)
+			testenv.Lchown(t, link, testenv.Someone, testenv.Someone)
+			testenv.Lchown(t, tmp, testenv.Someone, testenv.Someone)
 		}},
 		{"directory not sticky", func() {
-			lchown(t, tmp, 0, 0)
+			testenv.Lchown(t, tmp, 0, 0)
 			os.Chmod(tmp, 0o777)
 		}},
 		{"directory not world-writable", func() { os.Chmod(tmp, 0o775|fs.ModeSticky) }},

@@ -127,7 +127,7 @@ func TestXattrsListed(t *testing.T) {
 func TestUpdateKeepsXattrsAndACL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.json")
 	writeFile(t, path, `{"n":1}`, 0o640)
-	acl := grantUser(someone)
+	acl := grantUser(testenv.Someone)
 	setXattrOf(t, path, aclAccess, acl)
 	setXattrOf(t, path, "user.test", []byte("kept"))
 	setXattrOf(t, path, "user.empty", nil)
@@ -162,7 +162,7 @@ func TestUpdateDropsInheritedACL(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "private")
 	writeFile(t, path, "mine\n", 0o600)
-	setXattrOf(t, dir, "system.posix_acl_default", grantUser(someone))
+	setXattrOf(t, dir, "system.posix_acl_default", grantUser(testenv.Someone))
 	if _, ok := getXattrOf(t, path, aclAccess); ok {
 		t.Fatal("the file has an ACL before the test")
 	}
