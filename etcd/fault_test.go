@@ -177,8 +177,6 @@ func TestLostLockFreedAfterLongOutage(t *testing.T) {
 	other := dialTo(t, eps, etcd.WithTTL(ttl), etcd.WithRequestTimeout(time.Second))
 	key := uniqueKey(t)
 	l := mustAcquire(t, p, key)
-	// A second lock of the same process, on another key, taken after the
-	// outage, shows that the process keeps renewing its lease.
 	lost := l.Lost()
 
 	c.Members[0].Stop()
@@ -192,7 +190,8 @@ func TestLostLockFreedAfterLongOutage(t *testing.T) {
 	back := time.Now()
 	t.Logf("etcd back after %s", back.Sub(stopped).Round(time.Millisecond))
 
-	// The process lives on with its Protocol: its lease is renewed.
+	// The process lives on with its Protocol, and takes another lock
+	// on its lease, which its keep-alive renews.
 	keep := mustAcquire(t, p, key+"-other")
 	defer keep.Release()
 
