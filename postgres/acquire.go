@@ -22,7 +22,10 @@ import (
 //
 // The table is unlogged: writing an owner record costs no WAL flush, and a
 // server crash, which ends every lock anyway, empties it. The sequence is
-// logged, so a token never repeats, not even after a crash.
+// logged, and hold's sessions commit synchronously (synchronous_commit=on,
+// see pinned), so a token never repeats, not even after a crash: the
+// acquisition that logs the sequence ahead waits for that record to be on
+// disk before its token is returned.
 const Schema = `CREATE SEQUENCE IF NOT EXISTS hold_locks_fence;
 CREATE UNLOGGED TABLE IF NOT EXISTS hold_locks (
 	key bigint PRIMARY KEY,
