@@ -61,7 +61,8 @@ func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
 // process renews the lease, which it goes on doing for its other locks and
 // after an outage (a restarted etcd renews every lease): so the delete goes
 // on in the background, with no time limit, until it succeeds or the lease
-// ends (which deletes the key too) or the client is closed.
+// ends (which deletes the key too) or the client is closed, or etcd refuses
+// it for good.
 func (p *Protocol) removeKey(key string, rev int64, s *session, wait time.Duration) bool {
 	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)}
 	if rev > 0 {
@@ -69,7 +70,9 @@ func (p *Protocol) removeKey(key string, rev int64, s *session, wait time.Durati
 	}
 	return p.persist(wait, s.done, time.Time{}, func(ctx context.Context) bool {
 		_, err := p.client.Txn(ctx).If(cmp...).Then(clientv3.OpDelete(key)).Commit()
-		return err == nil || p.client.Ctx().Err() != nil
+		// An error another attempt cannot cure (permission denied) ends
+		// the retries too: the key then goes with the lease.
+		return err == nil || p.client.Ctx().Err() != nil || !transient(err)
 	})
 }
 
