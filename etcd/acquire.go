@@ -391,8 +391,9 @@ type queue struct {
 // event happens (a watch from a past revision would first be caught up by
 // the server's 100 ms resync loop). Because the predecessor may have gone
 // before the watch started, the wait then re-reads the queue. When the
-// predecessor is deleted, the lock is ours at once if it was the holder;
-// otherwise (a waiter in front gave up) one read tells who is in front now.
+// predecessor is deleted, the lock is ours at once if it was the holder
+// (and our lease is sure to be alive: see grant); otherwise (a waiter in
+// front gave up) one read tells who is in front now.
 // Waiting writes nothing: the owner record gets its acquisition time after
 // the lock is taken, off the hand-off's path.
 func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
