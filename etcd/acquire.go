@@ -37,37 +37,53 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 
 // revoke ends a lease, which deletes every key bound to it, waiting at
 // most wait for it (when etcd is healthy a revoke takes a millisecond).
-// If that fails it goes on in the background (see persist): a lease whose
-// revoke failed during an outage is then still revoked as soon as etcd is
-// back, instead of holding up the queue for up to a TTL after the restart
-// (etcd renews every lease's TTL when it starts).
+// If that fails it goes on in the background (see persist) for up to
+// revokeRetryFor beyond the TTL: a lease whose revoke failed during an
+// outage is then still revoked as soon as etcd is back, instead of holding
+// up the queue for up to a TTL after the restart (etcd renews every
+// lease's TTL when it starts). Nobody renews a lease that is revoked, so
+// past that time it has expired by itself.
 func (p *Protocol) revoke(id clientv3.LeaseID, wait time.Duration) {
-	_ = p.persist(wait, nil, func(ctx context.Context) bool {
+	_ = p.persist(wait, nil, time.Now().Add(p.ttl+revokeRetryFor), func(ctx context.Context) bool {
 		_, err := p.client.Revoke(ctx, id)
 		return revoked(p, err)
 	})
 }
 
 // removeKey deletes one lock's key from the shared lease s, if the key is
-// still bound to it, waiting at most wait, and reports whether it did so
-// in that time. A key that could not be deleted would hold up the queue
-// for as long as this process renews the lease, so the delete goes on in
-// the background until it succeeds or the lease ends (which deletes the
-// key too).
-func (p *Protocol) removeKey(key string, s *session, wait time.Duration) bool {
-	return p.persist(wait, s.done, func(ctx context.Context) bool {
-		_, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)).
-			Then(clientv3.OpDelete(key)).Commit()
-		return err == nil || p.client.Ctx().Err() != nil
+// still that lock's: bound to s and, when rev is known (not 0), created at
+// rev, so that a delete that comes late never takes a later acquisition's
+// key of the same name (a slot is reused once its key is gone). It waits
+// at most wait, and reports whether the key was deleted (or found gone)
+// in that time.
+//
+// A key that could not be deleted would hold the lock for as long as this
+// process renews the lease, which it goes on doing for its other locks and
+// after an outage (a restarted etcd renews every lease): so the delete goes
+// on in the background, with no time limit, until it succeeds or the lease
+// ends (which deletes the key too) or the client is closed, or etcd refuses
+// it for good.
+func (p *Protocol) removeKey(key string, rev int64, s *session, wait time.Duration) bool {
+	cmp := []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)}
+	if rev > 0 {
+		cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(key), "=", rev))
+	}
+	return p.persist(wait, s.done, time.Time{}, func(ctx context.Context) bool {
+		_, err := p.client.Txn(ctx).If(cmp...).Then(clientv3.OpDelete(key)).Commit()
+		// An error another attempt cannot cure (permission denied) ends
+		// the retries too: the key then goes with the lease.
+		return err == nil || p.client.Ctx().Err() != nil || !transient(err)
 	})
 }
 
 // persist runs attempt, once in the foreground for at most wait when wait
 // is positive, and then in the background until it reports success, gone
-// is closed, the client is closed, or revokeRetryFor beyond the TTL has
-// passed. It reports whether the foreground attempt succeeded.
-func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt func(ctx context.Context) bool) bool {
-	deadline := time.Now().Add(p.ttl + revokeRetryFor)
+// is closed, the client is closed, or until has passed (never, when until
+// is zero). While the client has no connection, each failed attempt has it
+// dial again at once, not after gRPC's growing back-off, so that the next
+// attempt after an outage comes soon after etcd is back. It reports
+// whether the foreground attempt succeeded.
+func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, until time.Time, attempt func(ctx context.Context) bool) bool {
 	if wait > 0 {
 		// The usual case, a healthy cluster: one round trip, here.
 		ctx, cancel := context.WithTimeout(p.client.Ctx(), min(wait, p.reqTimeout))
@@ -82,8 +98,11 @@ func (p *Protocol) persist(wait time.Duration, gone <-chan struct{}, attempt fun
 			ctx, cancel := context.WithTimeout(p.client.Ctx(), p.reqTimeout)
 			ok := attempt(ctx)
 			cancel()
-			if ok || time.Now().After(deadline) {
+			if ok || (!until.IsZero() && time.Now().After(until)) {
 				return
+			}
+			if !p.connected() {
+				p.client.ActiveConnection().ResetConnectBackoff()
 			}
 			select {
 			case <-time.After(revokeRetryPause):
@@ -103,11 +122,12 @@ func revoked(p *Protocol, err error) bool {
 	return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) || p.client.Ctx().Err() != nil
 }
 
-// How a revoke that failed is retried in the background.
-const (
-	revokeRetryFor   = time.Minute
-	revokeRetryPause = 250 * time.Millisecond
-)
+// How a revoke or a delete that failed is retried in the background:
+// revokeRetryFor bounds a revoke's retries beyond the TTL (a variable so
+// that a test can shorten it; a delete has no such bound).
+var revokeRetryFor = time.Minute
+
+const revokeRetryPause = 250 * time.Millisecond
 
 // abandonWait is how long a failed acquisition waits for its key's
 // deletion before it returns and leaves the rest to the background.
@@ -179,6 +199,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		// two locks of one process on one prefix queue like any two.
 		w.slot = p.takeSlot(w.prefix)
 		w.key = fmt.Sprintf("%s%x-%x", w.prefix, sess.id, w.slot)
+		w.rev = 0 // unknown until etcd says (the last attempt's key is gone)
 		h, err := w.run(ctx, wait)
 		if err == nil {
 			return h, nil
@@ -208,7 +229,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			p.freeSlot(w.prefix, w.slot)
 			continue
 		}
-		if p.removeKey(w.key, sess, abandonWait) {
+		if p.removeKey(w.key, w.rev, sess, abandonWait) {
 			p.freeSlot(w.prefix, w.slot)
 		}
 		return nil, err
@@ -333,7 +354,12 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	ahead := resp.Responses[0].GetResponseRange()
 	pred := firstKV(resp.Responses[0])
 	if pred == nil {
-		return w.held(), nil
+		// Nobody in front: the lock is ours, if the lease is sure to
+		// outlive the answer's way here (see grant).
+		if h, err := w.grant(ctx, false); h != nil || err != nil {
+			return h, err
+		}
+		return w.wait(ctx, queue{})
 	}
 	// The count is of every key in the range, whatever the limit (the
 	// API says so); More says the same from the other side.
@@ -365,8 +391,9 @@ type queue struct {
 // event happens (a watch from a past revision would first be caught up by
 // the server's 100 ms resync loop). Because the predecessor may have gone
 // before the watch started, the wait then re-reads the queue. When the
-// predecessor is deleted, the lock is ours at once if it was the holder;
-// otherwise (a waiter in front gave up) one read tells who is in front now.
+// predecessor is deleted, the lock is ours at once if it was the holder
+// (and our lease is sure to be alive: see grant); otherwise (a waiter in
+// front gave up) one read tells who is in front now.
 // Waiting writes nothing: the owner record gets its acquisition time after
 // the lock is taken, off the hand-off's path.
 func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
@@ -381,7 +408,10 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 				continue
 			}
 			if q.pred == "" {
-				return w.heldAfterWait(), nil
+				if h, err := w.grant(ctx, true); h != nil || err != nil {
+					return h, err
+				}
+				continue // renewed: read the queue again
 			}
 		}
 		wctx, wcancel := context.WithCancel(ctx)
@@ -420,7 +450,11 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 			// us gave up: wait on whoever is in front now.
 			wcancel()
 			if now.pred == "" {
-				return w.heldAfterWait(), nil
+				if h, err := w.grant(ctx, true); h != nil || err != nil {
+					return h, err
+				}
+				q = queue{}
+				continue
 			}
 			q = now
 			continue
@@ -432,7 +466,9 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 			return nil, err
 		}
 		if gone && q.predHolds {
-			return w.heldAfterWait(), nil
+			if h, err := w.grant(ctx, true); h != nil || err != nil {
+				return h, err
+			}
 		}
 		q = queue{} // read the queue again
 	}
@@ -488,12 +524,14 @@ func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error
 				}
 				return false, nil
 			}
-			if !wr.Created {
-				for _, ev := range wr.Events {
-					if ev.Type == mvccpb.DELETE {
-						return true, nil
-					}
-				}
+			// A session that ended wins over an event that raced it:
+			// etcd may have sent the event long before the keep-alive
+			// that says the lease is gone, while the connection was
+			// stalled.
+			select {
+			case <-w.sess.done:
+				return false, w.sessionError()
+			default:
 			}
 			return true, nil
 		case <-ctx.Done():
@@ -571,6 +609,54 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// grant turns a waiter that found itself at the front of the queue into a
+// held lock (with after, one that waited: see heldAfterWait), unless its
+// lease may have ended meanwhile. The news that the lock is ours (a watch
+// event, a read of the queue) says nothing about our own key: a waiter cut
+// off for longer than its TTL had its lease expire and its key deleted,
+// the waiters behind it went ahead, and the deletion of its predecessor,
+// buffered by etcd, may reach it before the keep-alive that says the lease
+// is gone. So the lock is granted only while the lease's loss deadline
+// (the one a held lock would have, see lossDeadline) is still ahead; past
+// it, grant waits for the next acknowledged keep-alive, after which the
+// caller reads the queue again (our key included), or for the session's
+// end (errRequeue: queue again). It returns nil and no error when the
+// caller is to read the queue again.
+func (w *waiter) grant(ctx context.Context, after bool) (*handle, error) {
+	select {
+	case <-w.sess.done:
+		return nil, w.sessionError()
+	default:
+	}
+	deadline, renewed := w.p.lossDeadline(w.sess, w.stopWithin)
+	if time.Now().Before(deadline) {
+		if after {
+			return w.heldAfterWait(), nil
+		}
+		return w.held(), nil
+	}
+	if l := w.req.Logger; l != nil {
+		l.Debug("hold: front of the queue, but no keep-alive confirmed the lease in time; waiting for one",
+			"path", w.req.Path, "key", w.key, "deadline", deadline.Format("15:04:05.000"))
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-renewed:
+			return nil, nil
+		case <-w.sess.done:
+			return nil, w.sessionError()
+		case <-ctx.Done():
+			return nil, w.ctxError(ctx)
+		case <-tick.C:
+			if !w.p.connected() {
+				w.notify(&lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(w.p.client))})
+			}
+		}
+	}
+}
+
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
 	w.owner.Fence = uint64(w.rev)
@@ -606,10 +692,13 @@ func (w *waiter) ctxError(ctx context.Context) error {
 }
 
 // sessionError is the error of a wait whose lease ended under it: the
-// waiter queues again, unless the protocol was closed.
+// waiter queues again, unless the protocol or its client was closed.
 func (w *waiter) sessionError() error {
 	if err := w.p.client.Ctx().Err(); err != nil {
 		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("the etcd client was closed: %w", err)}
+	}
+	if w.p.isClosed() {
+		return &lock.Error{Op: "acquire", Path: w.req.Path, Err: errClosed}
 	}
 	return &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 }

@@ -115,8 +115,7 @@ func (h *handle) watchLease(ctx context.Context) {
 // (StopWithin) and a safety margin. Kubernetes' leader election does the
 // same with its renew deadline, shorter than the lease.
 func (h *handle) lossDeadline() (deadline time.Time, renewed <-chan struct{}) {
-	expiry, renewed := h.sess.expiry()
-	return expiry.Add(-h.stopWithin - safetyMargin(h.p.ttl)), renewed
+	return h.p.lossDeadline(h.sess, h.stopWithin)
 }
 
 // pastDeadline marks the lock lost if its deadline has passed, and says
@@ -261,7 +260,7 @@ func (h *handle) confirm(ctx context.Context) (int64, error) {
 // keep the lease alive.
 func (h *handle) markLost(why string) {
 	if h.lost.MarkLost(why) {
-		h.p.removeKey(h.key, h.sess, 0)
+		h.p.removeKey(h.key, h.rev, h.sess, 0)
 	}
 }
 
@@ -337,7 +336,7 @@ func (h *handle) Release() error {
 				e.Hint = "the key is deleted as soon as etcd answers again, or when the lease expires (within " +
 					h.p.ttl.String() + ") if this process ends first"
 			}
-			h.p.removeKey(h.key, h.sess, 0)
+			h.p.removeKey(h.key, h.rev, h.sess, 0)
 		case !resp.Succeeded && !(retried && firstKV(resp.Responses[0]) == nil):
 			h.markLost("its key was deleted or overwritten")
 		default:

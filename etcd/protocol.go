@@ -66,6 +66,7 @@ type Protocol struct {
 
 	leaseMu sync.Mutex
 	lease   *session // the lease every lock shares; nil until the first
+	closed  bool     // Close was called: no lease is granted any more
 
 	slotsMu sync.Mutex
 	slots   map[string]map[uint64]bool // prefix -> slots in use (see takeSlot)
@@ -234,11 +235,14 @@ func connectionProblem(client *clientv3.Client) string {
 }
 
 // Close revokes the lease of the protocol's locks, which ends every lock
-// still held through it, and closes the client if Dial created it.
+// still held through it, and closes the client if Dial created it. An
+// Acquire waiting meanwhile ends with an error saying the protocol was
+// closed, and later ones fail the same way: no lease is granted after
+// Close, so none outlives it.
 func (p *Protocol) Close() error {
 	p.leaseMu.Lock()
 	s := p.lease
-	p.lease = nil
+	p.lease, p.closed = nil, true
 	p.leaseMu.Unlock()
 	if s != nil {
 		s.stop()

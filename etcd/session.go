@@ -150,6 +150,16 @@ func (s *session) expiry() (time.Time, <-chan struct{}) {
 	return s.ackSent.Add(s.ttl), s.renewed
 }
 
+// lossDeadline is the moment a lock on s that needs stopWithin to stop is
+// declared lost unless a keep-alive is acknowledged first (renewed is
+// closed then): the earliest moment etcd may let the lease expire, less
+// stopWithin and the safety margin. A waiter is granted the lock only
+// before it, too (see grant).
+func (p *Protocol) lossDeadline(s *session, stopWithin time.Duration) (deadline time.Time, renewed <-chan struct{}) {
+	expiry, renewed := s.expiry()
+	return expiry.Add(-stopWithin - safetyMargin(p.ttl)), renewed
+}
+
 // budget is how long a lock that needs stopWithin to stop may go without
 // an acknowledged keep-alive: its lease's TTL less stopWithin and the
 // safety margin. It is not positive when the TTL is too short for it.
@@ -161,9 +171,16 @@ func (p *Protocol) budget(stopWithin time.Duration) time.Duration {
 // (as the locks of one concurrency.Session do): one grant and one
 // keep-alive loop for the whole process instead of one per acquisition.
 // It grants a new lease when there is none yet or the last one ended.
+//
+// After Close it grants none: the lease is granted with leaseMu held, so a
+// grant under way when Close is called is in p.lease when Close takes it,
+// and is revoked.
 func (p *Protocol) session(ctx context.Context, budget time.Duration) (*session, error) {
 	p.leaseMu.Lock()
 	defer p.leaseMu.Unlock()
+	if p.closed {
+		return nil, errClosed
+	}
 	if s := p.lease; s != nil {
 		select {
 		case <-s.done:
@@ -178,6 +195,17 @@ func (p *Protocol) session(ctx context.Context, budget time.Duration) (*session,
 	}
 	p.lease = s
 	return s, nil
+}
+
+// errClosed refuses an acquisition through a Protocol that was closed, and
+// ends the waits under way when it was.
+var errClosed = errors.New("the etcd protocol was closed")
+
+// isClosed reports whether Close was called.
+func (p *Protocol) isClosed() bool {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	return p.closed
 }
 
 // dropSession stops renewing s, which etcd no longer knows, and has the

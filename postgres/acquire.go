@@ -20,9 +20,12 @@ import (
 // once by someone who may (then grant the user SELECT, INSERT and UPDATE on
 // hold_locks and USAGE on hold_locks_fence).
 //
-// The table is unlogged: writing an owner record costs no WAL flush, and a
+// The table is unlogged: an owner record is never written to the WAL, and a
 // server crash, which ends every lock anyway, empties it. The sequence is
-// logged, so a token never repeats, not even after a crash.
+// logged, and each acquisition commits synchronously with a WAL record of
+// its own (see acquireSQL and pinned), so a token never repeats, not even
+// after a crash: no token is returned before the sequence's record that
+// covers it is on disk.
 const Schema = `CREATE SEQUENCE IF NOT EXISTS hold_locks_fence;
 CREATE UNLOGGED TABLE IF NOT EXISTS hold_locks (
 	key bigint PRIMARY KEY,
@@ -44,16 +47,32 @@ var schemaLockKey = Key("\x00schema")
 // this lock: a row naming another lock means a key collision, and the
 // statement then returns no row. A plain INSERT, without a CTE around the
 // lock, costs the server noticeably less per acquisition.
+//
+// The statement also writes a WAL record of its own (an empty logical
+// message, "hold"), so that its commit, synchronous (see pinned), waits
+// until the WAL is on disk up to the commit: the sequence's own record
+// comes only every 32 values, and the transaction that writes it may not
+// have committed yet when another takes a value it covers. Without the
+// message that other transaction, having written only to an unlogged
+// table, would commit without a flush, and a crash could take the sequence
+// back below a token already handed out. Every WAL record before the
+// commit is on disk once the commit is, so no token is returned before the
+// sequence's record covering it is durable.
 const acquireSQL = `INSERT INTO hold_locks AS t (key, name, fence, owner, backend_pid)
 	SELECT $1, $2, nextval('hold_locks_fence'), $3, pg_backend_pid() FROM %s
 	ON CONFLICT (key) DO UPDATE SET fence = excluded.fence, owner = excluded.owner, backend_pid = excluded.backend_pid
 	WHERE t.name = excluded.name
 	RETURNING t.fence, t.backend_pid`
 
+// durable is the WAL record of an acquisition: a transactional logical
+// message, which logical decoding passes over unless asked for messages.
+const durable = `pg_logical_emit_message(true, 'hold', '')`
+
 var (
-	waitSQL = fmt.Sprintf(acquireSQL, `pg_advisory_lock($1::bigint)`)
-	// trySQL returns no row when the lock is busy, too.
-	trySQL = fmt.Sprintf(acquireSQL, `pg_try_advisory_lock($1::bigint) AS got WHERE got`)
+	waitSQL = fmt.Sprintf(acquireSQL, `pg_advisory_lock($1::bigint) AS l, LATERAL (SELECT `+durable+`) AS d`)
+	// trySQL returns no row when the lock is busy, too, and then writes
+	// no WAL.
+	trySQL = fmt.Sprintf(acquireSQL, `pg_try_advisory_lock($1::bigint) AS got, LATERAL (SELECT `+durable+` WHERE got) AS d WHERE got`)
 )
 
 // Acquire waits in the server's queue for the advisory lock of the name

@@ -35,6 +35,9 @@ import (
 // The client's socket gets matching keep-alive and user-timeout settings
 // (libpq's keepalives_* and tcp_user_timeout keywords in the address
 // override them), so that it sees a dead server about as soon.
+//
+// The startup packet also pins the settings a server, database or role may
+// have that would change what a lock does (see pinned).
 
 // DefaultSessionTimeout is how long the server keeps the session, and so
 // the lock, of a holder that stopped talking to it (cut off, paused,
@@ -135,6 +138,24 @@ func bounds(d time.Duration, set map[string]string) (serverBounds, error) {
 	return serverBounds{params: want, end: end}, nil
 }
 
+// setting is one server setting hold fixes for its sessions, and why.
+type setting struct{ name, value, why string }
+
+// pinned are the settings every session of hold's sets in its startup
+// packet, where they override what the server's configuration, the
+// database and the role (ALTER DATABASE/ROLE ... SET) say: each of these
+// would change what a lock does if a DBA set it for other reasons. idle is
+// the session's idle_session_timeout, in milliseconds.
+func pinned(idle string) []setting {
+	return []setting{
+		{"lock_timeout", "0", "a lock_timeout ends the wait for the advisory lock early; hold bounds its waits by the caller's context"},
+		{"statement_timeout", "0", "the acquisition is one statement that lasts as long as the wait; hold bounds its waits and round trips itself"},
+		{"idle_in_transaction_session_timeout", idle, "hold's statements run in transactions of their own and never leave one open, and the bound the server keeps a silent holder's session by is idle_session_timeout's"},
+		{"default_transaction_isolation", "read committed", "under repeatable read or serializable, a waiter whose turn comes would find the lock's row changed since its statement began, and fail (SQLSTATE 40001) instead of taking the lock"},
+		{"synchronous_commit", "on", "the acquisition's commit must be on disk before its fencing token is used, so that a crash cannot take the sequence back and hand the token out again"},
+	}
+}
+
 // clientSocket is how the client's socket is set up: libpq's connection
 // keywords, which pgx does not know and would pass on to the server as
 // settings (which the server refuses: "unrecognized configuration
@@ -223,6 +244,12 @@ func configure(cfg *pgx.ConnConfig, d time.Duration) (serverBounds, error) {
 	}
 	for k, v := range b.params {
 		cfg.RuntimeParams[k] = v
+	}
+	for _, s := range pinned(b.params[idleSessionTimeout]) {
+		if v, ok := cfg.RuntimeParams[s.name]; ok && v != s.value {
+			return serverBounds{}, fmt.Errorf("%s=%q: hold sets %s=%s for its own sessions, because %s; leave it out of the address", s.name, v, s.name, s.value, s.why)
+		}
+		cfg.RuntimeParams[s.name] = s.value
 	}
 	timeout := cfg.ConnectTimeout
 	if timeout <= 0 {

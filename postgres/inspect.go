@@ -163,6 +163,15 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 	return nil
 }
 
+// terminateSQL ends the session of backend $3 if it holds the advisory
+// lock of the key whose halves are $1 and $2, in one statement: no row
+// means it does not (any more).
+var terminateSQL = `SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.pid = $3 AND ` + fmt.Sprintf(heldBy, "$1", "$2")
+
+// beforeTerminate runs between Break's reading of the holder and its
+// ending of the holder's session; a test makes the lock change hands there.
+var beforeTerminate = func() {}
+
 // Break ends the session holding the lock name, which frees the lock, if
 // force is set. Without force it refuses a held lock with an error
 // matching hold.ErrBusy: the server frees the lock of a session that ended
@@ -170,6 +179,13 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 // for when that session's owner is known to be stuck. Ending another
 // user's session needs the pg_signal_backend role (or superuser). The
 // holder, if its process still runs, sees its Lost channel close.
+//
+// The session ended is the holder Break read and returns, and only while
+// it still holds the lock: the check and the end are one statement, so a
+// session that let go of the lock meanwhile (and may hold another one by
+// now, or be idle for its next) is left alone. If the lock passed to
+// another session meanwhile, Break returns that holder with an error
+// matching hold.ErrBusy, and ends nothing.
 func (p *Protocol) Break(name string, force bool) (*lock.Status, error) {
 	st, pid, err := p.inspect("break", name)
 	if err != nil || st.State == lock.Free {
@@ -185,8 +201,21 @@ func (p *Protocol) Break(name string, force bool) (*lock.Status, error) {
 	if err != nil {
 		return st, relabel(err, "break", name)
 	}
+	beforeTerminate()
+	hi, lo := keyHalves(Key(name))
 	var ended bool
-	if err := c.c.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ended); err != nil {
+	err = c.c.QueryRow(ctx, terminateSQL, hi, lo, pid).Scan(&ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The holder let go meanwhile: say who holds the lock now.
+		p.put(c)
+		now, npid, err := p.inspect("break", name)
+		if err != nil || now.State == lock.Free {
+			return now, err
+		}
+		return now, &lock.Error{Op: "break", Path: name, Err: lock.ErrBusy, Holder: now.Holder,
+			Hint: fmt.Sprintf("the lock passed from backend pid %d to backend pid %d while it was being broken, and that session was not ended; break it again to end it", pid, npid)}
+	}
+	if err != nil {
 		c.close()
 		e := p.queryError("break", name, err).(*lock.Error)
 		var pgErr *pgconn.PgError
@@ -197,7 +226,6 @@ func (p *Protocol) Break(name string, force bool) (*lock.Status, error) {
 	}
 	// The lock is free once the session has ended, which takes the
 	// server a moment after the signal.
-	hi, lo := keyHalves(Key(name))
 	for {
 		var held bool
 		err := c.c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = $3 AND `+fmt.Sprintf(heldBy, "$1", "$2")+`)`,

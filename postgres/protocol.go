@@ -104,8 +104,12 @@ func WithOutageNotice(f func(msg string)) Option {
 // keywords (keepalives, keepalives_idle, keepalives_interval,
 // keepalives_count, tcp_user_timeout) among cfg's runtime parameters set
 // up the client's socket instead of being sent to the server, and the
-// session gets the server-side bounds of WithSessionTimeout; a bad value
-// among them fails the first connection.
+// session gets the server-side bounds of WithSessionTimeout and the
+// settings hold fixes for its sessions (lock_timeout, statement_timeout,
+// idle_in_transaction_session_timeout, default_transaction_isolation,
+// synchronous_commit: docs/postgres.md says why); a bad value among them,
+// or one of the fixed settings with another value, fails the first
+// connection.
 func New(cfg *pgx.ConnConfig, opts ...Option) *Protocol {
 	p := &Protocol{cfg: cfg.Copy(), reqTimeout: DefaultRequestTimeout, maxIdle: DefaultMaxIdle,
 		sessionTimeout: DefaultSessionTimeout}

@@ -99,6 +99,7 @@ type Server struct {
 
 	bin, dir, data string
 	hosts          []string // listen addresses besides 127.0.0.1
+	settings       []string // "name=value" for postgres -c, besides pgtest's
 	// uid and gid are the user the server runs as, when asUser.
 	uid, gid int
 	asUser   bool
@@ -114,6 +115,16 @@ func Start() (*Server, error) { return StartListening() }
 // addresses of this machine, such as a faultnet.Link's HostIP), for a
 // client in another network namespace.
 func StartListening(hosts ...string) (*Server, error) {
+	return start(hosts, nil)
+}
+
+// StartWith is Start for a server with settings of its own ("name=value",
+// as postgres -c takes them), such as synchronous_commit=off.
+func StartWith(settings ...string) (*Server, error) {
+	return start(nil, settings)
+}
+
+func start(hosts, settings []string) (*Server, error) {
 	bin, err := FindBin()
 	if err != nil {
 		return nil, err
@@ -122,7 +133,7 @@ func StartListening(hosts ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir, data: filepath.Join(dir, "data"), hosts: hosts}
+	s := &Server{bin: bin, dir: dir, data: filepath.Join(dir, "data"), hosts: hosts, settings: settings}
 	if err := s.init(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -232,10 +243,14 @@ func (s *Server) run(port int) error {
 	if s.asUser {
 		os.Chown(logPath, s.uid, s.gid)
 	}
-	cmd := s.command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-p", strconv.Itoa(port),
+	args := []string{"-D", s.data, "-p", strconv.Itoa(port),
 		"-h", strings.Join(append([]string{"127.0.0.1"}, s.hosts...), ","), "-k", s.dir,
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
-		"-c", "shared_buffers=32MB", "-c", "log_min_messages=warning")
+		"-c", "shared_buffers=32MB", "-c", "log_min_messages=warning"}
+	for _, kv := range s.settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := s.command(filepath.Join(s.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: starting postgres: %w", err)
@@ -304,6 +319,26 @@ func (s *Server) Stop() error {
 	return nil
 }
 
+// CrashRestart stops the server the way a crash of its processes does
+// (an immediate shutdown: no checkpoint, and what its WAL buffers held
+// that was not written yet is lost; fsync is off, but what was written
+// survives in the page cache, as it does when the server's processes die
+// and the machine does not), then starts it again on the same port, where
+// it recovers from its WAL.
+func (s *Server) CrashRestart() error {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		s.cmd = nil
+	}
+	return s.start()
+}
+
 // Restart stops the server and starts it again on the same port.
 func (s *Server) Restart() error {
 	s.Stop()
@@ -323,6 +358,12 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // TLS: "postgres://hold@127.0.0.1:PORT/DB?sslmode=disable".
 func (s *Server) URL(db string) string {
 	return "postgres://" + User + "@" + s.Addr() + "/" + db + "?sslmode=disable"
+}
+
+// URLAs is URL for another user (a role the test created; the server
+// trusts every user on loopback).
+func (s *Server) URLAs(user, db string) string {
+	return "postgres://" + user + "@" + s.Addr() + "/" + db + "?sslmode=disable"
 }
 
 // URLVia is URL for a client that reaches the server at host:port (a proxy,
