@@ -37,10 +37,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -57,6 +59,7 @@ const (
 	faultAfterReadBack   = "acquire.readback" // confirmed, handle not yet returned
 	faultInGuard         = "reclaim.guard"    // guard taken, nothing judged yet
 	faultJudged          = "reclaim.judged"   // lock judged stale, not yet moved
+	faultFileLocked      = "reclaim.locked"   // a plain file's kernel lock taken for its removal, not yet moved
 	faultReclaimMoved    = "reclaim.moved"    // stale lock moved to its tomb, tomb not yet deleted
 	faultGuardJudged     = "guard.judged"     // an old guard judged, not yet evicted
 	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
@@ -517,7 +520,15 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 		return passFailed, nil, failedError("acquire", a.path, j)
 	}
 	a.p.hit(faultJudged)
-	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })
+	var res removal
+	if j.fi.IsDir() {
+		res, err = removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
+	} else {
+		var out outcome
+		if out, res, err = a.reclaimFile(j); out != passAgain {
+			return out, nil, err
+		}
+	}
 	switch res {
 	case removed:
 		a.reclaimed = true
@@ -537,6 +548,45 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 		a.lastErr = err
 	}
 	return passBusy, nil, nil
+}
+
+// reclaimFile removes a plain file judged free (j) from the lock path
+// while holding the kernel lock on it (see flock.LockExisting): the kernel
+// lock is taken without waiting (busy: a kernel holder came in since the
+// judgement, so the lock is live), the path must still name the very file
+// judged and locked, and the file is moved aside and deleted before the
+// kernel lock is let go. A kernel waiter that opened the file before the
+// move gets its lock only on a file that is gone; it then finds it
+// replaced and starts over on what the path holds now. It answers
+// passAgain with what removeIfSame did when it got that far.
+func (a *attempt) reclaimFile(j judgement) (outcome, removal, error) {
+	k, err := flock.LockExisting(a.path)
+	if err != nil {
+		var le *lock.Error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return passAgain, changed, nil
+		case errors.Is(err, lock.ErrBusy) && errors.As(err, &le):
+			a.seen.verdict, a.seen.kernel = live, le.Holder
+			if le.Holder != nil {
+				a.seen.owner, a.seen.alive = le.Holder.Owner, le.Holder.Alive
+			}
+			a.seen.why = "a kernel lock is held on the lock file" + kernelPIDs(a.seen.holder())
+			return passBusy, changed, nil
+		case isResourceError(err):
+			return passFailed, changed, &lock.Error{Op: "reclaim", Path: a.path, Err: err, Hint: resourceHint(err)}
+		}
+		// Not known to be free of kernel holders: leave it.
+		a.lastErr = err
+		return passBusy, changed, nil
+	}
+	defer k.Release()
+	if !k.Is(a.path, j.fi) {
+		return passAgain, changed, nil
+	}
+	a.p.hit(faultFileLocked)
+	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
+	return passAgain, res, err
 }
 
 // takeGuard makes the reclaim guard. It returns the guard's identity when
@@ -576,7 +626,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 			return nil, nil
 		}
 		a.p.hit(faultGuardJudged)
-		if res, _ := removeIfSame(a.guard, fi, expect{}, nil); res != removed {
+		if res, _ := removeIfSame(a.guard, fi, expect{}, nil, nil); res != removed {
 			return nil, nil
 		}
 		a.logger("hold: cleared an abandoned reclaim guard")
@@ -587,13 +637,11 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 // dropGuard removes our guard, if it is still ours (a guard we held past
 // Grace may have been evicted and retaken by another reclaimer).
 func (a *attempt) dropGuard(fi os.FileInfo) {
-	removeIfSame(a.guard, fi, expect{}, nil)
+	removeIfSame(a.guard, fi, expect{}, nil, nil)
 }
 
 // holder describes the last judged holder for an error.
-func (a *attempt) holder() *lock.Holder {
-	return &lock.Holder{Owner: a.seen.owner, Alive: a.seen.alive}
-}
+func (a *attempt) holder() *lock.Holder { return a.seen.holder() }
 
 // hint explains what the owner record could not: why there is no owner,
 // and the last mkdir error if it was not plain "exists".
