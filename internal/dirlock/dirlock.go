@@ -37,12 +37,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -525,7 +523,7 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 		res, err = removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
 	} else {
 		var out outcome
-		if out, res, err = a.reclaimFile(j); out != passAgain {
+		if out, res, j, err = a.reclaimFile(j); out != passAgain {
 			return out, nil, err
 		}
 	}
@@ -554,39 +552,53 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 // while holding the kernel lock on it (see flock.LockExisting): the kernel
 // lock is taken without waiting (busy: a kernel holder came in since the
 // judgement, so the lock is live), the path must still name the very file
-// judged and locked, and the file is moved aside and deleted before the
-// kernel lock is let go. A kernel waiter that opened the file before the
-// move gets its lock only on a file that is gone; it then finds it
-// replaced and starts over on what the path holds now. It answers
-// passAgain with what removeIfSame did when it got that far.
-func (a *attempt) reclaimFile(j judgement) (outcome, removal, error) {
-	k, err := flock.LockExisting(a.path)
-	if err != nil {
-		var le *lock.Error
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return passAgain, changed, nil
-		case errors.Is(err, lock.ErrBusy) && errors.As(err, &le):
-			a.seen.verdict, a.seen.kernel = live, le.Holder
-			if le.Holder != nil {
-				a.seen.owner, a.seen.alive = le.Holder.Owner, le.Holder.Alive
-			}
-			a.seen.why = "a kernel lock is held on the lock file" + kernelPIDs(a.seen.holder())
-			return passBusy, changed, nil
-		case isResourceError(err):
-			return passFailed, changed, &lock.Error{Op: "reclaim", Path: a.path, Err: err, Hint: resourceHint(err)}
-		}
-		// Not known to be free of kernel holders: leave it.
-		a.lastErr = err
-		return passBusy, changed, nil
+// judged, which is judged again under that lock (a kernel holder may have
+// come and gone, and left a newer token), and the file is moved aside and
+// deleted before the kernel lock is let go. A kernel waiter that opened
+// the file before the move gets its lock only on a file that is gone; it
+// then finds it replaced and starts over on what the path holds now. When
+// it gets as far as the removal, it answers passAgain with what
+// removeIfSame did, and the judgement the removal acted on.
+func (a *attempt) reclaimFile(j judgement) (outcome, removal, judgement, error) {
+	k, jk := kernelLock(a.path, j)
+	if k == nil {
+		return a.verdictOutcome(jk), changed, jk, a.verdictErr(jk)
 	}
 	defer k.Release()
-	if !k.Is(a.path, j.fi) {
-		return passAgain, changed, nil
-	}
 	a.p.hit(faultFileLocked)
+	j = a.p.judgeLockedFile(a.path, max(a.stale, a.p.cfg.Grace))
+	if j.verdict != stale || !os.SameFile(j.fi, jk.fi) {
+		a.seen = j
+		if j.verdict == stale {
+			return passAgain, changed, j, nil
+		}
+		return a.verdictOutcome(j), changed, j, a.verdictErr(j)
+	}
 	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
-	return passAgain, res, err
+	return passAgain, res, j, err
+}
+
+// verdictOutcome and verdictErr are what a pass ends in on a judgement
+// that licenses no removal.
+func (a *attempt) verdictOutcome(j judgement) outcome {
+	switch j.verdict {
+	case live:
+		a.seen = j
+		return passBusy
+	case foreign, failed:
+		return passFailed
+	}
+	return passAgain
+}
+
+func (a *attempt) verdictErr(j judgement) error {
+	switch j.verdict {
+	case foreign:
+		return foreignError("acquire", a.path, j.why)
+	case failed:
+		return failedError("acquire", a.path, j)
+	}
+	return nil
 }
 
 // takeGuard makes the reclaim guard. It returns the guard's identity when

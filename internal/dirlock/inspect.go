@@ -77,7 +77,7 @@ func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
 			Hint: j.why + "; --force removes it anyway"}
 	}
-	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}}
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}, stale: p.cfg.Stale}
 	out, _, err := a.contended()
 	switch {
 	case err != nil:

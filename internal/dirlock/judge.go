@@ -185,38 +185,78 @@ func (p *Protocol) judgeAfter(path string, staleAfter time.Duration) judgement {
 // holder writes its record once, when it takes the lock, and never
 // refreshes anything, so its age says nothing. A file on which a kernel
 // lock is held is therefore live, whatever its record and its age, and
-// its holder is named from the kernel's lock table. Without a kernel lock:
-// a released record (the kernel protocol's, or this one's past record) is
-// free at once, and so is the record of a holder that is gone; anything
-// else that is a lock (an empty file, or a record that cannot be checked,
-// typically a leftover of a tool that locked with an O_EXCL file of the
-// same name) is judged by age. Anything else there is the user's.
+// its holder is named from the kernel's lock table. That is asked by
+// taking the kernel lock, without waiting (see flock.LockExisting); while
+// it is held the content is judged (judgeLockedFile), since a kernel
+// holder rewrites its record in place and a read beside that write could
+// see half of it.
 func (p *Protocol) judgeFile(path string, j judgement, limit time.Duration) judgement {
-	why, err := foreignContent(path, j.fi)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return judgement{verdict: vanished, why: "lock vanished"}
-	case isResourceError(err):
-		return failedJudgement(j.fi, err)
-	case why != "":
+	if !j.fi.Mode().IsRegular() {
+		why, _ := foreignContent(path, j.fi)
 		return judgement{verdict: foreign, fi: j.fi, why: why}
 	}
-	holder, err := flock.KernelHolder(path)
+	k, jk := kernelLock(path, j)
+	if k == nil {
+		return jk
+	}
+	defer k.Release()
+	return p.judgeLockedFile(path, limit)
+}
+
+// kernelLock takes the kernel lock on the plain file judged in j, without
+// waiting. When it cannot (nil), the judgement says why: a kernel holder
+// (live), a file gone or replaced (vanished), or a failure.
+func kernelLock(path string, j judgement) (*flock.Existing, judgement) {
+	k, err := flock.LockExisting(path)
+	var le *lock.Error
+	switch {
+	case err == nil:
+		if !k.Is(path, j.fi) {
+			k.Release()
+			return nil, judgement{verdict: vanished, why: "lock vanished"}
+		}
+		return k, j
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, judgement{verdict: vanished, why: "lock vanished"}
+	case errors.Is(err, lock.ErrBusy) && errors.As(err, &le):
+		j.verdict, j.kernel = live, le.Holder
+		if j.kernel == nil {
+			j.kernel = &lock.Holder{}
+		}
+		j.owner, j.alive = j.kernel.Owner, j.kernel.Alive
+		j.why = "a kernel lock is held on the lock file" + kernelPIDs(j.kernel)
+		return nil, j
+	case isResourceError(err):
+		return nil, failedJudgement(j.fi, err)
+	}
+	// Not known to be free: a kernel holder may be there.
+	j.verdict, j.lookErr = live, err
+	j.why = "could not ask whether a kernel lock is held on the lock file: " + err.Error()
+	return nil, j
+}
+
+// judgeLockedFile judges the plain file at path while holding its kernel
+// lock: nobody holds it. A released record (the kernel protocol's, or
+// this one's past record) is free at once, and so is the record of a
+// kernel holder that is gone (it died holding the lock, which died with
+// it); anything else that is a lock (an empty file, or a record whose
+// holder cannot be checked, typically a leftover of a tool that locked
+// with an O_EXCL file of the same name) is judged by age. Anything else
+// there is the user's.
+func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
+	fi, err := lstat(path)
+	if err != nil {
+		return judgement{verdict: vanished, why: "lock vanished"}
+	}
+	j := judgement{fi: fi, age: time.Since(fi.ModTime())}
+	why, err := foreignContent(path, fi)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return judgement{verdict: vanished, why: "lock vanished"}
 	case isResourceError(err):
-		return failedJudgement(j.fi, err)
-	case err != nil:
-		// Not known to be free: a kernel holder may be there.
-		j.verdict, j.lookErr = live, err
-		j.why = "could not ask whether a kernel lock is held on the lock file: " + err.Error()
-		return j
-	case holder != nil:
-		j.verdict, j.kernel = live, holder
-		j.owner, j.alive = holder.Owner, holder.Alive
-		j.why = "a kernel lock is held on the lock file" + kernelPIDs(holder)
-		return j
+		return failedJudgement(fi, err)
+	case why != "":
+		return judgement{verdict: foreign, fi: fi, why: why}
 	}
 	if fence, ok := releasedRecord(path); ok {
 		// Released by the kernel protocol (or by this one, which
@@ -225,14 +265,12 @@ func (p *Protocol) judgeFile(path string, j judgement, limit time.Duration) judg
 		return j
 	}
 	if o := fileOwner(path); o != nil && proc.Judge(o) == lock.Dead {
-		// The kernel protocol's holder died holding it (its kernel lock
-		// went with it): nobody holds it.
 		j.owner, j.alive = o, lock.Dead
 		j.verdict, j.fence = stale, o.Fence
 		j.why = "a lock file whose holder is gone, with no kernel lock held on it"
 		return j
 	}
-	j.why = "a leftover " + kindOf(j.fi.Mode()) + " at the lock path, with no kernel lock held on it"
+	j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path, with no kernel lock held on it"
 	return p.byAge(j, limit)
 }
 
