@@ -520,3 +520,47 @@ func checkLockPath(t *testing.T, path string) {
 		t.Fatalf("a %v is at the lock path", fi.Mode())
 	}
 }
+
+// A holder whose lock was taken from it between its release's ownership
+// check and its move (the path now another holder's) must leave that
+// holder's lock as it was: it neither writes its past record at the path
+// (which would keep the other lock from going back) nor frees the gate
+// before it has seen that what it moved is its own.
+func TestReleaseAfterLossLeavesNextHolder(t *testing.T) {
+	path := lockIn(t)
+	// A released kernel record, so that the first holder continues its
+	// token and has a past record to leave.
+	if err := os.WriteFile(path, lock.AppendPastRecord(nil, 7, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.Ungated = true
+	p1, p2 := New(cfg), New(cfg)
+	h1 := mustTake(t, p1, path)
+	if h1.Fence() != 8 {
+		t.Fatalf("fence %d, want 8 (continuing the released record's 7)", h1.Fence())
+	}
+	var h2 lock.Handle
+	p1.fault = func(point string) {
+		if point != faultReleaseVerified {
+			return
+		}
+		// Another process (mis)judged the lock and took it over.
+		if err := os.Rename(path, path+".elsewhere"); err != nil {
+			t.Error(err)
+		}
+		h2 = mustTake(t, p2, path)
+	}
+	if err := h1.Release(); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("release of a lock taken over: %v, want ErrLost", err)
+	}
+	if h2 == nil {
+		t.Fatal("the fault point was not reached")
+	}
+	if err := h2.Check(); err != nil {
+		t.Fatalf("the next holder's lock after the lost holder's release: %v", err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
+		t.Fatalf("the lock path after the lost holder's release: %v %v, want the next holder's directory", fi, err)
+	}
+}
