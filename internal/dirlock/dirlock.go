@@ -17,9 +17,13 @@
 // one, another host, a leftover of this very process) is stale when its
 // heartbeat is older than Stale, never younger than Grace. An owner record
 // that exists but cannot be read pins the lock live: unreadable is not
-// missing. An empty plain file, or one holding a lock record, at the lock
-// path is a leftover, judged by age. Anything else there is not a lock at
-// all (content.go): an error at once, never a wait or a delete.
+// missing. A plain file at the lock path is the kernel protocol's lock
+// file: live while a kernel lock is held on it, whatever its age (a kernel
+// holder never refreshes anything); otherwise free at once when it holds a
+// released record or a gone holder's, and else, empty or holding a record,
+// a leftover judged by age (judgeFile). It is removed only while holding
+// its kernel lock (reclaimFile). Anything else there is not a lock at all
+// (content.go): an error at once, never a wait or a delete.
 //
 // Reclaim is serialized behind a guard directory "<lock path>.recover"
 // (itself cleared once older than Grace) and deletes a lock only if what
