@@ -216,8 +216,12 @@ func kernelLock(path string, j judgement) (*flock.Existing, judgement) {
 			return nil, judgement{verdict: vanished, why: "lock vanished"}
 		}
 		return k, j
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, lock.ErrNotRegular):
+		// Gone, or replaced by something else since its Lstat.
 		return nil, judgement{verdict: vanished, why: "lock vanished"}
+	case errors.Is(err, fs.ErrPermission):
+		// What hold cannot open it cannot read either (content.go).
+		return nil, judgement{verdict: foreign, fi: j.fi, why: "a file hold cannot read is at the lock path"}
 	case errors.Is(err, lock.ErrBusy) && errors.As(err, &le):
 		j.verdict, j.kernel = live, le.Holder
 		if j.kernel == nil {
