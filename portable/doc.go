@@ -30,7 +30,15 @@
 // taken over when its heartbeat is older than StaleAfter, and never within
 // Grace of its creation. A holder whose lock is removed or replaced finds
 // out at its next heartbeat: Lock.Lost fires, the context hold.Do passes to
-// its function is cancelled, and Release returns hold.ErrLost.
+// its function is cancelled, and Release returns hold.ErrLost. The
+// heartbeat is fitted to the stale time, so an idle holder is never called
+// lost by its own schedule; a stale time too short for that is refused.
+//
+// The portable protocol shares paths with the kernel lock, hold's default:
+// a lock file on which a kernel lock is held is a live lock, however old
+// its record, and a lock file a kernel holder left behind is taken over
+// only while holding its kernel lock, so a kernel waiter that gets the
+// lock afterwards finds the file gone and starts over.
 //
 // # Waiting
 //

@@ -42,7 +42,9 @@ func StaleAfter(d time.Duration) Option { return func(p *Protocol) { p.cfg.Stale
 // Heartbeat sets how often a holder refreshes its lock and checks it is
 // still its own: the delay before a removed lock is reported lost. Default
 // 1s; never more than half of StaleAfter, so one late beat cannot make a
-// live lock look stale. Environment: HOLD_DIR_HEARTBEAT.
+// live lock look stale, and shortened so that a holder beats at least
+// three times before it would call its own lock lost. Environment:
+// HOLD_DIR_HEARTBEAT.
 func Heartbeat(d time.Duration) Option { return func(p *Protocol) { p.cfg.Heartbeat = d } }
 
 // Grace sets the floor under every age judgement: a lock (or reclaim

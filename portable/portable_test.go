@@ -195,3 +195,38 @@ func TestCapabilitiesThroughHold(t *testing.T) {
 		t.Fatalf("Describe of a lock held by this process: %q", why)
 	}
 }
+
+// An idle holder whose stale time is 2 s keeps its lock: its heartbeat is
+// fitted so that its own schedule never declares it lost (it beat once a
+// second and called the lock lost one second after a beat, so at its
+// first). Through hold.StaleAfter, the option a program sets per lock, and
+// the protocol's own StaleAfter. HOLD_TEST_LONG=1 holds for a minute.
+func TestShortStaleIdleHolderKeepsLock(t *testing.T) {
+	idle := 15 * time.Second
+	if os.Getenv("HOLD_TEST_LONG") == "1" {
+		idle = time.Minute
+	}
+	for name, opts := range map[string][]hold.Option{
+		"hold.StaleAfter":     {hold.WithProtocol(portable.New()), hold.StaleAfter(2 * time.Second)},
+		"portable.StaleAfter": {hold.WithProtocol(portable.New(portable.StaleAfter(2 * time.Second)))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, err := hold.Acquire(context.Background(), filepath.Join(t.TempDir(), "idle"), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-l.Lost():
+				t.Fatalf("an idle holder lost its lock: %v", l.Check())
+			case <-time.After(idle):
+			}
+			if err := l.Check(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

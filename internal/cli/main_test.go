@@ -23,7 +23,17 @@ import (
 // by TestMain.
 var holdBin string
 
+// testRoles are roles this test binary plays when re-run with roleEnv
+// set to one of them (registered from init), instead of running tests.
+var testRoles = map[string]func() int{}
+
+// roleEnv selects a role of testRoles.
+const roleEnv = "HOLD_CLI_TEST_ROLE"
+
 func TestMain(m *testing.M) {
+	if run, ok := testRoles[os.Getenv(roleEnv)]; ok {
+		os.Exit(run())
+	}
 	dir, err := os.MkdirTemp("", "hold-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -65,7 +65,9 @@ type Config struct {
 	Stale time.Duration
 	// Heartbeat is how often a holder refreshes its lock directory's mtime
 	// and checks that the lock is still its own. At most Stale/2: a larger
-	// value is lowered to it.
+	// value is lowered to it. A holder shortens it further when its stale
+	// time, less the time it needs to stop, leaves room for fewer than
+	// four beats (see beatFor).
 	Heartbeat time.Duration
 	// Grace is the floor under every age judgement (see DefaultGrace). It
 	// is also the age at which a reclaim guard left by a crashed reclaimer

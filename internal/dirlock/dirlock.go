@@ -17,9 +17,13 @@
 // one, another host, a leftover of this very process) is stale when its
 // heartbeat is older than Stale, never younger than Grace. An owner record
 // that exists but cannot be read pins the lock live: unreadable is not
-// missing. An empty plain file, or one holding a lock record, at the lock
-// path is a leftover, judged by age. Anything else there is not a lock at
-// all (content.go): an error at once, never a wait or a delete.
+// missing. A plain file at the lock path is the kernel protocol's lock
+// file: live while a kernel lock is held on it, whatever its age (a kernel
+// holder never refreshes anything); otherwise free at once when it holds a
+// released record or a gone holder's, and else, empty or holding a record,
+// a leftover judged by age (judgeFile). It is removed only while holding
+// its kernel lock (reclaimFile). Anything else there is not a lock at all
+// (content.go): an error at once, never a wait or a delete.
 //
 // Reclaim is serialized behind a guard directory "<lock path>.recover"
 // (itself cleared once older than Grace) and deletes a lock only if what
@@ -57,6 +61,7 @@ const (
 	faultAfterReadBack   = "acquire.readback" // confirmed, handle not yet returned
 	faultInGuard         = "reclaim.guard"    // guard taken, nothing judged yet
 	faultJudged          = "reclaim.judged"   // lock judged stale, not yet moved
+	faultFileLocked      = "reclaim.locked"   // a plain file's kernel lock taken for its removal, not yet moved
 	faultReclaimMoved    = "reclaim.moved"    // stale lock moved to its tomb, tomb not yet deleted
 	faultGuardJudged     = "guard.judged"     // an old guard judged, not yet evicted
 	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
@@ -517,7 +522,15 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 		return passFailed, nil, failedError("acquire", a.path, j)
 	}
 	a.p.hit(faultJudged)
-	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) })
+	var res removal
+	if j.fi.IsDir() {
+		res, err = removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
+	} else {
+		var out outcome
+		if out, res, j, err = a.reclaimFile(j); out != passAgain {
+			return out, nil, err
+		}
+	}
 	switch res {
 	case removed:
 		a.reclaimed = true
@@ -537,6 +550,59 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 		a.lastErr = err
 	}
 	return passBusy, nil, nil
+}
+
+// reclaimFile removes a plain file judged free (j) from the lock path
+// while holding the kernel lock on it (see flock.LockExisting): the kernel
+// lock is taken without waiting (busy: a kernel holder came in since the
+// judgement, so the lock is live), the path must still name the very file
+// judged, which is judged again under that lock (a kernel holder may have
+// come and gone, and left a newer token), and the file is moved aside and
+// deleted before the kernel lock is let go. A kernel waiter that opened
+// the file before the move gets its lock only on a file that is gone; it
+// then finds it replaced and starts over on what the path holds now. When
+// it gets as far as the removal, it answers passAgain with what
+// removeIfSame did, and the judgement the removal acted on.
+func (a *attempt) reclaimFile(j judgement) (outcome, removal, judgement, error) {
+	k, jk := kernelLock(a.path, j)
+	if k == nil {
+		return a.verdictOutcome(jk), changed, jk, a.verdictErr(jk)
+	}
+	defer k.Release()
+	a.p.hit(faultFileLocked)
+	j = a.p.judgeLockedFile(a.path, max(a.stale, a.p.cfg.Grace))
+	if j.verdict != stale || !os.SameFile(j.fi, jk.fi) {
+		a.seen = j
+		if j.verdict == stale {
+			return passAgain, changed, j, nil
+		}
+		return a.verdictOutcome(j), changed, j, a.verdictErr(j)
+	}
+	res, err := removeIfSame(a.path, j.fi, expect{token: j.token()}, func() { a.p.hit(faultReclaimMoved) }, nil)
+	return passAgain, res, j, err
+}
+
+// verdictOutcome and verdictErr are what a pass ends in on a judgement
+// that licenses no removal.
+func (a *attempt) verdictOutcome(j judgement) outcome {
+	switch j.verdict {
+	case live:
+		a.seen = j
+		return passBusy
+	case foreign, failed:
+		return passFailed
+	}
+	return passAgain
+}
+
+func (a *attempt) verdictErr(j judgement) error {
+	switch j.verdict {
+	case foreign:
+		return foreignError("acquire", a.path, j.why)
+	case failed:
+		return failedError("acquire", a.path, j)
+	}
+	return nil
 }
 
 // takeGuard makes the reclaim guard. It returns the guard's identity when
@@ -576,7 +642,7 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 			return nil, nil
 		}
 		a.p.hit(faultGuardJudged)
-		if res, _ := removeIfSame(a.guard, fi, expect{}, nil); res != removed {
+		if res, _ := removeIfSame(a.guard, fi, expect{}, nil, nil); res != removed {
 			return nil, nil
 		}
 		a.logger("hold: cleared an abandoned reclaim guard")
@@ -587,13 +653,11 @@ func (a *attempt) takeGuard() (os.FileInfo, error) {
 // dropGuard removes our guard, if it is still ours (a guard we held past
 // Grace may have been evicted and retaken by another reclaimer).
 func (a *attempt) dropGuard(fi os.FileInfo) {
-	removeIfSame(a.guard, fi, expect{}, nil)
+	removeIfSame(a.guard, fi, expect{}, nil, nil)
 }
 
 // holder describes the last judged holder for an error.
-func (a *attempt) holder() *lock.Holder {
-	return &lock.Holder{Owner: a.seen.owner, Alive: a.seen.alive}
-}
+func (a *attempt) holder() *lock.Holder { return a.seen.holder() }
 
 // hint explains what the owner record could not: why there is no owner,
 // and the last mkdir error if it was not plain "exists".

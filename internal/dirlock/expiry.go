@@ -21,15 +21,24 @@ import (
 // (see beatFor): shorter would be a busy loop of filesystem calls.
 const minHeartbeat = 50 * time.Millisecond
 
+// beatsBeforeLoss is how many heartbeats at least fall in lossAfter (see
+// beatFor): the holder's own schedule must never declare it lost. With a
+// beat due at the very moment of the loss, whichever timer ran first
+// would decide (a lock judged by a stale time of 2 s, beating every
+// second and declared lost one second after a beat, was lost at its
+// first beat); with three, a beat that runs late, or one refresh that
+// fails, is ridden out.
+const beatsBeforeLoss = 3
+
 // beatFor is the heartbeat of a holder judged by the stale time stale
-// that needs stopWithin to stop: the configured one (at most stale/2, for
-// a lock with a stale time of its own), shortened if need be so that at
-// least one heartbeat fits in lossAfter, so that one failed refresh never
-// loses the lock by itself.
+// that needs stopWithin to stop: the configured one, shortened if need be
+// so that beatsBeforeLoss heartbeats fit in lossAfter (which is what is
+// left of stale once stopWithin and one heartbeat's margin are taken
+// out), never below minHeartbeat.
 func (c Config) beatFor(stale, stopWithin time.Duration) time.Duration {
 	beat := min(c.Heartbeat, stale/2)
-	if room := (stale - stopWithin) / 2; room < beat {
-		return max(room, minHeartbeat)
+	if fit := (stale - stopWithin) / (beatsBeforeLoss + 1); fit < beat {
+		return max(fit, minHeartbeat)
 	}
 	return beat
 }
@@ -40,19 +49,34 @@ func (c Config) lossAfter(stale, stopWithin time.Duration) time.Duration {
 	return stale - stopWithin - c.beatFor(stale, stopWithin)
 }
 
-// checkStopWithin refuses a holder that could not stop in time even with
-// its shortest heartbeat. The stale time is what others judge by, so only
-// raising it (or needing less time to stop) helps.
+// minStale is the smallest stale time with which a holder that needs
+// stopWithin to stop keeps its lock by its own schedule: beatsBeforeLoss
+// of the shortest heartbeats in lossAfter.
+func minStale(stopWithin time.Duration) time.Duration {
+	return max(stopWithin, 0) + (beatsBeforeLoss+1)*minHeartbeat
+}
+
+// checkStopWithin refuses, before anything is taken, a holder whose
+// heartbeat cannot fit its stale time: one that could not stop in time
+// even with the shortest heartbeat, or, needing no time to stop, whose
+// stale time is too short to beat in. The stale time is what others judge
+// by, so only raising it (or needing less time to stop) helps.
 func (c Config) checkStopWithin(path string, stale, stopWithin time.Duration) error {
 	stale = max(stale, c.Grace)
-	if stopWithin <= 0 || c.lossAfter(stale, stopWithin) >= c.beatFor(stale, stopWithin) {
+	if stale >= minStale(stopWithin) {
 		return nil
+	}
+	if stopWithin <= 0 {
+		return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrUnsupported,
+			Hint: fmt.Sprintf("the stale time %s is too short for a holder to refresh its lock in time (it beats every %s at the shortest); "+
+				"raise the stale time (%s, or the lock's own) to at least %s (every process using this lock must agree on it)",
+				stale, minHeartbeat, EnvStale, minStale(0))}
 	}
 	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrUnsupported,
 		Hint: fmt.Sprintf("the holder needs %s to stop once its lock is lost (hold run: --kill-after plus half a second), "+
-			"which does not fit in the stale time %s: others could take the lock before it has stopped; "+
-			"raise %s to at least %s (every process using this lock must agree on it) or lower --kill-after",
-			stopWithin, stale, EnvStale, stopWithin+2*minHeartbeat)}
+			"which does not fit in the stale time %s with the heartbeats that keep the lock: others could take the lock before it has stopped; "+
+			"raise the stale time (%s, or the lock's own) to at least %s (every process using this lock must agree on it) or lower --kill-after",
+			stopWithin, stale, EnvStale, minStale(stopWithin))}
 }
 
 // armExpiry starts the expiry timer, at the first heartbeat (a lock held

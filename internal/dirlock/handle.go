@@ -181,9 +181,12 @@ func (h *handle) Release() error {
 	}
 	h.p.hit(faultReleaseVerified)
 	res, err := removeIfSame(h.path, h.dir.identity(), expect{stamp: h.stamp}, func() {
-		// The lock is free from here on: wake the next local waiter and
-		// let it run first.
 		h.p.hit(faultReleaseMoved)
+	}, func() {
+		// What was moved is our own lock: the lock is free from here on.
+		// Leave the past record, wake the next local waiter and let it
+		// run first. (Not before: had someone else's lock replaced ours,
+		// a past record at the path would keep it from being put back.)
 		h.leavePastRecord()
 		h.leaveGate()
 		yieldCPU()

@@ -39,7 +39,7 @@ func (p *Protocol) inspect(path string) (*lock.Status, judgement) {
 	default:
 		st.State = lock.HeldExclusive
 	}
-	st.Holder = &lock.Holder{Owner: j.owner, Alive: j.alive}
+	st.Holder = j.holder()
 	return st, j
 }
 
@@ -68,7 +68,7 @@ func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 		return nil, failedError("break", path, j)
 	}
 	if force {
-		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil); err != nil {
+		if _, err := removeIfSame(path, j.fi, expect{token: j.token()}, nil, nil); err != nil {
 			return st, &lock.Error{Op: "break", Path: path, Err: err, Holder: st.Holder}
 		}
 		return st, nil
@@ -77,7 +77,7 @@ func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
 			Hint: j.why + "; --force removes it anyway"}
 	}
-	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}}
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, logger: func(string, ...any) {}, stale: p.cfg.Stale}
 	out, _, err := a.contended()
 	switch {
 	case err != nil:

@@ -5,9 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -69,9 +72,12 @@ type judgement struct {
 	// why says in a few words what decided the verdict, for errors and
 	// debug logs.
 	why string
-	// fence is the fencing token of a released record at the path (see
-	// released.go); 0 otherwise.
+	// fence is the fencing token of a released record, or of a gone
+	// kernel holder's record, at the path (see released.go); 0 otherwise.
 	fence uint64
+	// kernel is set when a kernel lock is held on a plain file at the
+	// path: its holders, as the kernel protocol names them.
+	kernel *lock.Holder
 }
 
 // token is the owner token the judgement saw, "" when there was none. A
@@ -106,28 +112,7 @@ func (p *Protocol) judgeAfter(path string, staleAfter time.Duration) judgement {
 	}
 	j := judgement{fi: fi, age: now.Sub(fi.ModTime())}
 	if !fi.IsDir() {
-		// A plain file at the lock path is never a live lock of this
-		// protocol. Empty or holding a lock record, it is a leftover,
-		// typically of a tool that locked with an O_EXCL file of the same
-		// name: reading it as "could not look" would pin it live for ever,
-		// so the age rule reclaims it. Anything else is the user's.
-		why, err := foreignContent(path, fi)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return judgement{verdict: vanished, why: "lock vanished"}
-		case isResourceError(err):
-			return failedJudgement(fi, err)
-		case why != "":
-			return judgement{verdict: foreign, fi: fi, why: why}
-		}
-		if fence, ok := releasedRecord(path); ok {
-			// Released by the kernel protocol (or by this one, which
-			// continued its token): free now, whatever its age.
-			j.verdict, j.fence, j.why = stale, fence, releasedWhy(fence)
-			return j
-		}
-		j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path"
-		return p.byAge(j, limit)
+		return p.judgeFile(path, j, limit)
 	}
 	j.owner, j.unreadable = readOwner(path)
 	if isResourceError(j.unreadable) {
@@ -192,6 +177,137 @@ func (p *Protocol) judgeAfter(path string, staleAfter time.Duration) judgement {
 	}
 	j.why = "owner cannot be checked from here (another host, pid namespace or boot, or an unknown process)"
 	return p.byAge(j, limit)
+}
+
+// judgeFile judges a plain file at the lock path (j holds its Lstat and
+// age). It is never a live lock of this protocol, but it may be one of the
+// kernel protocol's, which shares lock paths with this one: a kernel
+// holder writes its record once, when it takes the lock, and never
+// refreshes anything, so its age says nothing. A file on which a kernel
+// lock is held is therefore live, whatever its record and its age, and
+// its holder is named from the kernel's lock table. That is asked by
+// taking the kernel lock, without waiting (see flock.LockExisting); while
+// it is held the content is judged (judgeLockedFile), since a kernel
+// holder rewrites its record in place and a read beside that write could
+// see half of it.
+func (p *Protocol) judgeFile(path string, j judgement, limit time.Duration) judgement {
+	if !j.fi.Mode().IsRegular() {
+		why, _ := foreignContent(path, j.fi)
+		return judgement{verdict: foreign, fi: j.fi, why: why}
+	}
+	k, jk := kernelLock(path, j)
+	if k == nil {
+		return jk
+	}
+	defer k.Release()
+	return p.judgeLockedFile(path, limit)
+}
+
+// kernelLock takes the kernel lock on the plain file judged in j, without
+// waiting. When it cannot (nil), the judgement says why: a kernel holder
+// (live), a file gone or replaced (vanished), or a failure.
+func kernelLock(path string, j judgement) (*flock.Existing, judgement) {
+	k, err := flock.LockExisting(path)
+	var le *lock.Error
+	switch {
+	case err == nil:
+		if !k.Is(path, j.fi) {
+			k.Release()
+			return nil, judgement{verdict: vanished, why: "lock vanished"}
+		}
+		return k, j
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, lock.ErrNotRegular):
+		// Gone, or replaced by something else since its Lstat.
+		return nil, judgement{verdict: vanished, why: "lock vanished"}
+	case errors.Is(err, fs.ErrPermission):
+		// What hold cannot open it cannot read either (content.go).
+		return nil, judgement{verdict: foreign, fi: j.fi, why: "a file hold cannot read is at the lock path"}
+	case errors.Is(err, lock.ErrBusy) && errors.As(err, &le):
+		j.verdict, j.kernel = live, le.Holder
+		if j.kernel == nil {
+			j.kernel = &lock.Holder{}
+		}
+		j.owner, j.alive = j.kernel.Owner, j.kernel.Alive
+		j.why = "a kernel lock is held on the lock file" + kernelPIDs(j.kernel)
+		return nil, j
+	case isResourceError(err):
+		return nil, failedJudgement(j.fi, err)
+	}
+	// Not known to be free: a kernel holder may be there.
+	j.verdict, j.lookErr = live, err
+	j.why = "could not ask whether a kernel lock is held on the lock file: " + err.Error()
+	return nil, j
+}
+
+// judgeLockedFile judges the plain file at path while holding its kernel
+// lock: nobody holds it. A released record (the kernel protocol's, or
+// this one's past record) is free at once, and so is the record of a
+// kernel holder that is gone (it died holding the lock, which died with
+// it); anything else that is a lock (an empty file, or a record whose
+// holder cannot be checked, typically a leftover of a tool that locked
+// with an O_EXCL file of the same name) is judged by age. Anything else
+// there is the user's.
+func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
+	fi, err := lstat(path)
+	if err != nil {
+		return judgement{verdict: vanished, why: "lock vanished"}
+	}
+	j := judgement{fi: fi, age: time.Since(fi.ModTime())}
+	why, err := foreignContent(path, fi)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return judgement{verdict: vanished, why: "lock vanished"}
+	case isResourceError(err):
+		return failedJudgement(fi, err)
+	case why != "":
+		return judgement{verdict: foreign, fi: fi, why: why}
+	}
+	if fence, ok := releasedRecord(path); ok {
+		// Released by the kernel protocol (or by this one, which
+		// continued its token): free now, whatever its age.
+		j.verdict, j.fence, j.why = stale, fence, releasedWhy(fence)
+		return j
+	}
+	if o := fileOwner(path); o != nil && proc.Judge(o) == lock.Dead {
+		j.owner, j.alive = o, lock.Dead
+		j.verdict, j.fence = stale, o.Fence
+		j.why = "a lock file whose holder is gone, with no kernel lock held on it"
+		return j
+	}
+	j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path, with no kernel lock held on it"
+	return p.byAge(j, limit)
+}
+
+// kernelPIDs names the processes the kernel says hold a lock, for a
+// judgement's why: " (pid 12: flock x.lock sleep 30)".
+func kernelPIDs(h *lock.Holder) string {
+	if len(h.PIDs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" (")
+	for i, pid := range h.PIDs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("pid " + strconv.Itoa(pid))
+		if c := h.Commands[pid]; c != "" {
+			b.WriteString(": " + c)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// holder is the holder a judgement names, for errors and Inspect: the
+// kernel's holders when a kernel lock is held on a lock file, else the
+// owner record and its liveness.
+func (j *judgement) holder() *lock.Holder {
+	if j.kernel != nil {
+		h := *j.kernel
+		return &h
+	}
+	return &lock.Holder{Owner: j.owner, Alive: j.alive}
 }
 
 // failedJudgement is the judgement of a lock that could not be judged

@@ -175,6 +175,8 @@ func runWorker(role string) int {
 		return workerTry(target)
 	case "bench":
 		return workerBench(target)
+	case "mix":
+		return workerMix(target)
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

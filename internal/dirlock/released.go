@@ -14,16 +14,16 @@ import (
 // last fencing token, "released": true) when it lets go. That file is not
 // a leftover of a crash to be aged out but a lock released on purpose, so
 // the portable protocol takes it at once, provided no kernel lock is held
-// on it at that moment (a kernel holder may hold the lock for a while
-// without writing its own record: kernelLockFree asks the kernel). The
-// fencing token continues from the record's, and a portable holder that
-// continued one leaves a past record of its own when it releases, so that
-// the next holder, of either protocol, continues from it in turn. A path
-// only ever used by this protocol keeps no record and token 0, as
+// on it (judgeFile asks the kernel first; the reclaim takes that kernel
+// lock itself and removes the file while it holds it, see reclaimFile).
+// The fencing token continues from the record's, and a portable holder
+// that continued one leaves a past record of its own when it releases, so
+// that the next holder, of either protocol, continues from it in turn. A
+// path only ever used by this protocol keeps no record and token 0, as
 // proper-lockfile expects.
 
 // releasedRecord reports whether the plain file at path holds a released
-// record that no kernel lock holds, and its fence.
+// record, and its fence.
 func releasedRecord(path string) (fence uint64, ok bool) {
 	b, err := readSmallFile(path, lock.MaxRecordSize+1)
 	if err != nil {
@@ -33,10 +33,24 @@ func releasedRecord(path string) (fence uint64, ok bool) {
 	if !lock.IsRecord(b) || !lock.IsPastRecord(b) {
 		return 0, false
 	}
-	if fence, ok = lock.DecodeFence(b); !ok || !kernelLockFree(path) {
-		return 0, false
+	return lock.DecodeFence(b)
+}
+
+// fileOwner decodes the record of hold's kernel protocol in the plain
+// file at path; nil when it holds none.
+func fileOwner(path string) *lock.Owner {
+	b, err := readSmallFile(path, lock.MaxRecordSize+1)
+	if err != nil {
+		return nil
 	}
-	return fence, true
+	if b = bytes.TrimRight(b, " \n"); !lock.IsRecord(b) {
+		return nil
+	}
+	o, ok := lock.DecodeOwner(b)
+	if !ok || o.PID <= 0 {
+		return nil
+	}
+	return o
 }
 
 // releasedWhy says what a judgement found in a released record.

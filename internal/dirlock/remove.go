@@ -40,8 +40,12 @@ const (
 // tomb never wedges the lock (it leaves the tomb behind as litter).
 //
 // moved, when set, is called between the rename and the cleanup (a fault
-// point for tests).
-func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (removal, error) {
+// point for tests). kept, when set, is called once what was moved is
+// proven to be the object judged and a lock, before it is deleted: the
+// lock path is then known to be free of it (release acts on that, and on
+// nothing sooner: what it moved may have been another holder's lock,
+// which goes back).
+func removeIfSame(path string, judged os.FileInfo, want expect, moved, kept func()) (removal, error) {
 	tomb := path + ".rm-" + randname.Hex(6)
 	if err := renameNoReplace(path, tomb); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -89,6 +93,9 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved func()) (r
 			why = "its content could not be checked: " + err.Error()
 		}
 		return changed, putBack(path, tomb, why)
+	}
+	if kept != nil {
+		kept()
 	}
 	if err := removeTomb(tomb, fi.IsDir()); err != nil && !isRemoveContention(err) {
 		if errors.Is(err, errNotLock) {

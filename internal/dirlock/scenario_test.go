@@ -215,7 +215,7 @@ func TestLiveOwnerNeverStale(t *testing.T) {
 	start, _ := proc.StartTime(pp)
 	stamp(t, path, lock.Owner{PID: pp, ProcStart: start, Host: proc.Hostname(), ID: "x", StartedAt: time.Now()})
 	backdate(t, path, 24*time.Hour)
-	mustBusy(t, New(Config{Stale: time.Millisecond, Grace: time.Millisecond}), path)
+	mustBusy(t, New(Config{Stale: time.Second, Grace: time.Second}), path)
 }
 
 // Seed scenario: our own pid with no handle of ours is judged by age; with
@@ -260,7 +260,7 @@ func TestUnreadableOwnerWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	backdate(t, path, time.Hour)
-	e := mustBusy(t, New(Config{Stale: time.Millisecond, Grace: time.Millisecond}), path)
+	e := mustBusy(t, New(Config{Stale: time.Second, Grace: time.Second}), path)
 	if !strings.Contains(e.Hint, "cannot be read") {
 		t.Errorf("busy error does not say the record is unreadable: %v", e)
 	}

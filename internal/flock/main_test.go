@@ -15,6 +15,10 @@ const (
 	pathEnv = "FLOCK_TEST_PATH"
 )
 
+// roles are the worker roles of tests built only on some systems, which
+// register them from init.
+var roles = map[string]func(path string) int{}
+
 func TestMain(m *testing.M) {
 	switch role := os.Getenv(roleEnv); role {
 	case "":
@@ -23,7 +27,11 @@ func TestMain(m *testing.M) {
 		os.Exit(watcherRole(os.Getenv(pathEnv)))
 	case "holder":
 		os.Exit(holderRole(os.Getenv(pathEnv)))
+
 	default:
+		if run, ok := roles[role]; ok {
+			os.Exit(run(os.Getenv(pathEnv)))
+		}
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		os.Exit(2)
 	}

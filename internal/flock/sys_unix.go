@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -152,6 +154,12 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 		return false, err
 	}
 	return id == f.id, nil
+}
+
+// isFile reports whether f is open on the file fi describes.
+func (f *lockFile) isFile(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && f.id == fileKey{uint64(st.Dev), uint64(st.Ino)}
 }
 
 // replaced reports whether the file f is open on has lost its name since
@@ -334,15 +342,40 @@ func openForInspect(path string) (*lockFile, error) {
 }
 
 // openRetry is open(2), retried when a signal interrupts it (possible on
-// FUSE and network filesystems).
+// FUSE and network filesystems), and again a moment later while a lease on
+// the file is being broken. Lock files are opened O_NONBLOCK, so an open
+// that would wait for a lease's holder to let go (Linux's leases: the one
+// Lock.Discard holds for a few system calls, see removeIfAlone, or a file
+// server's) fails with EAGAIN instead: that is a wait, not an error. The
+// kernel ends every lease within its lease-break time once an open has
+// asked for it (45 s by default, /proc/sys/fs/lease-break-time), so the
+// retries end; leaseWaitLimit bounds them should a holder take a new lease
+// each time.
 func openRetry(path string, flags int, perm uint32) (int, error) {
+	pause, waited := leasePause, time.Duration(0)
 	for {
 		fd, err := unix.Open(path, flags, perm)
-		if err != unix.EINTR {
-			return fd, err
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN && flags&unix.O_NONBLOCK != 0 && waited < leaseWaitLimit:
+			time.Sleep(pause)
+			waited += pause
+			pause = min(2*pause, maxLeasePause)
+			continue
 		}
+		return fd, err
 	}
 }
+
+// The pauses of openRetry while a lease is broken: the first short, since
+// hold's own lease lasts microseconds, then longer ones, up to a limit
+// longer than the kernel's default lease-break time.
+const (
+	leasePause     = 100 * time.Microsecond
+	maxLeasePause  = 20 * time.Millisecond
+	leaseWaitLimit = time.Minute
+)
 
 // checkRegular refuses anything but a regular file, or, when dirOK, a
 // directory that is not a lock of the portable protocol, and returns what
@@ -390,6 +423,12 @@ func openError(path string, err error) error {
 		e.Err = lock.ErrNotRegular
 		e.Hint = "it is a symbolic link, which hold never follows for a lock file; choose another lock path, or name the file it points to"
 	case unix.EISDIR:
+		if isPortableLock(path) {
+			// A portable holder has the path (perhaps it took over the
+			// lock file this process was about to lock, see
+			// LockExisting): say so, not that it is the wrong path.
+			return portableDirError(path)
+		}
 		e.Err = lock.ErrNotRegular
 		e.Hint = dirHint
 	case unix.ENOENT:
@@ -403,6 +442,8 @@ func openError(path string, err error) error {
 		e.Hint = "no permission to create the lock file there; choose a writable place with --lock-file or --name"
 	case unix.EROFS:
 		e.Hint = "the filesystem is read-only; choose a lock path on a writable filesystem"
+	case unix.EAGAIN:
+		e.Hint = "another process holds a lease on the lock file (a file server, or a program that uses leases) and did not let go for a minute; try again later"
 	case unix.ENOSPC, unix.EDQUOT:
 		e.Hint = "the filesystem is full"
 	}

@@ -72,6 +72,12 @@ func (f *lockFile) namedBy(path string) (bool, error) {
 	return os.SameFile(fi, pi), nil
 }
 
+// isFile reports whether f is open on the file fi describes.
+func (f *lockFile) isFile(fi os.FileInfo) bool {
+	own, err := f.f.Stat()
+	return err == nil && os.SameFile(own, fi)
+}
+
 // replaced reports whether the file f is open on has lost its name since
 // the open (see the unix version): the path is asked.
 func (f *lockFile) replaced(path string) bool {

@@ -152,7 +152,13 @@ type worker struct {
 
 func startWorker(t *testing.T, role, path string) *worker {
 	t.Helper()
-	cmd := testenv.Command(roleEnv+"="+role, pathEnv+"="+path)
+	return startWorkerEnv(t, roleEnv+"="+role, pathEnv+"="+path)
+}
+
+// startWorkerEnv starts a worker with env (its role and path among it).
+func startWorkerEnv(t *testing.T, env ...string) *worker {
+	t.Helper()
+	cmd := testenv.Command(env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -32,3 +32,15 @@ test(`check() finds a removed lock file at once and aborts the signal (${channel
   assert.equal(l.signal.aborted, true);
   await assert.rejects(l.release(), { code: 'ELOST' });
 });
+
+test(`an idle portable lock with a stale time of 2 s keeps its lock (${channel})`, async () => {
+  // Its heartbeat is fitted to the stale time it is judged by: before, it
+  // beat once a second and was declared lost a second after a beat.
+  // HOLD_TEST_LONG=1 holds it for a minute.
+  const idle = process.env.HOLD_TEST_LONG === '1' ? 60_000 : 15_000;
+  const l = await lock(join(scratch(), 'idle'), { protocol: 'dir', stale: 2 });
+  await new Promise((resolve) => setTimeout(resolve, idle));
+  assert.equal(l.signal.aborted, false, `lost: ${l.signal.reason?.message}`);
+  await l.check();
+  await l.release();
+});
