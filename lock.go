@@ -91,7 +91,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockData(ctx, h, target, true); err != nil {
+	if h, err = c.lockOwn(ctx, h, target, true); err != nil {
 		return nil, err
 	}
 	return c.newLock(h, target, req)
@@ -127,7 +127,7 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
+	if h, err = c.lockOwn(context.Background(), h, target, false); err != nil {
 		return nil, err
 	}
 	return c.newLock(h, target, req)
@@ -300,7 +300,7 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 		return nil, err
 	}
 	st, err := c.protocol.Inspect(path)
-	return c.inspectEarlier(st, path), err
+	return c.inspectOwn(c.inspectEarlier(st, path), target), err
 }
 
 // InspectAny is Inspect that also recognises a portable lock where the
