@@ -197,3 +197,42 @@ func TestDotLockSavedByRename(t *testing.T) {
 		t.Errorf("yarn.lock holds %q, want what the tool wrote", got)
 	}
 }
+
+// TestRunNamesFlockLockOfTarget: `flock F CMD` locks F itself, while
+// `hold run F` locks F.lock, so the two do not exclude each other. When
+// flock(1) holds F, hold run F says so and names --lock-file F: with
+// --verbose, and on a terminal (a pty made by script(1)); in a script
+// (stderr not a terminal) and with -q it says nothing. With --lock-file F
+// it is busy, as flock(1)'s lock is then its own.
+func TestRunNamesFlockLockOfTarget(t *testing.T) {
+	t.Parallel()
+	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "local-lock-file"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fl := startGatedFlock(t, flock, dir, "local-lock-file")
+	says := func(stderr string) bool {
+		return strings.Contains(stderr, "local-lock-file itself is held exclusive by pid "+fmt.Sprint(fl.Process.Pid)) &&
+			strings.Contains(stderr, "--lock-file local-lock-file")
+	}
+	r := runHold(t, dir, "run", "-x", "--verbose", "local-lock-file", "--", "true")
+	if r.code != 0 || !says(r.stderr) {
+		t.Errorf("hold run --verbose local-lock-file while flock(1) (pid %d) holds local-lock-file: exit %d, stderr:\n%swant exit 0 and a note naming the holder and --lock-file local-lock-file", fl.Process.Pid, r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"run", "local-lock-file", "--", "true"}, {"run", "-q", "local-lock-file", "--", "true"}} {
+		if r := runHold(t, dir, args...); r.code != 0 || r.stderr != "" {
+			t.Errorf("hold %v off a terminal: exit %d, stderr %q; want 0 and nothing said", args, r.code, r.stderr)
+		}
+	}
+	if r := runHold(t, dir, "run", "-n", "--lock-file", "local-lock-file", "--", "true"); r.code != 1 {
+		t.Errorf("hold run -n --lock-file local-lock-file while flock(1) holds it: exit %d (%s), want 1", r.code, r.stderr)
+	}
+	script := testenv.LookPath(t, "script", "script(1) is not installed (bsdutils)")
+	// script runs the command on a new pty and copies what it writes to
+	// its own stdout.
+	r = runIn(t, dir, nil, script, "-qec", holdBin+" run local-lock-file -- true", "/dev/null")
+	if r.code != 0 || !says(r.stdout) {
+		t.Errorf("hold run local-lock-file on a terminal while flock(1) holds local-lock-file: exit %d, output:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
