@@ -31,14 +31,18 @@ type Lock struct {
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
 //
-// The lock path is "<target>.lock", or target itself when its last element
-// ends in ".lock" (as flock(1), gofrs/flock and Python's filelock take such
-// a name: Acquire(ctx, "app.lock") locks app.lock, the file
-// flock.New("app.lock") locks, and "app" and "app.lock" are one lock),
-// unless LockFile or Named says otherwise (target then only labels the lock
-// and may be empty). A target that is its own lock file is treated as one
-// named with LockFile: when it holds anything but hold's record (data, a
-// Cargo.lock), it is locked without being written. A directory is
+// The lock path is "<target>.lock", unless LockFile or Named says
+// otherwise (target then only labels the lock and may be empty). A target
+// whose last element ends in ".lock" is a lock file by its name: flock(1),
+// gofrs/flock and Python's filelock lock it as it is, and package managers
+// keep their data in it (yarn.lock, Cargo.lock) and save it by renaming a
+// new file over it. Acquire(ctx, "app.lock") locks its companion
+// app.lock.lock, which holds the record and the token, and then app.lock
+// itself, with a kernel lock that writes nothing into it: so it excludes
+// flock.New("app.lock") and Acquire(ctx, "app") (lock path app.lock), and
+// the holder may replace app.lock without losing its lock (see the
+// package internal/lockpath for the rule). A directory whose name ends in
+// ".lock" is locked through its companion only. A directory is
 // locked beside itself however it is spelled: "data", "data/" and "." in
 // data all give "data.lock" (trailing separators are dropped, and a target
 // ending in "." or ".." is made absolute); the root directory is refused

@@ -81,13 +81,14 @@ func namedPath(name string, p Protocol) (string, error) {
 	if err != nil {
 		return "", &Error{Op: "lock directory", Path: name, Err: err}
 	}
-	// A name ending in ".lock" is its own lock file, as a target is.
+	// A name ending in ".lock" is its own lock file: "deploy" and
+	// "deploy.lock" are one lock (no data lives there).
 	return filepath.Join(dir, lockpath.Append(name)), nil
 }
 
 // targetLockPath returns the lock path of a file or directory target:
 // "<target>.lock" beside it, whatever target's name (a target named
-// "*.lock" is locked itself too: see ownLock). The rule and the
+// "*.lock" is locked itself too: see lockOwn). The rule and the
 // normalisation of the target (trailing separators, ".", a root
 // directory) are lockpath.FromTarget's, the one place a target becomes a
 // lock path, for the command line, the agent (and so Node and Python) and
@@ -145,5 +146,5 @@ func (c *config) lockPath(target string) (string, error) {
 // file, another tool's lock) is locked without being written, as flock(1)
 // locks it; a derived path holding one is refused
 // (lock.Request.Explicit). A target named "*.lock" is never its lock
-// path: its own lock (ownLock) writes nothing into it.
+// path: its own lock (lockOwn) writes nothing into it.
 func (c *config) explicit(string) bool { return c.lockFile != "" }

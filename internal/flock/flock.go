@@ -154,9 +154,9 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 	}
 	if f.replaced(req.Path) {
 		// The file was renamed over (or removed) between our open and
-		// our lock: an update of a file that is its own lock ("x.lock")
-		// replaces it under its own kernel lock, which we were then
-		// waiting for. Our lock is on an inode nobody else will open;
+		// our lock: an update of a file named "x.lock" (or a tool
+		// saving it under `hold run x.lock`) replaces it under its own
+		// kernel lock, which we were then waiting for. Our lock is on an inode nobody else will open;
 		// start again on the file the path names now.
 		f.release()
 		return p.take(ctx, req, wait, readOnly)
