@@ -21,9 +21,14 @@ type Lock struct {
 	path   string
 	proto  string
 
-	// held, sharedHold and forget: this Lock's entry in the table of the
-	// locks this process holds (see FailIfHeldHere).
+	// own is the file a target named "*.lock" is locked as too (see
+	// lockOwn), "" for none.
+	own string
+
+	// held, ownHeld, sharedHold and forget: this Lock's entries in the
+	// table of the locks this process holds (see FailIfHeldHere).
 	held       heldKey
+	ownHeld    heldKey
 	sharedHold bool
 	forget     sync.Once
 	released   atomic.Bool // Release was called
@@ -104,8 +109,12 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 // newLock wraps a handle the protocol granted into a Lock, counted among
 // the locks this process holds.
 func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
+	own := ""
+	if o, ok := h.(*ownHandle); ok {
+		own = o.own.Path()
+	}
 	h = logged(h, c.logger, req.Path)
-	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
+	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name(), own: own}
 	noteHeld(l, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }

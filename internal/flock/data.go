@@ -126,6 +126,9 @@ func (d *DataLock) Check() error {
 	return nil
 }
 
+// Path returns the path of the locked file.
+func (d *DataLock) Path() string { return d.path }
+
 // Release unlocks and closes the file; calls after the first do nothing.
 func (d *DataLock) Release() error {
 	d.mu.Lock()
