@@ -11,6 +11,7 @@ import (
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/lockpath"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -167,12 +168,13 @@ func (h *ownHandle) Release() error {
 }
 
 // inspectOwn is Inspect's look at the own lock of target (see ownTarget)
-// when its lock path st is free: a holder of the file itself (flock(1),
-// a holder of "app" for "app.lock", an earlier version of hold that
-// locked the file directly) keeps this target's holders out as well, so
-// Inspect reports it, at the file's path.
+// when its lock path st is free, or held by this very process (which then
+// waits for the file's own lock, as `hold run` asks while it waits): a
+// holder of the file itself (flock(1), a holder of "app" for "app.lock",
+// an earlier version of hold that locked the file directly) keeps this
+// target's holders out as well, so Inspect reports it, at the file's path.
 func (c *config) inspectOwn(st *Status, target string) *Status {
-	if st == nil || st.State != Free || c.rewrite {
+	if st == nil || c.rewrite || st.State != Free && !heldBySelf(st.Holder) {
 		return st
 	}
 	path, err := c.ownTarget(target)
@@ -183,6 +185,18 @@ func (c *config) inspectOwn(st *Status, target string) *Status {
 		return own
 	}
 	return st
+}
+
+// heldBySelf reports whether h names this process as the holder, by the
+// kernel's word where it can be asked, else by the record.
+func heldBySelf(h *Holder) bool {
+	if h == nil {
+		return false
+	}
+	if len(h.PIDs) > 0 {
+		return len(h.PIDs) == 1 && h.PIDs[0] == os.Getpid()
+	}
+	return h.Owner != nil && h.Owner.PID == os.Getpid() && proc.Local(h.Owner)
 }
 
 // TargetLockedApart reports who holds a kernel lock on the file target

@@ -236,3 +236,38 @@ func TestRunNamesFlockLockOfTarget(t *testing.T) {
 		t.Errorf("hold run local-lock-file on a terminal while flock(1) holds local-lock-file: exit %d, output:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDotLockOwnLockWaits: the kernel lock of app.lock is the lock path
+// of "app" and the file "app.lock" is locked as besides its companion.
+// A nested hold that waits for it while its ancestor holds it is the
+// deadlock error at once, both ways; a hold that waits for it while
+// flock(1) holds it names flock(1) as the holder, not itself (it holds
+// the companion meanwhile).
+func TestDotLockOwnLockWaits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, pair := range [][2]string{{"app", "app.lock"}, {"app.lock", "app"}} {
+		r := runHold(t, dir, "run", pair[0], "--", holdBin, "run", "-w", "20", pair[1], "--", "true")
+		if r.code != 70 || !strings.Contains(r.stderr, "deadlock") {
+			t.Errorf("hold run %s -- hold run %s: exit %d (%s), want 70, a deadlock", pair[0], pair[1], r.code, r.stderr)
+		}
+	}
+	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
+	fl := startGatedFlock(t, flock, dir, "app.lock")
+	cmd, stderr := startHold(t, dir, "run", "--verbose", "app.lock", "--", "true")
+	want := fmt.Sprintf("waiting 1s for %s, held exclusive by pid %d", "app.lock", fl.Process.Pid)
+	deadline := time.Now().Add(hangLimit)
+	for !strings.Contains(stderr(), "waiting") {
+		if time.Now().After(deadline) {
+			t.Fatalf("hold run --verbose app.lock while flock(1) holds app.lock said nothing of its wait:\n%s", stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr(), want) {
+		t.Errorf("hold run --verbose app.lock while flock(1) (pid %d) holds app.lock:\n%swant %q", fl.Process.Pid, stderr(), want)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if code := waitExit(t, cmd); code != 0 {
+		t.Errorf("hold run app.lock once flock(1) let go: exit %d:\n%s", code, stderr())
+	}
+}
