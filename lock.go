@@ -93,6 +93,11 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if h == nil {
 		h, err = c.protocol.Acquire(ctx, req)
 	}
+	alone := false
+	if r, ok := c.ownAlone(target, req, err); ok {
+		req, alone = r, true
+		h, err = c.protocol.Acquire(ctx, req)
+	}
 	if err != nil {
 		n.abort()
 		return nil, err
@@ -100,8 +105,10 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockOwn(ctx, h, target, true); err != nil {
-		return nil, err
+	if !alone {
+		if h, err = c.lockOwn(ctx, h, target, true); err != nil {
+			return nil, err
+		}
 	}
 	return c.newLock(h, target, req)
 }
@@ -133,6 +140,11 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	}
 	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)
+	alone := false
+	if r, ok := c.ownAlone(target, req, err); ok {
+		req, alone = r, true
+		h, err = c.protocol.TryAcquire(req)
+	}
 	if err != nil {
 		n.abort()
 		return nil, err
@@ -140,8 +152,10 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockOwn(context.Background(), h, target, false); err != nil {
-		return nil, err
+	if !alone {
+		if h, err = c.lockOwn(context.Background(), h, target, false); err != nil {
+			return nil, err
+		}
 	}
 	return c.newLock(h, target, req)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
@@ -125,6 +126,35 @@ func (c *config) lockOwn(ctx context.Context, h Handle, target string, block boo
 		return nil, err
 	}
 	return &ownHandle{Handle: h, own: d}, nil
+}
+
+// ownAlone returns the request that locks target's own file alone, as
+// flock(1) and earlier versions of hold lock it, when req, its companion,
+// could not be made because this process may not create files in that
+// directory (or the filesystem is read-only): a lock file there that the
+// user may lock but not make a companion beside. Its tool cannot replace
+// the file there either (a rename needs the directory's write
+// permission), so the file alone is one lock. ok is false for any other
+// failure, and for a target that is not a lock file by name, does not
+// exist or is not a regular file.
+func (c *config) ownAlone(target string, req *Request, err error) (r *Request, ok bool) {
+	if err == nil || c.rewrite || c.base.Name() != "flock" || !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+		return nil, false
+	}
+	if _, serr := os.Lstat(req.Path); !errors.Is(serr, fs.ErrNotExist) {
+		// The companion exists: a permission problem of its own.
+		return nil, false
+	}
+	own, oerr := c.ownTarget(target)
+	if oerr != nil || own == "" {
+		return nil, false
+	}
+	if fi, serr := os.Stat(own); serr != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	alone := *req
+	alone.Path, alone.Explicit, alone.BeforeCreate = own, true, nil
+	return &alone, true
 }
 
 // ownHandle is the lock of a holder of a target that is a lock file by

@@ -20,6 +20,12 @@
 // "app.lock" still exclude each other: both take the kernel lock of
 // app.lock.
 //
+// Where the companion cannot be made (a directory the user may not
+// write, a read-only filesystem), an existing regular file named "*.lock"
+// is locked alone, as flock(1) locks it: nobody can rename it there
+// either (the root package's own.go applies this, from the error of the
+// attempt).
+//
 // Earlier versions locked a target named "*.lock" itself, without a
 // companion: such a holder still excludes this one through the target's
 // own kernel lock, but only until the file is replaced.
