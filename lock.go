@@ -46,7 +46,9 @@ type Lock struct {
 // itself, with a kernel lock that writes nothing into it: so it excludes
 // flock.New("app.lock") and Acquire(ctx, "app") (lock path app.lock), and
 // the holder may replace app.lock without losing its lock (see the
-// package internal/lockpath for the rule). A directory whose name ends in
+// package internal/lockpath for the rule). Where the companion cannot be
+// made (a directory this process may not write), an existing app.lock is
+// locked alone, as flock(1) locks it. A directory whose name ends in
 // ".lock" is locked through its companion only. A directory is
 // locked beside itself however it is spelled: "data", "data/" and "." in
 // data all give "data.lock" (trailing separators are dropped, and a target
