@@ -182,3 +182,32 @@ func TestTargetLockedApart(t *testing.T) {
 		}
 	}
 }
+
+// TestDotLockCompanionContinuesTokens: earlier versions locked a target
+// named "x.lock" itself and kept their tokens there. Its companion
+// x.lock.lock, new, continues from that file's last token, so a resource
+// fenced with the old tokens accepts the new ones. (A holder of "x",
+// whose lock path is x.lock, leaves such a record in it.)
+func TestDotLockCompanionContinuesTokens(t *testing.T) {
+	dir := t.TempDir()
+	var last uint64
+	for range 3 {
+		l, err := hold.Acquire(context.Background(), filepath.Join(dir, "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Token()
+		l.Release()
+	}
+	target := filepath.Join(dir, "x.lock")
+	for i := range 2 {
+		l, err := hold.Acquire(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := l.Token(), last+1+uint64(i); got != want {
+			t.Errorf("token of Acquire(%q), #%d after x.lock's last token %d: %d, want %d", target, i+1, last, got, want)
+		}
+		l.Release()
+	}
+}

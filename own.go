@@ -197,6 +197,22 @@ func (h *ownHandle) Release() error {
 	return err
 }
 
+// fenceAbove is lock.Request.FenceAbove for target: the file itself, for a
+// target named "*.lock" whose lock path is its companion, so that the
+// companion's tokens continue those that earlier versions of hold, which
+// locked the file itself, wrote there. (Read only while the companion has
+// no token yet: it costs nothing after.)
+func (c *config) fenceAbove(target string) string {
+	if c.lockFile != "" || c.named || target == "" {
+		return ""
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		return ""
+	}
+	own, _ := lockpath.Own(target)
+	return own
+}
+
 // inspectOwn is Inspect's look at the own lock of target (see ownTarget)
 // when its lock path st is free, or held by this very process (which then
 // waits for the file's own lock, as `hold run` asks while it waits): a

@@ -161,7 +161,7 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 		f.release()
 		return p.take(ctx, req, wait, readOnly)
 	}
-	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
+	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
@@ -210,6 +210,8 @@ type handle struct {
 	f        *lockFile
 	path     string
 	writable bool // the lock file was opened for writing
+	// fenceAbove is lock.Request.FenceAbove.
+	fenceAbove string
 
 	mu    sync.Mutex
 	owner lock.Owner
