@@ -163,6 +163,9 @@ func TestDotLockSavedByRename(t *testing.T) {
 	if r := runHold(t, dir, "run", "-n", "yarn.lock", "--", "true"); r.code != 1 {
 		t.Errorf("hold run -n yarn.lock after the first holder's command renamed yarn.lock: exit %d (%s), want 1 (busy)", r.code, r.stderr)
 	}
+	if r := runHold(t, dir, "status", "yarn.lock"); !strings.Contains(r.stdout, "yarn.lock.lock: held exclusive") || !strings.Contains(r.stdout, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Errorf("hold status yarn.lock while the first hold (pid %d) holds it:\n%s%s", first.Process.Pid, r.stdout, r.stderr)
+	}
 	// A second holder that waits: --verbose makes it say so once it has
 	// waited a moment, which is how the test knows it waits.
 	second, secondErr := startHold(t, dir, "run", "--verbose", "yarn.lock", "-c", `echo second-start >> order; cat yarn.lock > seen`)
@@ -255,7 +258,7 @@ func TestDotLockOwnLockWaits(t *testing.T) {
 	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
 	fl := startGatedFlock(t, flock, dir, "app.lock")
 	cmd, stderr := startHold(t, dir, "run", "--verbose", "app.lock", "--", "true")
-	want := fmt.Sprintf("waiting 1s for %s, held exclusive by pid %d", "app.lock", fl.Process.Pid)
+	want := fmt.Sprintf(" for app.lock, held exclusive by pid %d", fl.Process.Pid)
 	deadline := time.Now().Add(hangLimit)
 	for !strings.Contains(stderr(), "waiting") {
 		if time.Now().After(deadline) {
