@@ -12,8 +12,8 @@ import (
 //
 // It takes the exclusive lock "<path>.lock", the same lock Update and
 // `hold run path` take (LockFile and Named choose another; for a path
-// whose name ends in ".lock", "<path>.lock" and the file's own kernel
-// lock, as Update takes). Shared, AllowEmpty, AllowSplit and
+// whose name ends in ".lock", also the file's own kernel lock, as every
+// holder of it takes). Shared, AllowEmpty, AllowSplit and
 // AllowOwnerChange are refused with ErrInvalidOption: an append is
 // exclusive and writes in place. A missing file is created (mode 0666
 // less umask) unless MustExist is given. If the write comes up short or

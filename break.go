@@ -35,7 +35,14 @@ func Break(target string, force bool, opts ...Option) (*Status, error) {
 	b, ok := c.base.(lock.Breaker)
 	if !ok {
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-			return &Status{Path: path, Protocol: c.protocol.Name()}, nil
+			// Nothing at the lock path; a target named "*.lock" may
+			// still be held itself (flock(1), an earlier hold), which
+			// is a kernel lock, refused below.
+			st := c.inspectOwn(&Status{Path: path, Protocol: c.protocol.Name()}, target)
+			if st.State == Free {
+				return st, nil
+			}
+			path = st.Path
 		}
 		if lockpath.IsDirLock(path) {
 			b, ok = portable.New(), true

@@ -30,22 +30,37 @@ var heldHere = struct {
 	m map[heldKey]*heldCount
 }{m: map[heldKey]*heldCount{}}
 
-// noteHeld counts l in the table; its Release takes it out (forgetHeld).
+// noteHeld counts l in the table, with the kernel lock of the file a
+// target named "*.lock" is locked as too (Lock.own); its Release takes
+// them out (forgetHeld).
 func noteHeld(l *Lock, shared bool) {
 	l.held = heldKey{l.proto, l.path}
+	if l.own != "" {
+		l.ownHeld = heldKey{"flock", l.own}
+	}
 	l.sharedHold = shared
 	heldHere.Lock()
-	n := heldHere.m[l.held]
-	if n == nil {
-		n = new(heldCount)
-		heldHere.m[l.held] = n
+	defer heldHere.Unlock()
+	for _, k := range l.heldKeys() {
+		n := heldHere.m[k]
+		if n == nil {
+			n = new(heldCount)
+			heldHere.m[k] = n
+		}
+		if shared {
+			n.shared++
+		} else {
+			n.exclusive++
+		}
 	}
-	if shared {
-		n.shared++
-	} else {
-		n.exclusive++
+}
+
+// heldKeys are l's entries in the table.
+func (l *Lock) heldKeys() []heldKey {
+	if l.ownHeld == (heldKey{}) {
+		return []heldKey{l.held}
 	}
-	heldHere.Unlock()
+	return []heldKey{l.held, l.ownHeld}
 }
 
 // forgetHeld takes l out of the table, once.
@@ -54,17 +69,19 @@ func forgetHeld(l *Lock) {
 		l.released.Store(true)
 		heldHere.Lock()
 		defer heldHere.Unlock()
-		n := heldHere.m[l.held]
-		if n == nil {
-			return
-		}
-		if l.sharedHold {
-			n.shared--
-		} else {
-			n.exclusive--
-		}
-		if n.shared <= 0 && n.exclusive <= 0 {
-			delete(heldHere.m, l.held)
+		for _, k := range l.heldKeys() {
+			n := heldHere.m[k]
+			if n == nil {
+				continue
+			}
+			if l.sharedHold {
+				n.shared--
+			} else {
+				n.exclusive--
+			}
+			if n.shared <= 0 && n.exclusive <= 0 {
+				delete(heldHere.m, k)
+			}
 		}
 	})
 }
@@ -107,7 +124,8 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 // holds req's lock in a conflicting mode.
 func (c *config) heldByConflict(proto string, req *Request) bool {
 	for _, l := range c.heldBy {
-		if l != nil && !l.released.Load() && l.proto == proto && l.path == req.Path && (!l.sharedHold || !req.Shared) {
+		same := l != nil && (l.proto == proto && l.path == req.Path || proto == "flock" && l.own != "" && l.own == req.Path)
+		if same && !l.released.Load() && (!l.sharedHold || !req.Shared) {
 			return true
 		}
 	}

@@ -62,6 +62,37 @@ func TestFailIfHeldHere(t *testing.T) {
 	l3.Release()
 }
 
+// TestFailIfHeldHereDotLock: "app" and "app.lock" exclude each other
+// through the kernel lock of app.lock (the lock path of the one, the file
+// the other is locked as too), so a wait for either while this process
+// holds the other is a deadlock too, reported at once.
+func TestFailIfHeldHereDotLock(t *testing.T) {
+	dir := t.TempDir()
+	app, dot := filepath.Join(dir, "app"), filepath.Join(dir, "app.lock")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, pair := range [][2]string{{app, dot}, {dot, app}, {dot, dot}} {
+		l, err := hold.TryAcquire(pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range [][]hold.Option{{hold.FailIfHeldHere()}, {hold.FailIfHeldBy(l)}} {
+			if l2, err := hold.Acquire(ctx, pair[1], opts...); !errors.Is(err, hold.ErrDeadlock) {
+				if l2 != nil {
+					l2.Release()
+				}
+				t.Errorf("Acquire(%s) while this process holds %s: %v, want ErrDeadlock", filepath.Base(pair[1]), filepath.Base(pair[0]), err)
+			}
+		}
+		l.Release()
+		l2, err := hold.Acquire(ctx, pair[1], hold.FailIfHeldHere())
+		if err != nil {
+			t.Fatalf("Acquire(%s) once %s is released: %v", filepath.Base(pair[1]), filepath.Base(pair[0]), err)
+		}
+		l2.Release()
+	}
+}
+
 // TestMakeDirsAndMode: MakeDirs makes the lock file's missing directories;
 // LockFileMode sets a created lock file's permission bits; a NUL byte in a
 // path is an invalid name.

@@ -4,8 +4,10 @@
 // delete.
 //
 // The default protocol is the kernel's own file lock (flock(2) on unix,
-// LockFileEx on Windows) on the lock path, by default "<target>.lock" (the
-// target itself when its name ends in ".lock", as flock(1) takes it). It
+// LockFileEx on Windows) on the lock path, by default "<target>.lock"; a
+// target whose name ends in ".lock" (a flock(1) lock file, a yarn.lock) is
+// locked itself too, as flock(1) takes it, while hold's record stays in
+// its "<target>.lock". It
 // interoperates with flock(1), Python's filelock, gofrs/flock and Go's
 // lockedfile on the same path, and with the hold command and its Node and
 // Python packages. The kernel frees the lock of a process that dies, so

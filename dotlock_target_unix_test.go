@@ -3,6 +3,7 @@
 package hold_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,16 +17,19 @@ import (
 	"github.com/hold-dev/hold"
 )
 
-// TestDotLockTargetIsItsLockFile: a target whose name ends in ".lock" is
-// its own lock file, as flock(2) users take it. A worker process holding
-// Acquire("app.lock") excludes a raw flock(2) of app.lock and hold's lock of
-// "app" (the same file), and no app.lock.lock appears.
-func TestDotLockTargetIsItsLockFile(t *testing.T) {
+// TestDotLockTargetIsLockedItselfToo: a target whose name ends in
+// ".lock" is locked through its companion "<target>.lock", where hold's
+// record goes, and itself, as flock(2) users take it. A worker process
+// holding Acquire("app.lock") excludes a raw flock(2) of app.lock and
+// hold's lock of "app" (whose lock path is app.lock), Inspect reports the
+// companion's holder, and nothing is written into app.lock.
+func TestDotLockTargetIsLockedItselfToo(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "app.lock")
 	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target)
-	if r := w.report(t, time.Minute); r.Err != "" {
-		t.Fatalf("worker: %s", r.Err)
+	r := w.report(t, time.Minute)
+	if r.Err != "" || r.Token == 0 {
+		t.Fatalf("worker: %+v, want held with a token", r)
 	}
 	fd, err := unix.Open(target, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -44,35 +48,34 @@ func TestDotLockTargetIsItsLockFile(t *testing.T) {
 		}
 	}
 	st, err := hold.Inspect(target)
-	if err != nil || st.Path != target || st.State != hold.HeldExclusive {
-		t.Errorf("Inspect(%q) = %+v, %v; want %s held", target, st, err, target)
+	if err != nil || st.Path != target+".lock" || st.State != hold.HeldExclusive || st.Holder == nil || st.Holder.Owner == nil || st.Holder.Owner.PID != r.PID {
+		t.Errorf("Inspect(%q) = %+v, %v; want %s.lock held by the worker, pid %d", target, st, err, target, r.PID)
 	}
-	if fileExists(target + ".lock") {
-		t.Errorf("%s.lock was created", target)
+	if b, err := os.ReadFile(target); err != nil || len(b) != 0 {
+		t.Errorf("%s holds %q, %v: hold wrote into it", target, b, err)
 	}
 	w.cmd.Process.Kill()
 	w.wait(t, time.Minute)
 
-	// And the other way: a raw flock(2) holder of app.lock keeps hold out.
+	// And the other way: a raw flock(2) holder of app.lock (flock(1), or
+	// an earlier hold, which locked app.lock itself) keeps hold out, and
+	// Inspect reports it.
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
 	w = startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_TRY=1")
-	// (The killed worker's record is still there: the error names this
-	// process as the kernel's holder beside that dead owner.)
 	if r := w.report(t, time.Minute); !r.Busy || !strings.Contains(r.Err, fmt.Sprintf("held by pid %d", os.Getpid())) {
 		t.Errorf("TryAcquire(%q) in a worker while this process flocks it: %+v, want busy, held by pid %d", target, r, os.Getpid())
 	}
-	if fileExists(target + ".lock") {
-		t.Errorf("%s.lock was created", target)
+	if st, err := hold.Inspect(target); err != nil || st.Path != target || st.State != hold.HeldExclusive {
+		t.Errorf("Inspect(%q) while this process flocks it = %+v, %v; want %s held", target, st, err, target)
 	}
 }
 
-// TestDotLockTargetWithDataIsNotWritten keeps issue 13's rule for a target
-// that is its own lock file: a .lock file holding somebody's data
-// (Cargo.lock) is locked as it is, without hold's record, and excludes;
-// reached as the derived lock of another target ("Cargo"), it is refused
-// as another tool's file.
+// TestDotLockTargetWithDataIsNotWritten keeps issue 13's rule for a data
+// file named "*.lock" (Cargo.lock): hold never writes into it, and its
+// record and token are its companion's; reached as the derived lock of
+// another target ("Cargo"), it is refused as another tool's file.
 func TestDotLockTargetWithDataIsNotWritten(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "Cargo.lock")
@@ -81,8 +84,8 @@ func TestDotLockTargetWithDataIsNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target)
-	if r := w.report(t, time.Minute); r.Err != "" || r.Token != 0 {
-		t.Fatalf("worker on %s: %+v, want held without a token", target, r)
+	if r := w.report(t, time.Minute); r.Err != "" || r.Token == 0 {
+		t.Fatalf("worker on %s: %+v, want held with its companion's token", target, r)
 	}
 	if l, err := hold.TryAcquire(target); !errors.Is(err, hold.ErrBusy) {
 		if l != nil {
@@ -98,7 +101,113 @@ func TestDotLockTargetWithDataIsNotWritten(t *testing.T) {
 	if _, err := hold.TryAcquire(filepath.Join(dir, "Cargo")); !errors.Is(err, hold.ErrForeign) {
 		t.Errorf("TryAcquire of Cargo (lock Cargo.lock, derived): %v, want ErrForeign", err)
 	}
-	if fileExists(target + ".lock") {
-		t.Errorf("%s.lock was created", target)
+}
+
+// TestDotLockTargetReplacedByHolder: the holder of a data file named
+// "*.lock" may save it as its tool does, by renaming a new file over it:
+// that is no loss (Check, which looks at once, says nothing), the lock
+// still excludes another holder, and the file holds what was written.
+func TestDotLockTargetReplacedByHolder(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "yarn.lock")
+	if err := os.WriteFile(target, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	tmp := filepath.Join(dir, "yarn.lock.tmp")
+	if err := os.WriteFile(tmp, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err != nil {
+		t.Errorf("Check after the holder renamed a new %s over the old one: %v, want nil", target, err)
+	}
+	w := startCoreWorker(t, "core-hold", "CORE_TARGET="+target, "CORE_TRY=1")
+	if r := w.report(t, time.Minute); !r.Busy {
+		t.Errorf("TryAcquire(%q) in a worker after the holder replaced the file: %+v, want busy", target, r)
+	}
+	if err := l.Release(); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "new\n" {
+		t.Errorf("%s holds %q, want what the holder wrote", target, got)
+	}
+}
+
+// TestTargetLockedApart: the query behind hold run's note that flock(1)
+// users of F take another lock than hold's F.lock. It names F's own
+// holder only when that lock is not one the options take.
+func TestTargetLockedApart(t *testing.T) {
+	dir := t.TempDir()
+	f, dot := filepath.Join(dir, "local-lock-file"), filepath.Join(dir, "x.lock")
+	for _, p := range []string{f, dot} {
+		if err := os.WriteFile(p, []byte("data\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := hold.TargetLockedApart(f); st != nil || err != nil {
+		t.Errorf("TargetLockedApart of a free file: %+v, %v; want nil", st, err)
+	}
+	for _, p := range []string{f, dot} {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := hold.TargetLockedApart(f)
+	if err != nil || st == nil || st.State != hold.HeldExclusive || st.Path != f {
+		t.Errorf("TargetLockedApart(%s) while it is flocked: %+v, %v; want %s held exclusive", f, st, err, f)
+	}
+	for what, c := range map[string]struct {
+		target string
+		opts   []hold.Option
+	}{
+		"a target named *.lock (locked itself)": {dot, nil},
+		"LockFile":                              {f, []hold.Option{hold.LockFile(f)}},
+		"Named":                                 {"", []hold.Option{hold.Named("apart")}},
+		"a missing file":                        {filepath.Join(dir, "missing"), nil},
+	} {
+		if st, err := hold.TargetLockedApart(c.target, c.opts...); st != nil || err != nil {
+			t.Errorf("TargetLockedApart with %s: %+v, %v; want nil", what, st, err)
+		}
+	}
+}
+
+// TestDotLockCompanionContinuesTokens: earlier versions locked a target
+// named "x.lock" itself and kept their tokens there. Its companion
+// x.lock.lock, new, continues from that file's last token, so a resource
+// fenced with the old tokens accepts the new ones. (A holder of "x",
+// whose lock path is x.lock, leaves such a record in it.)
+func TestDotLockCompanionContinuesTokens(t *testing.T) {
+	dir := t.TempDir()
+	var last uint64
+	for range 3 {
+		l, err := hold.Acquire(context.Background(), filepath.Join(dir, "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Token()
+		l.Release()
+	}
+	target := filepath.Join(dir, "x.lock")
+	for i := range 2 {
+		l, err := hold.Acquire(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := l.Token(), last+1+uint64(i); got != want {
+			t.Errorf("token of Acquire(%q), #%d after x.lock's last token %d: %d, want %d", target, i+1, last, got, want)
+		}
+		l.Release()
 	}
 }

@@ -21,9 +21,14 @@ type Lock struct {
 	path   string
 	proto  string
 
-	// held, sharedHold and forget: this Lock's entry in the table of the
-	// locks this process holds (see FailIfHeldHere).
+	// own is the file a target named "*.lock" is locked as too (see
+	// lockOwn), "" for none.
+	own string
+
+	// held, ownHeld, sharedHold and forget: this Lock's entries in the
+	// table of the locks this process holds (see FailIfHeldHere).
 	held       heldKey
+	ownHeld    heldKey
 	sharedHold bool
 	forget     sync.Once
 	released   atomic.Bool // Release was called
@@ -31,14 +36,20 @@ type Lock struct {
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
 //
-// The lock path is "<target>.lock", or target itself when its last element
-// ends in ".lock" (as flock(1), gofrs/flock and Python's filelock take such
-// a name: Acquire(ctx, "app.lock") locks app.lock, the file
-// flock.New("app.lock") locks, and "app" and "app.lock" are one lock),
-// unless LockFile or Named says otherwise (target then only labels the lock
-// and may be empty). A target that is its own lock file is treated as one
-// named with LockFile: when it holds anything but hold's record (data, a
-// Cargo.lock), it is locked without being written. A directory is
+// The lock path is "<target>.lock", unless LockFile or Named says
+// otherwise (target then only labels the lock and may be empty). A target
+// whose last element ends in ".lock" is a lock file by its name: flock(1),
+// gofrs/flock and Python's filelock lock it as it is, and package managers
+// keep their data in it (yarn.lock, Cargo.lock) and save it by renaming a
+// new file over it. Acquire(ctx, "app.lock") locks its companion
+// app.lock.lock, which holds the record and the token, and then app.lock
+// itself, with a kernel lock that writes nothing into it: so it excludes
+// flock.New("app.lock") and Acquire(ctx, "app") (lock path app.lock), and
+// the holder may replace app.lock without losing its lock (see the
+// package internal/lockpath for the rule). Where the companion cannot be
+// made (a directory this process may not write), an existing app.lock is
+// locked alone, as flock(1) locks it. A directory whose name ends in
+// ".lock" is locked through its companion only. A directory is
 // locked beside itself however it is spelled: "data", "data/" and "." in
 // data all give "data.lock" (trailing separators are dropped, and a target
 // ending in "." or ".." is made absolute); the root directory is refused
@@ -84,6 +95,11 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if h == nil {
 		h, err = c.protocol.Acquire(ctx, req)
 	}
+	alone := false
+	if r, ok := c.ownAlone(target, req, err); ok {
+		req, alone = r, true
+		h, err = c.protocol.Acquire(ctx, req)
+	}
 	if err != nil {
 		n.abort()
 		return nil, err
@@ -91,8 +107,10 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockData(ctx, h, target, true); err != nil {
-		return nil, err
+	if !alone {
+		if h, err = c.lockOwn(ctx, h, target, true); err != nil {
+			return nil, err
+		}
 	}
 	return c.newLock(h, target, req)
 }
@@ -100,8 +118,12 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 // newLock wraps a handle the protocol granted into a Lock, counted among
 // the locks this process holds.
 func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
+	own := ""
+	if o, ok := h.(*ownHandle); ok {
+		own = o.own.Path()
+	}
 	h = logged(h, c.logger, req.Path)
-	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
+	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name(), own: own}
 	noteHeld(l, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }
@@ -120,6 +142,11 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	}
 	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)
+	alone := false
+	if r, ok := c.ownAlone(target, req, err); ok {
+		req, alone = r, true
+		h, err = c.protocol.TryAcquire(req)
+	}
 	if err != nil {
 		n.abort()
 		return nil, err
@@ -127,8 +154,10 @@ func TryAcquire(target string, opts ...Option) (*Lock, error) {
 	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
 	}
-	if h, err = c.lockData(context.Background(), h, target, false); err != nil {
-		return nil, err
+	if !alone {
+		if h, err = c.lockOwn(context.Background(), h, target, false); err != nil {
+			return nil, err
+		}
 	}
 	return c.newLock(h, target, req)
 }
@@ -300,7 +329,7 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 		return nil, err
 	}
 	st, err := c.protocol.Inspect(path)
-	return c.inspectEarlier(st, path), err
+	return c.inspectOwn(c.inspectEarlier(st, path), target), err
 }
 
 // InspectAny is Inspect that also recognises a portable lock where the

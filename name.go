@@ -81,17 +81,18 @@ func namedPath(name string, p Protocol) (string, error) {
 	if err != nil {
 		return "", &Error{Op: "lock directory", Path: name, Err: err}
 	}
-	// A name ending in ".lock" is its own lock file, as a target is.
+	// A name ending in ".lock" is its own lock file: "deploy" and
+	// "deploy.lock" are one lock (no data lives there).
 	return filepath.Join(dir, lockpath.Append(name)), nil
 }
 
 // targetLockPath returns the lock path of a file or directory target:
-// the target itself when its last element ends in ".lock" (what flock(1),
-// gofrs/flock and filelock users mean by such a name), else "<target>.lock"
-// beside it. The rule and the normalisation of the target (trailing
-// separators, ".", a root directory) are lockpath.FromTarget's, the one
-// place a target becomes a lock path, for the command line, the agent (and
-// so Node and Python) and the Go API alike.
+// "<target>.lock" beside it, whatever target's name (a target named
+// "*.lock" is locked itself too: see lockOwn). The rule and the
+// normalisation of the target (trailing separators, ".", a root
+// directory) are lockpath.FromTarget's, the one place a target becomes a
+// lock path, for the command line, the agent (and so Node and Python) and
+// the Go API alike.
 func targetLockPath(target string) (string, error) { return lockpath.FromTarget(target) }
 
 // refuseSpecialTarget refuses, just before a lock file would be created
@@ -137,28 +138,13 @@ func (c *config) lockPath(target string) (string, error) {
 		// target is a key there, not a file of this machine.
 		return lockpath.Append(target), nil
 	}
-	if c.rewrite {
-		// The file will be replaced: its lock stays apart from it even
-		// when it is its own lock by name (see ForRewrite).
-		return lockpath.Beside(target)
-	}
 	return targetLockPath(target)
 }
 
-// explicit reports whether the lock path is the file the caller named:
-// with LockFile, or as a target that is its own lock file ("app.lock").
-// Such a file holding anything but hold's record (Cargo.lock, another
-// tool's lock, data) is locked without being written, as flock(1) locks
-// it; a derived path holding one is refused (lock.Request.Explicit).
-func (c *config) explicit(target string) bool {
-	if c.lockFile != "" {
-		return true
-	}
-	if c.named || c.rewrite || target == "" {
-		return false
-	}
-	if _, ok := c.protocol.(lock.Namer); ok {
-		return false
-	}
-	return lockpath.IsOwn(target)
-}
+// explicit reports whether the lock path is the file the caller named,
+// with LockFile. Such a file holding anything but hold's record (a data
+// file, another tool's lock) is locked without being written, as flock(1)
+// locks it; a derived path holding one is refused
+// (lock.Request.Explicit). A target named "*.lock" is never its lock
+// path: its own lock (lockOwn) writes nothing into it.
+func (c *config) explicit(string) bool { return c.lockFile != "" }

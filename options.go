@@ -131,7 +131,7 @@ func (c *config) request(target string) (*Request, error) {
 	}
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
-		MakeDirs: c.makeDirs, Mode: c.mode}
+		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target)}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

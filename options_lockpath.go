@@ -3,8 +3,8 @@ package hold
 // The options about where the lock is (see Option).
 
 // LockFile uses exactly path as the lock path, instead of the one derived
-// from the target ("<target>.lock", or the target itself when its name
-// ends in ".lock").
+// from the target ("<target>.lock"), and locks nothing else: a target
+// whose name ends in ".lock" is then not locked itself.
 //
 // hold writes its owner record and token into a lock file only when the
 // file is provably its own: empty, or holding a record of hold's, with one
@@ -44,25 +44,21 @@ func Named(name string) Option {
 
 // ForRewrite says the holder will change target itself, as Update and
 // Append do (and `hold update`, `hold append` and the agent's update and
-// append, which pass it): target is then a data file, and its lock stays
-// apart from it even when its name ends in ".lock".
+// append, which pass it): target is then a data file.
 //
-// An update replaces its file by renaming a new one over it, so a lock on
-// the file itself would stay with the old inode while the next writer
-// locked the new one. So the lock path of a ForRewrite target is always
-// "<target>.lock", "x.lock.lock" for "x.lock", which every writer of the
-// file takes. A target that is its own lock file by name ("x.lock", which
-// `hold run x.lock` and flock(1) lock) is in addition locked itself, with
-// a kernel lock that writes nothing into it, taken after the first and
-// checked to still name the file, and held until the change is published:
-// so a holder of x.lock and an update of x.lock exclude each other. (A
-// kernel locker of hold that was granted the old inode after the rename
-// finds it replaced and locks the new file instead; flock(1) and other
-// tools do not check, so a flock(1) holder that opened x.lock before an
-// update renamed it may hold the old inode while others use the new one:
-// have such tools lock a separate file, or only append to x.lock, which
-// keeps its inode.) A missing x.lock is created empty for this, unless
-// MustExist is given to Update or Append. On Windows, which cannot rename over a file held
+// Its lock path is "<target>.lock", as for every holder, "x.lock.lock"
+// for "x.lock". A target whose name ends in ".lock" ("x.lock", which
+// flock(1) locks) is locked itself too, as every holder of it does; with
+// ForRewrite that lock is in addition checked to still name the file (Check
+// fails if someone else replaced it), and held until the change is
+// published. (A kernel locker of hold that was granted the old inode after
+// the rename finds it replaced and locks the new file instead; flock(1)
+// and other tools do not check, so a flock(1) holder that opened x.lock
+// before an update renamed it may hold the old inode while others use the
+// new one: have such tools lock the companion, or only append to x.lock,
+// which keeps its inode.) A missing x.lock is created empty for this,
+// unless MustExist is given to Update or Append, and removed again when
+// nothing was published. On Windows, which cannot rename over a file held
 // open, Update of such a file is refused with ErrUnsupported (Append
 // works); lock it apart there with LockFile.
 //

@@ -62,6 +62,12 @@ type Request struct {
 	// means the protocol's own. Protocols that never judge by age ignore
 	// it.
 	Stale time.Duration
+	// FenceAbove names a file whose owner record's token the first token
+	// of a lock path that has none yet must exceed, "" for none: the file
+	// a target named "*.lock" was locked as by earlier versions of hold,
+	// whose tokens its companion continues. The kernel-lock protocol
+	// honours it; others ignore it.
+	FenceAbove string
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable

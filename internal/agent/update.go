@@ -133,8 +133,9 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 		return err
 	}
 	defer spec.Close()
-	// The file is rewritten: its lock stays apart from it, and a file
-	// that is its own lock by name is locked itself too (hold.ForRewrite).
+	// The file is rewritten: a file named "*.lock", locked itself too,
+	// must still be the file when the change is published
+	// (hold.ForRewrite).
 	spec.Opts = append(spec.Opts, hold.ForRewrite())
 	a.failIfHeldBy(req, spec)
 	l, err := spec.Acquire(ctx, nil)

@@ -29,8 +29,8 @@ const appendHelp = `
 Appends the TEXT words, joined by spaces, plus a newline (none with
 --no-newline), or with - everything on stdin as it is, to FILE. It takes the
 lock FILE.lock (or --lock-file, --name), the same lock 'hold run FILE' and
-'hold update FILE' take (for a FILE whose name ends in .lock, FILE.lock and
-FILE's own kernel lock, as update does), writes once with O_APPEND and fsyncs, so concurrent
+'hold update FILE' take (for a FILE whose name ends in .lock, also FILE's own
+kernel lock, as they do), writes once with O_APPEND and fsyncs, so concurrent
 appenders never interleave and a record reported written is on disk. If the
 write fails (a full disk), FILE is cut back to its size before the write: no
 torn record stays. A missing FILE is created unless --must-exist. Stdin is
@@ -159,8 +159,9 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	}
 	quietAbout(spec)
 	defer spec.Close()
-	// The file is rewritten: its lock stays apart from it, and a file
-	// that is its own lock by name is locked itself too (hold.ForRewrite).
+	// The file is rewritten: a file named "*.lock", locked itself too,
+	// must still be the file when the change is published
+	// (hold.ForRewrite).
 	spec.Opts = append(spec.Opts, hold.ForRewrite())
 	// The filter's pipes and its grace timer need the runtime's poller,
 	// which cannot be made once the lock has taken the last descriptors.

@@ -28,9 +28,13 @@ func init() {
 }
 
 const runHelp = `
-The lock path is TARGET.lock, or TARGET itself when its name ends in .lock
-(hold run x.lock locks x.lock, as flock x.lock does; hold run x and hold run
-x.lock are one lock), or --lock-file, or --name. The command runs
+The lock path is TARGET.lock, or --lock-file, or --name. A TARGET whose name
+ends in .lock (yarn.lock, Cargo.lock) is locked itself too, after
+TARGET.lock, writing nothing into it: so flock x.lock and hold run x.lock
+exclude each other, and a command that saves x.lock by rename keeps the lock.
+hold run F for another F locks F.lock, not F, which flock F locks: on a
+terminal or with --verbose hold says when F itself is locked by another
+process. The command runs
 with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
 fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go

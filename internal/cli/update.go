@@ -27,9 +27,9 @@ func init() {
 
 const updateHelp = `
 Takes the lock FILE.lock (or --lock-file, --name), the same lock 'hold run
-FILE' and 'hold append FILE' take; for a FILE whose name ends in .lock,
-which 'hold run FILE' locks itself, it takes FILE.lock and FILE's own kernel
-lock (writing nothing into it), so the two still exclude each other. It runs
+FILE' and 'hold append FILE' take; for a FILE whose name ends in .lock, also
+FILE's own kernel lock (writing nothing into it), as they and flock(1) take
+it, until the new FILE is in place. It runs
 FILTER with FILE's content on stdin
 (empty if FILE does not exist, unless --must-exist), and replaces FILE with
 what FILTER prints, atomically: a temp file beside FILE is written, synced,

@@ -10,15 +10,17 @@ import (
 	"github.com/hold-dev/hold/lock"
 )
 
-// DataLock is an exclusive kernel lock on a data file, taken by whoever
-// replaces the file by rename (hold's update of a file that is its own
-// lock file by name, "x.lock"). It writes nothing into the file, whatever
-// the file holds: the file is the user's data.
+// DataLock is a kernel lock on a data file, taken by a holder of a target
+// that is a lock file by name ("x.lock", "yarn.lock") besides the lock
+// path, its companion "x.lock.lock": hold's update of such a file, which
+// replaces it by rename, and any other holder, whose command may replace
+// it too (a package manager saving its lock file). It writes nothing into
+// the file, whatever the file holds: the file is the user's data.
 //
-// Why it excludes the file's other lockers although the rename replaces
-// the locked inode: it is taken, and the path checked to still name the
-// locked inode, before the file is read, and it is held until after the
-// rename. Every kernel locker of hold checks after its own flock(2) that
+// Why an update's lock excludes the file's other lockers although the
+// rename replaces the locked inode: it is taken, and the path checked to
+// still name the locked inode, before the file is read, and it is held
+// until after the rename. Every kernel locker of hold checks after its own flock(2) that
 // the path still names what it locked and starts again otherwise
 // (Protocol's acquire), so a locker that opened the old inode and was
 // granted it once the update let go finds it replaced and locks the new
@@ -27,20 +29,40 @@ type DataLock struct {
 	f    *lockFile
 	path string
 	// created: LockData created the file, which Release removes again
-	// if it is still that empty file (nothing was published).
+	// if it is still that empty file (nothing was published), unless
+	// the holder replaces the file itself.
 	created bool
+	opts    DataOptions
 
 	mu       sync.Mutex
 	released bool
 }
 
-// LockData takes the exclusive kernel lock of the regular file at path
-// (symbolic links are not followed: resolve them first), waiting until ctx
-// ends when block is set, and failing with lock.ErrBusy and the holder
-// otherwise. A missing file is created empty when create is set (so that
-// nobody can create and lock it between this lock and the update's
-// rename), and is an error matching fs.ErrNotExist otherwise.
-func LockData(ctx context.Context, path string, block, create bool) (*DataLock, error) {
+// DataOptions say how LockData locks a data file.
+type DataOptions struct {
+	// Block waits until ctx ends; without it a held lock fails at once
+	// with lock.ErrBusy and the holder.
+	Block bool
+	// Create creates a missing file empty (so that nobody can create and
+	// lock it between this lock and an update's rename); without it a
+	// missing file is an error matching fs.ErrNotExist.
+	Create bool
+	// Shared takes a shared lock instead of an exclusive one.
+	Shared bool
+	// HolderReplaces says the holder may replace the file itself (`hold
+	// run yarn.lock` around a tool that saves yarn.lock by rename): Check
+	// then never reports a replaced file as lost, and a file LockData
+	// created is left in place by Release, as flock(1) leaves the file it
+	// creates. Without it (an update) Check reports a file someone else
+	// replaced, and Release removes a file LockData created that is still
+	// empty, as nothing was published.
+	HolderReplaces bool
+}
+
+// LockData takes the kernel lock of the regular file at path (symbolic
+// links are not followed: resolve them first) as o says.
+func LockData(ctx context.Context, path string, o DataOptions) (*DataLock, error) {
+	block, create := o.Block, o.Create
 	for {
 		var f *lockFile
 		var err error
@@ -57,14 +79,14 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 		if err != nil {
 			return nil, err
 		}
-		if err = f.lock(false, false); err != nil && isBusy(err) {
+		if err = f.lock(o.Shared, false); err != nil && isBusy(err) {
 			if !block {
 				h := holderOf(f, false)
 				f.close()
 				return nil, &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy, Holder: h, Hint: deadHolderHint(h)}
 			}
 			var abandoned bool
-			if abandoned, err = waitLock(ctx, f, false); abandoned {
+			if abandoned, err = waitLock(ctx, f, o.Shared); abandoned {
 				h := holderAt(path)
 				return nil, &lock.Error{Op: "acquire", Path: path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
 			}
@@ -79,7 +101,7 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 			return nil, &lock.Error{Op: "acquire", Path: path, Err: err}
 		}
 		if same {
-			return &DataLock{f: f, path: path, created: created}, nil
+			return &DataLock{f: f, path: path, created: created, opts: o}, nil
 		}
 		// Replaced (or removed) while we waited: lock what the path
 		// names now.
@@ -89,13 +111,23 @@ func LockData(ctx context.Context, path string, block, create bool) (*DataLock, 
 
 // Check reports lock.ErrLost when the path no longer names the locked
 // file: someone else replaced it, and publishing over it now would
-// replace a file this lock does not guard.
+// replace a file this lock does not guard. With HolderReplaces it
+// reports nothing: the holder's own rename is no loss, the lock path is
+// the holder's lock, and this one keeps flock(1) users of the file out
+// only while the locked inode is the file, as flock(1) keeps them out of
+// each other's way.
 func (d *DataLock) Check() error {
+	if d.opts.HolderReplaces {
+		return nil
+	}
 	if same, err := d.f.namedBy(d.path); err == nil && !same {
 		return &lock.Error{Op: "check", Path: d.path, Err: lock.ErrLost, Hint: "the file was replaced or removed by someone else while it was locked"}
 	}
 	return nil
 }
+
+// Path returns the path of the locked file.
+func (d *DataLock) Path() string { return d.path }
 
 // Release unlocks and closes the file; calls after the first do nothing.
 func (d *DataLock) Release() error {
@@ -105,7 +137,7 @@ func (d *DataLock) Release() error {
 		return nil
 	}
 	d.released = true
-	if d.created {
+	if d.created && !d.opts.HolderReplaces {
 		// Created empty by LockData and still ours, empty, under our
 		// lock: nothing was published, so leave nothing behind. A hold
 		// locker that opened it meanwhile finds it removed once it is

@@ -154,14 +154,14 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 	}
 	if f.replaced(req.Path) {
 		// The file was renamed over (or removed) between our open and
-		// our lock: an update of a file that is its own lock ("x.lock")
-		// replaces it under its own kernel lock, which we were then
-		// waiting for. Our lock is on an inode nobody else will open;
+		// our lock: an update of a file named "x.lock" (or a tool
+		// saving it under `hold run x.lock`) replaces it under its own
+		// kernel lock, which we were then waiting for. Our lock is on an inode nobody else will open;
 		// start again on the file the path names now.
 		f.release()
 		return p.take(ctx, req, wait, readOnly)
 	}
-	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable}
+	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
@@ -210,6 +210,8 @@ type handle struct {
 	f        *lockFile
 	path     string
 	writable bool // the lock file was opened for writing
+	// fenceAbove is lock.Request.FenceAbove.
+	fenceAbove string
 
 	mu    sync.Mutex
 	owner lock.Owner

@@ -257,6 +257,11 @@ func (h *handle) publishLocked() {
 		}
 		last = lastFence(size, raw)
 	}
+	if last == 0 && h.fenceAbove != "" {
+		// A lock path without a token yet continues the tokens of the
+		// file that earlier versions locked instead.
+		last = fenceAt(h.fenceAbove)
+	}
 	if h.owner.Shared {
 		// A reader's token is only informative: the last one written.
 		h.owner.Fence = last
@@ -394,6 +399,21 @@ func readOwner(f *lockFile) *lock.Owner {
 		return rec
 	}
 	return nil
+}
+
+// fenceAt returns the last token that the owner record of hold in the
+// file at path holds, 0 when it holds none (no file, data, another tool's
+// file).
+func fenceAt(path string) uint64 {
+	f, err := openForInspect(path)
+	if err != nil {
+		return 0
+	}
+	defer f.close()
+	if rec := readOwner(f); rec != nil {
+		return rec.Fence
+	}
+	return 0
 }
 
 // holderAt is holderOf for a path, for when the waiting descriptor has

@@ -163,8 +163,9 @@ func (f *lockFile) isFile(fi os.FileInfo) bool {
 }
 
 // replaced reports whether the file f is open on has lost its name since
-// the open: renamed over (`hold update` of a file that is its own lock,
-// "x.lock") or removed. A lock taken on such a file guards nothing, since
+// the open: renamed over (`hold update` of a file whose name ends in
+// ".lock", which is locked itself too, or the command of `hold run x.lock`
+// saving it) or removed. A lock taken on such a file guards nothing, since
 // everyone else opens the file the path names now. One fstat: the file
 // then has no link left. A file that had more than one link when it was
 // opened may keep one elsewhere, so its path is asked instead, as it is

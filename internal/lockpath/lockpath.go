@@ -1,14 +1,34 @@
 // Package lockpath is the one home of the rule that turns a target into
 // its lock path, and a lock path back into what it locks. The library,
-// the command line (run, status, ls, break, completion) and the agent all
-// ask it, so that one resource has one lock however it is reached.
+// the command line (run, status, ls, break, update, completion) and the
+// agent all ask it, so that one resource has one lock however it is
+// reached.
 //
-// The rule: a target whose last element ends in ".lock" is its own lock
-// file, as flock(1), gofrs/flock, Python's filelock and proper-lockfile
-// take it; any other target is locked through "<target>.lock" beside it.
-// So "app" and "app.lock" name the same lock, and no path of the form
-// "X.lock.lock" is ever derived, except by Beside, for the entry points
-// that rewrite their file (see there).
+// The rule: the lock path of a file or directory target is
+// "<target>.lock" beside it, whatever the target's name. A target whose
+// last element ends in ".lock" is, besides, a lock file by its name: it
+// is what flock(1), gofrs/flock and Python's filelock lock for that name,
+// and what package managers keep their data in (yarn.lock, Cargo.lock,
+// poetry.lock, flake.lock) and save by renaming a new file over it. hold
+// locks such a target in two places: its companion "<target>.lock"
+// ("yarn.lock.lock"), which is hold's lock and holds hold's record, and
+// the target itself (IsOwn), with a kernel lock that writes nothing into
+// it. A tool that replaces the file while it is held then takes nothing
+// from hold's lock (the companion is not renamed), the next holder waits
+// on the companion, and the file's own kernel lock keeps flock(1) users of
+// the file and hold apart while that inode is the file. So "app" and
+// "app.lock" still exclude each other: both take the kernel lock of
+// app.lock.
+//
+// Where the companion cannot be made (a directory the user may not
+// write, a read-only filesystem), an existing regular file named "*.lock"
+// is locked alone, as flock(1) locks it: nobody can rename it there
+// either (the root package's own.go applies this, from the error of the
+// attempt).
+//
+// Earlier versions locked a target named "*.lock" itself, without a
+// companion: such a holder still excludes this one through the target's
+// own kernel lock, but only until the file is replaced.
 package lockpath
 
 import (
@@ -27,9 +47,12 @@ const Suffix = ".lock"
 // of a path) is a lock file's by the rule: it ends in ".lock".
 func IsLockName(name string) bool { return strings.HasSuffix(name, Suffix) }
 
-// Append is the rule on a plain string, for names and for the keys of a
-// protocol with its own namespace (etcd, PostgreSQL), where nothing is a
-// file path: s itself when it ends in ".lock", else s + ".lock".
+// Append is the rule for what names a lock but is no file of the user's:
+// a lock name (its file in the named-lock directory) and the key of a
+// protocol with its own namespace (etcd, PostgreSQL): s itself when it
+// ends in ".lock", else s + ".lock", so that "deploy" and "deploy.lock"
+// are one lock. Nothing but hold's lock lives there, so nothing needs a
+// companion.
 func Append(s string) string {
 	if IsLockName(s) {
 		return s
@@ -37,15 +60,19 @@ func Append(s string) string {
 	return s + Suffix
 }
 
-// IsOwn reports whether target is its own lock file: its last element,
-// after the normalisation FromTarget applies, ends in ".lock".
+// IsOwn reports whether target is a lock file by its name: its last
+// element, after the normalisation FromTarget applies, ends in ".lock".
+// Besides its lock path ("<target>.lock"), hold then locks the target
+// itself, for flock(1) users of the file and for earlier versions of hold,
+// which locked it directly (see the package comment).
 func IsOwn(target string) bool {
 	t, err := normalise(target)
 	return err == nil && IsLockName(filepath.Base(t))
 }
 
-// FromTarget returns the lock path of a file or directory target: target
-// itself when its last element ends in ".lock", else target + ".lock".
+// FromTarget returns the lock path of a file or directory target:
+// target + ".lock", also when target's name ends in ".lock" itself
+// ("yarn.lock" is locked through "yarn.lock.lock", and itself: IsOwn).
 // Before the rule is applied the target is normalised, so that one
 // resource has one lock however it is spelled:
 //
@@ -66,32 +93,29 @@ func FromTarget(target string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if IsLockName(filepath.Base(t)) {
-		return t, nil
-	}
 	return t + Suffix, nil
 }
 
-// Beside returns "<target>.lock" whatever target ends in: the lock of the
-// entry points that rewrite their file (update, append). An update
-// replaces the file by renaming a new one over it, so a lock on the file
-// itself would stay with the old inode while the next writer locked the
-// new one; their lock must stay apart from the file, even when the file
-// is a lock file by name (they then also lock the file itself; see
-// hold.ForRewrite). The normalisation is FromTarget's.
-func Beside(target string) (string, error) {
+// Own returns the normalised target when it is a lock file by name
+// (IsOwn): the file whose own kernel lock hold takes besides the lock
+// path. ok is false for any other target.
+func Own(target string) (path string, ok bool) {
 	t, err := normalise(target)
-	if err != nil {
-		return "", err
+	if err != nil || !IsLockName(filepath.Base(t)) {
+		return "", false
 	}
-	return t + Suffix, nil
+	return t, true
 }
 
-// Serves reports whether target's lock path is lockPath, so a report
-// naming lockPath need not name target again.
+// Serves reports whether lockPath is target's lock path, or target itself
+// as a lock file by name (Own), so a report naming lockPath need not name
+// target again.
 func Serves(target, lockPath string) bool {
-	p, err := FromTarget(target)
-	return err == nil && p == lockPath
+	if p, err := FromTarget(target); err == nil && p == lockPath {
+		return true
+	}
+	own, ok := Own(target)
+	return ok && own == lockPath
 }
 
 // NameOf returns the lock name a file in the named-lock directory holds

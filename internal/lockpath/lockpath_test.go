@@ -10,28 +10,31 @@ import (
 
 func TestFromTarget(t *testing.T) {
 	sep := string(filepath.Separator)
-	for _, c := range []struct{ target, lock, beside string }{
-		{"data.json", "data.json.lock", "data.json.lock"},
-		{"x.lock", "x.lock", "x.lock.lock"},
-		{"/var/lock/x.lock", "/var/lock/x.lock", "/var/lock/x.lock.lock"},
-		{"dir" + sep + "app.lock" + sep, "dir" + sep + "app.lock", "dir" + sep + "app.lock.lock"},
-		{"data" + sep, "data.lock", "data.lock"},
-		{".lock", ".lock", ".lock.lock"},
-		{"x.lock.d", "x.lock.d.lock", "x.lock.d.lock"},
-		{"x.LOCK", "x.LOCK.lock", "x.LOCK.lock"},
+	// own: the file a target that is a lock file by name is locked as
+	// too ("" for none).
+	for _, c := range []struct{ target, lock, own string }{
+		{"data.json", "data.json.lock", ""},
+		{"x.lock", "x.lock.lock", "x.lock"},
+		{"/var/lock/x.lock", "/var/lock/x.lock.lock", "/var/lock/x.lock"},
+		{"dir" + sep + "app.lock" + sep, "dir" + sep + "app.lock.lock", "dir" + sep + "app.lock"},
+		{"data" + sep, "data.lock", ""},
+		{".lock", ".lock.lock", ".lock"},
+		{"x.lock.d", "x.lock.d.lock", ""},
+		{"x.LOCK", "x.LOCK.lock", ""},
 	} {
 		got, err := FromTarget(c.target)
 		if err != nil || got != c.lock {
 			t.Errorf("FromTarget(%q) = %q, %v; want %q", c.target, got, err, c.lock)
 		}
-		if own := filepath.Clean(got) == filepath.Clean(c.target); IsOwn(c.target) != own {
-			t.Errorf("IsOwn(%q) = %v, want %v", c.target, !own, own)
+		own, ok := Own(c.target)
+		if own != c.own || ok != (c.own != "") || IsOwn(c.target) != ok {
+			t.Errorf("Own(%q) = %q, %v (IsOwn %v); want %q", c.target, own, ok, IsOwn(c.target), c.own)
 		}
-		if !Serves(c.target, c.lock) {
-			t.Errorf("Serves(%q, %q) = false", c.target, c.lock)
+		if !Serves(c.target, c.lock) || (c.own != "" && !Serves(c.target, c.own)) {
+			t.Errorf("Serves(%q, %q or %q) = false", c.target, c.lock, c.own)
 		}
-		if got, err := Beside(c.target); err != nil || got != c.beside {
-			t.Errorf("Beside(%q) = %q, %v; want %q", c.target, got, err, c.beside)
+		if Serves(c.target, c.lock+Suffix) {
+			t.Errorf("Serves(%q, %q) = true", c.target, c.lock+Suffix)
 		}
 	}
 	if _, err := FromTarget(sep); !errors.Is(err, lock.ErrInvalidName) {

@@ -79,6 +79,9 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 			fmt.Fprintf(stderr, "hold: note: %s: locked without an owner record or token (HOLD_TOKEN=0): %s\n", l.Path(), hintOf(terr))
 		}
 	}
+	if err == nil && r.Tells(stderr) {
+		r.noteLockedApart(stderr, l)
+	}
 	if err == nil && r.WarnMachineLocal && stderr != nil {
 		warnMachineLocal(stderr, l)
 	}
@@ -100,6 +103,21 @@ func (r *Resolved) Tells(stderr *os.File) bool {
 		return false
 	}
 	return r.Verbose || isTerminal(stderr)
+}
+
+// noteLockedApart says, once the lock is held, that the target file
+// itself is locked by another process (flock(1)'s `flock F CMD` takes F's
+// own lock, where hold took F.lock), and how to share that lock instead:
+// the two exclude nobody from each other. The library decides whether
+// that is so (hold.TargetLockedApart); a failure to find out says
+// nothing.
+func (r *Resolved) noteLockedApart(stderr *os.File, l *hold.Lock) {
+	st, err := hold.TargetLockedApart(r.Target, r.Opts[:r.naming]...)
+	if err != nil || st == nil {
+		return
+	}
+	fmt.Fprintf(stderr, "hold: note: %s itself is %s by %s, a lock this one does not exclude: hold locked %s, while `flock %s` locks %s itself; to share that lock, use --lock-file %s\n",
+		r.Target, st.State, st.Holder, l.Path(), r.Target, r.Target, r.Target)
 }
 
 // warnMachineLocal prints one line on stderr when l is a kernel lock on a

@@ -35,17 +35,20 @@ class LockTest(TempDirTest):
             self.assertGreater(l2.token, l.token)
 
     @unittest.skipIf(sys.platform == "win32", "flock(1) is a unix tool")
-    def test_dot_lock_target_is_its_lock_file(self) -> None:
-        # A target ending in .lock is the lock file itself, as flock(1)
-        # and filelock take it: flock(1), another process, finds it busy.
+    def test_dot_lock_target_is_locked_itself_too(self) -> None:
+        # A target ending in .lock is locked through its companion
+        # x.lock.lock and itself, as flock(1) and filelock take it:
+        # flock(1), another process, finds it busy; nothing is written
+        # into it.
         t = self.path("x.lock")
         with hold.lock(t) as l:
-            self.assertEqual(l.path, t)
+            self.assertEqual(l.path, t + ".lock")
             r = subprocess.run(["flock", "-n", t, "true"])
             self.assertEqual(r.returncode, 1, "flock -n x.lock while lock('x.lock') holds it")
             self.assertEqual(hold.status(t)["state"], "held exclusive")
         self.assertEqual(subprocess.run(["flock", "-n", t, "true"]).returncode, 0)
-        self.assertFalse(os.path.exists(t + ".lock"), "x.lock.lock was created")
+        with open(t, "rb") as f:
+            self.assertEqual(f.read(), b"", "hold wrote into x.lock")
 
     def test_busy_names_the_holder(self) -> None:
         t = self.path("data")
