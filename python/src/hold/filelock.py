@@ -120,11 +120,13 @@ def _canonical(path: str) -> str:
     return os.path.join(os.path.realpath(parent or os.curdir), name)
 
 
-def _check_path(path: str) -> None:
-    """The errors filelock's os.open gives for these paths."""
+def _check_path(path: str, soft: bool) -> None:
+    """The errors filelock's os.open gives for these paths (a directory is
+    a held lock to the portable protocol, as an existing file is to
+    filelock's SoftFileLock)."""
     if path == "":
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    if os.path.isdir(path):
+    if not soft and os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
 
 
@@ -476,7 +478,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
               cancel_check: Optional[Callable[[], bool]]) -> None:
         ctx = self._context
         path = ctx.lock_file
-        _check_path(path)
+        _check_path(path, self._soft)
         lock_id = id(self)
         start = time.perf_counter()
         kw = self._hold_kwargs()
@@ -711,7 +713,7 @@ class BaseAsyncFileLock(BaseFileLock):
                      cancel_check: Optional[Callable[[], bool]]) -> None:
         ctx = self._context
         path = ctx.lock_file
-        _check_path(path)
+        _check_path(path, self._soft)
         lock_id = id(self)
         key = _task_key(path)
         start = time.perf_counter()
