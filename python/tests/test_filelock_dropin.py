@@ -434,6 +434,32 @@ class AsyncTest(TempDirTest):
 
         self.run_async(main())
 
+    def test_tasks_waiting_on_one_shared_object_all_get_it(self) -> None:
+        path = self.path("x.lock")
+        order: List[str] = []
+
+        async def user(lock: Any, name: str) -> None:
+            async with lock:
+                order.append(name)
+                await asyncio.sleep(0.01)
+
+        async def main() -> None:
+            first = hold.filelock.AsyncFileLock(path)
+            shared = hold.filelock.AsyncFileLock(path)
+            await first.acquire()
+            waiting = [asyncio.ensure_future(user(shared, n)) for n in ("a", "b")]
+            await asyncio.sleep(0.1)
+            self.assertEqual(order, [])
+            await first.release()
+            await asyncio.gather(*waiting)
+            self.assertFalse(shared.is_locked)
+            self.assertEqual(shared.lock_counter, 0)
+            async with hold.filelock.AsyncFileLock(path, timeout=0):
+                pass
+
+        self.run_async(main())
+        self.assertEqual(sorted(order), ["a", "b"])
+
     def test_plain_with_is_refused_and_soft_works(self) -> None:
         lock = hold.filelock.AsyncFileLock(self.path("x.lock"))
         with self.assertRaises(NotImplementedError):

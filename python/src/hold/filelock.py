@@ -700,13 +700,11 @@ class BaseAsyncFileLock(BaseFileLock):
         an endless wait raises ``hold.Deadlock`` at once."""
         timeout, poll_interval, blocking = self._options(timeout, poll_interval, None, blocking)
         ctx = self._context
+        if ctx.held is None:
+            # Counted once taken: a task of a shared object that waits here
+            # meanwhile must not keep a holder's release from releasing.
+            await self._atake(timeout, poll_interval, blocking, cancel_check)
         ctx.lock_counter += 1
-        try:
-            if ctx.held is None:
-                await self._atake(timeout, poll_interval, blocking, cancel_check)
-        except BaseException:
-            ctx.lock_counter = max(0, ctx.lock_counter - 1)
-            raise
         return AsyncAcquireReturnProxy(lock=self)
 
     async def _atake(self, timeout: float, poll_interval: float, blocking: bool,
