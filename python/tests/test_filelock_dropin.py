@@ -255,6 +255,21 @@ class NewerOptionsTest(TempDirTest):
                     pass
         self.assertEqual(lock.lock_counter, 0)
 
+    def test_blocking_default_and_platform_names(self) -> None:
+        path = self.path("x.lock")
+        self.assertIs(hold.filelock.UnixFileLock, hold.filelock.FileLock)
+        with hold.filelock.UnixFileLock(path):
+            lock = hold.filelock.FileLock(path, blocking=False)
+            self.assertFalse(lock.blocking)
+            with self.assertRaises(hold.filelock.Timeout):
+                lock.acquire()
+            lock.blocking = True
+            with self.assertRaises(hold.filelock.Timeout):
+                lock.acquire(timeout=0.05)
+            with self.assertWarns(DeprecationWarning):
+                with self.assertRaises(hold.filelock.Timeout):
+                    lock.acquire(timeout=0.05, poll_intervall=0.01)
+
     def test_timeout_is_holds_and_pickles(self) -> None:
         import pickle
 

@@ -47,6 +47,10 @@ Where an option cannot mean what it means under filelock:
   executor is used.
 - Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
   filesystem failures do not reach hold: the files are opened by the agent.
+- Subclasses that override filelock's private ``_acquire`` and ``_release``
+  get no say: hold takes the lock. filelock's read-write locks
+  (``ReadWriteLock``) and leases are not here (``hold.lock(shared=True)``
+  takes a reader lock), nor is its ``__version__``.
 - A ``SoftFileLock`` of filelock (a plain file) that is left behind is judged
   by hold's portable protocol as a leftover without a heartbeat, which it
   takes over once stale (10 s by default); filelock never breaks it.
@@ -81,6 +85,10 @@ __all__ = [
     "FileLock",
     "SoftFileLock",
     "Timeout",
+    "UnixFileLock",
+    "WindowsFileLock",
+    "AsyncUnixFileLock",
+    "AsyncWindowsFileLock",
 ]
 
 _LOGGER = logging.getLogger("filelock")
@@ -824,3 +832,9 @@ class AsyncSoftFileLock(BaseAsyncFileLock):
 
     _protocol = "dir"
     _soft = True
+
+
+#: filelock's names of its platform classes: under hold, the agent takes
+#: the platform's kernel lock, so each is FileLock (AsyncFileLock).
+UnixFileLock = WindowsFileLock = FileLock
+AsyncUnixFileLock = AsyncWindowsFileLock = AsyncFileLock
