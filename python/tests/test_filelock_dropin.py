@@ -475,6 +475,25 @@ class AsyncTest(TempDirTest):
         self.run_async(main())
         self.assertEqual(sorted(order), ["a", "b"])
 
+    def test_async_on_acquired_and_singleton(self) -> None:
+        seen: List[int] = []
+        path = self.path("x.lock")
+
+        hook = seen.append  # one object: a singleton's hook compares by identity
+
+        async def main() -> None:
+            a = hold.filelock.AsyncFileLock(path, is_singleton=True, on_acquired=hook)
+            self.assertIs(hold.filelock.AsyncFileLock(path, is_singleton=True, on_acquired=hook), a)
+            with self.assertRaises(ValueError):
+                hold.filelock.AsyncFileLock(path, is_singleton=True, on_acquired=seen.append)
+            async with a:
+                async with hold.filelock.AsyncFileLock(path, is_singleton=True, on_acquired=hook):
+                    self.assertEqual(a.lock_counter, 2)
+            self.assertFalse(a.is_locked)
+
+        self.run_async(main())
+        self.assertEqual(len(seen), 1)
+
     def test_plain_with_is_refused_and_soft_works(self) -> None:
         lock = hold.filelock.AsyncFileLock(self.path("x.lock"))
         with self.assertRaises(NotImplementedError):
