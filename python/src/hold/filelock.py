@@ -1,0 +1,840 @@
+"""filelock's API on hold: change one import, keep every call.
+
+::
+
+    from hold.filelock import FileLock, Timeout   # was: from filelock import ...
+
+    lock = FileLock("high_ground.txt.lock", timeout=1)
+    with lock:
+        ...
+
+``FileLock``, ``SoftFileLock``, ``AsyncFileLock``, ``AsyncSoftFileLock``,
+``BaseFileLock``, ``BaseAsyncFileLock``, ``AcquireReturnProxy``,
+``AsyncAcquireReturnProxy`` and ``Timeout`` take filelock's arguments, with
+its defaults, and behave as its current release documents: the lock file is
+the path given (not ``<path>.lock``), re-entrant per object
+(``lock_counter``), per thread unless ``thread_local=False`` (per task for
+the async classes, whose default is shared), ``is_singleton`` objects per
+path, ``acquire(timeout, poll_interval, blocking=, cancel_check=)``,
+``release(force=)``, ``with lock:`` and ``with lock.acquire():``, the
+``"filelock"`` logger with its debug lines, and ``Timeout`` (also a
+``hold.Timeout`` and a builtin ``TimeoutError``) for a wait that ends,
+including one on a lock that another object of this thread (or task)
+holds. An endless wait on such a lock would never end: it raises
+``hold.Deadlock`` (a ``RuntimeError``, as filelock's is) at once.
+
+``FileLock`` takes the kernel lock (flock) on that file, as filelock's
+``UnixFileLock`` does, so hold and filelock processes exclude each other;
+the lock is held by hold's agent, so a crash frees it and ``hold status``
+names the holder. ``SoftFileLock`` takes the lock on hold's portable
+protocol (for network filesystems), at the same path.
+
+Where an option cannot mean what it means under filelock:
+
+- ``on_acquired`` gets a descriptor of the lock file opened by this process
+  (read and write), closed on release; the lock itself is held by the
+  agent. What the callback writes replaces hold's owner record in the file.
+- ``close_error_policy`` applies to closing that descriptor only.
+- ``fallback_to_soft`` and ``preserve_lock_file`` are kept and reported:
+  hold never unlinks a kernel lock's file on release and never falls back
+  to another protocol by itself (a filesystem without flock is an error
+  that says so).
+- ``lifetime``: a native lock ignores it with a warning, as filelock's
+  does; for ``SoftFileLock`` too, since the portable protocol judges a lock
+  stale by its holder's heartbeat and never breaks a live holder.
+- ``AsyncFileLock``'s ``loop``, ``run_in_executor`` and ``executor`` are
+  accepted and reported: hold's waits never block the event loop, so no
+  executor is used.
+- Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
+  filesystem failures do not reach hold: the files are opened by the agent.
+- Subclasses that override filelock's private ``_acquire`` and ``_release``
+  get no say: hold takes the lock. filelock's read-write locks
+  (``ReadWriteLock``) and leases are not here (``hold.lock(shared=True)``
+  takes a reader lock), nor is its ``__version__``.
+- A ``SoftFileLock`` of filelock (a plain file) that is left behind is judged
+  by hold's portable protocol as a leftover without a heartbeat, which it
+  takes over once stale (10 s by default); filelock never breaks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import errno
+import logging
+import os
+import threading
+import time
+import warnings
+from abc import ABCMeta
+from types import TracebackType
+from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
+from weakref import WeakValueDictionary
+
+from . import _errors, alock as _hold_alock, lock as _hold_lock
+from ._errors import Deadlock
+
+__all__ = [
+    "AcquireReturnProxy",
+    "AsyncAcquireReturnProxy",
+    "AsyncFileLock",
+    "AsyncSoftFileLock",
+    "BaseAsyncFileLock",
+    "BaseFileLock",
+    "FileLock",
+    "SoftFileLock",
+    "Timeout",
+    "UnixFileLock",
+    "WindowsFileLock",
+    "AsyncUnixFileLock",
+    "AsyncWindowsFileLock",
+]
+
+_LOGGER = logging.getLogger("filelock")
+
+#: mode= not given: the file is created 0o666 under the umask and never chmod-ed.
+_UNSET_MODE = -1
+
+_CONTEXT_ERROR_POLICIES = ("chain", "group")
+_CLOSE_ERROR_POLICIES = ("default", "raise", "suppress")
+
+#: BaseExceptionGroup (Python 3.11+), for context_error_policy="group".
+_exception_group: Any = getattr(builtins, "BaseExceptionGroup", None)
+
+
+class Timeout(_errors.Timeout):
+    """The lock could not be acquired in ``timeout`` seconds (or at once,
+    with ``blocking=False``, or ``cancel_check`` said to stop). filelock's
+    exception: ``lock_file`` names the file; also a ``hold.Timeout`` and a
+    builtin ``TimeoutError``."""
+
+    def __init__(self, lock_file: str) -> None:
+        super().__init__(f"The file lock '{lock_file}' could not be acquired.")
+        #: The path of the file lock.
+        self.lock_file = lock_file
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.lock_file,))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.lock_file!r})"
+
+
+def _canonical(path: str) -> str:
+    """One key for equivalent spellings of a lock path (the parent resolved,
+    the last name kept, so a final symlink stays itself)."""
+    parent, name = os.path.split(path)
+    return os.path.join(os.path.realpath(parent or os.curdir), name)
+
+
+def _check_path(path: str, soft: bool) -> None:
+    """The errors filelock's os.open gives for these paths (a directory is
+    a held lock to the portable protocol, as an existing file is to
+    filelock's SoftFileLock)."""
+    if path == "":
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if not soft and os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+
+
+class _Context:
+    """The state of a lock object: shared by its threads, or one per thread."""
+
+    def __init__(self, lock_file: str, timeout: float, mode: int, blocking: bool, poll_interval: float,
+                 lifetime: Optional[float]) -> None:
+        self.lock_file = lock_file
+        self.timeout = timeout
+        self.mode = mode
+        self.blocking = blocking
+        self.poll_interval = poll_interval
+        self.lifetime = lifetime
+        self.held: Any = None  # the hold.Lock while held
+        self.fd: Optional[int] = None  # the descriptor lent to on_acquired
+        self.lock_counter = 0
+
+
+class _ThreadLocalContext(_Context, threading.local):
+    """A _Context of each thread's own (threading.local calls __init__ again
+    with the same arguments in every thread)."""
+
+
+class _Meta(ABCMeta):
+    """Makes ``is_singleton=True`` return the one live object of a path."""
+
+    def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("is_singleton", False):
+            return super().__call__(lock_file, *args, **kwargs)
+        registry: WeakValueDictionary[str, Any] = cls.__dict__.get("_singletons")  # type: ignore[assignment]
+        if registry is None:
+            registry = WeakValueDictionary()
+            setattr(cls, "_singletons", registry)
+        key = _canonical(os.fspath(lock_file))
+        with _singleton_mu:
+            existing = registry.get(key)
+            if existing is None:
+                obj = super().__call__(lock_file, *args, **kwargs)
+                registry[key] = obj
+                return obj
+        fresh = object.__new__(cls)
+        cls.__init__(fresh, lock_file, *args, **kwargs)  # the arguments, as an object would keep them
+        differing = [
+            f"\n\t{name} (existing lock has {getattr(existing, '_opt_' + name)} but {getattr(fresh, '_opt_' + name)} was passed)"
+            for name in _SINGLETON_OPTIONS
+            if getattr(fresh, "_opt_" + name) != getattr(existing, "_opt_" + name)
+        ]
+        if fresh._on_acquired is not existing._on_acquired:
+            differing.append(
+                f"\n\ton_acquired (existing lock has {existing._on_acquired} but {fresh._on_acquired} was passed)"
+            )
+        fresh._context = None
+        if differing:
+            raise ValueError(
+                "Singleton lock instances cannot be initialized with differing arguments\nNon-matching arguments: "
+                + "".join(differing)
+            )
+        return existing
+
+
+_singleton_mu = threading.Lock()
+_SINGLETON_OPTIONS = (
+    "thread_local", "timeout", "mode", "blocking", "poll_interval", "lifetime",
+    "context_error_policy", "close_error_policy", "fallback_to_soft", "preserve_lock_file",
+)
+
+
+class AcquireReturnProxy:
+    """What ``acquire()`` returns: ``with lock.acquire():`` releases at the end."""
+
+    def __init__(self, lock: "BaseFileLock") -> None:
+        self.lock = lock
+
+    def __enter__(self) -> "BaseFileLock":
+        return self.lock
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.lock.release()
+
+
+class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
+    """filelock's lock object, on hold (see the module's doc). Use
+    ``FileLock`` or ``SoftFileLock``."""
+
+    #: hold's protocol for this class.
+    _protocol = "flock"
+    _soft = False
+    _async = False
+    _holder_desc = "FileLock instance in this thread"
+
+    def __init__(
+        self,
+        lock_file: Union[str, "os.PathLike[str]"],
+        timeout: float = -1,
+        mode: int = _UNSET_MODE,
+        thread_local: bool = True,
+        *,
+        blocking: bool = True,
+        is_singleton: bool = False,
+        poll_interval: float = 0.05,
+        lifetime: Optional[float] = None,
+        context_error_policy: str = "chain",
+        close_error_policy: str = "default",
+        fallback_to_soft: bool = True,
+        preserve_lock_file: bool = False,
+        on_acquired: Optional[Callable[[int], None]] = None,
+    ) -> None:
+        """Makes the lock object (nothing is locked until ``acquire``).
+
+        ``timeout`` is the default of ``acquire`` (negative: wait as long
+        as it takes; 0: one attempt); ``mode`` the lock file's permission
+        bits, set exactly (not under the umask) when given; ``thread_local``
+        whether each thread has its own state (counter, held lock,
+        settings); ``is_singleton`` one object per path; the others as
+        filelock documents them (see the module's doc for what each means
+        under hold)."""
+        self._configure(
+            lock_file, timeout, mode, thread_local, blocking=blocking, is_singleton=is_singleton,
+            poll_interval=poll_interval, lifetime=lifetime, context_error_policy=context_error_policy,
+            close_error_policy=close_error_policy, fallback_to_soft=fallback_to_soft,
+            preserve_lock_file=preserve_lock_file, on_acquired=on_acquired,
+        )
+
+    def _configure(
+        self,
+        lock_file: Union[str, "os.PathLike[str]"],
+        timeout: float = -1,
+        mode: int = _UNSET_MODE,
+        thread_local: bool = True,
+        *,
+        blocking: bool = True,
+        is_singleton: bool = False,
+        poll_interval: float = 0.05,
+        lifetime: Optional[float] = None,
+        context_error_policy: str = "chain",
+        close_error_policy: str = "default",
+        fallback_to_soft: bool = True,
+        preserve_lock_file: bool = False,
+        on_acquired: Optional[Callable[[int], None]] = None,
+        **extra: Any,
+    ) -> None:
+        self._context = None  # __del__ of an object whose checks failed finds nothing to release
+        cls = type(self).__name__
+        if context_error_policy not in _CONTEXT_ERROR_POLICIES:
+            raise ValueError(f"context_error_policy must be 'chain' or 'group', got {context_error_policy!r}")
+        if context_error_policy == "group" and _exception_group is None:
+            raise ValueError("context_error_policy='group' requires Python 3.11+ (BaseExceptionGroup)")
+        if close_error_policy not in _CLOSE_ERROR_POLICIES:
+            raise ValueError(
+                f"close_error_policy must be 'default', 'raise', or 'suppress', got {close_error_policy!r}"
+            )
+        if preserve_lock_file and self._soft:
+            raise ValueError(
+                f"preserve_lock_file=True is not supported by {cls}: unlinking its marker is how it releases"
+            )
+        if on_acquired is not None and self._soft:
+            raise ValueError(f"on_acquired is not supported by {cls}: only native locks expose the lock descriptor")
+        if on_acquired is not None and not callable(on_acquired):
+            raise TypeError(f"on_acquired must be a callable taking the lock descriptor, not {on_acquired!r}")
+        if lifetime is not None:
+            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
+                raise TypeError(
+                    f"lifetime must be a finite non-negative number or None, not {type(lifetime).__name__}"
+                )
+            if not 0 <= lifetime < float("inf"):
+                raise ValueError(f"lifetime must be finite and non-negative, not {lifetime!r}")
+            warnings.warn(
+                f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
+                "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
+                stacklevel=4,
+            )
+            lifetime = None
+        if self._async and thread_local and extra.get("run_in_executor", True):
+            raise ValueError("run_in_executor is not supported when thread_local is True")
+        self._opt_thread_local = bool(thread_local)
+        self._opt_timeout = timeout
+        self._opt_mode = mode
+        self._opt_blocking = blocking
+        self._opt_poll_interval = poll_interval
+        self._opt_lifetime = lifetime
+        self._opt_context_error_policy = context_error_policy
+        self._opt_close_error_policy = close_error_policy
+        self._opt_fallback_to_soft = fallback_to_soft
+        self._opt_preserve_lock_file = preserve_lock_file
+        self._is_singleton = is_singleton
+        self._on_acquired = on_acquired
+        self._extra = extra
+        self._mu = threading.RLock()
+        make = _ThreadLocalContext if thread_local else _Context
+        self._context = make(os.fspath(lock_file), timeout, mode, blocking, poll_interval, lifetime)
+
+    # The settings, as filelock reports them.
+
+    def is_thread_local(self) -> bool:
+        """Whether each thread has its own state of this lock."""
+        return self._opt_thread_local
+
+    @property
+    def is_singleton(self) -> bool:
+        """Whether this is the one object of its path (``is_singleton=True``)."""
+        return self._is_singleton
+
+    @property
+    def context_error_policy(self) -> str:
+        """``"chain"``: a release error at the end of a ``with`` raises with the
+        body's error as its context; ``"group"``: both in an exception group."""
+        return self._opt_context_error_policy
+
+    @property
+    def close_error_policy(self) -> str:
+        """What closing the descriptor lent to ``on_acquired`` does with an error."""
+        return self._opt_close_error_policy
+
+    @property
+    def fallback_to_soft(self) -> bool:
+        """Kept as given: hold never changes protocol by itself."""
+        return self._opt_fallback_to_soft
+
+    @property
+    def preserve_lock_file(self) -> bool:
+        """Kept as given: a kernel lock's file is never unlinked on release."""
+        return self._opt_preserve_lock_file
+
+    @property
+    def on_acquired(self) -> Optional[Callable[[int], None]]:
+        """The callback run with a descriptor of the lock file at each first acquisition."""
+        return self._on_acquired
+
+    @property
+    def lock_file(self) -> str:
+        """The path of the lock file."""
+        return self._context.lock_file
+
+    @property
+    def timeout(self) -> float:
+        """The default timeout of ``acquire``, in seconds."""
+        return self._context.timeout
+
+    @timeout.setter
+    def timeout(self, value: Union[float, str]) -> None:
+        self._context.timeout = float(value)
+
+    @property
+    def blocking(self) -> bool:
+        """The default ``blocking`` of ``acquire``."""
+        return self._context.blocking
+
+    @blocking.setter
+    def blocking(self, value: bool) -> None:
+        self._context.blocking = value
+
+    @property
+    def poll_interval(self) -> float:
+        """The default ``poll_interval`` of ``acquire``, in seconds: how often
+        ``cancel_check`` is asked (hold's own waits do not poll)."""
+        return self._context.poll_interval
+
+    @poll_interval.setter
+    def poll_interval(self, value: float) -> None:
+        self._context.poll_interval = value
+
+    @property
+    def lifetime(self) -> Optional[float]:
+        """Always None under hold (see the module's doc)."""
+        return self._context.lifetime
+
+    @property
+    def mode(self) -> int:
+        """The lock file's permission bits (0o644 when not given, as filelock reports)."""
+        return 0o644 if self._context.mode == _UNSET_MODE else self._context.mode
+
+    @property
+    def has_explicit_mode(self) -> bool:
+        """Whether ``mode`` was given."""
+        return self._context.mode != _UNSET_MODE
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this object (in this thread, if thread-local) holds the lock."""
+        return self._context.held is not None
+
+    @property
+    def lock_counter(self) -> int:
+        """How many acquisitions of this object are not yet released."""
+        return self._context.lock_counter
+
+    # Taking and giving up.
+
+    def _options(self, timeout: Optional[float], poll_interval: Optional[float], poll_intervall: Optional[float],
+                 blocking: Optional[bool]) -> Tuple[float, float, bool]:
+        ctx = self._context
+        if timeout is None:
+            timeout = ctx.timeout
+        if blocking is None:
+            blocking = ctx.blocking
+        if poll_intervall is not None:
+            warnings.warn("use poll_interval instead of poll_intervall", DeprecationWarning, stacklevel=3)
+            poll_interval = poll_intervall
+        if poll_interval is None:
+            poll_interval = ctx.poll_interval
+        return float(timeout), float(poll_interval), bool(blocking)
+
+    def _hold_kwargs(self) -> Dict[str, Any]:
+        mode = self._context.mode
+        kw: Dict[str, Any] = {"lock_file": self._context.lock_file, "protocol": self._protocol}
+        if mode != _UNSET_MODE and mode & 0o777:
+            kw["mode"] = mode & 0o777
+        return kw
+
+    def _deadlock(self, cause: Optional[BaseException]) -> Deadlock:
+        err = Deadlock(
+            f"Deadlock: lock '{self.lock_file}' is already held by a different {self._holder_desc}. "
+            "Use is_singleton=True to enable reentrant locking across instances.",
+            holder=getattr(cause, "holder", None),
+            hint=getattr(cause, "hint", None),
+        )
+        return err
+
+    def acquire(
+        self,
+        timeout: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        *,
+        poll_intervall: Optional[float] = None,
+        blocking: Optional[bool] = None,
+        cancel_check: Optional[Callable[[], bool]] = None,
+    ) -> AcquireReturnProxy:
+        """Takes the lock, or counts up if this object holds it already.
+
+        ``timeout``: None uses the object's; negative waits as long as it
+        takes; otherwise ``Timeout`` when it runs out. ``blocking=False``
+        makes one attempt. ``cancel_check`` is asked every ``poll_interval``
+        seconds; when it returns True the wait ends with ``Timeout``. Returns
+        a proxy for ``with lock.acquire():``."""
+        timeout, poll_interval, blocking = self._options(timeout, poll_interval, poll_intervall, blocking)
+        ctx = self._context
+        with self._mu if not self._opt_thread_local else contextlib.nullcontext():
+            ctx.lock_counter += 1
+            try:
+                if ctx.held is None:
+                    self._take(timeout, poll_interval, blocking, cancel_check)
+            except BaseException:
+                ctx.lock_counter = max(0, ctx.lock_counter - 1)
+                raise
+        return AcquireReturnProxy(lock=self)
+
+    def _take(self, timeout: float, poll_interval: float, blocking: bool,
+              cancel_check: Optional[Callable[[], bool]]) -> None:
+        ctx = self._context
+        path = ctx.lock_file
+        _check_path(path, self._soft)
+        lock_id = id(self)
+        start = time.perf_counter()
+        kw = self._hold_kwargs()
+        while True:
+            _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
+            elapsed = time.perf_counter() - start
+            if not blocking:
+                wait: Optional[float] = 0
+            elif timeout < 0:
+                wait = poll_interval if cancel_check is not None else None
+            else:
+                wait = max(0.0, timeout - elapsed)
+                if cancel_check is not None:
+                    wait = min(wait, poll_interval)
+            try:
+                held = _hold_lock(None, timeout=wait, **kw)
+            except (_errors.Busy, _errors.Timeout):
+                pass
+            except Deadlock as e:
+                # Another object of this thread holds it: filelock waits out
+                # a finite timeout, and an endless wait could never end.
+                if blocking and timeout < 0 and cancel_check is None:
+                    raise self._deadlock(e) from e
+                if wait:
+                    time.sleep(min(wait, poll_interval))
+            else:
+                self._acquired(held)
+                _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
+                return
+            if not blocking:
+                _LOGGER.debug("Failed to immediately acquire lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            if cancel_check is not None and cancel_check():
+                _LOGGER.debug("Cancellation requested for lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            if 0 <= timeout <= time.perf_counter() - start:
+                _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+
+    def _acquired(self, held: Any) -> None:
+        """Records the hold.Lock; applies an explicit mode exactly and runs
+        on_acquired, releasing again if that raises."""
+        ctx = self._context
+        ctx.held = held
+        try:
+            if ctx.mode != _UNSET_MODE:
+                with contextlib.suppress(PermissionError):  # a lock file of another user keeps its mode
+                    os.chmod(ctx.lock_file, ctx.mode)
+            if self._on_acquired is not None:
+                ctx.fd = os.open(ctx.lock_file, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+                self._on_acquired(ctx.fd)
+        except BaseException:
+            self._give_up()
+            raise
+
+    def _give_up(self) -> None:
+        ctx = self._context
+        held, fd = ctx.held, ctx.fd
+        ctx.held, ctx.fd, ctx.lock_counter = None, None, 0
+        try:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    if self._opt_close_error_policy == "raise":
+                        raise
+        finally:
+            held.release()
+
+    def release(self, force: bool = False) -> None:
+        """Counts down; gives the lock up when the count reaches 0, or at
+        once with ``force``. Does nothing if this object does not hold it."""
+        ctx = self._context
+        if ctx is None:
+            return
+        with self._mu if not self._opt_thread_local else contextlib.nullcontext():
+            if ctx.held is None:
+                return
+            if not force and ctx.lock_counter > 1:
+                ctx.lock_counter -= 1
+                return
+            lock_id, path = id(self), ctx.lock_file
+            _LOGGER.debug("Attempting to release lock %s on %s", lock_id, path)
+            self._give_up()
+            _LOGGER.debug("Lock %s released on %s", lock_id, path)
+
+    def __enter__(self) -> "BaseFileLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        _release_in_context(self.release, exc, self._opt_context_error_policy)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.release(force=True)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.lock_file!r} {'locked' if self.is_locked else 'unlocked'}>"
+
+
+def _release_in_context(release: Callable[[], None], body_error: Optional[BaseException], policy: str) -> None:
+    try:
+        release()
+    except BaseException as release_error:
+        if body_error is None or policy == "chain":
+            raise
+        assert _exception_group is not None  # checked when the lock was made
+        raise _exception_group("lock body and release both failed", [body_error, release_error]) from None
+
+
+class FileLock(BaseFileLock):
+    """filelock's FileLock: the kernel lock (flock) on ``lock_file``,
+    which filelock's own FileLock excludes and is excluded by."""
+
+
+class SoftFileLock(BaseFileLock):
+    """filelock's SoftFileLock: hold's portable protocol at ``lock_file``,
+    for filesystems where kernel locks do not reach every host."""
+
+    _protocol = "dir"
+    _soft = True
+
+
+# asyncio.
+
+
+class AsyncAcquireReturnProxy:
+    """What an async ``acquire()`` returns: ``async with lock.acquire():``."""
+
+    def __init__(self, lock: "BaseAsyncFileLock") -> None:
+        self.lock = lock
+
+    async def __aenter__(self) -> "BaseAsyncFileLock":
+        return self.lock
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.lock.release()
+
+
+#: Which lock object of a task holds each path: (task, canonical path) -> id.
+_task_holders: Dict[Tuple[int, str], int] = {}
+
+
+def _task_key(path: str) -> Optional[Tuple[int, str]]:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return None
+    return None if task is None else (id(task), _canonical(path))
+
+
+class BaseAsyncFileLock(BaseFileLock):
+    """filelock's async lock object, on hold: ``acquire`` and ``release``
+    are awaited, and the waits never block the event loop. Shared between
+    tasks by default (``thread_local=False``)."""
+
+    _async = True
+    _holder_desc = "lock instance in this task"
+
+    def __init__(
+        self,
+        lock_file: Union[str, "os.PathLike[str]"],
+        timeout: float = -1,
+        mode: int = _UNSET_MODE,
+        thread_local: bool = False,
+        *,
+        blocking: bool = True,
+        is_singleton: bool = False,
+        poll_interval: float = 0.05,
+        lifetime: Optional[float] = None,
+        context_error_policy: str = "chain",
+        close_error_policy: str = "default",
+        fallback_to_soft: bool = True,
+        preserve_lock_file: bool = False,
+        on_acquired: Optional[Callable[[int], None]] = None,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+        run_in_executor: bool = True,
+        executor: Any = None,
+    ) -> None:
+        """As ``BaseFileLock``; ``loop``, ``run_in_executor`` and
+        ``executor`` are kept and reported (no executor is needed)."""
+        self._configure(
+            lock_file, timeout, mode, thread_local, blocking=blocking, is_singleton=is_singleton,
+            poll_interval=poll_interval, lifetime=lifetime, context_error_policy=context_error_policy,
+            close_error_policy=close_error_policy, fallback_to_soft=fallback_to_soft,
+            preserve_lock_file=preserve_lock_file, on_acquired=on_acquired,
+            loop=loop, run_in_executor=run_in_executor, executor=executor,
+        )
+        self._task_key: Optional[Tuple[int, str]] = None
+
+    @property
+    def run_in_executor(self) -> bool:
+        """Kept as given (hold does not need an executor)."""
+        return bool(self._extra.get("run_in_executor", True))
+
+    @property
+    def executor(self) -> Any:
+        """Kept as given (hold does not need an executor)."""
+        return self._extra.get("executor")
+
+    @property
+    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+        """Kept as given."""
+        return self._extra.get("loop")
+
+    async def acquire(  # type: ignore[override]
+        self,
+        timeout: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        *,
+        blocking: Optional[bool] = None,
+        cancel_check: Optional[Callable[[], bool]] = None,
+    ) -> AsyncAcquireReturnProxy:
+        """``BaseFileLock.acquire``, awaited. A second object in the same
+        task waits out a finite timeout (``Timeout``), as filelock's does;
+        an endless wait raises ``hold.Deadlock`` at once."""
+        timeout, poll_interval, blocking = self._options(timeout, poll_interval, None, blocking)
+        ctx = self._context
+        if ctx.held is None:
+            # Counted once taken: a task of a shared object that waits here
+            # meanwhile must not keep a holder's release from releasing.
+            await self._atake(timeout, poll_interval, blocking, cancel_check)
+        ctx.lock_counter += 1
+        return AsyncAcquireReturnProxy(lock=self)
+
+    async def _atake(self, timeout: float, poll_interval: float, blocking: bool,
+                     cancel_check: Optional[Callable[[], bool]]) -> None:
+        ctx = self._context
+        path = ctx.lock_file
+        _check_path(path, self._soft)
+        lock_id = id(self)
+        key = _task_key(path)
+        start = time.perf_counter()
+        kw = self._hold_kwargs()
+        while True:
+            _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
+            elapsed = time.perf_counter() - start
+            if not blocking:
+                wait: Optional[float] = 0
+            elif timeout < 0:
+                wait = poll_interval if cancel_check is not None else None
+            else:
+                wait = max(0.0, timeout - elapsed)
+                if cancel_check is not None:
+                    wait = min(wait, poll_interval)
+            mine = key is not None and _task_holders.get(key, lock_id) != lock_id
+            if mine:
+                # This task holds it in another object, which it cannot
+                # release while it waits here.
+                if blocking and timeout < 0 and cancel_check is None:
+                    raise self._deadlock(None)
+                if wait:
+                    await asyncio.sleep(min(wait, poll_interval))
+            else:
+                try:
+                    if ctx.held is None:
+                        held = await _hold_alock(None, timeout=wait, **kw)
+                        if ctx.held is not None:  # another task of a shared object got there first
+                            await held._arelease()
+                        else:
+                            self._acquired(held)
+                            self._task_key = key
+                            if key is not None:
+                                _task_holders[key] = lock_id
+                    _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
+                    return
+                except (_errors.Busy, _errors.Timeout):
+                    pass
+            if not blocking:
+                _LOGGER.debug("Failed to immediately acquire lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            if cancel_check is not None and cancel_check():
+                _LOGGER.debug("Cancellation requested for lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            if 0 <= timeout <= time.perf_counter() - start:
+                _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
+                raise Timeout(path)
+            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+
+    async def release(self, force: bool = False) -> None:  # type: ignore[override]
+        """``BaseFileLock.release``, awaited."""
+        ctx = self._context
+        if ctx is None or ctx.held is None:
+            return
+        if not force and ctx.lock_counter > 1:
+            ctx.lock_counter -= 1
+            return
+        lock_id, path = id(self), ctx.lock_file
+        _LOGGER.debug("Attempting to release lock %s on %s", lock_id, path)
+        held, fd = ctx.held, ctx.fd
+        ctx.held, ctx.fd, ctx.lock_counter = None, None, 0
+        key, self._task_key = self._task_key, None
+        if key is not None and _task_holders.get(key) == lock_id:
+            del _task_holders[key]
+        try:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    if self._opt_close_error_policy == "raise":
+                        raise
+        finally:
+            await held._arelease()
+        _LOGGER.debug("Lock %s released on %s", lock_id, path)
+
+    def __enter__(self) -> "BaseFileLock":
+        raise NotImplementedError("Do not use `with` for asyncio locks, use `async with` instead.")
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        raise NotImplementedError("Do not use `with` for asyncio locks, use `async with` instead.")
+
+    async def __aenter__(self) -> "BaseAsyncFileLock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            await self.release()
+        except BaseException as release_error:
+            if exc is None or self._opt_context_error_policy == "chain":
+                raise
+            assert _exception_group is not None  # checked when the lock was made
+            raise _exception_group("lock body and release both failed", [exc, release_error]) from None
+
+    def __del__(self) -> None:
+        ctx = getattr(self, "_context", None)
+        if ctx is None or ctx.held is None:
+            return
+        held, ctx.held = ctx.held, None
+        with contextlib.suppress(Exception):
+            held.release()
+
+
+class AsyncFileLock(BaseAsyncFileLock):
+    """filelock's AsyncFileLock: FileLock for asyncio."""
+
+
+class AsyncSoftFileLock(BaseAsyncFileLock):
+    """filelock's AsyncSoftFileLock: SoftFileLock for asyncio."""
+
+    _protocol = "dir"
+    _soft = True
+
+
+#: filelock's names of its platform classes: under hold, the agent takes
+#: the platform's kernel lock, so each is FileLock (AsyncFileLock).
+UnixFileLock = WindowsFileLock = FileLock
+AsyncUnixFileLock = AsyncWindowsFileLock = AsyncFileLock
