@@ -11,16 +11,13 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { hangLimit, repoRoot, scratch } from './helpers.js';
+import { hangLimit, scratch } from './helpers.js';
+import { loadReal, skipReal } from './proper-lockfile-real.js';
 
 const require = createRequire(import.meta.url);
-const realDir = join(repoRoot, 'internal/dirlock/testdata/node/node_modules/proper-lockfile');
-export const realMissing = !existsSync(join(realDir, 'package.json'))
-  && 'proper-lockfile is not installed (.ci/run installs it: npm install --no-save --prefix internal/dirlock/testdata/node proper-lockfile@4.1.2)';
-const skipReal = process.env.HOLD_TEST_NOSKIP !== '1' && realMissing;
 
 const implementations = [
-  ['proper-lockfile', () => require(realDir), skipReal],
+  ['proper-lockfile', loadReal, skipReal],
   ['@hold-dev/hold/proper-lockfile', () => require('@hold-dev/hold/proper-lockfile'), false],
 ];
 
