@@ -26,7 +26,7 @@
 //   time), which is never less often than `update` asks.
 // - retries: a number, or the backoff object {retries, factor,
 //   minTimeout, maxTimeout, randomize, forever, maxRetryTime}, with
-//   proper-lockfile's schedule (its `retry` dependency's). Not allowed
+//   proper-lockfile's schedule (its `retry` dependency's; retries.cjs). Not allowed
 //   with the sync API (ESYNC), as there.
 // - realpath (default true): resolves the file with fs.realpath, so a
 //   missing file fails with ENOENT; false resolves the path only.
@@ -43,6 +43,7 @@ const path = require('path');
 const nodeFs = require('fs');
 
 const hold = require('./index.cjs');
+const { Retries } = require('./retries.cjs');
 
 /** The locks this process holds, by the canonical path of their file (proper-lockfile's getLocks). */
 const locks = new Map();
@@ -87,48 +88,6 @@ function canonical(file, o) {
 function canonicalSync(file, o) {
   if (!o.realpath) return path.resolve(file);
   return (o.fs || nodeFs).realpathSync(file);
-}
-
-/**
- * The pauses between attempts that `retries` asks for, in ms, as
- * proper-lockfile's `retry` dependency computes them: attempt i waits
- * minTimeout * factor^i (times a random 1..2 with `randomize`), at most
- * maxTimeout. Returns a function of the attempt number that gives the
- * pause before the next attempt, or -1 when there is none.
- */
-function schedule(r) {
-  const opts = { factor: 2, minTimeout: 1000, maxTimeout: Infinity, randomize: false, ...r };
-  const n = opts.retries === undefined ? 10 : opts.retries;
-  if (opts.minTimeout > opts.maxTimeout) throw new Error('minTimeout is greater than maxTimeout');
-  const pause = (i) => {
-    const random = opts.randomize ? Math.random() + 1 : 1;
-    return Math.min(Math.round(random * Math.max(opts.minTimeout, 1) * opts.factor ** i), opts.maxTimeout);
-  };
-  const timeouts = [];
-  for (let i = 0; i < n; i++) timeouts.push(pause(i));
-  if (opts.forever && timeouts.length === 0) timeouts.push(pause(n));
-  const start = Date.now();
-  return (attempt) => {
-    if (opts.maxRetryTime !== undefined && Date.now() - start >= opts.maxRetryTime) return -1;
-    if (attempt < timeouts.length) return timeouts[attempt];
-    return opts.forever ? timeouts[timeouts.length - 1] : -1;
-  };
-}
-
-/** The error seen most often among errs (the latest of equals), as `retry` reports it. */
-function mainError(errs) {
-  const counts = new Map();
-  let main = null;
-  let most = 0;
-  for (const err of errs) {
-    const n = (counts.get(err.message) || 0) + 1;
-    counts.set(err.message, n);
-    if (n >= most) {
-      main = err;
-      most = n;
-    }
-  }
-  return main;
 }
 
 /** hold's request options for the lock of file. */
@@ -201,17 +160,16 @@ function compromised(lockfilePath, cause) {
 async function lock(file, options) {
   const o = lockOptions(options);
   const canon = await canonical(file, o);
-  const next = schedule(o.retries);
-  const errs = [];
-  for (let attempt = 0; ; attempt++) {
+  const retries = new Retries(o.retries);
+  for (;;) {
+    let pause;
     try {
       const l = await hold.tryLock(undefined, holdOptions(canon, o));
       return held(canon, o, l, false);
     } catch (err) {
-      errs.push(attemptError(err, canon));
+      pause = retries.retry(attemptError(err, canon));
     }
-    const pause = next(attempt);
-    if (pause < 0) throw mainError(errs);
+    if (pause < 0) throw retries.mainError();
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
@@ -297,7 +255,8 @@ function checkOptions(options) {
  * Whether status (hold's, of the lock directory) shows a live lock: a
  * holder hold can ask about (its owner record, on this host) by its
  * answer; one it cannot (proper-lockfile's, or another host's) by the
- * directory's time stamp against `stale`, as proper-lockfile judges.
+ * directory's time stamp against `stale`, as proper-lockfile judges
+ * (with this process's fs: the option is for realpath only).
  */
 function isLocked(status, o, lockfilePath) {
   if (!status.held && status.state !== 'stale') return false;
@@ -306,7 +265,7 @@ function isLocked(status, o, lockfilePath) {
   if (alive === 'dead') return false;
   let st;
   try {
-    st = (o.fs || nodeFs).statSync(lockfilePath);
+    st = nodeFs.statSync(lockfilePath);
   } catch (err) {
     if (err.code === 'ENOENT') return false;
     throw err;
