@@ -45,7 +45,7 @@ const nodeFs = require('fs');
 const hold = require('./index.cjs');
 const { Retries } = require('./retries.cjs');
 
-/** The locks this process holds, by the canonical path of their file (proper-lockfile's getLocks). */
+/** The locks this process holds, by the canonical path of their file, as proper-lockfile keys them. */
 const locks = new Map();
 
 function withCode(err, code, extra) {
@@ -68,12 +68,16 @@ function lockOptions(options) {
   o.stale = Math.max(o.stale || 0, 2000);
   o.update = o.update == null ? o.stale / 2 : o.update || 0;
   o.update = Math.max(Math.min(o.update, o.stale / 2), 1000);
-  if (typeof o.onCompromised !== 'function') throw new TypeError('onCompromised must be a function');
+  if (typeof o.onCompromised !== 'function') throw new TypeError(`onCompromised must be a function (called with the error when the lock is lost), not ${typeof o.onCompromised}`);
   return o;
 }
 
+/**
+ * The lock directory of file (absolute: the agent, which takes it, keeps
+ * the working directory it started in, which a later chdir leaves).
+ */
 function lockfileOf(file, o) {
-  return o.lockfilePath || `${file}.lock`;
+  return o.lockfilePath ? path.resolve(o.lockfilePath) : `${file}.lock`;
 }
 
 /** The canonical path of file: fs.realpath with `realpath`, else path.resolve. */

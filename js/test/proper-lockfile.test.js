@@ -169,3 +169,22 @@ test('the fs option is used for realpath', async () => {
   assert.deepEqual(calls, ['alias', 'alias', 'alias', 'alias', 'alias']);
   assert.equal(existsSync(`${file}.lock`), false);
 });
+
+test('a relative lockfilePath is this process\'s, after a chdir too', async () => {
+  const file = target();
+  const dir = join(file, '..');
+  const cwd = process.cwd();
+  // The agent starts (if it has not yet) in one directory...
+  await (await lock(file))();
+  process.chdir(dir);
+  try {
+    // ...and the lock is made relative to this process's current one.
+    const release = await lock(file, { lockfilePath: 'relative.lock' });
+    assert.ok(existsSync(join(dir, 'relative.lock')));
+    assert.equal(await check(file, { lockfilePath: 'relative.lock' }), true);
+    await release();
+    assert.equal(existsSync(join(dir, 'relative.lock')), false);
+  } finally {
+    process.chdir(cwd);
+  }
+});
