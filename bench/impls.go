@@ -71,6 +71,7 @@ func impls() []impl {
 		impl{name: "proper-lockfile retry", about: "Node, proper-lockfile 4.1.2 lock() retrying after 1 ms × 1.3ⁿ, randomized, at most 20 ms", node: "retry"},
 		impl{name: "hold (Node)", about: "Node, @hold-dev/hold (js/) lock() + release() through its hold agent, kernel lock", node: nodeHoldMode},
 		impl{name: "hold (Node sync)", about: "Node, @hold-dev/hold (js/) lockSync() + releaseSync(), the same agent's synchronous channel, kernel lock", node: nodeHoldSyncMode},
+		impl{name: "proper-lockfile drop-in seed", about: "Node, proper-lockfile seed's code with its import switched to @hold-dev/hold/proper-lockfile (js/): lockSync + release, the portable protocol's <file>.lock directory", node: nodeDropInSeedMode},
 		impl{name: "filelock", about: "Python, py-filelock FileLock (default settings: a busy lock is retried every 50 ms), acquire + release", python: "filelock"},
 		impl{name: "hold (Python)", about: "Python, hold-lock (python/) hold.lock() + release() through its hold agent, kernel lock", python: pythonHoldMode},
 	)

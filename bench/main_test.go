@@ -42,7 +42,8 @@ func TestSuiteSmoke(t *testing.T) {
 		node.cleanup()
 		for _, want := range []string{"| 2 | proper-lockfile seed |", "| 2 | proper-lockfile retry |", "## Portable protocol against proper-lockfile",
 			"| 2 | hold (Node) |", "## hold's Node package against proper-lockfile",
-			"| 2 | hold (Node sync) |", "## hold's synchronous Node API against proper-lockfile"} {
+			"| 2 | hold (Node sync) |", "## hold's synchronous Node API against proper-lockfile",
+			"| 2 | proper-lockfile drop-in seed |", "## hold's proper-lockfile drop-in against proper-lockfile"} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("results.md lacks %q:\n%s", want, b)
 			}

@@ -32,13 +32,19 @@ const defaultNodeModules = "../internal/dirlock/testdata/node/node_modules"
 // nodeHoldMode and nodeHoldSyncMode are the worker modes of the "hold
 // (Node)" and "hold (Node sync)" rows: the Node package in js/, async and
 // synchronous, with a hold built from this tree as its agent.
+// nodeDropInSeedMode is the "proper-lockfile drop-in seed" row's: the
+// "proper-lockfile seed" row's code with its import switched to the
+// package's proper-lockfile drop-in.
 const (
-	nodeHoldMode     = "hold"
-	nodeHoldSyncMode = "hold-sync"
+	nodeHoldMode       = "hold"
+	nodeHoldSyncMode   = "hold-sync"
+	nodeDropInSeedMode = "hold-drop-in-seed"
 )
 
 // usesHoldJS reports whether a Node worker mode runs the Node package.
-func usesHoldJS(mode string) bool { return mode == nodeHoldMode || mode == nodeHoldSyncMode }
+func usesHoldJS(mode string) bool {
+	return mode == nodeHoldMode || mode == nodeHoldSyncMode || mode == nodeDropInSeedMode
+}
 
 // nodeSetup is a Node and a proper-lockfile install to run workers with.
 type nodeSetup struct {

@@ -146,6 +146,8 @@ func writeTable(path string, head *headline, results []*result, list []impl, cou
 		"Goals: at N = 1 (uncontended lock() + release()) ≥ 3× proper-lockfile retry's acquisitions/s (its asynchronous lock(), the call a Node program makes); at N = 8 ≥ 10× its hand-offs/s.")
 	writeAgainstProperLockfile(&b, results, counts, "hold (Node sync)", "hold's synchronous Node API against proper-lockfile",
 		"The synchronous calls (lockSync() + releaseSync()) beside the async ones, against the same baselines; the seeds' callers are synchronous.")
+	writeAgainstProperLockfile(&b, results, counts, "proper-lockfile drop-in seed", "hold's proper-lockfile drop-in against proper-lockfile",
+		"proper-lockfile seed's code unchanged but for its import, now @hold-dev/hold/proper-lockfile: lockSync() + release on the same <file>.lock directory. Goal (issue 43): at N = 1 at least ×seed 1, a cycle no slower than proper-lockfile's lockSync + unlockSync.")
 	writeAgainstFilelock(&b, results, counts)
 	fmt.Fprintf(&b, "\nChart: [waits.svg](waits.svg), the distribution of waits per implementation (log scale).\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)

@@ -41,6 +41,9 @@ const { tmpdir } = require('os');
 const { basename, dirname, join } = require('path');
 // Not the global: Jest's node environment before 26 lacks it.
 const { performance } = require('perf_hooks');
+// Neither AbortController nor AbortSignal is named unguarded: Jest's node
+// environment before 26 and Node 14 lack them (abort.cjs).
+const { isAbortSignal, newAbortController } = require('./abort.cjs');
 
 /**
  * The agent protocol version this package speaks: 2, for the synchronous
@@ -499,7 +502,7 @@ class Lock {
   /** Aborts (with a HoldError 'ELOST') if the lock is lost. */
   get signal() {
     if (!this.#controller) {
-      this.#controller = new AbortController();
+      this.#controller = newAbortController();
       if (this.#lost) this.#controller.abort(this.#lost);
     }
     return this.#controller.signal;
@@ -687,7 +690,7 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
       req[key] = out;
     }
   }
-  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) {
+  if (opts.signal !== undefined && !isAbortSignal(opts.signal)) {
     throw new HoldError('EINVAL', 'signal must be an AbortSignal');
   }
   return req;

@@ -17,6 +17,10 @@
 // MODE "hold-sync": the same package's synchronous API, lockSync() and
 // releaseSync(), the calls the seeds' synchronous callers make: a wait
 // blocks in a read of the agent's synchronous channel.
+// MODE "hold-drop-in-seed": "seed" verbatim, with proper-lockfile's import
+// switched to the same package's drop-in (@hold-dev/hold/proper-lockfile,
+// proper-lockfile.cjs beside $HOLD_JS): lockSync() and its release
+// function, on the <file>.lock directory of hold's portable protocol.
 //
 // It writes "r" when warmed up, starts when stdin closes, takes the lock M
 // times or until BUDGET_MS is spent, and writes its report to stdout as
@@ -26,7 +30,10 @@
 
 const fs = require('fs');
 const path = require('path');
-const lockfile = process.argv[2].startsWith('hold') ? null : require('proper-lockfile');
+const mode0 = process.argv[2];
+const lockfile = mode0 === 'hold-drop-in-seed'
+  ? require(path.join(path.dirname(process.env.HOLD_JS), 'proper-lockfile.cjs'))
+  : mode0.startsWith('hold') ? null : require('proper-lockfile');
 
 const [mode, dir, mArg, budgetArg] = process.argv.slice(2);
 const m = Number(mArg);
@@ -107,8 +114,8 @@ function holdSyncCycle() {
 }
 
 async function main() {
-  if (mode.startsWith('hold')) hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
-  const byMode = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle };
+  if (mode === 'hold' || mode === 'hold-sync') hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
+  const byMode = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle, 'hold-drop-in-seed': seedCycle };
   const cycle = byMode[mode];
   if (!cycle) throw new Error(`unknown mode ${mode}`);
   let cycles = 1;

@@ -1,6 +1,7 @@
 // The package loads under Jest before 27, whose resolver knows no 'node:'
 // module names: Jest 24, installed in test/jest24 (.ci/run does), runs
-// test/jest24/load.spec.js.
+// test/jest24/*.spec.js: load.spec.js, and held-lock.spec.js, which reads
+// every property of a held lock in an environment without AbortController.
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';

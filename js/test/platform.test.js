@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 
@@ -104,5 +104,26 @@ test('without its platform package, the first lock names the package to install 
     assert.ok(r.stderr.includes(`npm install ${hostPackage}@${version}`), `${example}: ${r.stderr}`);
     assert.match(r.stderr, /EAGENT/);
     assert.match(r.stderr, /HOLD_BIN/);
+  }
+});
+
+test('the proper-lockfile drop-in ships in the tarball, for require and import', { skip, timeout: 300_000 }, async () => {
+  const p = project('drop-in', [mainTarball, platformTarball]);
+  writeFileSync(join(p.dir, 'tracker.md'), '');
+  writeFileSync(join(p.dir, 'drop-in.js'), `const lockfile = require('@hold-dev/hold/proper-lockfile');
+lockfile.lock('tracker.md').then(async (release) => {
+  console.log(await lockfile.check('tracker.md'));
+  await release();
+});
+`);
+  writeFileSync(join(p.dir, 'drop-in.mjs'), `import lockfile, { lockSync, checkSync } from '@hold-dev/hold/proper-lockfile';
+const release = lockSync('tracker.md');
+console.log(checkSync('tracker.md'), lockfile.checkSync === checkSync);
+release();
+`);
+  for (const [script, want] of [['drop-in.js', 'true\n'], ['drop-in.mjs', 'true true\n']]) {
+    const r = await start(process.execPath, [script], { cwd: p.dir, env }).exited;
+    assert.equal(r.code, 0, `${script}: ${r.stderr}`);
+    assert.equal(r.stdout, want, script);
   }
 });

@@ -1,0 +1,190 @@
+// @hold-dev/hold/proper-lockfile beyond what proper-lockfile itself does
+// (proper-lockfile-compat.test.js runs the shared behaviour against both):
+// it excludes the real proper-lockfile across processes, both ways; a
+// crash releases at once; errors name a hold holder; a lock taken over or
+// removed is reported through onCompromised with proper-lockfile's
+// errors, and the default onCompromised throws, as proper-lockfile's does.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import lockfile, { check, checkSync, lock, lockSync, unlock, unlockSync } from '@hold-dev/hold/proper-lockfile';
+import { hangLimit, repoRoot, scratch, start } from './helpers.js';
+import { loadReal, realDir, skipReal } from './proper-lockfile-real.js';
+
+const dropIn = join(repoRoot, 'js', 'proper-lockfile.cjs');
+
+/** A file to lock. */
+function target() {
+  const file = join(realpathSync(scratch()), 'file');
+  writeFileSync(file, '');
+  return file;
+}
+
+/** Resolves once cond() holds, polling; rejects after hangLimit. */
+async function until(cond, what) {
+  const deadline = Date.now() + hangLimit;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${hangLimit} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * A Node process that locks file with the module at modulePath, prints
+ * "locked", and on a line on its stdin releases, tries to lock it once
+ * more and prints that attempt's outcome ("locked again" or the code).
+ */
+function holder(modulePath, file) {
+  const script = `
+    const lockfile = require(${JSON.stringify(modulePath)});
+    const file = ${JSON.stringify(file)};
+    (async () => {
+      const release = await lockfile.lock(file);
+      console.log('locked');
+      process.stdin.once('data', async () => {
+        await release();
+        console.log('released');
+        process.stdin.once('data', async () => {
+          try {
+            const r = await lockfile.lock(file);
+            console.log('locked again');
+            await r();
+          } catch (err) {
+            console.log(err.code);
+          }
+          process.exit(0);
+        });
+      });
+    })();
+  `;
+  return start(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+test('the drop-in\'s entry points are proper-lockfile\'s, from import as from require', () => {
+  assert.equal(typeof lockfile, 'function');
+  assert.equal(lockfile.lock, lock);
+  for (const [name, fn] of Object.entries({ check, checkSync, lockSync, unlock, unlockSync })) assert.equal(lockfile[name], fn, name);
+});
+
+test('the drop-in and the real proper-lockfile, in other processes, exclude each other both ways', { skip: skipReal }, async () => {
+  assert.ok(!skipReal, skipReal);
+  const real = loadReal();
+  for (const [other, here] of [[realDir, lockfile], [dropIn, real]]) {
+    const file = target();
+    const child = holder(other, file);
+    assert.equal(await child.line(), 'locked');
+    await assert.rejects(here.lock(file), { code: 'ELOCKED', message: 'Lock file is already being held' });
+    assert.equal(await here.check(file), true);
+    child.stdin.write('\n');
+    assert.equal(await child.line(), 'released');
+    const release = await here.lock(file);
+    child.stdin.write('\n');
+    assert.equal(await child.line(), 'ELOCKED', `${other} took the lock ${here === real ? 'the real proper-lockfile' : 'the drop-in'} holds`);
+    await release();
+    assert.equal((await child.exited).code, 0);
+  }
+});
+
+test('a holder that is killed releases at once, not once its lock is stale', { skip: skipReal }, async () => {
+  assert.ok(!skipReal, skipReal);
+  const file = target();
+  const child = holder(dropIn, file);
+  assert.equal(await child.line(), 'locked');
+  assert.ok(existsSync(`${file}.lock`));
+  child.kill('SIGKILL');
+  await child.exited;
+  // Its agent sees its stdin end and removes the lock directory; a stale
+  // time of an hour rules out that anything else frees it.
+  const real = loadReal();
+  await until(async () => !(await real.check(file, { stale: 3_600_000 })), 'the killed holder\'s lock was not released');
+  const release = await real.lock(file, { stale: 3_600_000 });
+  await release();
+});
+
+test('ELOCKED names the holder when hold knows it', async () => {
+  const file = target();
+  const child = holder(dropIn, file);
+  assert.equal(await child.line(), 'locked');
+  await assert.rejects(lock(file), (err) => {
+    assert.equal(err.code, 'ELOCKED');
+    assert.equal(err.file, file);
+    assert.equal(typeof err.holder?.pid, 'number');
+    return true;
+  });
+  assert.throws(() => lockSync(file), { code: 'ELOCKED' });
+  child.kill('SIGKILL');
+  await child.exited;
+});
+
+test('a lock taken over is compromised: "Unable to update lock within the stale threshold"', async () => {
+  const file = target();
+  let compromised;
+  const called = new Promise((resolve) => { compromised = resolve; });
+  const release = await lock(file, { onCompromised: compromised });
+  // Another's lock directory, empty as proper-lockfile's, in its place.
+  rmSync(`${file}.lock`, { recursive: true });
+  mkdirSync(`${file}.lock`);
+  const guard = setTimeout(() => compromised(new Error('onCompromised was not called')), hangLimit);
+  const err = await called;
+  clearTimeout(guard);
+  assert.equal(err.code, 'ECOMPROMISED');
+  assert.equal(err.message, 'Unable to update lock within the stale threshold');
+  assert.equal(err.cause?.code, 'ELOST');
+  await assert.rejects(release(), { code: 'ERELEASED' });
+  assert.ok(existsSync(`${file}.lock`), 'the other\'s lock directory was removed');
+  await assert.rejects(unlock(file), { code: 'ENOTACQUIRED' });
+});
+
+test('the default onCompromised throws, as proper-lockfile\'s does', async () => {
+  const file = target();
+  const script = `
+    const lockfile = require(${JSON.stringify(dropIn)});
+    lockfile.lock(${JSON.stringify(file)}).then(() => {
+      require('fs').rmSync(${JSON.stringify(file + '.lock')}, { recursive: true });
+      setTimeout(() => {}, ${hangLimit});
+    });
+  `;
+  const r = await start(process.execPath, ['-e', script]).exited;
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /ECOMPROMISED/);
+});
+
+test('the fs option is used for realpath', async () => {
+  const file = target();
+  const calls = [];
+  const fs = {
+    realpath: (p, cb) => { calls.push(p); cb(null, file); },
+    realpathSync: (p) => { calls.push(p); return file; },
+  };
+  const release = await lock('alias', { fs });
+  assert.equal(await check('alias', { fs }), true);
+  assert.equal(checkSync('alias', { fs }), true);
+  await release();
+  lockSync('alias', { fs });
+  unlockSync('alias', { fs });
+  assert.deepEqual(calls, ['alias', 'alias', 'alias', 'alias', 'alias']);
+  assert.equal(existsSync(`${file}.lock`), false);
+});
+
+test('a relative lockfilePath is this process\'s, after a chdir too', async () => {
+  const file = target();
+  const dir = join(file, '..');
+  const cwd = process.cwd();
+  // The agent starts (if it has not yet) in one directory...
+  await (await lock(file))();
+  process.chdir(dir);
+  try {
+    // ...and the lock is made relative to this process's current one.
+    const release = await lock(file, { lockfilePath: 'relative.lock' });
+    assert.ok(existsSync(join(dir, 'relative.lock')));
+    assert.equal(await check(file, { lockfilePath: 'relative.lock' }), true);
+    await release();
+    assert.equal(existsSync(join(dir, 'relative.lock')), false);
+  } finally {
+    process.chdir(cwd);
+  }
+});
