@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // Deadlocks of a caller with itself. A wait for a lock that this process
@@ -16,27 +18,24 @@ import (
 // and the wait then ends at once with ErrDeadlock instead of never.
 //
 // To know what this process holds, every Lock taken through this package
-// is counted in one table by protocol and lock path until its Release.
-
-// heldKey names a lock in the table: its protocol and lock path, the path
-// as the request gave it.
-type heldKey struct{ proto, path string }
+// is counted in one table by protocol and lock (its lockID: the lock
+// itself, never the spelling of its path) until its Release.
 
 // heldCount is how many of this process's Locks hold one lock path.
 type heldCount struct{ exclusive, shared int }
 
 var heldHere = struct {
 	sync.Mutex
-	m map[heldKey]*heldCount
-}{m: map[heldKey]*heldCount{}}
+	m map[lockID]*heldCount
+}{m: map[lockID]*heldCount{}}
 
-// noteHeld counts l in the table, with the kernel lock of the file a
-// target named "*.lock" is locked as too (Lock.own); its Release takes
-// them out (forgetHeld).
-func noteHeld(l *Lock, shared bool) {
-	l.held = heldKey{l.proto, l.path}
+// noteHeld counts l, a lock of protocol p, in the table, with the kernel
+// lock of the file a target named "*.lock" is locked as too (Lock.own);
+// its Release takes them out (forgetHeld).
+func noteHeld(l *Lock, p Protocol, shared bool) {
+	l.held = idOf(p, l.path, fileOf(l.h))
 	if l.own != "" {
-		l.ownHeld = heldKey{"flock", l.own}
+		l.ownHeld = fileLockID("flock", l.own)
 	}
 	l.sharedHold = shared
 	heldHere.Lock()
@@ -56,11 +55,11 @@ func noteHeld(l *Lock, shared bool) {
 }
 
 // heldKeys are l's entries in the table.
-func (l *Lock) heldKeys() []heldKey {
-	if l.ownHeld == (heldKey{}) {
-		return []heldKey{l.held}
+func (l *Lock) heldKeys() []lockID {
+	if l.ownHeld == (lockID{}) {
+		return []lockID{l.held}
 	}
-	return []heldKey{l.held, l.ownHeld}
+	return []lockID{l.held, l.ownHeld}
 }
 
 // forgetHeld takes l out of the table, once.
@@ -86,12 +85,12 @@ func forgetHeld(l *Lock) {
 	})
 }
 
-// heldConflict reports whether this process holds the lock at path, of
-// protocol proto, in a mode that excludes a request that is shared or not.
-func heldConflict(proto, path string, shared bool) bool {
+// heldConflict reports whether this process holds the lock id in a mode
+// that excludes a request that is shared or not.
+func heldConflict(id lockID, shared bool) bool {
 	heldHere.Lock()
 	defer heldHere.Unlock()
-	n := heldHere.m[heldKey{proto, path}]
+	n := heldHere.m[id]
 	return n != nil && (n.exclusive > 0 || !shared && n.shared > 0)
 }
 
@@ -104,10 +103,11 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 		return nil
 	}
 	var hint string
-	switch name := c.protocol.Name(); {
-	case c.heldByConflict(name, req):
+	id := idOf(c.protocol, req.Path, nil)
+	switch {
+	case c.heldByConflict(id, req):
 		hint = fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", os.Getpid())
-	case c.failIfHeldHere && heldConflict(name, req.Path, req.Shared):
+	case c.failIfHeldHere && heldConflict(id, req.Shared):
 		hint = fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())
 	default:
 		return nil
@@ -122,12 +122,28 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 
 // heldByConflict reports whether one of the locks given to FailIfHeldBy
 // holds req's lock in a conflicting mode.
-func (c *config) heldByConflict(proto string, req *Request) bool {
+func (c *config) heldByConflict(id lockID, req *Request) bool {
 	for _, l := range c.heldBy {
-		same := l != nil && (l.proto == proto && l.path == req.Path || proto == "flock" && l.own != "" && l.own == req.Path)
+		same := l != nil && (l.held == id || id.proto == "flock" && l.own != "" && l.ownHeld == id)
 		if same && !l.released.Load() && (!l.sharedHold || !req.Shared) {
 			return true
 		}
 	}
 	return false
+}
+
+// fileOf returns the open lock file of the handle h (through its
+// wrappers), nil when it has none.
+func fileOf(h Handle) *os.File {
+	for h != nil {
+		if f, ok := h.(lock.Filer); ok {
+			return f.File()
+		}
+		w, ok := h.(lock.Wrapper)
+		if !ok {
+			return nil
+		}
+		h = w.Unwrap()
+	}
+	return nil
 }

@@ -27,8 +27,8 @@ type Lock struct {
 
 	// held, ownHeld, sharedHold and forget: this Lock's entries in the
 	// table of the locks this process holds (see FailIfHeldHere).
-	held       heldKey
-	ownHeld    heldKey
+	held       lockID
+	ownHeld    lockID
 	sharedHold bool
 	forget     sync.Once
 	released   atomic.Bool // Release was called
@@ -124,7 +124,7 @@ func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 	}
 	h = logged(h, c.logger, req.Path)
 	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name(), own: own}
-	noteHeld(l, req.Shared)
+	noteHeld(l, c.protocol, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }
 
