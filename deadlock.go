@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/hold-dev/hold/lock"
@@ -106,9 +107,9 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 	id := idOf(c.protocol, req.Path, nil)
 	switch {
 	case c.heldByConflict(id, req):
-		hint = fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", os.Getpid())
+		hint = fmt.Sprintf("the holder is the caller itself (%s, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", c.whoAsks())
 	case c.failIfHeldHere && heldConflict(id, req.Shared):
-		hint = fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())
+		hint = fmt.Sprintf("the holder is this very process (%s), which cannot release it while this call waits: release it first, or take it once and pass it on", c.whoAsks())
 	default:
 		return nil
 	}
@@ -118,6 +119,15 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 		e.Holder = be.Holder
 	}
 	return e
+}
+
+// whoAsks names the process a deadlock is of, for messages: this
+// process, or the program it serves (OnBehalfOf) and this one.
+func (c *config) whoAsks() string {
+	if c.caller > 0 && c.caller != os.Getpid() {
+		return fmt.Sprintf("pid %d, through %s pid %d", c.caller, filepath.Base(os.Args[0]), os.Getpid())
+	}
+	return fmt.Sprintf("pid %d", os.Getpid())
 }
 
 // heldByConflict reports whether one of the locks given to FailIfHeldBy

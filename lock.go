@@ -85,7 +85,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 		h, err = c.protocol.TryAcquire(req)
 		derr := c.selfDeadlock(req, err)
 		if derr == nil {
-			derr = ancestorDeadlock(req, err)
+			derr = c.ancestorDeadlock(req, err)
 		}
 		if derr != nil {
 			n.abort()
@@ -93,7 +93,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 		}
 	}
 	if h == nil {
-		h, err = c.protocol.Acquire(ctx, req)
+		h, err = c.waitWatchingAncestors(ctx, req)
 	}
 	alone := false
 	if r, ok := c.ownAlone(target, req, err); ok {

@@ -3,9 +3,12 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold"
 )
@@ -23,7 +26,7 @@ func TestRunNestedDeadlock(t *testing.T) {
 		{"run", "T", "--", holdBin, "update", "T", "--", "cat"},
 	} {
 		r := runHold(t, dir, args...)
-		if r.code != exitDeadlock || !strings.Contains(r.stderr, "deadlock: held by pid") || !strings.Contains(r.stderr, "is an ancestor of this process that waits for it") {
+		if r.code != exitDeadlock || !strings.Contains(r.stderr, "deadlock: held by pid") || !strings.Contains(r.stderr, "is an ancestor of this process (pid") || !strings.Contains(r.stderr, ") that waits for it to end") {
 			t.Errorf("hold %v: exit %d, stderr %q; want %d and a deadlock message naming the holder", args, r.code, r.stderr, exitDeadlock)
 		}
 	}
@@ -35,5 +38,59 @@ func TestRunNestedDeadlock(t *testing.T) {
 	defer l.Release()
 	if r := runHold(t, dir, "run", "-w", "0.3", "U", "--", "true"); r.code != exitConflict {
 		t.Errorf("a wait for a lock an ordinary ancestor holds: exit %d, stderr %q; want %d (timed out)", r.code, r.stderr, exitConflict)
+	}
+}
+
+// TestRunNoFalseDeadlock: a wait that would end is never called a
+// deadlock. The ancestor's command unlocks the descriptor it inherited a
+// moment later from a background subshell; the ancestor released and an
+// unrelated flock(1) holds the lock while the record still names the
+// ancestor; a background successor asks while its parent's command still
+// runs: each waits and then gets the lock (exit 0), where they exited 70.
+func TestRunNoFalseDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	h := holdBin
+	for _, c := range []struct{ name, script string }{
+		{"descriptor unlocked later", `(sleep 1; flock -u 3) & ` + h + ` run -w 20 a -- true`},
+		{"kernel holder unrelated", `flock -u 3; (flock a.lock sleep 2 &); sleep 0.3; ` + h + ` run -w 20 a -- true`},
+	} {
+		r := runHold(t, dir, "run", "a", "--", "sh", "-c", c.script)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, stderr %q; want the wait to end with the lock (0)", c.name, r.code, r.stderr)
+		}
+	}
+	// A background successor: it gets the lock once its parent's
+	// command has ended, every time.
+	for i := range 4 {
+		mark := filepath.Join(dir, "got"+strconv.Itoa(i))
+		r := runHold(t, dir, "run", "a", "--", "sh", "-c", h+` run -w 20 a -- sh -c 'echo $? > `+mark+`' 3>&- 2>`+mark+`.err &`)
+		if r.code != 0 {
+			t.Fatalf("the parent: exit %d, stderr %q", r.code, r.stderr)
+		}
+		deadline := time.Now().Add(hangLimit)
+		for {
+			b, err := os.ReadFile(mark)
+			if err == nil && len(b) > 0 {
+				break
+			}
+			if eb, _ := os.ReadFile(mark + ".err"); len(eb) > 0 {
+				t.Fatalf("run %d: the background successor failed: %s", i, eb)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the background successor never ran its command", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestRunDeadlockFoundWhileWaiting: a cycle that forms while the wait is
+// on (the shell that started the nested hold run in the background goes
+// on to wait for it) is the deadlock status then, not a wait for ever.
+func TestRunDeadlockFoundWhileWaiting(t *testing.T) {
+	dir := t.TempDir()
+	r := runHold(t, dir, "run", "a", "--", "sh", "-c", holdBin+` run -w 60 a -- true & p=$!; sleep 0.5; wait $p; echo "inner $?"`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "inner "+strconv.Itoa(exitDeadlock) || !strings.Contains(r.stderr, "is an ancestor of this process") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the inner hold run to exit %d once its shell waits for it", r.code, r.stdout, r.stderr, exitDeadlock)
 	}
 }

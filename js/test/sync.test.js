@@ -193,7 +193,7 @@ test('a lock that a hold run ancestor holds is a deadlock, at once, sync or asyn
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, 4, r.stdout);
-  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it/);
+  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process \(pid \d+, through hold pid \d+\) that waits for it/);
 });
 
 test("a lost lock's error says what happened", () => {

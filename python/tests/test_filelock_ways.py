@@ -218,4 +218,4 @@ class AncestorDeadlockTest(TempDirTest):
         lines = r.stdout.strip().split("\n")
         self.assertEqual(len(lines), 3, r.stdout)
         for line in lines:
-            self.assertRegex(line, r"^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it")
+            self.assertRegex(line, r"^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process \(pid \d+, through hold pid \d+\) that waits for it")

@@ -1,0 +1,200 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The facts hold's deadlock check with an ancestor decides by (see the
+// root's deadlock_ancestor.go): which processes keep a kernel lock, and
+// whether a process is blocked waiting for its only child.
+
+// SoleChildWaiter reports whether process pid is asleep in a wait for a
+// child to end and has exactly one child, counting one that has ended and
+// is not yet reaped, and returns that child. Asleep in a wait: one of its
+// threads blocked in wait4 or waitid (a shell running a command in the
+// foreground, bash's wait, flock(1), hold run), or its only thread in
+// sigsuspend (dash's wait builtin, which sleeps until SIGCHLD). A process
+// that waits so does nothing else before that child ends, short of a
+// signal from outside. ok is false when either cannot be told (the
+// process is gone, or this one may not look at it).
+func SoleChildWaiter(pid int) (child int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	waiting := false
+	var kids []int
+	for _, t := range tasks {
+		if b, err := os.ReadFile(dir + "/" + t.Name() + "/wchan"); err == nil {
+			w := string(bytes.TrimSpace(b))
+			waiting = waiting || isWaitChannel(w) || len(tasks) == 1 && strings.HasPrefix(w, "sigsuspend")
+		}
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			if os.IsNotExist(err) {
+				// No children files in this kernel: find them by
+				// their parents.
+				kids = childrenByScan(pid)
+				break
+			}
+			return 0, false
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil && !slices.Contains(kids, c) {
+				kids = append(kids, c)
+			}
+		}
+	}
+	if !waiting || len(kids) != 1 {
+		return 0, false
+	}
+	return kids[0], true
+}
+
+// isWaitChannel reports whether a thread's wchan is the kernel's wait for
+// a child (do_wait, under wait4, waitid and waitpid).
+func isWaitChannel(w string) bool {
+	return w == "do_wait" || strings.HasPrefix(w, "do_wait.")
+}
+
+// childrenByScan lists the processes whose parent is pid, from every
+// process's stat.
+func childrenByScan(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n <= 0 {
+			continue
+		}
+		if p, ok := parentOf(n); ok && p == pid {
+			kids = append(kids, n)
+		}
+	}
+	return kids
+}
+
+// Threads returns the number of threads of process pid, 0 when unknown.
+func Threads(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("Threads:")); ok {
+			n, _ := strconv.Atoi(string(bytes.TrimSpace(v)))
+			return n
+		}
+	}
+	return 0
+}
+
+// FlockKeepers returns the processes that keep a flock(2) lock on the
+// file k: those with a descriptor open on an open file description that
+// holds such a lock on it. The kernel's lock belongs to the open file
+// description, not to a process: it lasts while any descriptor of it is
+// open, and any process with one can unlock it (flock -u). /proc/locks
+// names only the process that took it, which may have closed its
+// descriptor or ended since (`( flock -n 9 ) 9>F`: the subshell keeps the
+// lock); the fdinfo of each descriptor lists the locks of its own
+// description, which finds them all.
+//
+// complete is false when some process that might keep one could not be
+// looked at: one whose descriptors this process may not read although its
+// real or saved user id is this process's user (a set-user-ID program
+// started with an inherited descriptor). Another user's processes are
+// not counted as unknown: they could have a description of this
+// process's only by being passed it over a socket. It reads every
+// process's descriptor table: for rare questions (a lock held by an
+// ancestor, a holder whose recorded pid is gone), never a hot path.
+func FlockKeepers(k FileKey) (pids []int, complete bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	complete = true
+	uid := os.Getuid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			if !os.IsNotExist(err) && uid != 0 && mayShareUser(pid, uid) {
+				complete = false
+			}
+			continue
+		}
+		for _, fd := range fds {
+			var st unix.Stat_t
+			if unix.Stat(dir+"/fd/"+fd.Name(), &st) != nil || uint64(st.Dev) != k.Dev || st.Ino != k.Ino {
+				continue
+			}
+			if keepsFlock(dir+"/fdinfo/"+fd.Name(), k) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids, complete
+}
+
+// keepsFlock reports whether the fdinfo file at path lists a FLOCK lock
+// (held, not waited for: fdinfo lists only held ones) on the file k.
+func keepsFlock(path string, k FileKey) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, []byte("lock:"))
+		if !ok {
+			continue
+		}
+		// "lock:\t1: FLOCK  ADVISORY  WRITE 4242 fe:00:1234 0 EOF":
+		// the same fields as a line of /proc/locks.
+		if l, ok := parseLockLine(rest); ok && l.Kind == "FLOCK" && !l.Blocked &&
+			unix.Mkdev(l.Major, l.Minor) == k.Dev && l.Inode == k.Ino {
+			return true
+		}
+	}
+	return false
+}
+
+// mayShareUser reports whether process pid's real or saved user id is
+// uid (or cannot be read).
+func mayShareUser(pid, uid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			f := bytes.Fields(v)
+			u := strconv.Itoa(uid)
+			return len(f) < 3 || string(f[0]) == u || string(f[2]) == u
+		}
+	}
+	return true
+}
+
+// FileKeyOf returns the FileKey of the file at path (following symlinks).
+func FileKeyOf(path string) (FileKey, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return FileKey{}, false
+	}
+	return FileKey{uint64(st.Dev), st.Ino}, true
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package proc
+
+// FileKey identifies a file by its device and inode number.
+type FileKey struct{ Dev, Ino uint64 }
+
+// SoleChildWaiter cannot be told outside Linux: never ok.
+func SoleChildWaiter(pid int) (child int, ok bool) { return 0, false }
+
+// Threads is unknown outside Linux: 0.
+func Threads(pid int) int { return 0 }
+
+// FlockKeepers cannot be found outside Linux: none, and not complete.
+func FlockKeepers(k FileKey) (pids []int, complete bool) { return nil, false }
+
+// FileKeyOf is not needed outside Linux, where FlockKeepers finds nothing.
+func FileKeyOf(path string) (FileKey, bool) { return FileKey{}, false }
