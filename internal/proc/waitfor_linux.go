@@ -129,23 +129,11 @@ func FlockKeepers(k FileKey) (pids []int, complete bool) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		dir := "/proc/" + e.Name()
-		fds, err := os.ReadDir(dir + "/fd")
-		if err != nil {
-			if !os.IsNotExist(err) && uid != 0 && mayShareUser(pid, uid) {
-				complete = false
-			}
-			continue
-		}
-		for _, fd := range fds {
-			var st unix.Stat_t
-			if unix.Stat(dir+"/fd/"+fd.Name(), &st) != nil || uint64(st.Dev) != k.Dev || st.Ino != k.Ino {
-				continue
-			}
-			if keepsFlock(dir+"/fdinfo/"+fd.Name(), k) {
-				pids = append(pids, pid)
-				break
-			}
+		kept, readable := keeps("/proc/"+e.Name(), k, 0)
+		if kept {
+			pids = append(pids, pid)
+		} else if !readable && uid != 0 && mayShareUser(pid, uid) {
+			complete = false
 		}
 	}
 	return pids, complete
@@ -198,3 +186,89 @@ func FileKeyOf(path string) (FileKey, bool) {
 	}
 	return FileKey{uint64(st.Dev), st.Ino}, true
 }
+
+// Keeps reports whether process pid keeps a flock(2) lock on the file k
+// (see FlockKeepers), by its own descriptors alone.
+func Keeps(pid int, k FileKey) bool {
+	kept, _ := keeps("/proc/"+strconv.Itoa(pid), k, 0)
+	return kept
+}
+
+// keeps reports whether the process whose /proc directory is dir keeps a
+// flock(2) lock on k, and whether its descriptors could be read. One
+// fstatat per descriptor, relative to the fd directory, and one fdinfo
+// read for a descriptor of the file: a busy lock's error asks it. A
+// process with more than limit descriptors (0: no limit) is not looked
+// through: readable is then false.
+func keeps(dir string, k FileKey, limit int) (kept, readable bool) {
+	d, err := os.Open(dir + "/fd")
+	if err != nil {
+		return false, os.IsNotExist(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil || limit > 0 && len(names) > limit {
+		return false, false
+	}
+	dfd := int(d.Fd())
+	for _, name := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, name, &st, 0) == nil && uint64(st.Dev) == k.Dev && st.Ino == k.Ino &&
+			keepsFlock(dir+"/fdinfo/"+name, k) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// LockKeepers returns the processes that keep a flock(2) lock on the file
+// open as fd: the pids /proc/locks lists (LockHolders), unless one of them
+// no longer keeps it (it ended, or closed its descriptor, while a child
+// or the shell that lent it the descriptor keeps the lock), in which case
+// those found by FlockKeepers, this process left out unless it alone
+// keeps it. Nil when none is found.
+func LockKeepers(fd uintptr) []int {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return nil
+	}
+	k := FileKey{uint64(st.Dev), st.Ino}
+	pids := LockHolders(fd)
+	for _, pid := range pids {
+		if !Keeps(pid, k) {
+			if keepers, _ := FlockKeepers(k); len(keepers) > 0 {
+				// This process, when it inherited the descriptor too
+				// (a command the keeper started asks), is named only
+				// when nothing else keeps the lock.
+				if others := slices.DeleteFunc(slices.Clone(keepers), func(p int) bool { return p == os.Getpid() }); len(others) > 0 {
+					return others
+				}
+				return keepers
+			}
+			break
+		}
+	}
+	return pids
+}
+
+// KeepsFile is Keeps for the file open as fd; true when it cannot be
+// told (fd cannot be examined, pid's descriptors may not be read, or it
+// has more than keepsFileLimit of them, too many to look through on every
+// busy try), so that a caller trusting a record on its word goes on doing
+// so.
+func KeepsFile(pid int, fd uintptr) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return true
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	kept, readable := keeps(dir, FileKey{uint64(st.Dev), st.Ino}, keepsFileLimit)
+	if !readable {
+		_, err := os.Stat(dir)
+		return err == nil
+	}
+	return kept
+}
+
+// keepsFileLimit bounds the descriptors KeepsFile looks through.
+const keepsFileLimit = 256

@@ -16,3 +16,12 @@ func FlockKeepers(k FileKey) (pids []int, complete bool) { return nil, false }
 
 // FileKeyOf is not needed outside Linux, where FlockKeepers finds nothing.
 func FileKeyOf(path string) (FileKey, bool) { return FileKey{}, false }
+
+// Keeps cannot be told outside Linux: false.
+func Keeps(pid int, k FileKey) bool { return false }
+
+// LockKeepers is LockHolders outside Linux: nil.
+func LockKeepers(fd uintptr) []int { return LockHolders(fd) }
+
+// KeepsFile cannot be told outside Linux: true (see the Linux one).
+func KeepsFile(pid int, fd uintptr) bool { return true }
