@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Deadlocks with an ancestor. A process started by `hold run T -- …`
@@ -40,7 +41,8 @@ import (
 // A lock kept by anything else (a background process sharing the
 // descriptor, an unrelated flock(1) holding it after the ancestor
 // released) may be released, so the wait goes on; the check is made
-// again while it waits, with growing pauses up to a second, so that a
+// again while it waits (locks in this machine's file system), with
+// growing pauses up to a second, so that a
 // cycle that forms later (the shell reaches its wait) still fails then.
 // A background successor (`hold run T -- sh -c 'hold run T -- job &'`)
 // therefore waits for its parent's lock and gets it once that command
@@ -189,9 +191,11 @@ func (c *config) keepers(req *Request, holder *Holder) ([]int, bool) {
 // waitWatchingAncestors is the protocol's Acquire for a process with a
 // runner among its ancestors: while it waits, the deadlock check is made
 // again, with pauses growing from 10 ms to a second, and a cycle found
-// ends the wait with its ErrDeadlock error.
+// ends the wait with its ErrDeadlock error. A lock on a server (a
+// lock.Closer: etcd, PostgreSQL) is checked before the wait only, so
+// that a wait costs the server no request a second.
 func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handle, error) {
-	if len(runners()) == 0 {
+	if _, network := c.protocol.(lock.Closer); network || len(runners()) == 0 {
 		return c.protocol.Acquire(ctx, req)
 	}
 	wctx, cancel := context.WithCancelCause(ctx)

@@ -48,8 +48,9 @@ var (
 	// written.
 	ErrLockIsTarget = errors.New("the lock file is the file being changed")
 	// ErrDeadlock means the wait could never end: the lock is held by the
-	// caller itself, which cannot release it while it waits. The error
-	// names the holder and says why instead of hanging.
+	// caller itself, which cannot release it while it waits, or kept only
+	// by ancestors that wait for the caller to end. The error names the
+	// holder and says why instead of hanging.
 	ErrDeadlock = errors.New("deadlock")
 	// ErrInvalidOption means an option was passed to an entry point it
 	// does not apply to (hold.AllowSplit to hold.Append, say), which would
