@@ -19,48 +19,24 @@ import (
 // and the wait then ends at once with ErrDeadlock instead of never.
 //
 // To know what this process holds, every Lock taken through this package
-// is counted in one table by protocol and lock (its lockID: the lock
-// itself, never the spelling of its path) until its Release.
-
-// heldCount is how many of this process's Locks hold one lock path.
-type heldCount struct{ exclusive, shared int }
+// is in one table until its Release. Its locks are compared by the lock
+// itself (lockID), never by the spelling of the path; that identity is
+// found at the first question (a busy wait with FailIfHeldHere or
+// FailIfHeldBy), so that taking a lock costs no more for it.
 
 var heldHere = struct {
 	sync.Mutex
-	m map[lockID]*heldCount
-}{m: map[lockID]*heldCount{}}
+	m map[*Lock]struct{}
+}{m: map[*Lock]struct{}{}}
 
-// noteHeld counts l, a lock of protocol p, in the table, with the kernel
-// lock of the file a target named "*.lock" is locked as too (Lock.own);
-// its Release takes them out (forgetHeld).
+// noteHeld puts l, a lock of protocol p, in the table; its Release takes
+// it out (forgetHeld).
 func noteHeld(l *Lock, p Protocol, shared bool) {
-	l.held = idOf(p, l.path, fileOf(l.h))
-	if l.own != "" {
-		l.ownHeld = fileLockID("flock", l.own)
-	}
+	_, l.network = p.(lock.Closer)
 	l.sharedHold = shared
 	heldHere.Lock()
-	defer heldHere.Unlock()
-	for _, k := range l.heldKeys() {
-		n := heldHere.m[k]
-		if n == nil {
-			n = new(heldCount)
-			heldHere.m[k] = n
-		}
-		if shared {
-			n.shared++
-		} else {
-			n.exclusive++
-		}
-	}
-}
-
-// heldKeys are l's entries in the table.
-func (l *Lock) heldKeys() []lockID {
-	if l.ownHeld == (lockID{}) {
-		return []lockID{l.held}
-	}
-	return []lockID{l.held, l.ownHeld}
+	heldHere.m[l] = struct{}{}
+	heldHere.Unlock()
 }
 
 // forgetHeld takes l out of the table, once.
@@ -68,31 +44,47 @@ func forgetHeld(l *Lock) {
 	l.forget.Do(func() {
 		l.released.Store(true)
 		heldHere.Lock()
-		defer heldHere.Unlock()
-		for _, k := range l.heldKeys() {
-			n := heldHere.m[k]
-			if n == nil {
-				continue
-			}
-			if l.sharedHold {
-				n.shared--
-			} else {
-				n.exclusive--
-			}
-			if n.shared <= 0 && n.exclusive <= 0 {
-				delete(heldHere.m, k)
-			}
-		}
+		delete(heldHere.m, l)
+		heldHere.Unlock()
 	})
+}
+
+// conflicts reports whether l, still held, is the lock id in a mode that
+// excludes a request that is shared or not: its own lock, or the kernel
+// lock of the file a target named "*.lock" is locked as too (Lock.own).
+// l's identity is read from its paths, which name the files l holds as
+// long as Check passes (a kernel lock's Check is one stat of the path):
+// the lock is asked which it is only here, on a busy wait's question, so
+// that taking one costs nothing more for it.
+func (l *Lock) conflicts(id lockID, shared bool) bool {
+	if l.released.Load() || l.sharedHold && shared {
+		return false
+	}
+	switch {
+	case l.proto == id.proto && l.network:
+		return idOf(l.proto, true, l.path) == id
+	case l.proto == id.proto && idOf(l.proto, false, l.path) == id,
+		id.proto == "flock" && l.own != "" && fileLockID("flock", l.own) == id:
+		return l.h.Check() == nil
+	}
+	return false
 }
 
 // heldConflict reports whether this process holds the lock id in a mode
 // that excludes a request that is shared or not.
 func heldConflict(id lockID, shared bool) bool {
 	heldHere.Lock()
-	defer heldHere.Unlock()
-	n := heldHere.m[id]
-	return n != nil && (n.exclusive > 0 || !shared && n.shared > 0)
+	ls := make([]*Lock, 0, len(heldHere.m))
+	for l := range heldHere.m {
+		ls = append(ls, l)
+	}
+	heldHere.Unlock()
+	for _, l := range ls {
+		if l.conflicts(id, shared) {
+			return true
+		}
+	}
+	return false
 }
 
 // selfDeadlock returns the ErrDeadlock error for a request that found
@@ -104,7 +96,8 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 		return nil
 	}
 	var hint string
-	id := idOf(c.protocol, req.Path, nil)
+	_, network := c.protocol.(lock.Closer)
+	id := idOf(c.protocol.Name(), network, req.Path)
 	switch {
 	case c.heldByConflict(id, req):
 		hint = fmt.Sprintf("the holder is the caller itself (%s, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", c.whoAsks())
@@ -134,26 +127,9 @@ func (c *config) whoAsks() string {
 // holds req's lock in a conflicting mode.
 func (c *config) heldByConflict(id lockID, req *Request) bool {
 	for _, l := range c.heldBy {
-		same := l != nil && (l.held == id || id.proto == "flock" && l.own != "" && l.ownHeld == id)
-		if same && !l.released.Load() && (!l.sharedHold || !req.Shared) {
+		if l != nil && l.conflicts(id, req.Shared) {
 			return true
 		}
 	}
 	return false
-}
-
-// fileOf returns the open lock file of the handle h (through its
-// wrappers), nil when it has none.
-func fileOf(h Handle) *os.File {
-	for h != nil {
-		if f, ok := h.(lock.Filer); ok {
-			return f.File()
-		}
-		w, ok := h.(lock.Wrapper)
-		if !ok {
-			return nil
-		}
-		h = w.Unwrap()
-	}
-	return nil
 }

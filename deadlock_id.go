@@ -3,8 +3,6 @@ package hold
 import (
 	"os"
 	"path/filepath"
-
-	"github.com/hold-dev/hold/lock"
 )
 
 // Which lock a lock path is, for the deadlock checks: one lock however it
@@ -14,8 +12,7 @@ import (
 // deadlock. So the table of locks held here (deadlock.go) and the locks
 // given to FailIfHeldBy are compared by the lock itself:
 //
-//   - a file (a kernel lock's file) by its device and inode, read from
-//     the open lock file where the holder has one;
+//   - a file (a kernel lock's file) by its device and inode;
 //   - anything else in the file system (a portable lock's directory, a
 //     path where nothing is yet) by its canonical path: absolute, with
 //     the symlinks of its directory resolved;
@@ -25,25 +22,16 @@ import (
 // lockID names one lock of one protocol; see above.
 type lockID struct{ proto, id string }
 
-// idOf returns the identity of the lock at path of the protocol p; f is
-// the holder's open lock file, or nil.
-func idOf(p lock.Protocol, path string, f *os.File) lockID {
-	name := p.Name()
-	if _, network := p.(lock.Closer); network {
+// idOf returns the identity of the lock at path of the protocol name,
+// which keeps its locks on a server when network is set.
+func idOf(name string, network bool, path string) lockID {
+	if network {
 		return lockID{name, "key:" + path}
-	}
-	if f != nil {
-		if fi, err := f.Stat(); err == nil {
-			if id, ok := fileID(fi); ok {
-				return lockID{name, id}
-			}
-		}
 	}
 	return fileLockID(name, path)
 }
 
-// fileLockID is idOf for a lock in this machine's file system, asked by
-// its path alone.
+// fileLockID is idOf for a lock in this machine's file system.
 func fileLockID(name, path string) lockID {
 	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
 		if id, ok := fileID(fi); ok {

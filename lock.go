@@ -25,11 +25,11 @@ type Lock struct {
 	// lockOwn), "" for none.
 	own string
 
-	// held, ownHeld, sharedHold and forget: this Lock's entries in the
-	// table of the locks this process holds (see FailIfHeldHere).
-	held       lockID
-	ownHeld    lockID
+	// This Lock's entry in the table of the locks this process holds
+	// (see FailIfHeldHere): its mode, whether its protocol keeps locks
+	// on a server, and whether Release was called.
 	sharedHold bool
+	network    bool
 	forget     sync.Once
 	released   atomic.Bool // Release was called
 }
