@@ -98,12 +98,13 @@ func (c *config) ancestorDeadlock(req *Request, busy error) error {
 	if !errors.Is(busy, ErrBusy) || !errors.As(busy, &be) {
 		return nil
 	}
-	return c.ancestorCycle(req, be.Holder)
+	return c.ancestorCycle(req, func() *Holder { return be.Holder })
 }
 
-// ancestorCycle is ancestorDeadlock for a lock held by holder (for a
-// kernel lock only named in the error: the kernel decides).
-func (c *config) ancestorCycle(req *Request, holder *Holder) error {
+// ancestorCycle is ancestorDeadlock for a lock whose holder, asked only
+// once the chain of ancestors could be a cycle, is holder() (for a kernel
+// lock it is only named in the error: the kernel decides).
+func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	rs := runners()
 	if len(rs) == 0 {
 		return nil
@@ -130,7 +131,7 @@ func (c *config) ancestorCycle(req *Request, holder *Holder) error {
 	if !slices.ContainsFunc(chain[self+1:blocked+1], func(pid int) bool { _, ok := rs[pid]; return ok }) {
 		return nil
 	}
-	keepers, ok := c.keepers(req, holder)
+	keepers, ok := c.keepers(req, holderOf, chain[:blocked+1])
 	if !ok || len(keepers) == 0 {
 		return nil
 	}
@@ -163,21 +164,30 @@ func (c *config) ancestorCycle(req *Request, holder *Holder) error {
 	if !ok {
 		what = proc.Cmdline(named)
 	}
-	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holder,
+	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holderOf(),
 		Hint: fmt.Sprintf("the holder, pid %d (%s), is an ancestor of this process (%s) that waits for it to end, so it cannot release the lock before this wait ends: do not take the lock again inside its own command", named, shorten(what, 60), c.whoAsks())}
 }
 
 // keepers returns the processes that keep req's lock, and whether they
 // could be told: for a kernel lock the kernel's (proc.FlockKeepers), for
-// others the live local holder the record names.
-func (c *config) keepers(req *Request, holder *Holder) ([]int, bool) {
+// others the live local holder the record names (holderOf). A kernel lock that a
+// process /proc/locks names keeps, outside chain (the processes that
+// could make a cycle), is no cycle: that answer (not ok) costs no look
+// at every process's descriptors.
+func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]int, bool) {
 	if c.protocol.Name() == "flock" {
 		k, ok := proc.FileKeyOf(req.Path)
 		if !ok {
 			return nil, false
 		}
+		for _, pid := range proc.KernelHolders(k) {
+			if !slices.Contains(chain, pid) && proc.Keeps(pid, k) {
+				return nil, false
+			}
+		}
 		return proc.FlockKeepers(k)
 	}
+	holder := holderOf()
 	if holder == nil || holder.Owner == nil {
 		return nil, false
 	}
@@ -214,11 +224,13 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 			case <-t.C:
 			}
 			pause = min(2*pause, time.Second)
-			st, err := c.protocol.Inspect(req.Path)
-			if err != nil || st.State == Free || st.State == Stale {
-				continue
+			holder := func() *Holder {
+				if st, err := c.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
+					return st.Holder
+				}
+				return nil
 			}
-			if derr := c.ancestorCycle(req, st.Holder); derr != nil {
+			if derr := c.ancestorCycle(req, holder); derr != nil {
 				cancel(derr)
 				return
 			}

@@ -272,3 +272,13 @@ func KeepsFile(pid int, fd uintptr) bool {
 
 // keepsFileLimit bounds the descriptors KeepsFile looks through.
 const keepsFileLimit = 256
+
+// KernelHolders returns the pids /proc/locks lists as holding a FLOCK or
+// OFDLCK lock on the file k (see LockHolders).
+func KernelHolders(k FileKey) []int {
+	t, err := SharedLockTable()
+	if err != nil {
+		return nil
+	}
+	return t.Holders(k)
+}
