@@ -42,8 +42,8 @@ import (
 // descriptor, an unrelated flock(1) holding it after the ancestor
 // released) may be released, so the wait goes on; the check is made
 // again while it waits (locks in this machine's file system), with
-// growing pauses up to a second, so that a
-// cycle that forms later (the shell reaches its wait) still fails then.
+// growing pauses up to a second, so that a cycle that forms later (the
+// shell reaches its wait) still fails then.
 // A background successor (`hold run T -- sh -c 'hold run T -- job &'`)
 // therefore waits for its parent's lock and gets it once that command
 // ends. A parent that is not a runner (a Node or Python program holding T
@@ -170,10 +170,10 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 
 // keepers returns the processes that keep req's lock, and whether they
 // could be told: for a kernel lock the kernel's (proc.FlockKeepers), for
-// others the live local holder the record names (holderOf). A kernel lock that a
-// process /proc/locks names keeps, outside chain (the processes that
-// could make a cycle), is no cycle: that answer (not ok) costs no look
-// at every process's descriptors.
+// others the live local holder the record names (holderOf). A kernel
+// lock that a process /proc/locks names keeps, outside chain (the
+// processes that could make a cycle), is no cycle: that answer (not ok)
+// costs no look at every process's descriptors.
 func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]int, bool) {
 	if c.protocol.Name() == "flock" {
 		k, ok := proc.FileKeyOf(req.Path)
