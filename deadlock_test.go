@@ -3,6 +3,7 @@ package hold_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +179,34 @@ func TestFailIfHeldHereAnySpelling(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeadlockNamesCaller: a deadlock of a request made for another
+// program (OnBehalfOf, as the agent asks for its client) names that
+// program as the holder, with this process beside it, not this process
+// alone.
+func TestDeadlockNamesCaller(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	l, err := hold.TryAcquire(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	caller := os.Getppid()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, o := range []hold.Option{hold.FailIfHeldHere(), hold.FailIfHeldBy(l)} {
+		_, err := hold.Acquire(ctx, target, o, hold.OnBehalfOf(caller))
+		want := fmt.Sprintf("(pid %d, through %s pid %d", caller, filepath.Base(os.Args[0]), os.Getpid())
+		if !errors.Is(err, hold.ErrDeadlock) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Acquire for pid %d: %v, want ErrDeadlock naming %q", caller, err, want)
+		}
+	}
+	if _, err := hold.TryAcquire(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrBusy) {
+		t.Errorf("TryAcquire with OnBehalfOf: %v, want ErrBusy", err)
+	}
+	if _, err := hold.Inspect(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrInvalidOption) {
+		t.Errorf("Inspect with OnBehalfOf: %v, want ErrInvalidOption", err)
 	}
 }
