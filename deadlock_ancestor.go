@@ -35,8 +35,11 @@ import (
 //     on the open file description that holds the lock (any of them can
 //     unlock it, as `flock -u 3` in a background subshell does); for
 //     other protocols, the live holder the record names. A keeper that is
-//     not a runner must have one thread (the one that waits), and none
-//     may be a process this one cannot look at.
+//     not a runner must have one thread (the one that waits), and no
+//     process started below the chain's top may be one this process
+//     cannot look at (a set-user-ID program of this user that inherited
+//     a descriptor); a description passed over a socket to a process
+//     outside the chain is not seen.
 //
 // A lock kept by anything else (a background process sharing the
 // descriptor, an unrelated flock(1) holding it after the ancestor
@@ -185,7 +188,19 @@ func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]
 				return nil, false
 			}
 		}
-		return proc.FlockKeepers(k)
+		keepers, unknown := proc.FlockKeepers(k)
+		if len(keepers) == 0 {
+			return nil, false
+		}
+		// A process that could not be looked at matters only if it
+		// could have inherited the lock's description: one started
+		// below the chain's top.
+		for _, pid := range unknown {
+			if proc.DescendsFrom(pid, chain) {
+				return nil, false
+			}
+		}
+		return keepers, true
 	}
 	holder := holderOf()
 	if holder == nil || holder.Owner == nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +93,30 @@ func TestRunDeadlockFoundWhileWaiting(t *testing.T) {
 	r := runHold(t, dir, "run", "a", "--", "sh", "-c", holdBin+` run -w 60 a -- true & p=$!; sleep 0.5; wait $p; echo "inner $?"`)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "inner "+strconv.Itoa(exitDeadlock) || !strings.Contains(r.stderr, "is an ancestor of this process") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want the inner hold run to exit %d once its shell waits for it", r.code, r.stdout, r.stderr, exitDeadlock)
+	}
+}
+
+// TestRunDeadlockAsAnotherUser: a user who may not look at every
+// process's descriptors (root's) still has a true cycle reported, and a
+// wait that would end still waits: what decides is the processes that
+// could have inherited the lock's description.
+func TestRunDeadlockAsAnotherUser(t *testing.T) {
+	needRootCLI(t, "running hold as another user")
+	bin := holdAsNobody(t)
+	dir := filepath.Join(publicDir(t), "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, nobodyID, nobodyID); err != nil {
+		t.Fatal(err)
+	}
+	nobody := &syscall.Credential{Uid: nobodyID, Gid: nobodyID}
+	r := runHoldAs(t, bin, nobody, dir, "run", "T", "--", bin, "run", "-w", "60", "T", "--", "true")
+	if r.code != exitDeadlock || !strings.Contains(r.stderr, "is an ancestor of this process") {
+		t.Errorf("a nested hold run as nobody: exit %d, stderr %q; want %d", r.code, r.stderr, exitDeadlock)
+	}
+	r = runHoldAs(t, bin, nobody, dir, "run", "T", "--", "sh", "-c", `(sleep 1; flock -u 3) & `+bin+` run -w 20 T -- true`)
+	if r.code != 0 {
+		t.Errorf("a wait for a descriptor unlocked later, as nobody: exit %d, stderr %q; want 0", r.code, r.stderr)
 	}
 }

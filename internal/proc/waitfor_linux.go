@@ -109,20 +109,20 @@ func Threads(pid int) int {
 // lock); the fdinfo of each descriptor lists the locks of its own
 // description, which finds them all.
 //
-// complete is false when some process that might keep one could not be
-// looked at: one whose descriptors this process may not read although its
-// real or saved user id is this process's user (a set-user-ID program
-// started with an inherited descriptor). Another user's processes are
-// not counted as unknown: they could have a description of this
-// process's only by being passed it over a socket. It reads every
-// process's descriptor table: for rare questions (a lock held by an
-// ancestor, a holder whose recorded pid is gone), never a hot path.
-func FlockKeepers(k FileKey) (pids []int, complete bool) {
+// unknown lists the processes that might keep one but could not be
+// looked at: those whose descriptors this process may not read although
+// their real or saved user id is this process's user (a set-user-ID
+// program started with an inherited descriptor, or one that made itself
+// undumpable). Another user's processes are not listed: they could have a
+// description of this process's only by being passed it over a socket.
+// It reads every process's descriptor table: for rare questions (a lock
+// held by an ancestor, a holder whose recorded pid is gone), never a hot
+// path.
+func FlockKeepers(k FileKey) (pids, unknown []int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
-	complete = true
 	uid := os.Getuid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -133,10 +133,26 @@ func FlockKeepers(k FileKey) (pids []int, complete bool) {
 		if kept {
 			pids = append(pids, pid)
 		} else if !readable && uid != 0 && mayShareUser(pid, uid) {
-			complete = false
+			unknown = append(unknown, pid)
 		}
 	}
-	return pids, complete
+	return pids, unknown
+}
+
+// DescendsFrom reports whether process pid is one of roots or descends
+// from one of them, by its chain of parents as it is now.
+func DescendsFrom(pid int, roots []int) bool {
+	for range 64 { // a bound against a loop, should /proc be odd
+		if slices.Contains(roots, pid) {
+			return true
+		}
+		next, ok := parentOf(pid)
+		if !ok || next <= 0 || next == pid {
+			return false
+		}
+		pid = next
+	}
+	return false
 }
 
 // keepsFlock reports whether the fdinfo file at path lists a FLOCK lock

@@ -45,15 +45,15 @@ func TestFlockKeepers(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pids, complete := FlockKeepers(k)
+		pids, unknown := FlockKeepers(k)
 		slices.Sort(pids)
 		want := []int{os.Getpid(), keeper.Process.Pid}
 		slices.Sort(want)
-		if slices.Equal(pids, want) && complete {
+		if slices.Equal(pids, want) && len(unknown) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("keepers %v (complete %v), want %v", pids, complete, want)
+			t.Fatalf("keepers %v (unknown %v), want %v", pids, unknown, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -153,4 +153,20 @@ func asleep(pid int) bool {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'S'
+}
+
+// TestDescendsFrom: a child descends from this process, and this process
+// not from its child.
+func TestDescendsFrom(t *testing.T) {
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	if !DescendsFrom(c.Process.Pid, []int{os.Getpid()}) || !DescendsFrom(os.Getpid(), []int{os.Getpid()}) {
+		t.Error("a child does not descend from its parent")
+	}
+	if DescendsFrom(os.Getpid(), []int{c.Process.Pid}) {
+		t.Error("a parent descends from its child")
+	}
 }

@@ -11,8 +11,11 @@ func SoleChildWaiter(pid int) (child int, ok bool) { return 0, false }
 // Threads is unknown outside Linux: 0.
 func Threads(pid int) int { return 0 }
 
-// FlockKeepers cannot be found outside Linux: none, and not complete.
-func FlockKeepers(k FileKey) (pids []int, complete bool) { return nil, false }
+// FlockKeepers cannot be found outside Linux: none.
+func FlockKeepers(k FileKey) (pids, unknown []int) { return nil, nil }
+
+// DescendsFrom cannot be told outside Linux: false.
+func DescendsFrom(pid int, roots []int) bool { return false }
 
 // FileKeyOf is not needed outside Linux, where FlockKeepers finds nothing.
 func FileKeyOf(path string) (FileKey, bool) { return FileKey{}, false }
