@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // Deadlocks of a caller with itself. A wait for a lock that this process
@@ -16,51 +19,24 @@ import (
 // and the wait then ends at once with ErrDeadlock instead of never.
 //
 // To know what this process holds, every Lock taken through this package
-// is counted in one table by protocol and lock path until its Release.
-
-// heldKey names a lock in the table: its protocol and lock path, the path
-// as the request gave it.
-type heldKey struct{ proto, path string }
-
-// heldCount is how many of this process's Locks hold one lock path.
-type heldCount struct{ exclusive, shared int }
+// is in one table until its Release. Its locks are compared by the lock
+// itself (lockID), never by the spelling of the path; that identity is
+// found at the first question (a busy wait with FailIfHeldHere or
+// FailIfHeldBy), so that taking a lock costs no more for it.
 
 var heldHere = struct {
 	sync.Mutex
-	m map[heldKey]*heldCount
-}{m: map[heldKey]*heldCount{}}
+	m map[*Lock]struct{}
+}{m: map[*Lock]struct{}{}}
 
-// noteHeld counts l in the table, with the kernel lock of the file a
-// target named "*.lock" is locked as too (Lock.own); its Release takes
-// them out (forgetHeld).
-func noteHeld(l *Lock, shared bool) {
-	l.held = heldKey{l.proto, l.path}
-	if l.own != "" {
-		l.ownHeld = heldKey{"flock", l.own}
-	}
+// noteHeld puts l, a lock of protocol p, in the table; its Release takes
+// it out (forgetHeld).
+func noteHeld(l *Lock, p Protocol, shared bool) {
+	_, l.network = p.(lock.Closer)
 	l.sharedHold = shared
 	heldHere.Lock()
-	defer heldHere.Unlock()
-	for _, k := range l.heldKeys() {
-		n := heldHere.m[k]
-		if n == nil {
-			n = new(heldCount)
-			heldHere.m[k] = n
-		}
-		if shared {
-			n.shared++
-		} else {
-			n.exclusive++
-		}
-	}
-}
-
-// heldKeys are l's entries in the table.
-func (l *Lock) heldKeys() []heldKey {
-	if l.ownHeld == (heldKey{}) {
-		return []heldKey{l.held}
-	}
-	return []heldKey{l.held, l.ownHeld}
+	heldHere.m[l] = struct{}{}
+	heldHere.Unlock()
 }
 
 // forgetHeld takes l out of the table, once.
@@ -68,31 +44,47 @@ func forgetHeld(l *Lock) {
 	l.forget.Do(func() {
 		l.released.Store(true)
 		heldHere.Lock()
-		defer heldHere.Unlock()
-		for _, k := range l.heldKeys() {
-			n := heldHere.m[k]
-			if n == nil {
-				continue
-			}
-			if l.sharedHold {
-				n.shared--
-			} else {
-				n.exclusive--
-			}
-			if n.shared <= 0 && n.exclusive <= 0 {
-				delete(heldHere.m, k)
-			}
-		}
+		delete(heldHere.m, l)
+		heldHere.Unlock()
 	})
 }
 
-// heldConflict reports whether this process holds the lock at path, of
-// protocol proto, in a mode that excludes a request that is shared or not.
-func heldConflict(proto, path string, shared bool) bool {
+// conflicts reports whether l, still held, is the lock id in a mode that
+// excludes a request that is shared or not: its own lock, or the kernel
+// lock of the file a target named "*.lock" is locked as too (Lock.own).
+// l's identity is read from its paths, which name the files l holds as
+// long as Check passes (a kernel lock's Check is one stat of the path):
+// the lock is asked which it is only here, on a busy wait's question, so
+// that taking one costs nothing more for it.
+func (l *Lock) conflicts(id lockID, shared bool) bool {
+	if l.released.Load() || l.sharedHold && shared {
+		return false
+	}
+	switch {
+	case l.proto == id.proto && l.network:
+		return idOf(l.proto, true, l.path) == id
+	case l.proto == id.proto && idOf(l.proto, false, l.path) == id,
+		id.proto == "flock" && l.own != "" && fileLockID("flock", l.own) == id:
+		return l.h.Check() == nil
+	}
+	return false
+}
+
+// heldConflict reports whether this process holds the lock id in a mode
+// that excludes a request that is shared or not.
+func heldConflict(id lockID, shared bool) bool {
 	heldHere.Lock()
-	defer heldHere.Unlock()
-	n := heldHere.m[heldKey{proto, path}]
-	return n != nil && (n.exclusive > 0 || !shared && n.shared > 0)
+	ls := make([]*Lock, 0, len(heldHere.m))
+	for l := range heldHere.m {
+		ls = append(ls, l)
+	}
+	heldHere.Unlock()
+	for _, l := range ls {
+		if l.conflicts(id, shared) {
+			return true
+		}
+	}
+	return false
 }
 
 // selfDeadlock returns the ErrDeadlock error for a request that found
@@ -104,11 +96,13 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 		return nil
 	}
 	var hint string
-	switch name := c.protocol.Name(); {
-	case c.heldByConflict(name, req):
-		hint = fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", os.Getpid())
-	case c.failIfHeldHere && heldConflict(name, req.Path, req.Shared):
-		hint = fmt.Sprintf("the holder is this very process (pid %d), which cannot release it while this call waits: release it first, or take it once and pass it on", os.Getpid())
+	_, network := c.protocol.(lock.Closer)
+	id := idOf(c.protocol.Name(), network, req.Path)
+	switch {
+	case c.heldByConflict(id, req):
+		hint = fmt.Sprintf("the holder is the caller itself (%s, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", c.whoAsks())
+	case c.failIfHeldHere && heldConflict(id, req.Shared):
+		hint = fmt.Sprintf("the holder is this very process (%s), which cannot release it while this call waits: release it first, or take it once and pass it on", c.whoAsks())
 	default:
 		return nil
 	}
@@ -120,12 +114,20 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 	return e
 }
 
+// whoAsks names the process a deadlock is of, for messages: this
+// process, or the program it serves (OnBehalfOf) and this one.
+func (c *config) whoAsks() string {
+	if c.caller > 0 && c.caller != os.Getpid() {
+		return fmt.Sprintf("pid %d, through %s pid %d", c.caller, filepath.Base(os.Args[0]), os.Getpid())
+	}
+	return fmt.Sprintf("pid %d", os.Getpid())
+}
+
 // heldByConflict reports whether one of the locks given to FailIfHeldBy
 // holds req's lock in a conflicting mode.
-func (c *config) heldByConflict(proto string, req *Request) bool {
+func (c *config) heldByConflict(id lockID, req *Request) bool {
 	for _, l := range c.heldBy {
-		same := l != nil && (l.proto == proto && l.path == req.Path || proto == "flock" && l.own != "" && l.own == req.Path)
-		if same && !l.released.Load() && (!l.sharedHold || !req.Shared) {
+		if l != nil && l.conflicts(id, req.Shared) {
 			return true
 		}
 	}

@@ -1,32 +1,64 @@
 package hold
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // Deadlocks with an ancestor. A process started by `hold run T -- …`
 // (or `hold update`, or flock(1)) runs while its ancestor holds T's lock
 // and waits for it to end: if it waits for that same lock, neither ever
-// ends. That is certain, unlike a wait for a lock another process merely
-// holds, so Acquire says so at once, without being asked: when the lock
-// is busy and a holder the error names is such an ancestor.
+// ends. Acquire says so at once, without being asked, but only when it is
+// certain, by what the kernel says now (Linux):
 //
-// What cannot be told apart: a command that starts a nested `hold run T`
-// in the background and ends at once (the ancestor then releases T, and
-// the nested one gets it) is refused too, if it asks while its parent
-// still runs. A parent that is not one of those runners (a Node or Python
-// program holding T while it starts a child that waits for T) may release
-// T at any time, so its child waits as usual.
+//  1. Some ancestor is a runner (hold run, hold update, flock(1): a
+//     process that holds a lock while its command runs and waits for it).
+//  2. Each ancestor from this process's parent up to that runner is
+//     blocked in a wait for its only child (wait4/waitid, a child that
+//     ended but is not yet reaped counting as one), which is the next
+//     one down: none of them can do anything before this process ends.
+//     A shell that started this process in the background and goes on,
+//     or that has another child, is not.
+//  3. The lock is kept only by processes of that blocked chain, or by
+//     this process itself. For a kernel lock "kept by" is the kernel's
+//     word, not the owner record's: the processes with a descriptor open
+//     on the open file description that holds the lock (any of them can
+//     unlock it, as `flock -u 3` in a background subshell does); for
+//     other protocols, the live holder the record names. A keeper that is
+//     not a runner must have one thread (the one that waits), and no
+//     process started below the chain's top may be one this process
+//     cannot look at (a set-user-ID program of this user that inherited
+//     a descriptor); a description passed over a socket to a process
+//     outside the chain is not seen.
+//
+// A lock kept by anything else (a background process sharing the
+// descriptor, an unrelated flock(1) holding it after the ancestor
+// released) may be released, so the wait goes on; the check is made
+// again while it waits (locks in this machine's file system), with
+// growing pauses up to a second, so that a cycle that forms later (the
+// shell reaches its wait) still fails then.
+// A background successor (`hold run T -- sh -c 'hold run T -- job &'`)
+// therefore waits for its parent's lock and gets it once that command
+// ends. A parent that is not a runner (a Node or Python program holding T
+// while it starts a child that waits for T) may release T at any time,
+// so its child waits as usual. Outside Linux nothing is certain and
+// nothing is reported.
 
 // runners are this process's ancestors that run their command under a
 // lock and wait for it, by pid, described for messages. Read once: an
-// ancestor does not change, except that one which ends is gone.
+// ancestor does not change, except that one which ends is gone (and a
+// runner that is a child subreaper, as hold run is, stays an ancestor of
+// the orphans of its command).
 var runners = sync.OnceValue(func() map[int]string {
 	var m map[int]string
 	for _, p := range proc.Ancestors() {
@@ -61,26 +93,173 @@ func waitsForCommand(args []string) bool {
 	return false
 }
 
-// ancestorDeadlock returns the ErrDeadlock error for a request that found
-// its lock busy (busy names the holder) when a holder is an ancestor that
-// waits for this process; nil otherwise.
-func ancestorDeadlock(req *Request, busy error) error {
+// ancestorDeadlock returns the ErrDeadlock error for req, whose lock was
+// found busy (busy: the ErrBusy error, naming the holder), when the rules
+// above make the wait one that can never end; nil otherwise.
+func (c *config) ancestorDeadlock(req *Request, busy error) error {
 	var be *Error
-	if !errors.Is(busy, ErrBusy) || !errors.As(busy, &be) || be.Holder == nil {
+	if !errors.Is(busy, ErrBusy) || !errors.As(busy, &be) {
 		return nil
 	}
+	return c.ancestorCycle(req, func() *Holder { return be.Holder })
+}
+
+// ancestorCycle is ancestorDeadlock for a lock whose holder, asked only
+// once the chain of ancestors could be a cycle, is holder() (for a kernel
+// lock it is only named in the error: the kernel decides).
+func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	rs := runners()
-	pids := be.Holder.PIDs
-	if o := be.Holder.Owner; o != nil && o.PID > 0 && proc.Local(o) {
-		pids = append(pids[:len(pids):len(pids)], o.PID)
+	if len(rs) == 0 {
+		return nil
 	}
-	for _, pid := range pids {
-		if cmd, ok := rs[pid]; ok {
-			return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: be.Holder,
-				Hint: fmt.Sprintf("the holder, pid %d (%s), is an ancestor of this process that waits for it to end, so it cannot release the lock before this wait ends: do not take the lock again inside its own command", pid, shorten(cmd, 60))}
+	// The chain: this process, then its ancestors as they are now (one
+	// that ended is replaced by whoever adopted its children).
+	chain := []int{os.Getpid()}
+	for _, p := range proc.Ancestors() {
+		chain = append(chain, p.PID)
+	}
+	// The caller this process serves (OnBehalfOf) waits for its answer:
+	// it counts as this process.
+	self := 0
+	if c.caller > 0 && len(chain) > 1 && chain[1] == c.caller {
+		self = 1
+	}
+	blocked := self
+	for i := self + 1; i < len(chain); i++ {
+		if kid, ok := proc.SoleChildWaiter(chain[i]); !ok || kid != chain[i-1] {
+			break
+		}
+		blocked = i
+	}
+	if !slices.ContainsFunc(chain[self+1:blocked+1], func(pid int) bool { _, ok := rs[pid]; return ok }) {
+		return nil
+	}
+	keepers, ok := c.keepers(req, holderOf, chain[:blocked+1])
+	if !ok || len(keepers) == 0 {
+		return nil
+	}
+	named := 0
+	for _, k := range keepers {
+		i := slices.Index(chain, k)
+		if i < 0 || i > blocked {
+			return nil
+		}
+		if i <= self {
+			continue
+		}
+		if _, runner := rs[k]; runner {
+			if named == 0 || slices.Index(chain, named) > i {
+				named = k
+			}
+			continue
+		}
+		if proc.Threads(k) != 1 {
+			return nil // another of its threads may unlock it
+		}
+		if named == 0 {
+			named = k
 		}
 	}
-	return nil
+	if named == 0 {
+		return nil // kept by this process alone: selfDeadlock's question
+	}
+	what, ok := rs[named]
+	if !ok {
+		what = proc.Cmdline(named)
+	}
+	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holderOf(),
+		Hint: fmt.Sprintf("the holder, pid %d (%s), is an ancestor of this process (%s) that waits for it to end, so it cannot release the lock before this wait ends: do not take the lock again inside its own command", named, shorten(what, 60), c.whoAsks())}
+}
+
+// keepers returns the processes that keep req's lock, and whether they
+// could be told: for a kernel lock the kernel's (proc.FlockKeepers), for
+// others the live local holder the record names (holderOf). A kernel
+// lock that a process /proc/locks names keeps, outside chain (the
+// processes that could make a cycle), is no cycle: that answer (not ok)
+// costs no look at every process's descriptors.
+func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]int, bool) {
+	if c.protocol.Name() == "flock" {
+		k, ok := proc.FileKeyOf(req.Path)
+		if !ok {
+			return nil, false
+		}
+		for _, pid := range proc.KernelHolders(k) {
+			if !slices.Contains(chain, pid) && proc.Keeps(pid, k) {
+				return nil, false
+			}
+		}
+		keepers, unknown := proc.FlockKeepers(k)
+		if len(keepers) == 0 {
+			return nil, false
+		}
+		// A process that could not be looked at matters only if it
+		// could have inherited the lock's description: one started
+		// below the chain's top.
+		for _, pid := range unknown {
+			if proc.DescendsFrom(pid, chain) {
+				return nil, false
+			}
+		}
+		return keepers, true
+	}
+	holder := holderOf()
+	if holder == nil || holder.Owner == nil {
+		return nil, false
+	}
+	o := holder.Owner
+	if o.PID <= 0 || !proc.Local(o) || proc.Judge(o) != Alive {
+		return nil, false
+	}
+	return []int{o.PID}, true
+}
+
+// waitWatchingAncestors is the protocol's Acquire for a process with a
+// runner among its ancestors: while it waits, the deadlock check is made
+// again, with pauses growing from 10 ms to a second, and a cycle found
+// ends the wait with its ErrDeadlock error. A lock on a server (a
+// lock.Closer: etcd, PostgreSQL) is checked before the wait only, so
+// that a wait costs the server no request a second.
+func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handle, error) {
+	if _, network := c.protocol.(lock.Closer); network || len(runners()) == 0 {
+		return c.protocol.Acquire(ctx, req)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		pause := 10 * time.Millisecond
+		for {
+			t := time.NewTimer(pause)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			pause = min(2*pause, time.Second)
+			holder := func() *Holder {
+				if st, err := c.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
+					return st.Holder
+				}
+				return nil
+			}
+			if derr := c.ancestorCycle(req, holder); derr != nil {
+				cancel(derr)
+				return
+			}
+		}
+	}()
+	h, err := c.protocol.Acquire(wctx, req)
+	close(done)
+	<-watched
+	if err != nil && ctx.Err() == nil {
+		if cause := context.Cause(wctx); errors.Is(cause, ErrDeadlock) {
+			return nil, cause
+		}
+	}
+	return h, err
 }
 
 func shorten(s string, n int) string {

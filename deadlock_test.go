@@ -3,6 +3,7 @@ package hold_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/portable"
 )
 
 // TestFailIfHeldHere: a wait for a lock this process holds fails at once
@@ -124,5 +126,87 @@ func TestMakeDirsAndMode(t *testing.T) {
 		if !errors.Is(err, hold.ErrInvalidName) || !strings.Contains(err.Error(), "NUL") {
 			t.Errorf("a NUL byte: %v, want ErrInvalidName saying so", err)
 		}
+	}
+}
+
+// TestFailIfHeldHereAnySpelling: the lock is compared, never its
+// spelling: a wait with FailIfHeldHere or FailIfHeldBy for a lock held
+// here, named through a symlinked directory, with "..", relative where it
+// was taken absolute, or by another hard link of its file, is the
+// deadlock error at once, for a kernel lock and a portable one.
+func TestFailIfHeldHereAnySpelling(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	t.Chdir(dir)
+	for _, proto := range []string{"flock", "dir"} {
+		t.Run(proto, func(t *testing.T) {
+			var opts []hold.Option
+			if proto == "dir" {
+				opts = append(opts, hold.WithProtocol(portable.New()))
+			}
+			target := filepath.Join(real, proto+".lock")
+			l, err := hold.TryAcquire(target, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release()
+			spellings := []string{
+				filepath.Join(dir, "link", proto+".lock"),
+				filepath.Join(real, "..", "real", proto+".lock"),
+				filepath.Join("real", proto+".lock"),
+				filepath.Join("link", "..", "real", ".", proto+".lock"),
+			}
+			if proto == "flock" {
+				if err := os.Link(target, filepath.Join(real, "hard.lock")); err != nil {
+					t.Fatal(err)
+				}
+				spellings = append(spellings, filepath.Join(real, "hard.lock"))
+			}
+			for _, s := range spellings {
+				for _, o := range []hold.Option{hold.FailIfHeldHere(), hold.FailIfHeldBy(l)} {
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					_, err := hold.Acquire(ctx, s, append(opts[:len(opts):len(opts)], o)...)
+					cancel()
+					if !errors.Is(err, hold.ErrDeadlock) {
+						t.Errorf("Acquire(%q) of the lock held as %q: %v, want ErrDeadlock at once", s, target, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDeadlockNamesCaller: a deadlock of a request made for another
+// program (OnBehalfOf, as the agent asks for its client) names that
+// program as the holder, with this process beside it, not this process
+// alone.
+func TestDeadlockNamesCaller(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	l, err := hold.TryAcquire(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	caller := os.Getppid()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, o := range []hold.Option{hold.FailIfHeldHere(), hold.FailIfHeldBy(l)} {
+		_, err := hold.Acquire(ctx, target, o, hold.OnBehalfOf(caller))
+		want := fmt.Sprintf("(pid %d, through %s pid %d", caller, filepath.Base(os.Args[0]), os.Getpid())
+		if !errors.Is(err, hold.ErrDeadlock) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Acquire for pid %d: %v, want ErrDeadlock naming %q", caller, err, want)
+		}
+	}
+	if _, err := hold.TryAcquire(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrBusy) {
+		t.Errorf("TryAcquire with OnBehalfOf: %v, want ErrBusy", err)
+	}
+	if _, err := hold.Inspect(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrInvalidOption) {
+		t.Errorf("Inspect with OnBehalfOf: %v, want ErrInvalidOption", err)
 	}
 }

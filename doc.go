@@ -60,13 +60,18 @@
 // holder is provably gone.
 //
 // A wait that could never end fails at once with [ErrDeadlock], naming the
-// holder: the lock is held by an ancestor that runs this process and waits
-// for it (hold run, hold update, flock(1)). A process may wait for a lock
-// that another of its goroutines holds, so Acquire cannot call that a
-// deadlock by itself; [FailIfHeldHere] (nothing in this process can release
-// a lock while this call waits) and [FailIfHeldBy] (these locks are the
-// caller's, and it will not release them while it waits) say when it is
-// one.
+// holder: the lock is kept only by ancestors that run this process and
+// wait for it (hold run, hold update, flock(1), and the shells between),
+// as the kernel says on Linux; a lock that anything else keeps too (a
+// background process sharing the descriptor) is waited for, and the check
+// is made again while waiting (docs/cli.md tells the rule). A process may
+// wait for a lock that another of its goroutines holds, so Acquire cannot
+// call that a deadlock by itself; [FailIfHeldHere] (nothing in this
+// process can release a lock while this call waits) and [FailIfHeldBy]
+// (these locks are the caller's, and it will not release them while it
+// waits) say when it is one. Every such check compares the lock itself
+// (its file's device and inode, or its canonical path), never the
+// spelling of its path.
 //
 // A held lock can be lost: its lock file removed or replaced, a portable
 // lock broken, a lease expired. [Lock.Lost] is closed once the loss is

@@ -25,11 +25,11 @@ type Lock struct {
 	// lockOwn), "" for none.
 	own string
 
-	// held, ownHeld, sharedHold and forget: this Lock's entries in the
-	// table of the locks this process holds (see FailIfHeldHere).
-	held       heldKey
-	ownHeld    heldKey
+	// This Lock's entry in the table of the locks this process holds
+	// (see FailIfHeldHere): its mode, whether its protocol keeps locks
+	// on a server, and whether Release was called.
 	sharedHold bool
+	network    bool
 	forget     sync.Once
 	released   atomic.Bool // Release was called
 }
@@ -85,7 +85,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 		h, err = c.protocol.TryAcquire(req)
 		derr := c.selfDeadlock(req, err)
 		if derr == nil {
-			derr = ancestorDeadlock(req, err)
+			derr = c.ancestorDeadlock(req, err)
 		}
 		if derr != nil {
 			n.abort()
@@ -93,7 +93,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 		}
 	}
 	if h == nil {
-		h, err = c.protocol.Acquire(ctx, req)
+		h, err = c.waitWatchingAncestors(ctx, req)
 	}
 	alone := false
 	if r, ok := c.ownAlone(target, req, err); ok {
@@ -124,7 +124,7 @@ func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 	}
 	h = logged(h, c.logger, req.Path)
 	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name(), own: own}
-	noteHeld(l, req.Shared)
+	noteHeld(l, c.protocol, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }
 

@@ -80,6 +80,8 @@ type config struct {
 	// heldBy: a wait for a lock one of these holds is a deadlock
 	// (FailIfHeldBy).
 	heldBy []*Lock
+	// caller: the program this process asks for (OnBehalfOf).
+	caller int
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
 	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,

@@ -65,6 +65,7 @@ const (
 	optLockFileMode
 	optFailIfHeldHere
 	optFailIfHeldBy
+	optOnBehalfOf
 	optField
 	optOmitCommand
 	optMustExist
@@ -101,6 +102,7 @@ var accepts = [numOptionKinds]struct {
 	optLockFileMode:       {"LockFileMode", taking, ""},
 	optFailIfHeldHere:     {"FailIfHeldHere", taking, ""},
 	optFailIfHeldBy:       {"FailIfHeldBy", taking, ""},
+	optOnBehalfOf:         {"OnBehalfOf", taking, ""},
 	optField:              {"Field", taking, ""},
 	optOmitCommand:        {"OmitCommand", taking, ""},
 	optMustExist:          {"MustExist", inUpdate | inAppend, "it is about the file that Update and Append change, and a lock file is created whatever it says"},

@@ -107,7 +107,7 @@ func (c *config) lockOwn(ctx context.Context, h Handle, target string, block boo
 		req := &Request{Path: path, Shared: c.shared}
 		derr := c.selfDeadlock(req, err)
 		if derr == nil {
-			derr = ancestorDeadlock(req, err)
+			derr = c.ancestorDeadlock(req, err)
 		}
 		if derr != nil {
 			h.Release()

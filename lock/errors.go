@@ -48,8 +48,9 @@ var (
 	// written.
 	ErrLockIsTarget = errors.New("the lock file is the file being changed")
 	// ErrDeadlock means the wait could never end: the lock is held by the
-	// caller itself, which cannot release it while it waits. The error
-	// names the holder and says why instead of hanging.
+	// caller itself, which cannot release it while it waits, or kept only
+	// by ancestors that wait for the caller to end. The error names the
+	// holder and says why instead of hanging.
 	ErrDeadlock = errors.New("deadlock")
 	// ErrInvalidOption means an option was passed to an entry point it
 	// does not apply to (hold.AllowSplit to hold.Append, say), which would
@@ -89,8 +90,12 @@ type Holder struct {
 	// Owner is the holder's owner record; nil when there is none or it
 	// could not be read.
 	Owner *Owner
-	// PIDs are the processes the kernel reports as holding the lock (Linux
-	// /proc/locks for kernel locks); empty where it cannot be asked.
+	// PIDs are the processes the kernel says keep the lock (Linux, kernel
+	// locks): those /proc/locks names, or, when one of them has ended or
+	// closed its descriptor since, the processes with a descriptor open
+	// on the open file description that holds it (a subshell keeping the
+	// descriptor the shell lent `hold run -n 9`, a child of a dead
+	// holder). Empty where it cannot be asked.
 	PIDs []int
 	// Alive says whether the holder process runs.
 	Alive Liveness
@@ -119,6 +124,9 @@ func (h *Holder) String() string {
 		}
 		if o != nil && o.PID != 0 {
 			fmt.Fprintf(&b, ", recorded owner pid %d", o.PID)
+			if h.Alive == Dead {
+				b.WriteString(" (dead)")
+			}
 		}
 		return b.String()
 	}

@@ -105,6 +105,7 @@ type Options struct {
 // to out fails or terminate delivers; then it releases every lock and
 // returns. The caller sets the process's signal behaviour.
 func Serve(in io.Reader, out io.Writer, terminate <-chan os.Signal, opts Options) {
+	clientPID() // now, while the client that started the agent runs
 	a := newAgent(out)
 	a.client, a.version = opts.Client, "hold "+opts.Version
 	a.serve(in, terminate)

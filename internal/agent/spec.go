@@ -3,8 +3,10 @@ package agent
 import (
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hold-dev/hold/internal/errkind"
 	"github.com/hold-dev/hold/internal/lockspec"
@@ -25,6 +27,9 @@ func (req *request) spec() (lockspec.Spec, error) {
 		// The client of the synchronous channel waits blocked: a lock
 		// it holds cannot be released before its request ends.
 		FailIfHeldHere: req.syncCaller,
+		// The client is the agent's parent, which started it: deadlock
+		// messages name the client's pid, not the agent's.
+		Caller: clientPID(),
 	}
 	if req.Wait != nil {
 		w := *req.Wait
@@ -91,3 +96,7 @@ func (req *request) newLock() (*heldLock, error) {
 	}
 	return al, nil
 }
+
+// clientPID is the agent's client: its parent process, read at start (a
+// parent that ends leaves the agent to another, whose pid says nothing).
+var clientPID = sync.OnceValue(os.Getppid)

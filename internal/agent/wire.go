@@ -320,7 +320,7 @@ func errorOf(err error) *replyError {
 	if errors.As(err, &he) {
 		e.Hint = he.Hint
 		if he.Holder != nil {
-			e.Holder = report.NewHolder(he.Holder, true)
+			e.Holder = report.NewErrorHolder(he.Holder)
 		}
 	}
 	return e

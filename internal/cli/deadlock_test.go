@@ -3,9 +3,13 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold"
 )
@@ -23,7 +27,7 @@ func TestRunNestedDeadlock(t *testing.T) {
 		{"run", "T", "--", holdBin, "update", "T", "--", "cat"},
 	} {
 		r := runHold(t, dir, args...)
-		if r.code != exitDeadlock || !strings.Contains(r.stderr, "deadlock: held by pid") || !strings.Contains(r.stderr, "is an ancestor of this process that waits for it") {
+		if r.code != exitDeadlock || !strings.Contains(r.stderr, "deadlock: held by pid") || !strings.Contains(r.stderr, "is an ancestor of this process (pid") || !strings.Contains(r.stderr, ") that waits for it to end") {
 			t.Errorf("hold %v: exit %d, stderr %q; want %d and a deadlock message naming the holder", args, r.code, r.stderr, exitDeadlock)
 		}
 	}
@@ -35,5 +39,84 @@ func TestRunNestedDeadlock(t *testing.T) {
 	defer l.Release()
 	if r := runHold(t, dir, "run", "-w", "0.3", "U", "--", "true"); r.code != exitConflict {
 		t.Errorf("a wait for a lock an ordinary ancestor holds: exit %d, stderr %q; want %d (timed out)", r.code, r.stderr, exitConflict)
+	}
+}
+
+// TestRunNoFalseDeadlock: a wait that would end is never called a
+// deadlock. The ancestor's command unlocks the descriptor it inherited a
+// moment later from a background subshell; the ancestor released and an
+// unrelated flock(1) holds the lock while the record still names the
+// ancestor; a background successor asks while its parent's command still
+// runs: each waits and then gets the lock (exit 0), where they exited 70.
+func TestRunNoFalseDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	h := holdBin
+	for _, c := range []struct{ name, script string }{
+		{"descriptor unlocked later", `(sleep 1; flock -u 3) & ` + h + ` run -w 20 a -- true`},
+		{"kernel holder unrelated", `flock -u 3; (flock a.lock sleep 2 &); sleep 0.3; ` + h + ` run -w 20 a -- true`},
+	} {
+		r := runHold(t, dir, "run", "a", "--", "sh", "-c", c.script)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, stderr %q; want the wait to end with the lock (0)", c.name, r.code, r.stderr)
+		}
+	}
+	// A background successor: it gets the lock once its parent's
+	// command has ended, every time.
+	for i := range 4 {
+		mark := filepath.Join(dir, "got"+strconv.Itoa(i))
+		r := runHold(t, dir, "run", "a", "--", "sh", "-c", h+` run -w 20 a -- sh -c 'echo $? > `+mark+`' 3>&- 2>`+mark+`.err &`)
+		if r.code != 0 {
+			t.Fatalf("the parent: exit %d, stderr %q", r.code, r.stderr)
+		}
+		deadline := time.Now().Add(hangLimit)
+		for {
+			b, err := os.ReadFile(mark)
+			if err == nil && len(b) > 0 {
+				break
+			}
+			if eb, _ := os.ReadFile(mark + ".err"); len(eb) > 0 {
+				t.Fatalf("run %d: the background successor failed: %s", i, eb)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the background successor never ran its command", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestRunDeadlockFoundWhileWaiting: a cycle that forms while the wait is
+// on (the shell that started the nested hold run in the background goes
+// on to wait for it) is the deadlock status then, not a wait for ever.
+func TestRunDeadlockFoundWhileWaiting(t *testing.T) {
+	dir := t.TempDir()
+	r := runHold(t, dir, "run", "a", "--", "sh", "-c", holdBin+` run -w 60 a -- true & p=$!; sleep 0.5; wait $p; echo "inner $?"`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "inner "+strconv.Itoa(exitDeadlock) || !strings.Contains(r.stderr, "is an ancestor of this process") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the inner hold run to exit %d once its shell waits for it", r.code, r.stdout, r.stderr, exitDeadlock)
+	}
+}
+
+// TestRunDeadlockAsAnotherUser: a user who may not look at every
+// process's descriptors (root's) still has a true cycle reported, and a
+// wait that would end still waits: what decides is the processes that
+// could have inherited the lock's description.
+func TestRunDeadlockAsAnotherUser(t *testing.T) {
+	needRootCLI(t, "running hold as another user")
+	bin := holdAsNobody(t)
+	dir := filepath.Join(publicDir(t), "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, nobodyID, nobodyID); err != nil {
+		t.Fatal(err)
+	}
+	nobody := &syscall.Credential{Uid: nobodyID, Gid: nobodyID}
+	r := runHoldAs(t, bin, nobody, dir, "run", "T", "--", bin, "run", "-w", "60", "T", "--", "true")
+	if r.code != exitDeadlock || !strings.Contains(r.stderr, "is an ancestor of this process") {
+		t.Errorf("a nested hold run as nobody: exit %d, stderr %q; want %d", r.code, r.stderr, exitDeadlock)
+	}
+	r = runHoldAs(t, bin, nobody, dir, "run", "T", "--", "sh", "-c", `(sleep 1; flock -u 3) & `+bin+` run -w 20 T -- true`)
+	if r.code != 0 {
+		t.Errorf("a wait for a descriptor unlocked later, as nobody: exit %d, stderr %q; want 0", r.code, r.stderr)
 	}
 }

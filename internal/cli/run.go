@@ -85,8 +85,10 @@ command, locks descriptor FD, which the shell opened, with one flock(2), as
 flock(1) does, and exits: exec 9>F; hold run -n 9 || exit 1, or
 ( hold run -n 9 || exit 1; ... ) 9>F. The lock belongs to the shell's open
 file and stays held until the shell closes FD or runs 'hold run -u FD'. It
-takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose; no owner record is
-written. -w here tries again every few milliseconds (up to 25ms apart) rather
+takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An exclusive lock's
+owner record names the process that keeps FD (hold's parent, the shell or
+subshell), not hold, which exits at once; -u leaves a past record in its
+place, keeping the token. -w here tries again every few milliseconds (up to 25ms apart) rather
 than sleeping in the kernel, so that a lock granted after the deadline can
 never be left on the shell's descriptor.
 

@@ -10,6 +10,8 @@ import (
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/gnuflag"
 	"github.com/hold-dev/hold/internal/lockspec"
+	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // fdFormHelp is the synopsis of the descriptor form, for its errors.
@@ -67,7 +69,7 @@ func runDescriptor(fd int, lf *lockFlags, fs *gnuflag.FlagSet, unlock bool) int 
 	}
 	quietConflict = !(&lockspec.Resolved{Verbose: lf.verbose, Quiet: lf.quiet}).Tells(os.Stderr)
 	if unlock {
-		if err := flock.UnlockFD(fd); err != nil {
+		if err := flock.UnlockFD(fd, os.Getppid()); err != nil {
 			return fail("run", err, lf.conflictExit)
 		}
 		return 0
@@ -80,7 +82,13 @@ func runDescriptor(fd int, lf *lockFlags, fs *gnuflag.FlagSet, unlock bool) int 
 		defer cancel()
 	}
 	start := time.Now()
-	if err := flock.LockFD(ctx, fd, s.Shared, nonblock); err != nil {
+	// The lock is kept by the process that lent hold the descriptor, its
+	// parent: the record names that one (hold exits at once).
+	var keeper *lock.Owner
+	if o, ok := proc.Parent(); ok && !s.Shared {
+		keeper = &o
+	}
+	if err := flock.LockFD(ctx, fd, s.Shared, nonblock, keeper); err != nil {
 		return fail("run", err, lf.conflictExit)
 	}
 	if lf.verbose {

@@ -152,7 +152,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		also = "also "
 	}
 	if len(kernel) > 0 {
-		fmt.Fprintf(w, "  kernel:    lock %staken by pid %s\n", also, report.JoinPIDs(kernel))
+		fmt.Fprintf(w, "  kernel:    lock %skept by pid %s\n", also, report.JoinPIDs(kernel))
 	}
 	for _, o := range r.Openers {
 		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, o.Command)

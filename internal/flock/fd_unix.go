@@ -5,6 +5,7 @@ package flock
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -18,9 +19,13 @@ import (
 // ran `exec 9>FILE`: one flock(2) on a descriptor this process inherited.
 // The lock belongs to the open file description, which the shell shares,
 // so it outlives this process and is the shell's until the shell closes
-// the descriptor or unlocks it. No file is opened and no owner record is
-// written (the shell's `9>FILE` empties the file anyway); `hold status`
-// names the holders by the pids the kernel reports.
+// the descriptor or unlocks it. An exclusive lock's owner record names
+// the process that keeps the descriptor, the one that lent it to this
+// process (its parent, the shell or subshell), not this process, which
+// ends at once: where the file is hold's to write (empty, or holding a
+// record of hold's, with one link), it is written through a second open
+// of the same file, with the next fencing token. `hold run -u FD` leaves
+// a past record in its place before it unlocks.
 
 // pollCap bounds the pause between tries of a bounded wait on a descriptor.
 const pollCap = 25 * time.Millisecond
@@ -33,18 +38,28 @@ const pollCap = 25 * time.Millisecond
 // locked while this process reports failure. A wait nothing can end is one
 // blocking flock(2). Taking a lock the description holds in the other mode
 // converts it, which flock(2) does not do atomically.
-func LockFD(ctx context.Context, fd int, shared, nonblock bool) error {
+//
+// keeper, when not nil, is the owner record of an exclusive lock: the
+// process that keeps the descriptor (see above).
+func LockFD(ctx context.Context, fd int, shared, nonblock bool, keeper *lock.Owner) error {
 	how := unix.LOCK_EX
 	if shared {
 		how = unix.LOCK_SH
 	}
 	if !nonblock && ctx.Done() == nil {
-		return fdError(fd, flockRetry(fd, how))
+		err := flockRetry(fd, how)
+		if err == nil && !shared && keeper != nil {
+			recordKeeper(fd, *keeper)
+		}
+		return fdError(fd, err)
 	}
 	pause := time.Millisecond
 	for {
 		err := flockRetry(fd, how|unix.LOCK_NB)
 		if !isBusy(err) {
+			if err == nil && !shared && keeper != nil {
+				recordKeeper(fd, *keeper)
+			}
 			return fdError(fd, err)
 		}
 		if nonblock {
@@ -60,8 +75,96 @@ func LockFD(ctx context.Context, fd int, shared, nonblock bool) error {
 }
 
 // UnlockFD drops the kernel lock of the open descriptor fd (flock -u).
-func UnlockFD(fd int) error {
+// An exclusive lock's record that names keeper's pid (the descriptor
+// form's, see LockFD) is replaced first by a past record, which keeps
+// the token for the next holder and names nobody.
+func UnlockFD(fd int, keeper int) error {
+	if keeper > 0 && flockRetry(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+		// This description holds the lock exclusively (or it was free
+		// and is now ours): nobody else writes the file meanwhile.
+		eraseKeeper(fd, keeper)
+	}
 	return fdError(fd, flockRetry(fd, unix.LOCK_UN))
+}
+
+// reopenFD opens the file of descriptor fd again, for reading and
+// writing, as a lockFile; nil when it cannot be (no /proc, a file this
+// process may not write, something other than a regular file).
+func reopenFD(fd int) *lockFile {
+	name := "/proc/self/fd/" + strconv.Itoa(fd)
+	rfd, err := openRetry(name, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil
+	}
+	fi, err := checkRegular(rfd, name, false)
+	var orig unix.Stat_t
+	if err != nil || unix.Fstat(fd, &orig) != nil || fi.id != (fileKey{uint64(orig.Dev), uint64(orig.Ino)}) {
+		unix.Close(rfd)
+		return nil
+	}
+	f := &lockFile{fd: rfd, path: name, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed}
+	if f.otherUsers() {
+		f.close()
+		return nil
+	}
+	return f
+}
+
+// recordKeeper writes keeper's owner record, with the next fencing
+// token, into the file of descriptor fd, which this process has just
+// locked exclusively, when the file is hold's to write (foreign). Best
+// effort: without it the lock holds all the same, named by the kernel.
+func recordKeeper(fd int, keeper lock.Owner) {
+	f := reopenFD(fd)
+	if f == nil {
+		return
+	}
+	defer f.close()
+	var buf [readSize]byte
+	size, raw, err := readRecord(f, buf[:])
+	if err != nil || foreign(f, size, raw) != "" {
+		return
+	}
+	last := lastFence(size, raw)
+	if last == math.MaxUint64 {
+		last--
+	}
+	keeper.Fence = last + 1
+	keeper.ID = lock.NewID()
+	keeper.StartedAt = time.Now()
+	keeper.Protocol = "flock"
+	b := keeper.AppendEncode(make([]byte, 0, readSize))
+	if len(b) > lock.MaxRecordSize || f.writeAt(b, 0) != nil {
+		return
+	}
+	if size > int64(len(b)) {
+		f.truncate(int64(len(b)))
+	}
+}
+
+// eraseKeeper replaces a live record naming pid keeper in the file of
+// descriptor fd by a past record (see recordKeeper and the handle's
+// erase).
+func eraseKeeper(fd int, keeper int) {
+	f := reopenFD(fd)
+	if f == nil {
+		return
+	}
+	defer f.close()
+	var buf [readSize]byte
+	_, raw, err := readRecord(f, buf[:])
+	if err != nil || !lock.IsRecord(raw) {
+		return
+	}
+	rec, ok := lock.DecodeOwner(raw)
+	if !ok || rec == nil || rec.Released || rec.PID != keeper {
+		return
+	}
+	if f.writeAt(lock.AppendPastRecord(buf[:0], rec.Fence, len(raw)), 0) == nil {
+		if n := lock.PastRecordLen(rec.Fence); n < len(raw) {
+			f.truncate(int64(n))
+		}
+	}
 }
 
 func flockRetry(fd, how int) error {

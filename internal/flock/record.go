@@ -359,17 +359,21 @@ func (h *handle) recordIntact() bool {
 
 // holderOf describes who holds the lock that f could not take: the record
 // in the file, whether the recorded process is alive and, on Linux, which
-// pids the kernel says hold it. Reading /proc/locks can take milliseconds
-// after an idle spell, too slow for the error of
-// a wait that has just timed out, so unless thorough is set it is read only
-// when the record does not explain the lock (no record, or a recorded
-// holder that is not alive).
+// pids the kernel says keep it (proc.LockKeepers). Reading /proc/locks can
+// take milliseconds after an idle spell, too slow for the error of a wait
+// that has just timed out, so unless thorough is set it is read only when
+// the record does not explain the lock (no record, a recorded holder that
+// is not alive, or one that no longer has the lock's file open with the
+// lock: a look at its descriptors alone).
 func holderOf(f *lockFile, thorough bool) *lock.Holder {
 	lazy.publish(f)
 	rec := readOwner(f)
 	leftover := rec != nil && rec.Released
 	h := &lock.Holder{Owner: rec, Alive: proc.Judge(rec)}
-	if !thorough && h.Alive == lock.Alive && !leftover {
+	if !thorough && h.Alive == lock.Alive && !leftover && proc.KeepsFile(rec.PID, f.procFd()) {
+		// The recorded holder runs and keeps the lock: the record
+		// explains it. (One that released it by hand, `flock -u 3`,
+		// while another process took it since, does not.)
 		return h
 	}
 	if leftover {
@@ -377,7 +381,7 @@ func holderOf(f *lockFile, thorough bool) *lock.Holder {
 		// something false, unless the kernel knows better below.
 		h.Owner, h.Alive = nil, lock.LivenessUnknown
 	}
-	if pids := proc.LockHolders(f.procFd()); len(pids) > 0 {
+	if pids := proc.LockKeepers(f.procFd()); len(pids) > 0 {
 		h.PIDs = pids
 		h.Commands = make(map[int]string, len(pids))
 		for _, pid := range pids {

@@ -62,6 +62,10 @@ type Spec struct {
 	// so a wait for a lock this process holds is a deadlock
 	// (hold.FailIfHeldHere).
 	FailIfHeldHere bool
+	// Caller is the program the request is made for, when not this
+	// process (the agent's client): deadlock errors name it, and its
+	// ancestors' locks are judged from its place (hold.OnBehalfOf).
+	Caller int
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
 	Stale time.Duration
@@ -248,6 +252,9 @@ func (s *Spec) takeOptions(r *Resolved) {
 	}
 	if s.FailIfHeldHere {
 		r.Opts = append(r.Opts, hold.FailIfHeldHere())
+	}
+	if s.Caller > 0 {
+		r.Opts = append(r.Opts, hold.OnBehalfOf(s.Caller))
 	}
 	if s.Stale > 0 {
 		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))

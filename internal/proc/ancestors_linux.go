@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // Ancestors returns this process's ancestors, nearest first, each with its
@@ -67,3 +69,27 @@ func parentOf(pid int) (int, bool) {
 	ppid, err := strconv.Atoi(string(f[1]))
 	return ppid, err == nil
 }
+
+// Parent returns a record describing this process's parent (PID, Host,
+// ProcStart, Command masked as Self's is), as Self describes this one:
+// for a lock that the parent keeps, such as the descriptor a shell lends
+// `hold run -n 9`. ok is false when the parent cannot be read.
+func Parent() (o lock.Owner, ok bool) {
+	pid := os.Getppid()
+	start, ok := StartTime(pid)
+	if pid <= 1 || !ok {
+		return lock.Owner{}, false
+	}
+	o = lock.Owner{PID: pid, Host: Hostname(), ProcStart: start}
+	if a := args(pid); a != nil && RecordCommand() {
+		o.Command = MaskSecrets(a)
+	}
+	// The parent must still be the one that started this process.
+	if os.Getppid() != pid {
+		return lock.Owner{}, false
+	}
+	return o, true
+}
+
+// Args returns the arguments of process pid, nil when unreadable.
+func Args(pid int) []string { return args(pid) }

@@ -2,6 +2,8 @@
 
 package proc
 
+import "github.com/hold-dev/hold/lock"
+
 // Process is a process and its arguments (nil when unreadable).
 type Process struct {
 	PID  int
@@ -10,3 +12,9 @@ type Process struct {
 
 // Ancestors is not implemented outside Linux: nil.
 func Ancestors() []Process { return nil }
+
+// Parent cannot be read outside Linux: not ok.
+func Parent() (lock.Owner, bool) { return lock.Owner{}, false }
+
+// Args cannot be read outside Linux: nil.
+func Args(pid int) []string { return nil }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/lockspec"
+	"github.com/hold-dev/hold/internal/proc"
 )
 
 // Status describes a lock's state for people and programs: what `hold
@@ -28,7 +29,8 @@ type Status struct {
 	Token uint64 `json:"token"`
 	// Holder is the owner record (for a free lock: the last holder's).
 	Holder *Holder `json:"holder,omitempty"`
-	// KernelPIDs are the pids the kernel lists for the lock (Linux).
+	// KernelPIDs are the processes the kernel says keep the lock (Linux;
+	// see hold.Holder.PIDs).
 	KernelPIDs []int `json:"kernel_pids,omitempty"`
 	// Openers are the processes that have the lock file open, looked up
 	// when the recorded holder is dead but the lock is held (Linux).
@@ -128,6 +130,27 @@ func NewHolder(h *hold.Holder, held bool) *Holder {
 		if held {
 			hr.HeldSeconds = lockspec.RoundDuration(o.Held(time.Now())).Seconds()
 		}
+	}
+	return hr
+}
+
+// NewErrorHolder describes who holds a lock for an error about contention
+// that a program reads (the agent's error.holder): the owner record where
+// the kernel agrees with it or cannot be asked, and otherwise, when the
+// record is absent (flock(1) holds the lock) or names a process that does
+// not keep it (a dead holder whose child has the lock), the first process
+// the kernel says keeps the lock, which runs, with its command line where
+// it can be read.
+func NewErrorHolder(h *hold.Holder) *Holder {
+	if len(h.PIDs) == 0 || h.Owner != nil && slices.Contains(h.PIDs, h.Owner.PID) {
+		return NewHolder(h, true)
+	}
+	pid := h.PIDs[0]
+	hr := &Holder{PID: pid, Host: proc.Hostname(), Alive: hold.Alive.String()}
+	// The arguments as they are now, if the process is still the one
+	// whose command line the error read.
+	if a := proc.Args(pid); len(a) > 0 && strings.Join(a, " ") == h.Commands[pid] {
+		hr.Command = proc.MaskSecrets(a)
 	}
 	return hr
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, linkSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -41,6 +41,29 @@ test('a target ending in .lock is locked itself too, as flock(1) takes it', { sk
   await l.release();
   assert.equal(spawnSync('flock', ['-n', target, 'true']).status, 0);
   assert.equal(readFileSync(target, 'utf8'), '', 'hold wrote into x.lock');
+});
+
+test("a busy lock that flock(1) holds names flock's pid in err.holder", { skip: process.platform !== 'linux' }, async () => {
+  // No owner record: the kernel's holder is the one named.
+  const target = join(scratch(), 'f.lock');
+  const flock = spawn('flock', [target, 'sleep', '60'], { stdio: 'ignore' });
+  try {
+    let err;
+    for (let i = 0; i < 600 && !err; i++) {
+      try {
+        (await tryLock(target)).release();
+        await new Promise((r) => setTimeout(r, 50)); // flock(1) has not locked it yet
+      } catch (e) {
+        err = e;
+      }
+    }
+    assert.equal(err?.code, 'EBUSY', String(err));
+    assert.equal(err.holder?.pid, flock.pid, JSON.stringify(err.holder));
+    assert.equal(err.holder.alive, 'alive');
+    assert.deepEqual(err.holder.command, ['flock', target, 'sleep', '60']);
+  } finally {
+    flock.kill('SIGKILL');
+  }
 });
 
 test('two locks of one target in one process exclude each other', async () => {

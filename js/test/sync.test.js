@@ -1,7 +1,7 @@
 // The synchronous API: same agent, options and errors as the async one.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -92,13 +92,37 @@ test('a synchronous wait for a lock this process holds is a deadlock, at once', 
     }
     const sync = hold.lockSync(T + '2');
     try { hold.lockSync(T + '2'); } catch (e) { console.log(e.code, e.message); }
+    console.log(process.pid);
   `);
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   const r = await child.exited;
   clearTimeout(timer);
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
-  assert.equal(lines.length, 4, r.stdout);
+  assert.equal(lines.length, 5, r.stdout);
+  // "This very process" is the program, not the agent serving it.
+  const pid = lines.pop();
+  for (const line of lines) assert.match(line, new RegExp(`^EDEADLK acquire .*deadlock: held by pid \\d+ .*this very process \\(pid ${pid}, through hold pid \\d+\\)`));
+});
+
+test('another spelling of a lock held here is a deadlock at once', async () => {
+  // A symlinked directory, "..", and relative for absolute: one lock.
+  const dir = scratch();
+  mkdirSync(join(dir, 'real'));
+  symlinkSync(join(dir, 'real'), join(dir, 'link'));
+  const child = script(`
+    process.chdir(${JSON.stringify(dir)});
+    const held = hold.lockSync(${JSON.stringify(join(dir, 'real', 't'))});
+    for (const T of [${JSON.stringify(join(dir, 'link', 't'))}, ${JSON.stringify(join(dir, 'real', '..', 'real', 't'))}, 'real/t']) {
+      try { hold.lockSync(T, { wait: 60 }); console.log('granted'); } catch (e) { console.log(e.code, e.message); }
+    }
+  `);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const r = await child.exited;
+  clearTimeout(timer);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 3, r.stdout);
   for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*this very process/);
 });
 
@@ -193,7 +217,7 @@ test('a lock that a hold run ancestor holds is a deadlock, at once, sync or asyn
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, 4, r.stdout);
-  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it/);
+  for (const line of lines) assert.match(line, /^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process \(pid \d+, through hold pid \d+\) that waits for it/);
 });
 
 test("a lost lock's error says what happened", () => {

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 from helpers import HANG, TempDirTest, hold, hold_binary
@@ -49,6 +50,28 @@ class LockTest(TempDirTest):
         self.assertEqual(subprocess.run(["flock", "-n", t, "true"]).returncode, 0)
         with open(t, "rb") as f:
             self.assertEqual(f.read(), b"", "hold wrote into x.lock")
+
+    @unittest.skipIf(not sys.platform.startswith("linux"), "the kernel names a lock's holders on Linux")
+    def test_busy_names_a_flock_holder(self) -> None:
+        # flock(1) writes no owner record: the kernel's holder is named.
+        t = self.path("f.lock")
+        p = subprocess.Popen(["flock", t, "sleep", "60"])
+        try:
+            e = None
+            deadline = time.monotonic() + HANG
+            while e is None and time.monotonic() < deadline:
+                try:
+                    hold.try_lock(t).release()
+                    time.sleep(0.05)  # flock(1) has not locked it yet
+                except hold.Busy as busy:
+                    e = busy
+            self.assertIsNotNone(e, "flock(1) never held the lock")
+            assert e is not None
+            self.assertEqual(e.pid, p.pid)
+            self.assertEqual(e.command, ["flock", t, "sleep", "60"])
+        finally:
+            p.kill()
+            p.wait()
 
     def test_busy_names_the_holder(self) -> None:
         t = self.path("data")

@@ -130,6 +130,33 @@ class ReentrancyTest(TempDirTest):
 
         self.assertEqual(self._bounded(nested_update).get("value"), "ok")
 
+    def test_another_spelling_in_same_thread_is_a_deadlock_at_once(self) -> None:
+        # One lock, however it is spelled: through a symlinked directory,
+        # with "..", relative for absolute. The message names this program,
+        # not the agent that serves it.
+        real = self.path("real")
+        os.mkdir(real)
+        os.symlink(real, self.path("link"))
+        t = os.path.join(real, "t")
+        rel = os.path.relpath(t)
+
+        def nested():
+            out = []
+            with hold.lock(t):
+                for other in (self.path("link", "t"), os.path.join(real, "..", "real", "t"), rel):
+                    try:
+                        hold.lock(other, timeout=60).release()
+                        out.append("granted")
+                    except hold.Deadlock as e:
+                        out.append(str(e))
+            return out
+
+        out = self._bounded(nested)
+        self.assertNotIn("error", out, out.get("error"))
+        self.assertEqual(len(out["value"]), 3)
+        for msg in out["value"]:
+            self.assertRegex(msg, rf"the caller itself \(pid {os.getpid()}, through hold pid \d+")
+
     def test_another_threads_lock_is_waited_for(self) -> None:
         t = self.path("t")
         held = threading.Event()
@@ -218,4 +245,4 @@ class AncestorDeadlockTest(TempDirTest):
         lines = r.stdout.strip().split("\n")
         self.assertEqual(len(lines), 3, r.stdout)
         for line in lines:
-            self.assertRegex(line, r"^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process that waits for it")
+            self.assertRegex(line, r"^EDEADLK acquire .*deadlock: held by pid \d+ .*is an ancestor of this process \(pid \d+, through hold pid \d+\) that waits for it")

@@ -1,0 +1,19 @@
+//go:build unix
+
+package hold
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// fileID is a file's device and inode number, which no other file shares
+// while it exists.
+func fileID(fi os.FileInfo) (string, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	return "ino:" + strconv.FormatUint(uint64(st.Dev), 10) + ":" + strconv.FormatUint(uint64(st.Ino), 10), true
+}
