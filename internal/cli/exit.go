@@ -23,6 +23,10 @@ const (
 	exitOSError      = 71 // EX_OSERR: another operating-system error
 	exitCannotCreate = 73 // EX_CANTCREAT: read-only or full filesystem
 	exitSignalBase   = 128
+	// exitKilled is hold run's status when hold had to kill (SIGKILL)
+	// some process of the command: 128+9, as a shell reports a process
+	// SIGKILL ended, whatever status the command's first process had.
+	exitKilled = exitSignalBase + 9
 )
 
 // exitCodeHelp is the exit status table printed by `hold help`.

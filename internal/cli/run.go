@@ -288,6 +288,12 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 	if cmd.ProcessState == nil {
 		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
+	if r.killed {
+		// hold had to kill some of the command: its own status (0, say,
+		// from a shell that trapped SIGTERM while its child ignored it)
+		// would tell that it ended by itself.
+		return exitKilled, nil
+	}
 	return exitStatusOf(cmd.ProcessState), nil
 }
 
@@ -315,6 +321,7 @@ type runEvents struct {
 	finished  chan struct{}
 	stopped   bool
 	lostErr   error // written by loop, read after finished is closed
+	killed    bool  // hold killed (SIGKILL) a process of the command; as lostErr
 }
 
 // started is the running command, the lock it runs under and its
@@ -344,9 +351,11 @@ func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock, t *tree) {
 }
 
 // stop is called once the command has exited (or never started). If the
-// command is being stopped, it waits until none of its processes is left.
-// It returns the error that says the lock was lost while the command ran,
-// if it was. Calling it again does nothing.
+// command is being stopped, it waits until none of its processes is left
+// (the kernel says so: see tree.none); the lock is released only after
+// that. It returns the error that says the lock was lost while the
+// command ran, if it was; r.killed then says whether hold had to kill
+// some of the command. Calling it again does nothing.
 func (r *runEvents) stop() error {
 	if !r.stopped {
 		r.stopped = true
@@ -370,6 +379,7 @@ func (r *runEvents) loop() {
 		reapAt        <-chan time.Time
 	)
 	defer stop.end()
+	defer func() { r.killed = stop.hit }()
 	for {
 		select {
 		case sig := <-r.sigs:

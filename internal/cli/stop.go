@@ -64,7 +64,8 @@ func (d *duration) Type() string { return "duration" }
 // started is told to stop (SIGTERM, or the signal hold was sent), killed
 // (SIGKILL) if any is left after the grace period, and killed again at
 // every look until none is left, so that one forked meanwhile goes too.
-// It lives on runEvents' goroutine.
+// Whether any is left is the tree's none, which asks the kernel, never a
+// count of what one look found. It lives on runEvents' goroutine.
 type stopping struct {
 	t         *tree
 	name      string // the command, for messages
@@ -72,6 +73,7 @@ type stopping struct {
 	killAt    <-chan time.Time // fires at the end of the grace period
 	poll      *time.Ticker
 	killed    bool // SIGKILL sent: send it again at every look
+	hit       bool // SIGKILL found a process of the command to kill
 	announced bool // the escalation was reported on stderr
 }
 
@@ -101,22 +103,23 @@ func (s *stopping) ticks() <-chan time.Time {
 func (s *stopping) kill() {
 	s.killAt = nil
 	s.killed = true
-	if n := s.t.kill(); n > 0 && !s.announced {
-		s.announced = true
-		fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
+	if n := s.t.kill(); n > 0 {
+		s.hit = true
+		if !s.announced {
+			s.announced = true
+			fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
+		}
 	}
 }
 
 // look is one look at what is left, after the direct child has been
-// reaped or not (childGone). It reports whether every process is gone.
+// reaped or not (childGone): once SIGKILL has been sent, one more sweep.
+// It reports whether every process is gone.
 func (s *stopping) look(childGone bool) bool {
-	var left int
-	if s.killed {
-		left = s.t.kill()
-	} else {
-		left = s.t.alive()
+	if s.killed && s.t.kill() > 0 {
+		s.hit = true
 	}
-	return childGone && left == 0
+	return childGone && s.t.none()
 }
 
 // end stops the timers.
