@@ -103,12 +103,20 @@ func (s *stopping) ticks() <-chan time.Time {
 func (s *stopping) kill() {
 	s.killAt = nil
 	s.killed = true
-	if n := s.t.kill(); n > 0 {
-		s.hit = true
-		if !s.announced {
-			s.announced = true
-			fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
-		}
+	s.sweep()
+}
+
+// sweep sends SIGKILL to every process of the command, and says so the
+// first time it finds any.
+func (s *stopping) sweep() {
+	n := s.t.kill()
+	if n == 0 {
+		return
+	}
+	s.hit = true
+	if !s.announced {
+		s.announced = true
+		fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
 	}
 }
 
@@ -116,8 +124,8 @@ func (s *stopping) kill() {
 // reaped or not (childGone): once SIGKILL has been sent, one more sweep.
 // It reports whether every process is gone.
 func (s *stopping) look(childGone bool) bool {
-	if s.killed && s.t.kill() > 0 {
-		s.hit = true
+	if s.killed {
+		s.sweep()
 	}
 	return childGone && s.t.none()
 }

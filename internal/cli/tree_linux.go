@@ -107,52 +107,51 @@ func (t *tree) reapOrphans() {
 	}
 }
 
-// signal sends sig to every live process of the command, each before its
-// children are looked for, so that a process signalled while it forks
-// either fails to fork or has its child listed already. It returns how
-// many live processes it found.
+// signal sends sig (0: none) to every live process of the command, once
+// each, and returns how many it found. Each process is signalled before
+// its children are listed, so that one signalled while it forks either
+// fails to fork or has its child listed already; the passes go on until
+// one finds no process that an earlier one had not signalled (the
+// children of a process that exits meanwhile are hold's by the next pass,
+// and a process that forks and exits at once keeps ahead of one pass but
+// not of the next). The number of passes is bounded: for SIGKILL this is a
+// sweep, repeated at every look until the kernel says that nothing of the
+// command is left (none), not the judge of that.
 func (t *tree) signal(sig syscall.Signal) int {
-	if !t.lists {
-		return t.scan(sig, nil)
+	if sig == 0 {
+		if !t.lists {
+			return t.scan(0, nil)
+		}
+		n, _ := t.walk(0, nil)
+		return n
 	}
-	n, _ := t.walk(sig, nil)
-	return n
-}
-
-// kill sends SIGKILL to every process of the command and returns how many
-// live ones the first pass found. A process SIGKILL reaches never runs
-// again, so it cannot fork once killed; the passes go on until one finds
-// no process that an earlier pass had not killed already (a process that
-// forks and exits at once keeps ahead of one pass but not of the next).
-// The number of passes is bounded: this is a sweep, repeated at every look
-// until the kernel says nothing of the command is left (none), not the
-// judge of that.
-func (t *tree) kill() int {
-	killed := map[int]bool{}
-	first := -1
-	for range killPasses {
-		var n, fresh int
+	seen := map[int]bool{}
+	total := 0
+	for range signalPasses {
+		var fresh int
 		if t.lists {
-			n, fresh = t.walk(unix.SIGKILL, killed)
+			_, fresh = t.walk(sig, seen)
 		} else {
-			n = t.scan(unix.SIGKILL, killed)
-			fresh = n
+			fresh = t.scan(sig, seen)
 		}
-		if first < 0 {
-			first = n
-		}
+		total += fresh
 		if fresh == 0 {
 			break
 		}
 	}
-	return first
+	return total
 }
 
-// killPasses bounds the passes of one kill sweep.
-const killPasses = 64
+// signalPasses bounds the passes of one signal.
+const signalPasses = 64
+
+// kill sends SIGKILL to every process of the command and returns how many
+// live ones it found (see signal). A process SIGKILL reaches never runs
+// again, so it cannot fork once killed.
+func (t *tree) kill() int { return t.signal(unix.SIGKILL) }
 
 // terminate sends sig (SIGTERM, SIGHUP, ...) to every live process of the
-// command and returns how many it found.
+// command, once each, and returns how many it found.
 func (t *tree) terminate(sig os.Signal) int {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -194,9 +193,9 @@ func (t *tree) none() bool {
 
 // walk sends sig (0: none) to every live process of the command, from
 // hold's children down, and reaps the dead orphans it meets. seen, when
-// not nil, holds the processes an earlier pass of this sweep signalled
-// already; walk adds those it signals. It returns how many live processes
-// it found and how many of them were not in seen.
+// not nil, holds the processes an earlier pass signalled already, which
+// walk does not signal again; it adds those it signals. It returns how
+// many live processes it found and how many of them were not in seen.
 func (t *tree) walk(sig syscall.Signal, seen map[int]bool) (live, fresh int) {
 	queue, _ := kernelChildren(t.self)
 	top := len(queue)
@@ -205,9 +204,8 @@ func (t *tree) walk(sig syscall.Signal, seen map[int]bool) (live, fresh int) {
 		if i < top && t.before[pid] {
 			continue
 		}
-		if sig != 0 {
-			t.send(pid, sig)
-		}
+		// The state first: once signalled (SIGKILL) a process may be a
+		// zombie before the next read.
 		p, ok := readStat(pid)
 		if !ok {
 			continue // gone: reaped already, its children re-parented
@@ -221,9 +219,16 @@ func (t *tree) walk(sig syscall.Signal, seen map[int]bool) (live, fresh int) {
 			continue
 		}
 		live++
-		if seen != nil && !seen[pid] {
-			seen[pid] = true
-			fresh++
+		// Signalled before its children are listed, so that one it
+		// forks meanwhile is listed too (see signal); once only.
+		if seen == nil || !seen[pid] {
+			if sig != 0 {
+				t.send(pid, sig)
+			}
+			if seen != nil {
+				seen[pid] = true
+				fresh++
+			}
 		}
 		kids, _ := kernelChildren(pid)
 		queue = append(queue, kids...)
@@ -272,7 +277,7 @@ func childLists() bool {
 	return err == nil
 }
 
-// scan is signal and kill without the kernel's lists of children: every
+// scan is signal without the kernel's lists of children: every
 // process of the table whose chain of parents leads to hold, from one
 // pass over /proc, which misses a process forked during it (the next
 // sweep finds it). seen, when not nil, collects the processes signalled.
