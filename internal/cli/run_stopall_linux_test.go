@@ -344,3 +344,31 @@ func countLines(path string) int {
 	b, _ := os.ReadFile(path)
 	return bytes.Count(b, []byte("\n"))
 }
+
+// TestRunLeavesEarlierChildrenAlone: a shell that runs a job in the
+// background and then execs hold makes that job hold's child; it is not
+// the command's, so stopping the command neither signals it nor waits for
+// it.
+func TestRunLeavesEarlierChildrenAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker := fmt.Sprintf("earlier-%d-%d", os.Getpid(), time.Now().UnixNano())
+	// sh execs hold, so the process started is hold itself.
+	holder, herr := startMarkedCmd(t, marker, dir, nil, "sh", "-c",
+		`sleep 120 & echo $! > job; exec "$0" run --kill-after 0.5 T -c "`+foreground+`"`, holdBin)
+	t.Cleanup(func() { killMarked(marker) })
+	waitFor(t, filepath.Join(dir, "ready"))
+	var job int
+	if _, err := fmt.Sscan(readFile(t, filepath.Join(dir, "job")), &job); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, holder); code != exitSignalBase+int(syscall.SIGTERM) {
+		t.Errorf("hold exited %d, want 143 (the command obeyed SIGTERM): %s", code, herr.String())
+	}
+	if p, ok := readStat(job); !ok || p.state == 'Z' || p.state == 'X' {
+		t.Errorf("the shell's background job (pid %d), which is not the command's, was stopped with it", job)
+	}
+}
