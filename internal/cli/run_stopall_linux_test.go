@@ -353,9 +353,10 @@ func TestRunLeavesEarlierChildrenAlone(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	marker := fmt.Sprintf("earlier-%d-%d", os.Getpid(), time.Now().UnixNano())
-	// sh execs hold, so the process started is hold itself.
+	// sh execs hold, so the process started is hold itself. The job does
+	// not keep the stderr pipe, which the test waits for.
 	holder, herr := startMarkedCmd(t, marker, dir, nil, "sh", "-c",
-		`sleep 120 & echo $! > job; exec "$0" run --kill-after 0.5 T -c "`+foreground+`"`, holdBin)
+		`sleep 120 >/dev/null 2>&1 & echo $! > job; exec "$0" run --kill-after 0.5 T -c "`+foreground+`"`, holdBin)
 	t.Cleanup(func() { killMarked(marker) })
 	waitFor(t, filepath.Join(dir, "ready"))
 	var job int
