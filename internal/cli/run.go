@@ -46,7 +46,9 @@ command, and hold exits only after the command has, with its status
 of the command --kill-after later is killed (SIGKILL). A second SIGINT
 within 2 seconds kills the whole command (Ctrl-C twice). Ctrl-C on a
 terminal already reaches the command directly, so hold does not send it a
-second copy.
+second copy. When hold had to kill (SIGKILL) any process of the command,
+it exits 137 (128+9), whatever status the command's first process left
+(a shell that traps SIGTERM may exit 0 while its child had to be killed).
 
 Lost lock: if the lock is lost while the command runs (its kernel lock
 file removed or replaced, a lease or heartbeat that could not be renewed),
@@ -54,6 +56,12 @@ hold tells the command to stop (SIGTERM), kills what is left after
 --kill-after (default 2s), and exits 65 once none of it runs. A lock that
 can expire is declared lost early enough for all of that to end before
 anyone else can take it.
+
+Once it has begun to stop the command (SIGTERM, a lost lock, Ctrl-C
+twice), hold exits, and lets go of its lock, only when nothing of the
+command runs any more, however often its processes fork (see below for
+how each system knows). A command that ends by itself is not stopped:
+what it left running in the background is left alone.
 
 Lock lifetime:
   kernel locks (--protocol flock, the default): the command inherits the

@@ -15,8 +15,10 @@ import (
 const defaultKillAfter = 2 * time.Second
 
 // reapAllowance is what hold needs on top of --kill-after to see every
-// process of the command gone once SIGKILL is sent: the kernel's delivery,
-// hold's next look (stopPoll) and its own exit. hold run asks the protocol
+// process of the command gone once SIGKILL is sent: the sweeps that kill
+// what was forked meanwhile (tree.kill, at every look), the kernel's
+// delivery, the reaping until the kernel says no child is left
+// (tree.none), and hold's own exit. hold run asks the protocol
 // for StopWithin(kill-after + reapAllowance).
 const reapAllowance = 500 * time.Millisecond
 

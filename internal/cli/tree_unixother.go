@@ -91,8 +91,10 @@ func (t *tree) alive() int { return t.signal(0) }
 func (t *tree) none() bool { return t.signal(0) == 0 }
 
 const treeHelp = `  On loss of the lock, and on SIGTERM, hold stops the command's process
-  group (SIGTERM, then SIGKILL after --kill-after) and exits once none of
-  it is left. In the foreground of a terminal the command shares hold's
-  process group (so Ctrl-C and Ctrl-Z work), and only the command itself
-  is signalled: on this system (not Linux) what it starts in the
+  group (SIGTERM, then SIGKILL after --kill-after, again until the group is
+  empty) and exits once the kernel has no member of it left. What the
+  command moves out of its group (setsid, a daemon) is out of reach on this
+  system (not Linux), which has no child subreaper. In the foreground of a
+  terminal the command shares hold's process group (so Ctrl-C and Ctrl-Z
+  work), and only the command itself is signalled: what it starts in the
   background may then outlive a lost lock.`

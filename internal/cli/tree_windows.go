@@ -99,4 +99,6 @@ func (t *tree) alive() int {
 func (t *tree) none() bool { return t.alive() == 0 }
 
 const treeHelp = `  On loss of the lock hold kills the command and every process it
-  started (a job object), and exits once none is left.`
+  started (a job object), and exits once the job has no process left. A
+  process started with CREATE_BREAKAWAY_FROM_JOB, or in the instant before
+  the command joined the job, is out of reach.`
