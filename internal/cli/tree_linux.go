@@ -101,8 +101,7 @@ func (t *tree) reapOrphans() {
 			continue
 		}
 		if p, ok := readStat(pid); ok && (p.state == 'Z' || p.state == 'X') {
-			var ws unix.WaitStatus
-			unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			t.reap(pid)
 		}
 	}
 }
@@ -183,6 +182,7 @@ func (t *tree) none() bool {
 		case err != nil:
 			return false
 		case pid > 0:
+			delete(t.before, pid)
 			continue
 		}
 		// Children left, none of them dead: the command's, unless only
@@ -213,8 +213,7 @@ func (t *tree) walk(sig syscall.Signal, seen map[int]bool) (live, fresh int) {
 		if p.state == 'Z' || p.state == 'X' {
 			// Its children have been re-parented to hold already.
 			if i < top && pid != t.child.Pid {
-				var ws unix.WaitStatus
-				unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+				t.reap(pid)
 			}
 			continue
 		}
@@ -234,6 +233,16 @@ func (t *tree) walk(sig syscall.Signal, seen map[int]bool) (live, fresh int) {
 		queue = append(queue, kids...)
 	}
 	return live, fresh
+}
+
+// reap reaps hold's dead child pid, which was not the command itself. Its
+// pid may be given to a process of the command next, so it is no longer
+// one of the children from before.
+func (t *tree) reap(pid int) {
+	var ws unix.WaitStatus
+	if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
+		delete(t.before, pid)
+	}
 }
 
 // send signals one process. The command itself is signalled through its
@@ -286,8 +295,7 @@ func (t *tree) scan(sig syscall.Signal, seen map[int]bool) int {
 	for _, p := range descendants(t.self, t.before) {
 		if p.state == 'Z' || p.state == 'X' {
 			if p.ppid == t.self && (t.child == nil || p.pid != t.child.Pid) {
-				var ws unix.WaitStatus
-				unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+				t.reap(p.pid)
 			}
 			continue
 		}
