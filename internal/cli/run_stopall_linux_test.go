@@ -244,10 +244,9 @@ func stopAllTrial(t *testing.T, trial int, trig stopTrigger, files map[string]st
 	args = append(append(args, target), command...)
 	holder, herr := startMarkedCmd(t, marker, dir, nil, args...)
 	t.Cleanup(func() { killMarked(marker) })
-	waitFor(t, filepath.Join(dir, "ready"))
 	// The command's processes are under way (the chain hops, the
 	// daemon writes).
-	waitForLines(t, filepath.Join(dir, "log"), 3)
+	waitUnderWay(t, trial, holder, herr, dir)
 
 	trig.fire(t, dir, holder, px)
 	var second *exec.Cmd
@@ -350,12 +349,25 @@ func killMarked(marker string) {
 	}
 }
 
-// waitForLines waits until path holds at least n lines.
-func waitForLines(t *testing.T, path string, n int) {
+// waitUnderWay waits until the command of holder runs (dir/ready) and has
+// written a few lines to dir/log. If hold exits first, the trial fails
+// with what hold said.
+func waitUnderWay(t *testing.T, trial int, holder *exec.Cmd, herr *bytes.Buffer, dir string) {
 	t.Helper()
-	testenv.Eventually(t, hangLimit, fmt.Sprintf("%d lines in %s", n, path), func() bool {
-		return countLines(path) >= n
-	})
+	deadline := time.Now().Add(hangLimit)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil && countLines(filepath.Join(dir, "log")) >= 3 {
+			return
+		}
+		if p, ok := readStat(holder.Process.Pid); !ok || p.state == 'Z' {
+			code := waitExit(t, holder)
+			t.Fatalf("trial %d: hold exited %d before its command was under way: %s", trial, code, herr.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %d: the command was not under way within %v (ready, 3 lines in log); hold's pid %d", trial, hangLimit, holder.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func countLines(path string) int {
