@@ -34,7 +34,8 @@ const exitCodeHelp = `
 Exit status:
   0..255  the command's own status (hold run); 128+N if it was killed by signal N
   137     hold run had to kill (SIGKILL) some process of the command: it still
-          ran --kill-after after SIGTERM, or Ctrl-C came twice
+          ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
+          is 65 all the same)
   1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
           without the lock (its place in line went away); set another with -E N
   64      usage error: bad flag or argument
