@@ -23,12 +23,19 @@ const (
 	exitOSError      = 71 // EX_OSERR: another operating-system error
 	exitCannotCreate = 73 // EX_CANTCREAT: read-only or full filesystem
 	exitSignalBase   = 128
+	// exitKilled is hold run's status when hold had to kill (SIGKILL)
+	// some process of the command: 128+9, as a shell reports a process
+	// SIGKILL ended, whatever status the command's first process had.
+	exitKilled = exitSignalBase + 9
 )
 
 // exitCodeHelp is the exit status table printed by `hold help`.
 const exitCodeHelp = `
 Exit status:
   0..255  the command's own status (hold run); 128+N if it was killed by signal N
+  137     hold run had to kill (SIGKILL) some process of the command: it still
+          ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
+          is 65 all the same)
   1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
           without the lock (its place in line went away); set another with -E N
   64      usage error: bad flag or argument

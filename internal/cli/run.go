@@ -46,7 +46,9 @@ command, and hold exits only after the command has, with its status
 of the command --kill-after later is killed (SIGKILL). A second SIGINT
 within 2 seconds kills the whole command (Ctrl-C twice). Ctrl-C on a
 terminal already reaches the command directly, so hold does not send it a
-second copy.
+second copy. When hold had to kill (SIGKILL) any process of the command,
+it exits 137 (128+9), whatever status the command's first process left
+(a shell that traps SIGTERM may exit 0 while its child had to be killed).
 
 Lost lock: if the lock is lost while the command runs (its kernel lock
 file removed or replaced, a lease or heartbeat that could not be renewed),
@@ -54,6 +56,12 @@ hold tells the command to stop (SIGTERM), kills what is left after
 --kill-after (default 2s), and exits 65 once none of it runs. A lock that
 can expire is declared lost early enough for all of that to end before
 anyone else can take it.
+
+Once it has begun to stop the command (SIGTERM, a lost lock, Ctrl-C
+twice), hold exits, and lets go of its lock, only when nothing of the
+command runs any more, however often its processes fork (see below for
+how each system knows). A command that ends by itself is not stopped:
+what it left running in the background is left alone.
 
 Lock lifetime:
   kernel locks (--protocol flock, the default): the command inherits the
@@ -290,6 +298,12 @@ func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD boo
 	if cmd.ProcessState == nil {
 		return 0, &errkind.ExecError{Cmd: argv[0], Err: err}
 	}
+	if r.killed {
+		// hold had to kill some of the command: its own status (0, say,
+		// from a shell that trapped SIGTERM while its child ignored it)
+		// would tell that it ended by itself.
+		return exitKilled, nil
+	}
 	return exitStatusOf(cmd.ProcessState), nil
 }
 
@@ -317,6 +331,7 @@ type runEvents struct {
 	finished  chan struct{}
 	stopped   bool
 	lostErr   error // written by loop, read after finished is closed
+	killed    bool  // hold killed (SIGKILL) a process of the command; as lostErr
 }
 
 // started is the running command, the lock it runs under and its
@@ -346,9 +361,11 @@ func (r *runEvents) started(cmd *exec.Cmd, l *hold.Lock, t *tree) {
 }
 
 // stop is called once the command has exited (or never started). If the
-// command is being stopped, it waits until none of its processes is left.
-// It returns the error that says the lock was lost while the command ran,
-// if it was. Calling it again does nothing.
+// command is being stopped, it waits until none of its processes is left
+// (the kernel says so: see tree.none); the lock is released only after
+// that. It returns the error that says the lock was lost while the
+// command ran, if it was; r.killed then says whether hold had to kill
+// some of the command. Calling it again does nothing.
 func (r *runEvents) stop() error {
 	if !r.stopped {
 		r.stopped = true
@@ -372,6 +389,7 @@ func (r *runEvents) loop() {
 		reapAt        <-chan time.Time
 	)
 	defer stop.end()
+	defer func() { r.killed = stop.hit }()
 	for {
 		select {
 		case sig := <-r.sigs:

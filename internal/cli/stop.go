@@ -15,8 +15,10 @@ import (
 const defaultKillAfter = 2 * time.Second
 
 // reapAllowance is what hold needs on top of --kill-after to see every
-// process of the command gone once SIGKILL is sent: the kernel's delivery,
-// hold's next look (stopPoll) and its own exit. hold run asks the protocol
+// process of the command gone once SIGKILL is sent: the sweeps that kill
+// what was forked meanwhile (tree.kill, at every look), the kernel's
+// delivery, the reaping until the kernel says no child is left
+// (tree.none), and hold's own exit. hold run asks the protocol
 // for StopWithin(kill-after + reapAllowance).
 const reapAllowance = 500 * time.Millisecond
 
@@ -64,7 +66,8 @@ func (d *duration) Type() string { return "duration" }
 // started is told to stop (SIGTERM, or the signal hold was sent), killed
 // (SIGKILL) if any is left after the grace period, and killed again at
 // every look until none is left, so that one forked meanwhile goes too.
-// It lives on runEvents' goroutine.
+// Whether any is left is the tree's none, which asks the kernel, never a
+// count of what one look found. It lives on runEvents' goroutine.
 type stopping struct {
 	t         *tree
 	name      string // the command, for messages
@@ -72,6 +75,7 @@ type stopping struct {
 	killAt    <-chan time.Time // fires at the end of the grace period
 	poll      *time.Ticker
 	killed    bool // SIGKILL sent: send it again at every look
+	hit       bool // SIGKILL found a process of the command to kill
 	announced bool // the escalation was reported on stderr
 }
 
@@ -101,22 +105,31 @@ func (s *stopping) ticks() <-chan time.Time {
 func (s *stopping) kill() {
 	s.killAt = nil
 	s.killed = true
-	if n := s.t.kill(); n > 0 && !s.announced {
+	s.sweep()
+}
+
+// sweep sends SIGKILL to every process of the command, and says so the
+// first time it finds any.
+func (s *stopping) sweep() {
+	n := s.t.kill()
+	if n == 0 {
+		return
+	}
+	s.hit = true
+	if !s.announced {
 		s.announced = true
 		fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
 	}
 }
 
 // look is one look at what is left, after the direct child has been
-// reaped or not (childGone). It reports whether every process is gone.
+// reaped or not (childGone): once SIGKILL has been sent, one more sweep.
+// It reports whether every process is gone.
 func (s *stopping) look(childGone bool) bool {
-	var left int
 	if s.killed {
-		left = s.t.kill()
-	} else {
-		left = s.t.alive()
+		s.sweep()
 	}
-	return childGone && left == 0
+	return childGone && s.t.none()
 }
 
 // end stops the timers.

@@ -68,9 +68,33 @@ func (t *tree) signal(sig syscall.Signal) int {
 	return 1
 }
 
+// terminate sends sig to the command's processes and reports 1 if any is
+// left, else 0 (see signal).
+func (t *tree) terminate(sig os.Signal) int {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		s = syscall.SIGTERM
+	}
+	return t.signal(s)
+}
+
+// kill sends SIGKILL to the command's processes (see signal).
+func (t *tree) kill() int { return t.signal(syscall.SIGKILL) }
+
+// alive reports 1 if any process of the command is left, else 0.
+func (t *tree) alive() int { return t.signal(0) }
+
+// none reports whether no process of the command is left, once the
+// command itself has been reaped: the kernel has no member of its process
+// group left. Without a group of its own (in the foreground of a
+// terminal) only the command itself could be followed, and it is gone.
+func (t *tree) none() bool { return t.signal(0) == 0 }
+
 const treeHelp = `  On loss of the lock, and on SIGTERM, hold stops the command's process
-  group (SIGTERM, then SIGKILL after --kill-after) and exits once none of
-  it is left. In the foreground of a terminal the command shares hold's
-  process group (so Ctrl-C and Ctrl-Z work), and only the command itself
-  is signalled: on this system (not Linux) what it starts in the
+  group (SIGTERM, then SIGKILL after --kill-after, again until the group is
+  empty) and exits once the kernel has no member of it left. What the
+  command moves out of its group (setsid, a daemon) is out of reach on this
+  system (not Linux), which has no child subreaper. In the foreground of a
+  terminal the command shares hold's process group (so Ctrl-C and Ctrl-Z
+  work), and only the command itself is signalled: what it starts in the
   background may then outlive a lost lock.`

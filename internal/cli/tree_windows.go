@@ -93,5 +93,12 @@ func (t *tree) alive() int {
 	return int(info.ActiveProcesses)
 }
 
+// none reports whether no process of the command is left, once the
+// command itself has exited: the job has no active process (without a
+// job, the command's exit is all hold can follow).
+func (t *tree) none() bool { return t.alive() == 0 }
+
 const treeHelp = `  On loss of the lock hold kills the command and every process it
-  started (a job object), and exits once none is left.`
+  started (a job object), and exits once the job has no process left. A
+  process started with CREATE_BREAKAWAY_FROM_JOB, or in the instant before
+  the command joined the job, is out of reach.`
