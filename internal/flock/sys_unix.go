@@ -387,7 +387,7 @@ func openForInspect(path string) (*lockFile, error) {
 func openRetry(path string, flags int, perm uint32) (int, error) {
 	pause, waited := leasePause, time.Duration(0)
 	for {
-		fd, err := unix.Open(path, flags, perm)
+		fd, err := openPath(path, flags, perm)
 		switch {
 		case err == unix.EINTR:
 			continue
