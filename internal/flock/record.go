@@ -97,8 +97,8 @@ func lastFence(size int64, raw []byte) uint64 {
 // the file (usually without reading it, see verified); the record and the
 // token are written when someone asks for them (Fence, Owner: `hold run`
 // does, for HOLD_TOKEN), or once the hold has lasted recordDelay. A short
-// hold that nobody asks about costs what gofrs/flock's does: open, statx,
-// flock, close. Whoever looks in the meantime still never names a past
+// hold that nobody asks about costs what gofrs/flock's does: open, flock,
+// statx, close. Whoever looks in the meantime still never names a past
 // holder: the file then holds a past record (released), or nothing, and
 // readers fall back to the pids the kernel reports (/proc/locks). A file
 // holding a live record (its writer was killed) is rewritten at once, so
