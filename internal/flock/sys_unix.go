@@ -183,6 +183,9 @@ func (f *lockFile) isFile(fi os.FileInfo) bool {
 // more than one, which may keep a name elsewhere) costs a look at the
 // path, as one whose count is 0 does to confirm it (a filesystem that
 // reports no link count must not send the acquisition round for ever).
+// (Where change times are coarse, a link added and the path renamed over
+// within one clock tick of the verification would leave the stamp equal;
+// the count read before the lock missed a link added after it alike.)
 func (f *lockFile) replaced(path string) bool {
 	if f.links == 1 && verified.hasBefore(f) {
 		return false
