@@ -40,7 +40,7 @@ func fileType(fd int) (fileInfo, error) {
 // dearer.
 func pathID(path string) (fileKey, error) {
 	var stx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &stx)
+	err := statxPath(path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &stx)
 	if err == unix.ENOSYS {
 		return lstatID(path)
 	}
@@ -68,6 +68,22 @@ func statxFd(fd int, mask int, stx *unix.Statx_t) error {
 }
 
 var emptyPath = [1]byte{0}
+
+// statxPath is unix.Statx(AT_FDCWD, path, flags, mask, stx) with the
+// path's C string made on the stack, as openPath makes it.
+func statxPath(path string, flags, mask int, stx *unix.Statx_t) error {
+	var buf [pathBufSize]byte
+	if len(path) >= len(buf) || strings.IndexByte(path, 0) >= 0 {
+		return unix.Statx(unix.AT_FDCWD, path, flags, mask, stx)
+	}
+	copy(buf[:], path)
+	dirfd := unix.AT_FDCWD
+	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(&buf[0])), uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(stx)), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
 
 // pathBufSize bounds the lock paths openPath hands the kernel from the
 // stack; longer ones are converted by unix.Open.
