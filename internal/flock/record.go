@@ -347,10 +347,14 @@ func (h *handle) erase() {
 // record this holder wrote. The holder's command may have written the
 // file since: a lock file that is the user's own file by name (`hold run
 // x.lock -c 'echo 1 > x.lock'`) then holds their data, which erase must
-// not overwrite. One read, only for a hold that wrote its record.
+// not overwrite. One read, only for a hold that wrote its record: one
+// pread of a byte more than the record, as readRecord reads, since a short
+// read of a regular file is its end (one that came short for another
+// reason would only make the record look changed, and keep it, which the
+// next holder then overwrites at once).
 func (h *handle) recordIntact() bool {
 	got := make([]byte, len(h.record)+1)
-	n, err := h.f.readAt(got, 0)
+	n, err := h.f.readOnce(got, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false
 	}
