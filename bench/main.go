@@ -12,6 +12,7 @@
 //
 //	cd bench && go run . -o results          # full run, a few minutes
 //	cd bench && go run . -quick -o /tmp/b    # a quick look
+//	cd bench && go run . -baseline REV       # this tree against hold at git revision REV
 //
 // The suite is its own module so that its dependencies stay out of hold's.
 package main
