@@ -223,6 +223,11 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 	if _, network := c.protocol.(lock.Closer); network || len(runners()) == 0 {
 		return c.protocol.Acquire(ctx, req)
 	}
+	// The watch's goroutine has a copy of the config: capturing c would
+	// move every caller's config to the heap, even Acquire's without
+	// options, which keeps its own on the stack.
+	cc := *c
+	w := &cc
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -240,12 +245,12 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 			}
 			pause = min(2*pause, time.Second)
 			holder := func() *Holder {
-				if st, err := c.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
+				if st, err := w.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
 					return st.Holder
 				}
 				return nil
 			}
-			if derr := c.ancestorCycle(req, holder); derr != nil {
+			if derr := w.ancestorCycle(req, holder); derr != nil {
 				cancel(derr)
 				return
 			}

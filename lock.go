@@ -62,6 +62,11 @@ type Lock struct {
 // if the kernel grants it later the lock is dropped at once (a TryAcquire
 // elsewhere in that instant may find it busy, held by this process).
 func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) {
+	if len(opts) == 0 {
+		var c config
+		c.defaults()
+		return c.acquire(ctx, target)
+	}
 	c, err := configFor(inAcquire, target, opts)
 	if err != nil {
 		return nil, err
@@ -132,10 +137,20 @@ func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
 // When someone does, it returns an *Error matching ErrBusy whose Holder
 // describes them.
 func TryAcquire(target string, opts ...Option) (*Lock, error) {
+	if len(opts) == 0 {
+		var c config
+		c.defaults()
+		return c.tryAcquire(target)
+	}
 	c, err := configFor(inTryAcquire, target, opts)
 	if err != nil {
 		return nil, err
 	}
+	return c.tryAcquire(target)
+}
+
+// tryAcquire is TryAcquire with the options applied.
+func (c *config) tryAcquire(target string) (*Lock, error) {
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package hold
 import (
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
@@ -106,6 +107,15 @@ func configFor(in entry, target string, opts []Option) (*config, error) {
 		}
 		o.set(c)
 	}
+	c.defaults()
+	return c, nil
+}
+
+// defaults sets what depends on all the options (see configFor). With no
+// options it is the whole config: Acquire and TryAcquire then keep theirs
+// on the stack, which applying an option (a call through a func value)
+// would move to the heap.
+func (c *config) defaults() {
 	if c.protocol == nil {
 		c.protocol = DefaultProtocol()
 	}
@@ -113,7 +123,6 @@ func configFor(in entry, target string, opts []Option) (*config, error) {
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
-	return c, nil
 }
 
 // request turns the options and target into what the protocol is handed.
@@ -129,7 +138,7 @@ func (c *config) request(target string) (*Request, error) {
 	// once its record is written, which a short hold never does.
 	before := c.beforeCreate
 	if before == nil && c.lockFile == "" && !c.named {
-		before = func() error { return refuseSpecialTarget(target) }
+		before = specialTargetCheck(target)
 	}
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
@@ -137,3 +146,25 @@ func (c *config) request(target string) (*Request, error) {
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }
+
+// specialTargetCheck returns the BeforeCreate of a request for target:
+// refuseSpecialTarget(target). The function made for the last target
+// asked is kept and handed out again for the same target, so that a
+// process taking one lock in a loop does not make one per acquisition:
+// it depends on nothing but the target, and is only ever called.
+func specialTargetCheck(target string) func() error {
+	if s := lastSpecialCheck.Load(); s != nil && s.target == target {
+		return s.check
+	}
+	s := &specialCheck{target: target, check: func() error { return refuseSpecialTarget(target) }}
+	lastSpecialCheck.Store(s)
+	return s.check
+}
+
+// specialCheck is a target and its refuseSpecialTarget.
+type specialCheck struct {
+	target string
+	check  func() error
+}
+
+var lastSpecialCheck atomic.Pointer[specialCheck]

@@ -12,6 +12,7 @@
 //
 //	cd bench && go run . -o results          # full run, a few minutes
 //	cd bench && go run . -quick -o /tmp/b    # a quick look
+//	cd bench && go run . -baseline REV       # this tree against hold at git revision REV
 //
 // The suite is its own module so that its dependencies stay out of hold's.
 package main
@@ -54,11 +55,15 @@ func main() {
 		listing  = flag.Bool("listing", false, "run only the `hold ls` / `hold status` rows against `ls -l` (writes listing.md)")
 		holdExe  = flag.String("hold", "", "with -listing: the hold executable to time (default: built from the parent module)")
 		holdF    = flag.Bool("holdfiles", false, "internal: flock the files named on stdin until stdin closes")
+		baseRev  = flag.String("baseline", "", "compare with hold at this git revision: build the suite against it too and run the Go rows alternately from both builds (default 8 rounds), writing baseline.md")
+		uncBatch = flag.Int("uncontended", 0, "internal: time this many uncontended acquisitions of each op, once")
 	)
 	flag.Parse()
 	switch {
 	case *echo:
 		os.Exit(echoMain())
+	case *uncBatch > 0:
+		os.Exit(uncontendedMain(*uncBatch))
 	case *holdF:
 		os.Exit(holdFilesMain())
 	case *listing:
@@ -88,6 +93,9 @@ func main() {
 			*budget = 1500 * time.Millisecond
 		}
 	}
+	if *baseRev != "" && !flagSet("rounds") {
+		*rounds = 8
+	}
 	*rounds = max(*rounds, 1)
 	var counts []int
 	for _, s := range strings.Split(*ns, ",") {
@@ -105,10 +113,28 @@ func main() {
 		}
 	}
 	se := &suiteEnv{base: *base, modules: *modules}
+	if *baseRev != "" {
+		batch := 20000
+		if *quick {
+			batch = 2000
+		}
+		if err := runBaseline(se, *out, *baseRev, counts, *only, *total, *rounds, *budget, batch); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if err := runSuite(se, *out, counts, list, *total, *rounds, *budget, *quick, *png); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func containsName(csv, name string) bool {
@@ -285,13 +311,7 @@ func runSuite(se *suiteEnv, out string, counts []int, list []impl, total, rounds
 			results = append(results, r)
 		}
 	}
-	cmdline := "go run ."
-	for _, a := range os.Args[1:] {
-		if strings.ContainsAny(a, " '\"()$*?") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		cmdline += " " + a
-	}
+	cmdline := commandLine()
 	wakeAfter, meanAfter, err := wakeupLatency(self, 2000)
 	if err != nil {
 		return err

@@ -4,16 +4,19 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // TestMain lets the test binary serve as the suite's worker and flock(1)
 // child, as the suite re-runs its own executable for them.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-cs" || os.Args[1] == "-echo") {
+	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-cs" || os.Args[1] == "-echo" || os.Args[1] == "-uncontended") {
 		main()
 		return
 	}
@@ -95,5 +98,35 @@ func TestHandoffs(t *testing.T) {
 	n, lat := handoffs(acqs)
 	if n != 2 || len(lat) != 2 || lat[0] != 90 || lat[1] != 5 {
 		t.Fatalf("handoffs = %d %v, want 2 [90 5]", n, lat)
+	}
+}
+
+// TestBaselineSmoke builds the suite against hold at HEAD and runs the
+// baseline comparison briefly: every row gets its figures from both
+// builds and the report is written. (It checks the report's shape only:
+// its ratios are timings.)
+func TestBaselineSmoke(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.MissingTool(t, "git", "building the suite against a revision of hold")
+	}
+	if err := exec.Command("git", "-C", "..", "rev-parse", "--verify", "HEAD").Run(); err != nil {
+		testenv.MissingTool(t, "a git checkout of hold", "building the suite against a revision of hold")
+	}
+	out := t.TempDir()
+	if err := runBaseline(&suiteEnv{}, out, "HEAD", []int{2}, "hold,gofrs/flock", 40, 2, time.Second, 200); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "baseline.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| row | current | baseline | current / baseline |", "| uncontended hold |", "| uncontended gofrs/flock |",
+		"| N=2 hold |", "| N=2 gofrs/flock |", "| N=2 hold / gofrs/flock |", "2 rounds"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("baseline.md lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "| 0 |") || strings.Contains(string(b), "| 0 ns |") {
+		t.Errorf("a row has no figure:\n%s", b)
 	}
 }

@@ -116,15 +116,33 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 	if err != nil {
 		return nil, false, err
 	}
-	if wait && ctx.Done() == nil && req.Logger == nil && f.linkCount() == 1 && verified.has(f) {
-		// A wait nothing can end, with nobody to tell that it waits, on a
-		// file known to be hold's: one blocking flock(2), as gofrs/flock
-		// and lockedfile do. (Trying first without blocking costs every
-		// contended acquisition a system call.)
-		resched.BeforeBlocking()
-		err = f.lock(req.Shared, true)
-	} else {
-		err = f.lock(req.Shared, false)
+	return p.lockOpened(ctx, req, f, writable, wait, readOnly)
+}
+
+// lockOpened locks f, the lock file take just opened, and judges it.
+//
+// The lock is tried first and the file looked at after (identify): that
+// one statx then says both what the file is and, the lock being held,
+// that it kept its name (replaced), where a look before the lock needed a
+// second system call after it for the second. An uncontended acquisition
+// is so open, flock, statx, close. What this costs: a file hold refuses (a
+// FIFO or a device planted at the lock path, a directory lock of the
+// portable protocol at an explicit one) is held for an instant before the
+// refusal, never waited for, and let go at once, with the refusal it had
+// before; and a contended acquisition tries once without blocking before
+// it waits, as it must to look at the file before any wait.
+func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile, writable, wait, readOnly bool) (h *handle, eager bool, err error) {
+	err = f.lock(req.Shared, false)
+	if ierr := f.identify(req.Explicit); ierr != nil {
+		f.release()
+		return nil, false, ierr
+	}
+	if writable && f.otherUsers() {
+		// Another user's file, and this process runs as root: hold will
+		// not write into it, so it holds it on a read-only descriptor
+		// (as for the files acquire reopens), before any wait.
+		f.release()
+		return p.take(ctx, req, wait, true)
 	}
 	if err != nil && isBusy(err) {
 		// A derived path holding another tool's file is refused as such,
@@ -146,6 +164,10 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 			// f now belongs to the abandoned wait, which closes it.
 			h := holderAt(req.Path)
 			return nil, false, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}
+		}
+		if err == nil {
+			// What identify saw came before the wait.
+			f.refresh()
 		}
 	}
 	if err != nil {

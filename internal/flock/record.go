@@ -97,8 +97,8 @@ func lastFence(size int64, raw []byte) uint64 {
 // the file (usually without reading it, see verified); the record and the
 // token are written when someone asks for them (Fence, Owner: `hold run`
 // does, for HOLD_TOKEN), or once the hold has lasted recordDelay. A short
-// hold that nobody asks about costs what gofrs/flock's does: open, statx,
-// flock, close. Whoever looks in the meantime still never names a past
+// hold that nobody asks about costs what gofrs/flock's does: open, flock,
+// statx, close. Whoever looks in the meantime still never names a past
 // holder: the file then holds a past record (released), or nothing, and
 // readers fall back to the pids the kernel reports (/proc/locks). A file
 // holding a live record (its writer was killed) is rewritten at once, so
@@ -347,10 +347,14 @@ func (h *handle) erase() {
 // record this holder wrote. The holder's command may have written the
 // file since: a lock file that is the user's own file by name (`hold run
 // x.lock -c 'echo 1 > x.lock'`) then holds their data, which erase must
-// not overwrite. One read, only for a hold that wrote its record.
+// not overwrite. One read, only for a hold that wrote its record: one
+// pread of a byte more than the record, as readRecord reads, since a short
+// read of a regular file is its end (one that came short for another
+// reason would only make the record look changed, and keep it, which the
+// next holder then overwrites at once).
 func (h *handle) recordIntact() bool {
 	got := make([]byte, len(h.record)+1)
-	n, err := h.f.readAt(got, 0)
+	n, err := h.f.readOnce(got, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false
 	}

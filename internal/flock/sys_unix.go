@@ -37,6 +37,9 @@ type lockFile struct {
 	dir bool
 	// created: this open made the file; see removeIfAlone.
 	created bool
+	// openGen is the verified cache's generation when the file was opened
+	// (see fileCache.hasBefore).
+	openGen uint64
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -166,17 +169,26 @@ func (f *lockFile) isFile(fi os.FileInfo) bool {
 // the open: renamed over (`hold update` of a file whose name ends in
 // ".lock", which is locked itself too, or the command of `hold run x.lock`
 // saving it) or removed. A lock taken on such a file guards nothing, since
-// everyone else opens the file the path names now. One fstat: the file
-// then has no link left. A file that had more than one link when it was
-// opened may keep one elsewhere, so its path is asked instead, as it is
-// to confirm a count of 0 (a filesystem that reports no link count must
-// not send the acquisition round for ever).
+// everyone else opens the file the path names now. It is asked with the
+// lock held, after identify (or refresh, after a wait) looked at the
+// locked file, and costs no system call of its own when that look proves
+// the name kept: the file has one link, and it is unchanged since this
+// process verified it before the open (verified.hasBefore), when it had
+// one link too. The file's change time moves with every change of its
+// links (a rename over the path takes the old file's only link), so the
+// file kept its one name, the one the open found at path, from before the
+// open until the lock was held; once the lock is held, a rename under it
+// is a loss, which Check and the watch find. Any other file (its first
+// acquisition in this process, one that changed, one with no link left or
+// more than one, which may keep a name elsewhere) costs a look at the
+// path, as one whose count is 0 does to confirm it (a filesystem that
+// reports no link count must not send the acquisition round for ever).
+// (Where change times are coarse, a link added and the path renamed over
+// within one clock tick of the verification would leave the stamp equal;
+// the count read before the lock missed a link added after it alike.)
 func (f *lockFile) replaced(path string) bool {
-	if f.links == 1 {
-		var st unix.Stat_t
-		if unix.Fstat(f.sysfd(), &st) != nil || st.Nlink != 0 {
-			return false
-		}
+	if f.links == 1 && verified.hasBefore(f) {
+		return false
 	}
 	same, err := f.namedBy(path)
 	return err == nil && !same
@@ -283,6 +295,9 @@ func openLockFile(path string, m openMode) (f *lockFile, writable bool, err erro
 	if m.readOnly {
 		access = unix.O_RDONLY
 	}
+	// Asked before the open: an entry of the verified cache this
+	// generation covers was verified before the file was opened.
+	gen := verified.generation()
 	// The file nearly always exists: open it without O_CREAT, which
 	// costs nothing more, and only when it is missing create it, so that
 	// created can say whether this open made it (see removeIfAlone), and
@@ -312,17 +327,37 @@ func openLockFile(path string, m openMode) (f *lockFile, writable bool, err erro
 	if err != nil {
 		return nil, false, openError(path, err)
 	}
-	fi, err := checkRegular(fd, path, m.explicit)
+	// What the file is (identify) is asked once it is locked, by the
+	// acquisition (see Protocol.lockOpened).
+	return &lockFile{fd: fd, path: path, created: created, openGen: gen}, writable, nil
+}
+
+// identify looks at the open lock file (one statx): it refuses anything
+// but a regular file, or, at an explicit path, a directory that is not a
+// portable lock, and notes the file's identity, link count, owner and
+// change stamp. An acquisition asks once it has tried the lock, so that
+// the same look also tells whether the file kept its name (replaced).
+func (f *lockFile) identify(explicit bool) error {
+	fi, err := checkRegular(f.sysfd(), f.path, explicit)
 	if err != nil {
-		unix.Close(fd)
-		return nil, false, err
+		return err
 	}
-	if writable && fi.uid != 0 && euid() == 0 {
-		// Another user's file: hold will not write into it (otherUsers).
-		unix.Close(fd)
-		return openLockFile(path, openMode{explicit: m.explicit, readOnly: true})
+	f.id, f.links, f.uid, f.changed, f.dir = fi.id, fi.links, fi.uid, fi.changed, fi.mode == unix.S_IFDIR
+	return nil
+}
+
+// refresh looks at the file again once a wait has been granted the lock,
+// as identify looked before the wait: the link count and the change stamp
+// are then those of the locked file, which replaced and judge decide on.
+// When the look fails, the stamp is forgotten, so that neither trusts the
+// cache of verified files (the path is asked, and the file read).
+func (f *lockFile) refresh() {
+	fi, err := fileType(f.sysfd())
+	if err != nil {
+		f.changed = fileStamp{}
+		return
 	}
-	return &lockFile{fd: fd, path: path, id: fi.id, links: fi.links, uid: fi.uid, changed: fi.changed, dir: fi.mode == unix.S_IFDIR, created: created}, writable, nil
+	f.links, f.uid, f.changed = fi.links, fi.uid, fi.changed
 }
 
 // openForInspect opens an existing lock file read-only, never creating it.
@@ -355,7 +390,7 @@ func openForInspect(path string) (*lockFile, error) {
 func openRetry(path string, flags int, perm uint32) (int, error) {
 	pause, waited := leasePause, time.Duration(0)
 	for {
-		fd, err := unix.Open(path, flags, perm)
+		fd, err := openPath(path, flags, perm)
 		switch {
 		case err == unix.EINTR:
 			continue

@@ -9,12 +9,13 @@ import (
 // verified remembers lock files this process has read and found to be
 // hold's with no live record in them (empty, or a past record), by
 // identity and change time. An acquisition that finds the file unchanged
-// since then (same device, inode, ctime and size from the statx the open
-// makes anyway) need not read it again: that read was a fifth system call
-// on every acquisition. Any write to the file, by anyone, moves its ctime,
-// and the check under the lock that licenses writing (publishLocked) never
-// trusts this cache, so a stale entry can at worst delay the refusal of a
-// derived path that became foreign to the first write attempt.
+// since then (same device, inode, ctime and size from the statx the
+// acquisition makes anyway) need not read it again: that read was a fifth
+// system call on every acquisition. Any write to the file, by anyone,
+// moves its ctime, and the check under the lock that licenses writing
+// (publishLocked) never trusts this cache, so a stale entry can at worst
+// delay the refusal of a derived path that became foreign to the first
+// write attempt.
 //
 // It is per process because what this process has read is a fact about
 // the process, like its pid; it is bounded, and simply emptied when full.
@@ -23,22 +24,52 @@ var verified = fileCache{max: 256}
 type fileCache struct {
 	max int
 	mu  sync.Mutex
-	m   map[fileKey]fileStamp
+	m   map[fileKey]verifiedAs
+	// gen counts the entries ever added: each entry carries the count
+	// at its addition, and each lock file the count at its open, so that
+	// hasBefore can tell an entry that predates an open.
+	gen atomic.Uint64
+}
+
+// verifiedAs is what the cache knows of a file: its stamp when it was
+// verified (with one link), and the generation of that entry.
+type verifiedAs struct {
+	stamp fileStamp
+	gen   uint64
 }
 
 // has reports whether f is unchanged since it was verified.
 func (c *fileCache) has(f *lockFile) bool {
+	_, ok := c.lookup(f)
+	return ok
+}
+
+// hasBefore reports whether f is unchanged since it was verified, and
+// that verification came before f was opened (its stamp was taken
+// before the open: see lockFile.replaced).
+func (c *fileCache) hasBefore(f *lockFile) bool {
+	gen, ok := c.lookup(f)
+	return ok && gen <= f.openGen
+}
+
+// lookup returns the generation of f's entry, and whether f is unchanged
+// since it was verified.
+func (c *fileCache) lookup(f *lockFile) (gen uint64, ok bool) {
 	st, ok := f.stamp()
 	if !ok {
-		return false
+		return 0, false
 	}
 	c.mu.Lock()
 	got, found := c.m[f.key()]
 	c.mu.Unlock()
-	return found && got == st
+	return got.gen, found && got.stamp == st
 }
 
-// add remembers f as verified, as of its open.
+// generation is the count of entries added so far, which a lock file
+// notes at its open.
+func (c *fileCache) generation() uint64 { return c.gen.Load() }
+
+// add remembers f as verified, as of its last look (identify or refresh).
 func (c *fileCache) add(f *lockFile) {
 	st, ok := f.stamp()
 	if !ok {
@@ -46,9 +77,9 @@ func (c *fileCache) add(f *lockFile) {
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= c.max {
-		c.m = make(map[fileKey]fileStamp)
+		c.m = make(map[fileKey]verifiedAs)
 	}
-	c.m[f.key()] = st
+	c.m[f.key()] = verifiedAs{st, c.gen.Add(1)}
 	c.mu.Unlock()
 }
 

@@ -1,0 +1,130 @@
+package hold_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
+)
+
+// The uncontended cycle, Acquire + Release of a plain target, is what a
+// program taking one lock in a loop pays on every turn, so what it costs
+// is pinned here in the two measures that do not depend on the machine's
+// load: system calls and allocations. A change that adds to either fails
+// these tests; if it must, say why in docs/bench.md and raise the figure.
+
+// cycleSyscalls is what an uncontended cycle costs on Linux, as an
+// open-lock-close cycle does: openat, flock, statx (what the file is and
+// that it kept its name, with the lock held), close.
+const cycleSyscalls = 4
+
+// cycleAllocs bounds the allocations of an uncontended cycle: the
+// request, its lock path, the lock file, the protocol's handle and the
+// Lock.
+const cycleAllocs = 5
+
+func TestUncontendedCycleSystemCalls(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	cycle := func() {
+		l, err := hold.Acquire(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The calls are counted on this goroutine's thread only (the
+	// runtime's other threads do their own work meanwhile).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	counter := openSyscallCounter(t)
+	defer unix.Close(counter)
+	for range 3 {
+		cycle() // the lock file exists, this process knows it
+	}
+	// A batch may catch a call of the runtime's on this thread (the
+	// return from a preemption signal, a page of stack): the least of
+	// several batches is the cycle's own.
+	const batch = 50
+	least, reading := uint64(1<<62), uint64(1<<62)
+	for range 10 {
+		before := readCounter(t, counter)
+		for range batch {
+			cycle()
+		}
+		least = min(least, readCounter(t, counter)-before)
+		// (The second read of the counter is counted too.)
+		before = readCounter(t, counter)
+		reading = min(reading, readCounter(t, counter)-before)
+	}
+	least -= reading
+	if per := float64(least) / batch; per > cycleSyscalls {
+		t.Errorf("an uncontended Acquire + Release makes %.2f system calls, want %d (openat, flock, statx, close): see docs/bench.md", per, cycleSyscalls)
+	}
+}
+
+func TestUncontendedCycleAllocations(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(200, func() {
+		l, err := hold.Acquire(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > cycleAllocs {
+		t.Errorf("an uncontended Acquire + Release makes %.1f allocations, want at most %d: see docs/bench.md", allocs, cycleAllocs)
+	}
+}
+
+// openSyscallCounter counts the system calls this thread enters, with the
+// kernel's raw_syscalls:sys_enter tracepoint (perf_event_open(2)).
+func openSyscallCounter(t *testing.T) int {
+	t.Helper()
+	const why = "counting the system calls of a lock cycle"
+	var id uint64
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		b, err := os.ReadFile(filepath.Join(dir, "events/raw_syscalls/sys_enter/id"))
+		if err == nil {
+			id, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			if err == nil {
+				break
+			}
+		}
+	}
+	if id == 0 {
+		testenv.MissingTool(t, "the tracepoint raw_syscalls:sys_enter (tracefs)", why)
+	}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_TRACEPOINT,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config: id,
+	}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		testenv.MissingTool(t, "perf_event_open(2) of a tracepoint ("+err.Error()+")", why)
+	}
+	return fd
+}
+
+func readCounter(t *testing.T, fd int) uint64 {
+	t.Helper()
+	var b [8]byte
+	if n, err := unix.Read(fd, b[:]); err != nil || n != 8 {
+		t.Fatalf("reading the system call counter: %d bytes, %v", n, err)
+	}
+	return *(*uint64)(unsafe.Pointer(&b[0]))
+}
