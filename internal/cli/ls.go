@@ -140,10 +140,7 @@ func defaultLsPaths() []string {
 // hold kept them (see hold.Named): a holder there still excludes its name.
 // Free ones there are not listed; they are leftovers of those versions.
 func (l *lister) listEarlierNamed() {
-	for _, dir := range nameddir.Earlier() {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
+	for _, dir := range nameddir.EarlierOwn() {
 		n := len(l.rows)
 		if l.listDir(dir) != nil {
 			l.rows = l.rows[:n]

@@ -64,3 +64,20 @@ func Earlier() []string {
 	}
 	return out
 }
+
+// EarlierOwn returns the places of Earlier that can hold a named lock of
+// this user's: those that exist and pass CheckPrivate. hold.Named waits
+// for a holder there; `hold status --name` and `hold ls` report one. A
+// place that another user made (or anyone may write) is skipped by all
+// three alike: an earlier hold refused such a directory too, so no
+// holder of this user's can be in it, and what is there (a lock with a
+// record of anyone's choosing) is not this user's lock.
+func EarlierOwn() []string {
+	var out []string
+	for _, d := range Earlier() {
+		if CheckPrivate(d) == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
