@@ -59,8 +59,23 @@ func NamedDir() (string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return "", err
 	}
-	return dir, checkPrivateDir(dir)
+	if err := checkPrivateDir(dir); err != nil {
+		if errors.Is(err, nameddir.ErrNotPrivate) {
+			err = foreignDir{err}
+		}
+		return "", err
+	}
+	return dir, nil
 }
+
+// foreignDir is a named-lock directory that someone else made, or may
+// write: something hold did not create, which it does not use (it
+// matches ErrForeign).
+type foreignDir struct{ err error }
+
+func (e foreignDir) Error() string      { return e.err.Error() }
+func (e foreignDir) Unwrap() error      { return e.err }
+func (foreignDir) Is(target error) bool { return target == ErrForeign }
 
 // NamedDirPath returns where NamedDir keeps named locks without creating
 // or checking anything, for a caller that only looks (`hold ls`).

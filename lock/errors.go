@@ -216,3 +216,20 @@ func shorten(s string, n int) string {
 	}
 	return s[:n-1] + "…"
 }
+
+// ExclusiveOnly returns the error of a protocol that has exclusive locks
+// only (the portable, etcd and PostgreSQL protocols) for a request of a
+// shared lock. It matches ErrUnsupported, and ErrInvalidOption too: the
+// request is what must change, so front ends report it as bad usage (the
+// command line's exit 64), not as a lock that cannot be used.
+func ExclusiveOnly(op, path, protocol string) *Error {
+	return &Error{Op: op, Path: path, Err: exclusiveOnly{},
+		Hint: "the " + protocol + " protocol has exclusive locks only; kernel locks, the default protocol, have shared ones"}
+}
+
+type exclusiveOnly struct{}
+
+func (exclusiveOnly) Error() string { return "shared locks are not supported by this protocol" }
+func (exclusiveOnly) Is(target error) bool {
+	return target == ErrUnsupported || target == ErrInvalidOption
+}

@@ -16,6 +16,11 @@ import (
 const (
 	exitConflict     = 1  // the lock is held (-n), the wait timed out (-w) or gave up; -E changes it
 	exitUsage        = 64 // EX_USAGE: bad flags or arguments
+	// exitEmptyOutput is hold update's FILTER that printed nothing
+	// without --allow-empty: FILE is left as it was, and the way on is
+	// another command line (--allow-empty, or a filter that prints what
+	// to keep), never a retry, as with every usage error.
+	exitEmptyOutput = exitUsage
 	exitLockError    = 65 // EX_DATAERR: the lock could not be used (unsupported filesystem, lost, ...)
 	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened or is not hold's (missing directory, not a regular file, data at the lock path, no permission)
 	exitExecFailed   = 69 // EX_UNAVAILABLE: the command could not be started
@@ -38,12 +43,15 @@ Exit status:
           is 65 all the same)
   1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
           without the lock (its place in line went away); set another with -E N
-  64      usage error: bad flag or argument
+  64      usage error: bad flag or argument; also hold update's FILTER
+          printed nothing, without --allow-empty (FILE is left as it was)
   65      the lock could not be used (unsupported filesystem, clock skew), or
           was lost while held
   66      the lock path, or the file update or append changes, cannot be used:
           missing directory, not a regular file, no permission, or something
-          hold did not create (data, another tool's file)
+          hold did not create (data, another tool's file, a named-lock
+          directory another user made); hold status of a path in a
+          directory that does not exist
   69      the command could not be started
   70      deadlock: the lock is held by an ancestor that waits for this
           process (hold run T -- hold run T ...); the message names it

@@ -32,7 +32,8 @@ open. Nothing is created or changed. With --json, one JSON object per
 TARGET is printed per line.
 
 Exit status: 0 when every TARGET could be inspected, else the status of the
-last failure (66: cannot open, e.g. a symlink or FIFO at the lock path). A
+last failure (66: cannot open, e.g. a symlink or FIFO at the lock path,
+or a directory that does not exist, which no lock can be in). A
 directory at the lock path is reported as a portable-protocol lock.`,
 		run: runStatus,
 	})

@@ -16,6 +16,7 @@
 package nameddir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,3 +82,14 @@ func EarlierOwn() []string {
 	}
 	return out
 }
+
+// ErrNotPrivate is what CheckPrivate's refusals match: a directory that
+// is not this user's alone (not a directory, another user's, writable by
+// others). The error's own message says which and what to do.
+var ErrNotPrivate = errors.New("not a private directory of this user's")
+
+// notPrivate is a refusal of CheckPrivate's, saying why in msg.
+type notPrivate string
+
+func (e notPrivate) Error() string { return string(e) }
+func (e notPrivate) Unwrap() error { return ErrNotPrivate }

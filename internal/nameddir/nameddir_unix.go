@@ -81,14 +81,14 @@ func CheckPrivate(dir string) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory (a symlink or file was put there); remove it", dir)
+		return notPrivate(fmt.Sprintf("%s is not a directory (a symlink or file was put there); remove it", dir))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): another user made it to capture or block your named locks; ask root to remove it", dir, st.Uid, os.Getuid())
+		return notPrivate(fmt.Sprintf("%s belongs to uid %d, not to you (uid %d): another user made it to capture or block your named locks; ask root to remove it", dir, st.Uid, os.Getuid()))
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is writable by others (mode %v); run chmod 700 on it", dir, fi.Mode().Perm())
+		return notPrivate(fmt.Sprintf("%s is writable by others (mode %v); run chmod 700 on it", dir, fi.Mode().Perm()))
 	}
 	return nil
 }

@@ -1,0 +1,204 @@
+//go:build unix
+
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hold-dev/hold/internal/nameddir"
+	"github.com/hold-dev/hold/internal/testenv"
+)
+
+// TestKillAfterOutOfRange: a --kill-after that is not a number, or too
+// long for hold to count, is refused as what it is, not as a negative
+// duration.
+func TestKillAfterOutOfRange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for v, want := range map[string]string{
+		"1e10":           "too long",
+		"9223372037":     "too long",
+		"inf":            "too long",
+		"1e400":          "too long",
+		"999999999999h":  "too long",
+		"NaN":            "not a number",
+		"-1":             "negative",
+		"-2s":            "negative",
+		"soon":           "not a duration",
+		"9223372036.9":   "too long",
+		"2562048h":       "too long",
+		"1.5":            "",
+		"2562047h":       "",
+		"9223372035.999": "",
+	} {
+		r := runHold(t, dir, "run", "--kill-after", v, "T", "--", "true")
+		if want == "" {
+			if r.code != 0 {
+				t.Errorf("--kill-after %s: exit %d: %s", v, r.code, r.stderr)
+			}
+			continue
+		}
+		if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("--kill-after %s: exit %d, want %d and a message saying %q: %s", v, r.code, exitUsage, want, r.stderr)
+		}
+		if want != "negative" && strings.Contains(r.stderr, "negative") {
+			t.Errorf("--kill-after %s is called negative: %s", v, r.stderr)
+		}
+	}
+}
+
+// TestSharedRefusedByExclusiveProtocol: -s with a protocol that has
+// exclusive locks only is a usage error, before anything runs, and the
+// message says which protocols have shared locks.
+func TestSharedRefusedByExclusiveProtocol(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := runHold(t, dir, "run", "-s", "--protocol", "dir", "T", "--", "touch", "ran")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "exclusive locks only") || !strings.Contains(r.stderr, "kernel locks") {
+		t.Errorf("hold run -s --protocol dir: exit %d, want %d and a message naming the kernel locks' shared ones: %s", r.code, exitUsage, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+	if r := runHold(t, dir, "run", "-s", "T", "--", "true"); r.code != 0 {
+		t.Errorf("hold run -s with kernel locks: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestUpdateEmptyOutputStatus: a filter that prints nothing leaves FILE
+// as it was and exits with the documented status of a command line to
+// change (64), not 65 (a lock unusable or lost); --allow-empty accepts it.
+func TestUpdateEmptyOutputStatus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "list.txt")
+	os.WriteFile(f, []byte("done: a\n"), 0o644)
+	r := runHold(t, dir, "update", "list.txt", "--", "sed", "/done/d")
+	if r.code != exitEmptyOutput || exitEmptyOutput == exitLockError || !strings.Contains(r.stderr, "--allow-empty") {
+		t.Errorf("an empty filter output: exit %d, want %d naming --allow-empty: %s", r.code, exitEmptyOutput, r.stderr)
+	}
+	if got := readFile(t, f); got != "done: a\n" {
+		t.Errorf("the refused update changed the file: %q", got)
+	}
+	if !strings.Contains(exitCodeHelp, "printed nothing") {
+		t.Error("hold help's exit table does not list an empty filter output")
+	}
+	if r := runHold(t, dir, "update", "--allow-empty", "list.txt", "--", "sed", "/done/d"); r.code != 0 || readFile(t, f) != "" {
+		t.Errorf("--allow-empty: exit %d, file %q: %s", r.code, readFile(t, f), r.stderr)
+	}
+}
+
+// TestUpdateShellFilter: hold update takes -c 'FILTER' as hold run takes
+// -c 'COMMAND', after FILE or before it.
+func TestUpdateShellFilter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "todo.txt")
+	for _, args := range [][]string{
+		{"update", "todo.txt", "-c", "sort -u"},
+		{"update", "-c", "sort -u", "todo.txt"},
+		{"update", "--command", "sort -u | tr a-z A-Z", "todo.txt"},
+	} {
+		os.WriteFile(f, []byte("b\na\nb\n"), 0o644)
+		r := runHold(t, dir, args...)
+		want := "a\nb\n"
+		if strings.Contains(strings.Join(args, " "), "tr") {
+			want = "A\nB\n"
+		}
+		if r.code != 0 || readFile(t, f) != want {
+			t.Errorf("hold %q: exit %d, file %q, want %q: %s", args, r.code, readFile(t, f), want, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"update", "todo.txt", "-c"},
+		{"update", "todo.txt", "-c", "sort", "extra"},
+		{"update", "-c", "sort", "todo.txt", "-c", "sort"},
+		{"update", "-c", "", "todo.txt"},
+	} {
+		if r := runHold(t, dir, args...); r.code != exitUsage {
+			t.Errorf("hold %q: exit %d, want %d: %s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+// TestHelpUnknownCommand: `hold help NOSUCH` is a usage error naming the
+// command, and a near miss of a command or a flag is named.
+func TestHelpUnknownCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runHold(t, dir, "help", "nosuch"); r.code != exitUsage || !strings.Contains(r.stderr, `"nosuch"`) || r.stdout != "" {
+		t.Errorf("hold help nosuch: exit %d, want %d and the unknown command named: %s%s", r.code, exitUsage, r.stdout, r.stderr)
+	}
+	if r := runHold(t, dir, "help", "run"); r.code != 0 || !strings.Contains(r.stdout, "Usage:") {
+		t.Errorf("hold help run: exit %d: %s", r.code, r.stderr)
+	}
+	for args, want := range map[string]string{
+		"rnu":                     "hold run",
+		"stauts x":                "hold status",
+		"help updtae":             "hold update",
+		"run --nonblok T -- true": "--nonblock",
+		"status --jsn T":          "--json",
+	} {
+		r := runHold(t, dir, strings.Fields(args)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, want) {
+			t.Errorf("hold %s: exit %d, want %d and did you mean %s: %s", args, r.code, exitUsage, want, r.stderr)
+		}
+	}
+	if r := runHold(t, dir, "frobnicate"); strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("hold frobnicate suggests something: %s", r.stderr)
+	}
+}
+
+// TestStatusMissingDirectory: hold status of a path whose directory does
+// not exist says so (exit 66), where it said "free"; in an existing
+// directory a lock never taken is still free.
+func TestStatusMissingDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, proto := range []string{"flock", "dir"} {
+		r := runHold(t, dir, "status", "--protocol", proto, "nodir/x")
+		if r.code != exitCannotOpen || !strings.Contains(r.stderr, "nodir does not exist") || strings.Contains(r.stdout, "free") {
+			t.Errorf("%s: hold status nodir/x: exit %d, want %d and the missing directory named: %s%s", proto, r.code, exitCannotOpen, r.stdout, r.stderr)
+		}
+		if r := runHold(t, dir, "status", "--protocol", proto, "x"); r.code != 0 || !strings.Contains(r.stdout, "free") {
+			t.Errorf("%s: hold status x: exit %d: %s%s", proto, r.code, r.stdout, r.stderr)
+		}
+	}
+	// A named lock's directory is made when first needed: a name never
+	// used is free.
+	named := filepath.Join(dir, "named")
+	r := runHoldEnv(t, dir, []string{nameddir.TestEnv + "=" + named}, "status", "--name", "never-used")
+	if r.code != 0 || !strings.Contains(r.stdout, "free") {
+		t.Errorf("hold status --name never-used: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestPlantedNamedDirExit66: a named-lock directory that another user
+// made, or that others may write, is refused with the status of
+// something hold did not create (66), not 65.
+func TestPlantedNamedDirExit66(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("making a directory of another user's needs root (CI runs as root)")
+	}
+	for _, how := range []string{"another user's", "writable by others"} {
+		dir := t.TempDir()
+		named := filepath.Join(dir, "named")
+		os.Mkdir(named, 0o700)
+		if how == "another user's" {
+			testenv.Lchown(t, named, testenv.Someone, testenv.SomeGroup)
+		} else {
+			os.Chmod(named, 0o777)
+		}
+		env := []string{nameddir.TestEnv + "=" + named}
+		for _, args := range [][]string{{"run", "--name", "nightly", "--", "true"}, {"status", "--name", "nightly"}} {
+			r := runHoldEnv(t, dir, env, args...)
+			if r.code != exitCannotOpen || !strings.Contains(r.stderr, named) {
+				t.Errorf("%s named-lock directory: hold %s: exit %d, want %d naming %s: %s", how, strings.Join(args, " "), r.code, exitCannotOpen, named, r.stderr)
+			}
+		}
+	}
+}
