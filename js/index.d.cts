@@ -100,6 +100,13 @@ export interface LockOptions {
    * Default: HOLD_DIR_STALE in the agent's environment, else 10.
    */
   stale?: number;
+  /**
+   * Make the lock file's missing parent directories (mode 0777 under the
+   * umask). Without it a missing directory is an 'ENOENT' error, as it is
+   * for the hold command and the Go library (docs/cli.md, "Missing
+   * directories").
+   */
+  makeDirs?: boolean;
 }
 
 /** How to update or append to a file. */

@@ -16,11 +16,6 @@ import (
 const (
 	exitConflict     = 1  // the lock is held (-n), the wait timed out (-w) or gave up; -E changes it
 	exitUsage        = 64 // EX_USAGE: bad flags or arguments
-	// exitEmptyOutput is hold update's FILTER that printed nothing
-	// without --allow-empty: FILE is left as it was, and the way on is
-	// another command line (--allow-empty, or a filter that prints what
-	// to keep), never a retry, as with every usage error.
-	exitEmptyOutput = exitUsage
 	exitLockError    = 65 // EX_DATAERR: the lock could not be used (unsupported filesystem, lost, ...)
 	exitCannotOpen   = 66 // EX_NOINPUT: the lock file cannot be opened or is not hold's (missing directory, not a regular file, data at the lock path, no permission)
 	exitExecFailed   = 69 // EX_UNAVAILABLE: the command could not be started
@@ -33,6 +28,12 @@ const (
 	// SIGKILL ended, whatever status the command's first process had.
 	exitKilled = exitSignalBase + 9
 )
+
+// exitEmptyOutput is hold update's FILTER that printed nothing without
+// --allow-empty: FILE is left as it was, and the way on is another
+// command line (--allow-empty, or a filter that prints what to keep),
+// never a retry, as with every usage error.
+const exitEmptyOutput = exitUsage
 
 // exitCodeHelp is the exit status table printed by `hold help`.
 const exitCodeHelp = `

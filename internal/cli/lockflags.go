@@ -99,6 +99,7 @@ type lockFlags struct {
 	shared       bool
 	exclusive    bool
 	fair         bool
+	makeDirs     bool
 	conflictExit int
 	verbose      bool
 	quiet        bool
@@ -131,6 +132,7 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
 	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock first come, first served (unix)")
+	fs.BoolVar(&f.makeDirs, "make-dirs", false, "make the lock file's missing parent directories (by default a missing one is an error, exit 66)")
 	for _, s := range lockspec.RemoteSettings {
 		usage := s.Usage + " (default $" + s.Env
 		if s == lockspec.EtcdTTL {
@@ -150,6 +152,7 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 		Shared:       f.shared,
 		Exclusive:    f.exclusive,
 		Fair:         f.fair,
+		MakeDirs:     f.makeDirs,
 		LockFile:     f.lockFile,
 		Name:         f.name,
 		Verbose:      f.verbose,

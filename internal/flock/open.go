@@ -37,5 +37,10 @@ func missingHint(path string) string {
 	if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.IsDir() {
 		return "its directory exists, but the filesystem there does not let files be created; choose a lock path on an ordinary filesystem"
 	}
-	return "the directory that should hold the lock file does not exist; create it first"
+	return missingDirHint
 }
+
+// missingDirHint is the hint for a lock file whose directory does not
+// exist: hold never makes it unless asked (see docs/cli.md, "Missing
+// directories").
+const missingDirHint = "the directory that should hold the lock file does not exist; create it first, or ask hold to make it: hold run --make-dirs, hold.MakeDirs in Go, makeDirs in Node, make_dirs in Python"

@@ -248,3 +248,16 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
     });
   }
 });
+
+test('a missing directory is an error naming makeDirs, which makes it', async () => {
+  const dir = join(scratch(), 'data', 'deep');
+  await assert.rejects(lock(join(dir, 'tracker.md')), (err) => err.code === 'ENOENT' && /makeDirs/.test(err.message));
+  await assert.rejects(tryLock(join(dir, 'tracker.md')), { code: 'ENOENT' });
+  assert.equal(existsSync(dir), false);
+  await assert.rejects(lock(join(dir, 'tracker.md'), { makeDirs: 'yes' }), { code: 'EINVAL' });
+  const l = await lock(join(dir, 'tracker.md'), { makeDirs: true });
+  assert.equal(l.path, join(dir, 'tracker.md.lock'));
+  await l.release();
+  await withLock(join(scratch(), 'other', 'x'), async () => {}, { makeDirs: true });
+  assert.equal(existsSync(join(dir, 'tracker.md.lock')), true);
+});

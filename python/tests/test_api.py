@@ -391,8 +391,11 @@ class BinaryTest(TempDirTest):
         if os.path.isdir(shipped):
             self.assertIn("bin: " + shipped, out.stdout)
         else:
-            for want in ("HOLD_BIN is not set", "platform wheel", "no hold on PATH"):
+            for want in ("HOLD_BIN is not set", "platform wheel", "no hold on PATH",
+                         "go install ./cmd/...", "go env GOPATH"):
                 self.assertIn(want, out.stdout)
+            # Nothing is published: the hint names no module version to fetch.
+            self.assertNotIn("@latest", out.stdout)
 
     def test_hold_bin_missing(self) -> None:
         env = dict(os.environ, HOLD_BIN=self.path("nope"))
