@@ -7,8 +7,11 @@ export interface Holder {
   /** The holder's process id on `host` (for this package's locks: its agent's). */
   pid: number;
   host?: string;
-  /** 'alive', 'dead' or 'unknown' (another host). */
-  alive: 'alive' | 'dead' | 'unknown';
+  /**
+   * Whether the holder's process still runs: true or false, or null where
+   * hold cannot tell (another host, another pid namespace).
+   */
+  alive: boolean | null;
   /** The holder's command line. */
   command?: string[];
   /** When the lock was acquired (RFC 3339). */

@@ -28,7 +28,7 @@ type lsLine struct {
 	Token    uint64 `json:"token"`
 	Holder   *struct {
 		PID   int    `json:"pid"`
-		Alive string `json:"alive"`
+		Alive *bool `json:"alive"`
 	} `json:"holder"`
 	KernelPIDs []int `json:"kernel_pids"`
 	Waiters    *int  `json:"waiters"`
@@ -160,7 +160,7 @@ func TestLsListsEveryKind(t *testing.T) {
 			continue
 		case l.Protocol != w.protocol || l.State != w.state:
 			t.Errorf("%s: %s %s, want %s %s", path, l.Protocol, l.State, w.protocol, w.state)
-		case w.holder != 0 && (l.Holder == nil || l.Holder.PID != w.holder || l.Holder.Alive != "alive"):
+		case w.holder != 0 && (l.Holder == nil || l.Holder.PID != w.holder || l.Holder.Alive == nil || !*l.Holder.Alive):
 			t.Errorf("%s: holder %+v, want pid %d alive", path, l.Holder, w.holder)
 		}
 	}

@@ -127,8 +127,8 @@ func printStatus(w io.Writer, r *report.Status) {
 		if h.Host != "" {
 			line += " on host " + h.Host
 		}
-		if r.Held || h.Alive == "alive" {
-			line += ", " + h.Alive
+		if r.Held || h.Liveness() == "alive" {
+			line += ", " + h.Liveness()
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", who+":", line)
 		if len(h.Command) > 0 {

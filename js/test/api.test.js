@@ -189,6 +189,7 @@ test('busy, timeout and abort errors name the holder', async () => {
       assert.ok(err instanceof HoldError, String(err));
       assert.equal(err.code, code);
       assert.equal(err.holder.pid, holder.pid);
+      assert.equal(err.holder.alive, true); // a boolean, not the word
       assert.match(err.message, new RegExp(`pid ${holder.pid}\\b`));
       assert.match(err.message, /hold run/);
       return true;

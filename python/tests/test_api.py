@@ -87,7 +87,7 @@ class LockTest(TempDirTest):
             self.assertEqual(e.command[:2], ["hold", "agent"])
             self.assertIn(f"python pid {os.getpid()}", " ".join(e.command))
             assert e.holder is not None
-            self.assertEqual(e.holder["alive"], "alive")
+            self.assertIs(e.holder["alive"], True)
             # timeout=0 is a try too.
             with self.assertRaises(hold.Busy):
                 hold.lock(t, timeout=0)
