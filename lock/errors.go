@@ -233,3 +233,19 @@ func (exclusiveOnly) Error() string { return "shared locks are not supported by 
 func (exclusiveOnly) Is(target error) bool {
 	return target == ErrUnsupported || target == ErrInvalidOption
 }
+
+// ErrUnavailable means the server that keeps a network lock (an etcd
+// cluster, a PostgreSQL server) could not be reached or did not answer in
+// time: the service is the problem, not the lock or the request. A
+// protocol's own error for it matches ErrUnavailable (see Unavailable).
+var ErrUnavailable = errors.New("lock server unavailable")
+
+// Unavailable returns a protocol's sentinel error for a server it cannot
+// reach, with msg as its text ("etcd unreachable"); it matches
+// ErrUnavailable.
+func Unavailable(msg string) error { return unavailable(msg) }
+
+type unavailable string
+
+func (e unavailable) Error() string        { return string(e) }
+func (unavailable) Is(target error) bool { return target == ErrUnavailable }

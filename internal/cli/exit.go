@@ -35,6 +35,10 @@ const (
 // never a retry, as with every usage error.
 const exitEmptyOutput = exitUsage
 
+// exitUnavailable is a lock server (etcd, PostgreSQL) that could not be
+// reached: EX_UNAVAILABLE, which also says a command could not start.
+const exitUnavailable = exitExecFailed
+
 // exitCodeHelp is the exit status table printed by `hold help`.
 const exitCodeHelp = `
 Exit status:
@@ -53,7 +57,8 @@ Exit status:
           hold did not create (data, another tool's file, a named-lock
           directory another user made); hold status of a path in a
           directory that does not exist
-  69      the command could not be started
+  69      the command could not be started, or a lock server (etcd,
+          PostgreSQL) could not be reached
   70      deadlock: the lock is held by an ancestor that waits for this
           process (hold run T -- hold run T ...); the message names it
   71      other operating-system error
@@ -82,6 +87,10 @@ var exitCodes = []struct {
 	// status, whichever check found it.
 	{errkind.NotRegular | errkind.Foreign | errkind.NotExist | errkind.Permission | errkind.FileNotRegular | errkind.IsDir, exitCannotOpen},
 	{errkind.Unsupported | errkind.Lost, exitLockError},
+	// A lock server that cannot be reached is the service's failure, not
+	// the lock's: EX_UNAVAILABLE. (A held lock lost that way is Lost,
+	// above.)
+	{errkind.Unavailable, exitUnavailable},
 	{errkind.Canceled, exitSignalBase + 2},
 	{errkind.Errno, exitOSError},
 }
