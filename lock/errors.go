@@ -247,5 +247,5 @@ func Unavailable(msg string) error { return unavailable(msg) }
 
 type unavailable string
 
-func (e unavailable) Error() string        { return string(e) }
+func (e unavailable) Error() string      { return string(e) }
 func (unavailable) Is(target error) bool { return target == ErrUnavailable }

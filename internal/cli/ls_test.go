@@ -27,7 +27,7 @@ type lsLine struct {
 	Held     bool   `json:"held"`
 	Token    uint64 `json:"token"`
 	Holder   *struct {
-		PID   int    `json:"pid"`
+		PID   int   `json:"pid"`
 		Alive *bool `json:"alive"`
 	} `json:"holder"`
 	KernelPIDs []int `json:"kernel_pids"`
