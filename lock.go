@@ -109,7 +109,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	}
 	if err != nil {
 		n.abort()
-		return nil, err
+		return nil, c.rewriteDirHint(target, err)
 	}
 	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 	}
 	if err != nil {
 		n.abort()
-		return nil, err
+		return nil, c.rewriteDirHint(target, err)
 	}
 	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err

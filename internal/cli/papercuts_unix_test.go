@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hold-dev/hold/internal/nameddir"
@@ -200,5 +201,56 @@ func TestPlantedNamedDirExit66(t *testing.T) {
 				t.Errorf("%s named-lock directory: hold %s: exit %d, want %d naming %s: %s", how, strings.Join(args, " "), r.code, exitCannotOpen, named, r.stderr)
 			}
 		}
+	}
+}
+
+// TestHintsLeadSomewhere: hints that sent the user in a circle. A kernel
+// lock on a portable holder's lock directory names --protocol dir (which
+// then finds the holder), not --lock-file (which does not exclude it);
+// an update that may not write its file's directory does not suggest
+// another lock path, which would not help it; no hint names a tool the
+// user never heard of.
+func TestHintsLeadSomewhere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	holder, _ := startHold(t, dir, "run", "--protocol", "dir", "P", "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	r := runHold(t, dir, "run", "-n", "P", "--", "true")
+	if r.code == 0 || !strings.Contains(r.stderr, "--protocol dir") || strings.Contains(r.stderr, "career-ops") {
+		t.Errorf("hold run -n P against a portable holder: exit %d, want a hint naming --protocol dir: %s", r.code, r.stderr)
+	}
+	// What the hint names finds the holder; --lock-file does not take it.
+	if r := runHold(t, dir, "run", "-n", "--protocol", "dir", "P", "--", "true"); r.code != exitConflict {
+		t.Errorf("the hint's hold run -n --protocol dir P: exit %d, want %d (busy): %s", r.code, exitConflict, r.stderr)
+	}
+	if r := runHold(t, dir, "run", "-n", "--lock-file", "P.lock", "--", "true"); r.code == 0 {
+		t.Error("hold run --lock-file P.lock ran beside the portable holder")
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if code := waitExit(t, holder); code != 0 {
+		t.Errorf("the portable holder: exit %d", code)
+	}
+
+	if os.Geteuid() != 0 {
+		return
+	}
+	// An update in a directory nobody may write to: as user nobody.
+	pub := publicDir(t)
+	bin := holdAsNobody(t)
+	ro := filepath.Join(pub, "ro")
+	os.Mkdir(ro, 0o755)
+	os.WriteFile(filepath.Join(ro, "f"), []byte("b\na\n"), 0o666)
+	nobody := &syscall.Credential{Uid: testenv.Nobody, Gid: testenv.Nobody}
+	r = runHoldAs(t, bin, nobody, pub, "update", "ro/f", "--", "sort")
+	if r.code != exitCannotOpen || !strings.Contains(r.stderr, "renames it over") || strings.Contains(r.stderr, "choose a writable place") {
+		t.Errorf("an update in a directory nobody may write: exit %d, want %d and a hint that another lock path would not help: %s", r.code, exitCannotOpen, r.stderr)
+	}
+	// Indeed it would not: with its lock elsewhere, the update still fails.
+	if r := runHoldAs(t, bin, nobody, pub, "update", "--lock-file", filepath.Join(pub, "f.lock"), "ro/f", "--", "sort"); r.code == 0 {
+		t.Errorf("the update with its lock elsewhere succeeded: %s", r.stderr)
+	}
+	// hold run keeps its hint: another lock path does help a command.
+	if r := runHoldAs(t, bin, nobody, pub, "run", "ro/f", "--", "true"); r.code != exitCannotOpen || !strings.Contains(r.stderr, "--lock-file") {
+		t.Errorf("hold run in a directory nobody may write: exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -27,7 +27,7 @@ func SetPortableLockCheck(isLock func(path string) bool) { isPortableLock = isLo
 // kernel lock, so a kernel lock on it would not exclude that holder.
 func portableDirError(path string) error {
 	return &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
-		Hint: "it is a directory lock of the portable protocol (hold's --protocol dir, proper-lockfile, career-ops' dir-lock), whose holder a kernel lock would not exclude; take it with --protocol dir"}
+		Hint: "it is a directory lock of the portable protocol, as hold run --protocol dir and Node's proper-lockfile take it: a kernel lock would not exclude its holder, with --lock-file or without; take it with --protocol dir, as its holder does"}
 }
 
 // missingHint explains ENOENT from creating the lock file at path: its
