@@ -254,3 +254,46 @@ func TestHintsLeadSomewhere(t *testing.T) {
 		t.Errorf("hold run in a directory nobody may write: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestHelpTextsHangTogether: hold run --help ends with its "Not
+// supported" paragraph, the platform's notes sitting in the indented
+// "Lock lifetime" section they continue; hold demo --help names its
+// values as its usage line does; hold demo -n 1 counts in the singular
+// and explains no lost records that were not lost.
+func TestHelpTextsHangTogether(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	help := runHold(t, dir, "run", "--help").stdout
+	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
+	notSupported := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Not supported:") {
+			notSupported = i
+		}
+	}
+	if notSupported < 0 {
+		t.Fatalf("hold run --help has no Not supported paragraph:\n%s", help)
+	}
+	for _, l := range lines[notSupported:] {
+		if strings.HasPrefix(l, "  ") || l == "" {
+			t.Errorf("hold run --help: %q hangs under Not supported:\n%s", l, strings.Join(lines[notSupported:], "\n"))
+		}
+	}
+	lifetime := strings.Index(help, "Lock lifetime:")
+	messages := strings.Index(help, "\nMessages:")
+	if tree := strings.Index(help, strings.TrimSpace(treeHelp)); tree < lifetime || tree > messages {
+		t.Errorf("hold run --help: the notes on stopping the command are not in Lock lifetime")
+	}
+
+	demo := runHold(t, dir, "demo", "--help").stdout
+	for _, flag := range []string{"--writers WRITERS", "--records RECORDS", "[-n WRITERS] [-m RECORDS]"} {
+		if !strings.Contains(demo, flag) {
+			t.Errorf("hold demo --help lacks %q:\n%s", flag, demo)
+		}
+	}
+	r := runHold(t, dir, "demo", "-n", "1", "-m", "3")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 writer process adds 3 records") || strings.Contains(r.stdout, "processes") ||
+		strings.Contains(r.stdout, "overwrite each other") {
+		t.Errorf("hold demo -n 1: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

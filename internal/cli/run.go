@@ -22,7 +22,7 @@ func init() {
 		name:    "run",
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
-		help:    runHelp + childLifeHelp + "\n" + treeHelp,
+		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
 		run:     runRun,
 	})
 }
@@ -74,7 +74,11 @@ Lock lifetime:
   hold was killed, such a daemon keeps the lock until it exits.
   -o/--close does not pass the descriptor: killing hold then frees the lock
   at once while the command may still run.
+`
 
+// runHelpMore follows the indented "Lock lifetime" section, which
+// childLifeHelp and treeHelp end (they differ by platform).
+const runHelpMore = `
 Messages: a busy lock (-n) or a timed-out wait (-w) is reported on stderr
 only when stderr is a terminal; elsewhere (cron, a pipe, a log) hold says
 nothing, as flock(1) does, and the exit status (1, or -E) tells. --verbose
