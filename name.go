@@ -2,9 +2,11 @@ package hold
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/nameddir"
@@ -32,6 +34,36 @@ func ValidName(name string) bool {
 		}
 	}
 	return true
+}
+
+// nameProblem says what makes name invalid (see ValidName), in words.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "the name is empty"
+	case len(name) > maxNameLen:
+		return fmt.Sprintf("it is %d characters long", len(name))
+	case name[0] == '.' || name[0] == '_' || name[0] == '-':
+		why := fmt.Sprintf("it starts with %q, and a name starts with a letter or digit", name[0])
+		if name[0] == '.' {
+			why = "it starts with '.', which would hide its lock file"
+		}
+		if rest := strings.TrimLeft(name, "._-"); rest != "" && ValidName(rest) {
+			why += fmt.Sprintf(": say %q", rest)
+		}
+		return why
+	}
+	for _, r := range name {
+		switch {
+		case r == '/' || r == '\\':
+			return "it has a path separator, and a name is not a path: for a lock file of your choosing, use --lock-file PATH"
+		case 'A' <= r && r <= 'Z':
+			return fmt.Sprintf("it has capitals: say %q", strings.ToLower(name))
+		case !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-'):
+			return fmt.Sprintf("it has %q", r)
+		}
+	}
+	return "it is not a valid name"
 }
 
 // NamedDir returns this user's lock directory for named locks, creating it
@@ -87,7 +119,7 @@ func NamedDirPath() (string, error) { return nameddir.Dir() }
 func namedPath(name string, p Protocol) (string, error) {
 	if !ValidName(name) {
 		return "", &Error{Op: "name", Path: name, Err: ErrInvalidName,
-			Hint: "use one lowercase component of at most 64 characters: a-z, 0-9, '.', '_', '-'"}
+			Hint: nameProblem(name) + "; a name is one lowercase component of at most 64 characters: a-z, 0-9, '.', '_', '-', starting with a letter or digit"}
 	}
 	if n, ok := p.(lock.Namer); ok {
 		return n.NamedPath(name), nil

@@ -180,6 +180,9 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 // take. Its errors are usage errors (exit 64) except a protocol that fails
 // to open. Call Close on the result when done.
 func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
+	if err := f.checkEmpty(); err != nil {
+		return nil, err
+	}
 	s := f.spec(target)
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -192,6 +195,19 @@ func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
 		s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
 	}
 	return s.Resolve()
+}
+
+// checkEmpty refuses --name or --lock-file given an empty value (as an
+// unset shell variable gives it), which would otherwise read as the flag
+// left out and be reported as a missing TARGET.
+func (f *lockFlags) checkEmpty() error {
+	if f.fs.Changed("name") && f.name == "" {
+		return usagef("--name was given an empty NAME (an unset variable?): a name is one lowercase component such as nightly-backup")
+	}
+	if f.fs.Changed("lock-file") && f.lockFile == "" {
+		return usagef("--lock-file was given an empty PATH (an unset variable?)")
+	}
+	return nil
 }
 
 // quietAbout makes fail say nothing of a busy lock or a timed-out wait on

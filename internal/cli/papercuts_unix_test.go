@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,5 +296,33 @@ func TestHelpTextsHangTogether(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "1 writer process adds 3 records") || strings.Contains(r.stdout, "processes") ||
 		strings.Contains(r.stdout, "overwrite each other") {
 		t.Errorf("hold demo -n 1: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestNameMessages: an empty --name is said to be empty, not a missing
+// TARGET; a refused name says what is wrong with it, and the name it
+// suggests is one hold takes.
+func TestNameMessages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := []string{nameddir.TestEnv + "=" + filepath.Join(dir, "named")}
+	for _, args := range [][]string{{"run", "--name", "", "--", "true"}, {"status", "--name", ""}, {"run", "--lock-file", "", "--", "true"}} {
+		r := runHoldEnv(t, dir, env, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "empty") || strings.Contains(r.stderr, "no TARGET") {
+			t.Errorf("hold %q: exit %d, want %d saying the value is empty: %s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+	for name, want := range map[string]string{".hidden": "hidden", "Nightly": "nightly", "-x": "x"} {
+		r := runHoldEnv(t, dir, env, "run", "--name", name, "--", "true")
+		if r.code != exitUsage || !strings.Contains(r.stderr, fmt.Sprintf("say %q", want)) {
+			t.Errorf("--name %s: exit %d, want %d suggesting %q: %s", name, r.code, exitUsage, want, r.stderr)
+			continue
+		}
+		if r := runHoldEnv(t, dir, env, "run", "--name", want, "--", "true"); r.code != 0 {
+			t.Errorf("the suggested --name %s: exit %d: %s", want, r.code, r.stderr)
+		}
+	}
+	if r := runHoldEnv(t, dir, env, "run", "--name", ".hidden", "--", "true"); !strings.Contains(r.stderr, "starts with '.'") {
+		t.Errorf("--name .hidden does not say the leading dot is the problem: %s", r.stderr)
 	}
 }

@@ -50,6 +50,9 @@ func runStatus(args []string) int {
 		return code
 	}
 	targets := fs.Args()
+	if err := lf.checkEmpty(); err != nil {
+		return fail("status", err, exitConflict)
+	}
 	if len(targets) == 0 {
 		if lf.lockFile == "" && lf.name == "" {
 			return fail("status", usagef("no TARGET given"), exitConflict)
