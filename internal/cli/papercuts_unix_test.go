@@ -5,6 +5,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -324,5 +325,34 @@ func TestNameMessages(t *testing.T) {
 	}
 	if r := runHoldEnv(t, dir, env, "run", "--name", ".hidden", "--", "true"); !strings.Contains(r.stderr, "starts with '.'") {
 		t.Errorf("--name .hidden does not say the leading dot is the problem: %s", r.stderr)
+	}
+}
+
+// TestDescriptorFormAppendKeepsToken: what the help and docs/cli.md say
+// beside the descriptor form: a lock file opened with >> keeps the fencing
+// token hold keeps in it, one opened with > is emptied and counts from 1
+// again; both texts show >>.
+func TestDescriptorFormAppendKeepsToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := `set -e
+"$0" run G -- true; "$0" run G -- true
+( "$0" run -n 9 || exit 1; true ) 9>>G.lock
+"$0" run G -- sh -c 'echo "append $HOLD_TOKEN"'
+( "$0" run -n 9 || exit 1; true ) 9>G.lock
+"$0" run G -- sh -c 'echo "truncate $HOLD_TOKEN"'`
+	out, err := exec.Command("sh", "-c", "cd '"+dir+"' && sh -c \"$1\" \"$2\"", "sh", script, holdBin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := string(out); !strings.Contains(got, "append 3\n") || !strings.Contains(got, "truncate 1\n") {
+		t.Errorf("tokens after 9>> and 9>: %q, want 3 (kept) and 1 (restarted)", got)
+	}
+	help := runHold(t, dir, "run", "--help").stdout
+	docs := readFile(t, "../../docs/cli.md")
+	for what, text := range map[string]string{"hold run --help": help, "docs/cli.md": docs} {
+		if !strings.Contains(text, "9>>F") || !strings.Contains(text, "from 1") {
+			t.Errorf("%s does not say to open the descriptor form's file with >>", what)
+		}
 	}
 }

@@ -94,9 +94,11 @@ X.lock, as proper-lockfile makes): take that one with --protocol dir.
 
 Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
 command, locks descriptor FD, which the shell opened, with one flock(2), as
-flock(1) does, and exits: exec 9>F; hold run -n 9 || exit 1, or
-( hold run -n 9 || exit 1; ... ) 9>F. The lock belongs to the shell's open
-file and stays held until the shell closes FD or runs 'hold run -u FD'. It
+flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or
+( hold run -n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and
+a hold lock file emptied so starts its fencing tokens again from 1. The
+lock belongs to the shell's open file and stays held until the shell
+closes FD or runs 'hold run -u FD'. It
 takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An exclusive lock's
 owner record names the process that keeps FD (hold's parent, the shell or
 subshell), not hold, which exits at once; -u leaves a past record in its
