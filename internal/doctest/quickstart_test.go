@@ -169,3 +169,78 @@ func runQuickStart(t *testing.T, lang, dir string, lines []string) (string, erro
 	}
 	return out.String(), err
 }
+
+// TestReadmeInstallSteps runs the README's steps for a hold installed
+// from a clone (its PATH and man page lines) with a Go directory of the
+// test's own: hold is then found on PATH from that directory, and man
+// finds the page installed beside it (man-db looks for the pages of each
+// directory on PATH).
+func TestReadmeInstallSteps(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the steps are for a unix shell")
+	}
+	bash := testenv.LookPath(t, "bash", "the steps are bash")
+	man := testenv.LookPath(t, "man", "the README installs the man page for it (apt package man-db)")
+	goTool := testenv.LookPath(t, "go", "the steps ask go for its directory")
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "\n## Using it before it is published")
+	if start < 0 {
+		t.Fatal(`README.md has no "Using it before it is published" section`)
+	}
+	blocks, err := parse("README.md", text[start:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, b := range blocks {
+		if len(b.text) > 0 && strings.Contains(strings.Join(b.text, "\n"), "hold man >") {
+			for _, l := range b.text {
+				steps = append(steps, strings.TrimSpace(l))
+			}
+			break
+		}
+	}
+	if len(steps) == 0 || !strings.Contains(strings.Join(steps, "\n"), "go env GOPATH)/bin") {
+		t.Fatalf("README.md does not say how to put Go's bin directory on PATH and install the man page: %q", steps)
+	}
+	// `go install ./cmd/...` as the README says, here as a copy of the
+	// hold just built into a GOPATH of the test's own.
+	gopath := t.TempDir()
+	if err := os.Mkdir(filepath.Join(gopath, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(binDir, "hold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gopath, "bin", "hold"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var script []string
+	for _, s := range steps {
+		if s == "man hold" {
+			s = "man -w hold" // where the page is, not a pager
+		}
+		script = append(script, s)
+	}
+	script = append(script, "command -v hold")
+	cmd := exec.Command(bash, "-e", "-c", strings.Join(script, "\n"))
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"HOME=" + t.TempDir(), "GOPATH=" + gopath, "GOFLAGS=", "GOCACHE=" + os.Getenv("GOCACHE"),
+		"PATH=" + filepath.Dir(goTool) + ":" + filepath.Dir(man) + ":/usr/bin:/bin", "MANPATH="}
+	if c := os.Getenv("GOCACHE"); c == "" {
+		cmd.Env = append(cmd.Env, "GOCACHE="+filepath.Join(t.TempDir(), "cache"))
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's install steps fail: %v\n%s\n%s", err, strings.Join(script, "\n"), out)
+	}
+	page := filepath.Join(gopath, "share", "man", "man1", "hold.1")
+	if !strings.Contains(string(out), page) || !strings.Contains(string(out), filepath.Join(gopath, "bin", "hold")) {
+		t.Errorf("after the README's steps, man and PATH do not find hold in %s:\n%s", gopath, out)
+	}
+}
