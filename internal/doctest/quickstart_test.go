@@ -1,3 +1,5 @@
+//go:build unix
+
 package doctest
 
 import (
@@ -7,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,9 +63,6 @@ func quickStarts(t *testing.T) map[string][]string {
 // that would make it, and none may have made data/. One rule for a lock
 // file's missing directory, in the four front ends.
 func TestReadmeQuickStarts(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the quick starts are run with bash")
-	}
 	qs := quickStarts(t)
 	options := map[string]string{"sh": "--make-dirs", "go": "hold.MakeDirs", "js": "makeDirs", "python": "make_dirs"}
 	for _, lang := range []string{"sh", "go", "js", "python"} {
@@ -176,9 +174,6 @@ func runQuickStart(t *testing.T, lang, dir string, lines []string) (string, erro
 // finds the page installed beside it (man-db looks for the pages of each
 // directory on PATH).
 func TestReadmeInstallSteps(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the steps are for a unix shell")
-	}
 	bash := testenv.LookPath(t, "bash", "the steps are bash")
 	man := testenv.LookPath(t, "man", "the README installs the man page for it (apt package man-db)")
 	goTool := testenv.LookPath(t, "go", "the steps ask go for its directory")
