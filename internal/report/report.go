@@ -170,7 +170,7 @@ func NewErrorHolder(h *hold.Holder) *Holder {
 		return NewHolder(h, true)
 	}
 	pid := h.PIDs[0]
-	hr := &Holder{PID: pid, Host: proc.Hostname(), Alive: hold.Alive.String()}
+	hr := &Holder{PID: pid, Host: proc.Hostname(), Alive: aliveOf(hold.Alive)}
 	// The arguments as they are now, if the process is still the one
 	// whose command line the error read.
 	if a := proc.Args(pid); len(a) > 0 && strings.Join(a, " ") == h.Commands[pid] {

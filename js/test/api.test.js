@@ -59,7 +59,7 @@ test("a busy lock that flock(1) holds names flock's pid in err.holder", { skip: 
     }
     assert.equal(err?.code, 'EBUSY', String(err));
     assert.equal(err.holder?.pid, flock.pid, JSON.stringify(err.holder));
-    assert.equal(err.holder.alive, 'alive');
+    assert.equal(err.holder.alive, true);
     assert.deepEqual(err.holder.command, ['flock', target, 'sleep', '60']);
   } finally {
     flock.kill('SIGKILL');
