@@ -345,8 +345,10 @@ func TestDescriptorFormAppendKeepsToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got := string(out); !strings.Contains(got, "append 3\n") || !strings.Contains(got, "truncate 1\n") {
-		t.Errorf("tokens after 9>> and 9>: %q, want 3 (kept) and 1 (restarted)", got)
+	// Tokens 1 and 2, then the descriptor form's own 3 with >>, so 4;
+	// with > the file is emptied first: the descriptor form's 1, then 2.
+	if got := string(out); !strings.Contains(got, "append 4\n") || !strings.Contains(got, "truncate 2\n") {
+		t.Errorf("tokens after 9>> and 9>: %q, want 4 (kept) and 2 (restarted)", got)
 	}
 	help := runHold(t, dir, "run", "--help").stdout
 	docs := readFile(t, "../../docs/cli.md")
