@@ -11,7 +11,10 @@
 // interoperates with flock(1), Python's filelock, gofrs/flock and Go's
 // lockedfile on the same path, and with the hold command and its Node and
 // Python packages. The kernel frees the lock of a process that dies, so
-// there is nothing to go stale.
+// there is nothing to go stale. The lock file's directory must exist:
+// hold never makes a missing one unless asked ([MakeDirs]), and neither
+// do the hold command, Node and Python; a missing directory is most often a
+// typo or a share that is not mounted, where a lock would exclude nobody.
 //
 //	err := hold.Do(ctx, "data/tracker.md", func(ctx context.Context) error {
 //		// only one process at a time runs this

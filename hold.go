@@ -77,3 +77,7 @@ var (
 // ErrInvalidOption: an option passed to an entry point it does not apply
 // to (see Option for where each applies, and lock.ErrInvalidOption).
 var ErrInvalidOption = lock.ErrInvalidOption
+
+// ErrUnavailable: the server that keeps a network lock (etcd, PostgreSQL)
+// could not be reached (see lock.ErrUnavailable).
+var ErrUnavailable = lock.ErrUnavailable

@@ -3,7 +3,9 @@ package hold
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -107,7 +109,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	}
 	if err != nil {
 		n.abort()
-		return nil, err
+		return nil, c.rewriteDirHint(target, err)
 	}
 	if h, err = n.finish(ctx, true, c, req, h); err != nil {
 		return nil, err
@@ -164,7 +166,7 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 	}
 	if err != nil {
 		n.abort()
-		return nil, err
+		return nil, c.rewriteDirHint(target, err)
 	}
 	if h, err = n.finish(context.Background(), false, c, req, h); err != nil {
 		return nil, err
@@ -325,7 +327,10 @@ func (l *Lock) File() *os.File {
 // Inspect reports the state of the lock on target without taking it: free,
 // held exclusive or shared (decided by the lock itself, not by the record),
 // the holder's owner record, whether the holder is alive, and the last
-// fencing token. It never creates the lock file.
+// fencing token. It never creates the lock file. A lock path whose
+// directory does not exist is an error that matches fs.ErrNotExist, not a
+// free lock: nothing could take a lock there until the directory is made
+// (see MakeDirs), so "free" would send the caller the wrong way.
 func Inspect(target string, opts ...Option) (*Status, error) {
 	return inspect(inInspect, target, opts)
 }
@@ -344,8 +349,39 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 		return nil, err
 	}
 	st, err := c.protocol.Inspect(path)
+	if err == nil && st != nil && st.State == Free {
+		if err := c.refuseMissingDir(path); err != nil {
+			return nil, err
+		}
+	}
 	return c.inspectOwn(c.inspectEarlier(st, path), target), err
 }
+
+// refuseMissingDir is Inspect's error for a free lock at path whose
+// directory does not exist, of a lock that lives in this machine's files
+// (not a named lock: its directory is made when first needed, and not a
+// protocol with its own namespace).
+func (c *config) refuseMissingDir(path string) error {
+	if c.named {
+		return nil
+	}
+	if _, ok := c.protocol.(lock.Namer); ok {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return &Error{Op: "inspect", Path: path, Err: missingDir(dir),
+		Hint: "nothing holds a lock there, and nothing can take one until the directory is made"}
+}
+
+// missingDir is the directory of a lock path that does not exist; it
+// matches fs.ErrNotExist.
+type missingDir string
+
+func (d missingDir) Error() string      { return "the directory " + string(d) + " does not exist" }
+func (missingDir) Is(target error) bool { return target == fs.ErrNotExist }
 
 // InspectAny is Inspect that also recognises a portable lock where the
 // chosen protocol finds something else at the lock path: a directory at

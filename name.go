@@ -2,9 +2,11 @@ package hold
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/nameddir"
@@ -34,6 +36,36 @@ func ValidName(name string) bool {
 	return true
 }
 
+// nameProblem says what makes name invalid (see ValidName), in words.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "the name is empty"
+	case len(name) > maxNameLen:
+		return fmt.Sprintf("it is %d characters long", len(name))
+	case name[0] == '.' || name[0] == '_' || name[0] == '-':
+		why := fmt.Sprintf("it starts with %q, and a name starts with a letter or digit", name[0])
+		if name[0] == '.' {
+			why = "it starts with '.', which would hide its lock file"
+		}
+		if rest := strings.TrimLeft(name, "._-"); rest != "" && ValidName(rest) {
+			why += fmt.Sprintf(": say %q", rest)
+		}
+		return why
+	}
+	for _, r := range name {
+		switch {
+		case r == '/' || r == '\\':
+			return "it has a path separator, and a name is not a path: for a lock file of your choosing, use --lock-file PATH"
+		case 'A' <= r && r <= 'Z':
+			return fmt.Sprintf("it has capitals: say %q", strings.ToLower(name))
+		case !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-'):
+			return fmt.Sprintf("it has %q", r)
+		}
+	}
+	return "it is not a valid name"
+}
+
 // NamedDir returns this user's lock directory for named locks, creating it
 // if needed. It is the same for every process of the user on this
 // machine, whatever their environment (cron, a login shell, ssh, a systemd
@@ -59,8 +91,23 @@ func NamedDir() (string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return "", err
 	}
-	return dir, checkPrivateDir(dir)
+	if err := checkPrivateDir(dir); err != nil {
+		if errors.Is(err, nameddir.ErrNotPrivate) {
+			err = foreignDir{err}
+		}
+		return "", err
+	}
+	return dir, nil
 }
+
+// foreignDir is a named-lock directory that someone else made, or may
+// write: something hold did not create, which it does not use (it
+// matches ErrForeign).
+type foreignDir struct{ err error }
+
+func (e foreignDir) Error() string      { return e.err.Error() }
+func (e foreignDir) Unwrap() error      { return e.err }
+func (foreignDir) Is(target error) bool { return target == ErrForeign }
 
 // NamedDirPath returns where NamedDir keeps named locks without creating
 // or checking anything, for a caller that only looks (`hold ls`).
@@ -72,7 +119,7 @@ func NamedDirPath() (string, error) { return nameddir.Dir() }
 func namedPath(name string, p Protocol) (string, error) {
 	if !ValidName(name) {
 		return "", &Error{Op: "name", Path: name, Err: ErrInvalidName,
-			Hint: "use one lowercase component of at most 64 characters: a-z, 0-9, '.', '_', '-'"}
+			Hint: nameProblem(name) + "; a name is one lowercase component of at most 64 characters: a-z, 0-9, '.', '_', '-', starting with a letter or digit"}
 	}
 	if n, ok := p.(lock.Namer); ok {
 		return n.NamedPath(name), nil

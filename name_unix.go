@@ -3,30 +3,16 @@
 package hold
 
 import (
-	"fmt"
 	"os"
-	"syscall"
+
+	"github.com/hold-dev/hold/internal/nameddir"
 
 	"golang.org/x/sys/unix"
 )
 
-func checkPrivateDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory (a symlink or file was put there); remove it", dir)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): another user made it to capture or block your named locks; ask root to remove it", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is writable by others (mode %v); run chmod 700 on it", dir, fi.Mode().Perm())
-	}
-	return nil
-}
+// checkPrivateDir refuses a named-lock directory that is not this user's
+// alone (the rule is nameddir.CheckPrivate's).
+func checkPrivateDir(dir string) error { return nameddir.CheckPrivate(dir) }
 
 // lockDirShared opens dir and takes a shared flock(2) on it, which keeps
 // systemd-tmpfiles out of it while the file is open (see named_hold.go).

@@ -65,11 +65,9 @@ func (n *namedHandle) finish(ctx context.Context, wait bool, c *config, req *Req
 	}
 	n.Handle = h
 	name := filepath.Base(req.Path)
-	for _, dir := range nameddir.Earlier() {
+	for _, dir := range nameddir.EarlierOwn() {
 		p := filepath.Join(dir, name)
-		if _, err := os.Lstat(p); err != nil || checkPrivateDir(dir) != nil {
-			// An earlier hold refused a directory that is not private
-			// too, so none of its holders can be in it.
+		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
 		r := *req
@@ -143,7 +141,7 @@ func (c *config) inspectEarlier(st *Status, path string) *Status {
 	if _, ok := c.protocol.(lock.Namer); ok {
 		return st
 	}
-	for _, dir := range nameddir.Earlier() {
+	for _, dir := range nameddir.EarlierOwn() {
 		p := filepath.Join(dir, filepath.Base(path))
 		if _, err := os.Lstat(p); err != nil {
 			continue

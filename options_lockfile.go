@@ -6,7 +6,9 @@ import "io/fs"
 
 // MakeDirs makes the lock file's missing parent directories (mode 0777
 // under the umask), as Python's filelock does, instead of failing because
-// the directory does not exist. Kernel locks honour it.
+// the directory does not exist (an error matching fs.ErrNotExist, the
+// default in Go, the hold command, Node and Python alike). Kernel locks
+// honour it.
 func MakeDirs() Option {
 	return Option{kind: optMakeDirs, set: func(c *config) { c.makeDirs = true }}
 }

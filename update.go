@@ -3,6 +3,9 @@ package hold
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
@@ -176,6 +179,26 @@ func (c *config) guarded(ctx context.Context, op string, fsys atomicfile.FS, pat
 		}
 	}()
 	return body(l)
+}
+
+// rewriteDirHint replaces the hint of a lock file beside a file to be
+// rewritten (ForRewrite, as Update and the command line's update and
+// append take it) that could not be made for lack of permission or on a
+// read-only filesystem: for an update, another lock path would not help,
+// since it renames a new file into that same directory.
+func (c *config) rewriteDirHint(target string, err error) error {
+	var e *Error
+	if !c.rewrite || c.lockFile != "" || c.named || !errors.As(err, &e) {
+		return err
+	}
+	dir := filepath.Dir(target)
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		e.Hint = "the filesystem holding " + dir + " is read-only: an update, which writes a new file there and renames it over the old one, cannot change a file there at all"
+	case errors.Is(err, fs.ErrPermission):
+		e.Hint = "you may not create files in " + dir + ": an update writes a new file there and renames it over the old one, so it needs that whatever the lock path; update as a user who may write " + dir + ", or make it writable for you; an append, which writes in place, may take its lock elsewhere with --lock-file or --name"
+	}
+	return err
 }
 
 // relabel gives a lock error from Acquire or Release the operation's name,

@@ -160,8 +160,7 @@ type waiter struct {
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
-			Hint: "the etcd protocol has exclusive locks only"}
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "etcd")
 	}
 	if err := checkKey(req.Path); err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ const (
 
 // ErrUnreachable means no etcd endpoint answered in time. An *hold.Error
 // wraps it, with the connection error etcd's client saw.
-var ErrUnreachable = errors.New("etcd unreachable")
+var ErrUnreachable = lock.Unavailable("etcd unreachable")
 
 // Protocol is hold's lock protocol on etcd. Create it with Dial or New; it
 // is safe for concurrent use. The locks taken through it share one lease,

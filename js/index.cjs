@@ -136,8 +136,9 @@ function missingBinary(found, err) {
   }
   const why = broken ? `is installed without its executable (${broken})` : 'is not installed';
   return `cannot start the hold agent: the platform package ${pkg} ${why} and no hold is on PATH; `
-    + `install it with \`npm install ${pkg}@${ownVersion()}\` (npm skips optional dependencies, for instance when the lockfile was made on another platform), `
-    + 'or set HOLD_BIN to a hold executable';
+    + 'set HOLD_BIN to a hold executable, or build one from a clone of hold with `go install ./cmd/...` in the clone '
+    + 'and put Go\'s bin directory on PATH (export PATH="$PATH:$(go env GOPATH)/bin"); '
+    + `where ${pkg} is published, \`npm install ${pkg}@${ownVersion()}\` brings it back (npm skips optional dependencies, for instance when the lockfile was made on another platform)`;
 }
 
 /** This package's version, which its platform packages share. */
@@ -643,7 +644,7 @@ class Lock {
 }
 
 // The options each function takes.
-const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale']);
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
@@ -677,7 +678,7 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
   for (const [key, field] of [
     ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
     ['allowSplit', 'allow_split'], ['allowOwnerChange', 'allow_owner_change'],
-    ['allowEmpty', 'allow_empty'],
+    ['allowEmpty', 'allow_empty'], ['makeDirs', 'make_dirs'],
   ]) {
     if (opts[key] !== undefined) {
       if (typeof opts[key] !== 'boolean') throw new HoldError('EINVAL', `${key} must be true or false`);

@@ -7,8 +7,11 @@ export interface Holder {
   /** The holder's process id on `host` (for this package's locks: its agent's). */
   pid: number;
   host?: string;
-  /** 'alive', 'dead' or 'unknown' (another host). */
-  alive: 'alive' | 'dead' | 'unknown';
+  /**
+   * Whether the holder's process still runs: true or false, or null where
+   * hold cannot tell (another host, another pid namespace).
+   */
+  alive: boolean | null;
   /** The holder's command line. */
   command?: string[];
   /** When the lock was acquired (RFC 3339). */
@@ -100,6 +103,13 @@ export interface LockOptions {
    * Default: HOLD_DIR_STALE in the agent's environment, else 10.
    */
   stale?: number;
+  /**
+   * Make the lock file's missing parent directories (mode 0777 under the
+   * umask). Without it a missing directory is an 'ENOENT' error, as it is
+   * for the hold command and the Go library (docs/cli.md, "Missing
+   * directories").
+   */
+  makeDirs?: boolean;
 }
 
 /** How to update or append to a file. */

@@ -264,9 +264,11 @@ function checkOptions(options) {
  */
 function isLocked(status, o, lockfilePath) {
   if (!status.held && status.state !== 'stale') return false;
+  // alive is true, false or null (unknown); a hold from before it was a
+  // boolean said 'alive', 'dead' or 'unknown'.
   const alive = status.holder && status.holder.alive;
-  if (alive === 'alive') return true;
-  if (alive === 'dead') return false;
+  if (alive === true || alive === 'alive') return true;
+  if (alive === false || alive === 'dead') return false;
   let st;
   try {
     st = nodeFs.statSync(lockfilePath);

@@ -216,3 +216,36 @@ func shorten(s string, n int) string {
 	}
 	return s[:n-1] + "…"
 }
+
+// ExclusiveOnly returns the error of a protocol that has exclusive locks
+// only (the portable, etcd and PostgreSQL protocols) for a request of a
+// shared lock. It matches ErrUnsupported, and ErrInvalidOption too: the
+// request is what must change, so front ends report it as bad usage (the
+// command line's exit 64), not as a lock that cannot be used.
+func ExclusiveOnly(op, path, protocol string) *Error {
+	return &Error{Op: op, Path: path, Err: exclusiveOnly{},
+		Hint: "the " + protocol + " protocol has exclusive locks only; kernel locks, the default protocol, have shared ones"}
+}
+
+type exclusiveOnly struct{}
+
+func (exclusiveOnly) Error() string { return "shared locks are not supported by this protocol" }
+func (exclusiveOnly) Is(target error) bool {
+	return target == ErrUnsupported || target == ErrInvalidOption
+}
+
+// ErrUnavailable means the server that keeps a network lock (an etcd
+// cluster, a PostgreSQL server) could not be reached or did not answer in
+// time: the service is the problem, not the lock or the request. A
+// protocol's own error for it matches ErrUnavailable (see Unavailable).
+var ErrUnavailable = errors.New("lock server unavailable")
+
+// Unavailable returns a protocol's sentinel error for a server it cannot
+// reach, with msg as its text ("etcd unreachable"); it matches
+// ErrUnavailable.
+func Unavailable(msg string) error { return unavailable(msg) }
+
+type unavailable string
+
+func (e unavailable) Error() string      { return string(e) }
+func (unavailable) Is(target error) bool { return target == ErrUnavailable }

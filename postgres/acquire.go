@@ -98,8 +98,7 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
-			Hint: "the postgres protocol has exclusive locks only"}
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "postgres")
 	}
 	if err := checkName("acquire", req.Path); err != nil {
 		return nil, err

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +47,7 @@ const (
 
 // ErrUnreachable means the server could not be reached or stopped
 // answering. An *hold.Error wraps it, with the driver's error.
-var ErrUnreachable = errors.New("PostgreSQL unreachable")
+var ErrUnreachable = lock.Unavailable("PostgreSQL unreachable")
 
 // Protocol is hold's lock protocol on PostgreSQL. Create it with Dial or
 // New; it is safe for concurrent use. Every held lock has a connection
@@ -262,12 +264,40 @@ func (p *Protocol) connect(ctx context.Context) (*conn, error) {
 		if !errors.As(err, &pgErr) {
 			// No answer from the server at all, as opposed to a
 			// refusal (wrong password, no such database).
-			e.Err = fmt.Errorf("%w (%s): %v", ErrUnreachable, p.where(), err)
+			e.Err = fmt.Errorf("%w: %s", ErrUnreachable, dialProblem(err))
 			e.Hint = "check the host and port, that PostgreSQL runs there and accepts TCP connections"
 		}
 		return nil, e
 	}
 	return &conn{c: c, wh: wh}, nil
+}
+
+// dialProblem says in a few words why a connection could not be made:
+// the network error at its root ("connect to 127.0.0.1:1: connection
+// refused"), not the driver's chain of wrappers, each of which repeats
+// the address.
+func dialProblem(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		cause := op.Err
+		var sys *os.SyscallError
+		if errors.As(cause, &sys) {
+			cause = sys.Err
+		}
+		if op.Addr != nil {
+			verb := op.Op
+			if verb == "dial" {
+				verb = "connect"
+			}
+			return fmt.Sprintf("%s to %s: %v", verb, op.Addr, cause)
+		}
+		return fmt.Sprintf("%s: %v", op.Op, cause)
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	return err.Error()
 }
 
 // get returns an idle session, or a new one. reused says it was idle:

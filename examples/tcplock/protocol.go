@@ -38,8 +38,7 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 
 func (p *Protocol) lock(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	if req.Shared {
-		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
-			Hint: "the tcplock protocol has exclusive locks only"}
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "tcplock")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, waitError(req.Path, err)

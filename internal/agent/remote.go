@@ -99,7 +99,7 @@ func (a *agent) subAgent() (*subAgent, error) {
 	}
 	exe, err := lockspec.FindRemote()
 	if err != nil {
-		return nil, &errkind.ExecError{Cmd: lockspec.RemoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, lockspec.RemoteCommand)}
+		return nil, &errkind.ExecError{Cmd: lockspec.RemoteCommand, Err: fmt.Errorf("%w; network targets are served by %s, which `go install ./cmd/...` in a clone of hold installs beside hold", err, lockspec.RemoteCommand)}
 	}
 	args := []string{"agent"}
 	if a.client != "" {

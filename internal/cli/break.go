@@ -15,7 +15,7 @@ func init() {
 		usage:   "break [--force] [flags] TARGET",
 		help: `
 Removes a portable lock (a directory at TARGET.lock, made by hold --protocol
-dir, proper-lockfile or career-ops' dir-lock) whose holder is provably gone,
+dir or by Node's proper-lockfile) whose holder is provably gone,
 by the rules a waiter applies before taking a lock over: a dead holder on
 this host at once; a holder that cannot be asked (no owner record, another
 host) once its heartbeat is older than the stale time (HOLD_DIR_STALE,

@@ -128,8 +128,8 @@ func TestEtcdBadInput(t *testing.T) {
 	}
 	start := time.Now()
 	r = runHold(t, dir, "run", fmt.Sprintf("etcd://127.0.0.1:%d/locks/x", port), "--", "true")
-	if r.code != exitLockError || !strings.Contains(r.stderr, "unreachable") {
-		t.Errorf("unreachable etcd: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != exitUnavailable || exitUnavailable == exitLockError || !strings.Contains(r.stderr, "unreachable") {
+		t.Errorf("unreachable etcd: exit %d, want %d (the server is unavailable), stderr %q", r.code, exitUnavailable, r.stderr)
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("unreachable etcd took %s to report", d)

@@ -29,6 +29,16 @@ const (
 	exitKilled = exitSignalBase + 9
 )
 
+// exitEmptyOutput is hold update's FILTER that printed nothing without
+// --allow-empty: FILE is left as it was, and the way on is another
+// command line (--allow-empty, or a filter that prints what to keep),
+// never a retry, as with every usage error.
+const exitEmptyOutput = exitUsage
+
+// exitUnavailable is a lock server (etcd, PostgreSQL) that could not be
+// reached: EX_UNAVAILABLE, which also says a command could not start.
+const exitUnavailable = exitExecFailed
+
 // exitCodeHelp is the exit status table printed by `hold help`.
 const exitCodeHelp = `
 Exit status:
@@ -38,13 +48,17 @@ Exit status:
           is 65 all the same)
   1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
           without the lock (its place in line went away); set another with -E N
-  64      usage error: bad flag or argument
+  64      usage error: bad flag or argument; also hold update's FILTER
+          printed nothing, without --allow-empty (FILE is left as it was)
   65      the lock could not be used (unsupported filesystem, clock skew), or
           was lost while held
   66      the lock path, or the file update or append changes, cannot be used:
           missing directory, not a regular file, no permission, or something
-          hold did not create (data, another tool's file)
-  69      the command could not be started
+          hold did not create (data, another tool's file, a named-lock
+          directory another user made); hold status of a path in a
+          directory that does not exist
+  69      the command could not be started, or a lock server (etcd,
+          PostgreSQL) could not be reached
   70      deadlock: the lock is held by an ancestor that waits for this
           process (hold run T -- hold run T ...); the message names it
   71      other operating-system error
@@ -73,6 +87,10 @@ var exitCodes = []struct {
 	// status, whichever check found it.
 	{errkind.NotRegular | errkind.Foreign | errkind.NotExist | errkind.Permission | errkind.FileNotRegular | errkind.IsDir, exitCannotOpen},
 	{errkind.Unsupported | errkind.Lost, exitLockError},
+	// A lock server that cannot be reached is the service's failure, not
+	// the lock's: EX_UNAVAILABLE. (A held lock lost that way is Lost,
+	// above.)
+	{errkind.Unavailable, exitUnavailable},
 	{errkind.Canceled, exitSignalBase + 2},
 	{errkind.Errno, exitOSError},
 }

@@ -205,7 +205,7 @@ func TestUpdateFilterFailures(t *testing.T) {
 	}{
 		{"exits non-zero", []string{"sh", "-c", "cat >/dev/null; echo 'jq: parse error' >&2; exit 3"}, 3,
 			[]string{"jq: parse error", "exited with status 3", "left unchanged"}},
-		{"prints nothing", []string{"sh", "-c", "cat >/dev/null"}, 65,
+		{"prints nothing", []string{"sh", "-c", "cat >/dev/null"}, exitEmptyOutput,
 			[]string{"printed nothing", "--allow-empty", "left unchanged"}},
 		{"cannot start", []string{"./no-such-filter"}, 69,
 			[]string{"cannot run ./no-such-filter"}},

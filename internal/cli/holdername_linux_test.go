@@ -37,8 +37,8 @@ func TestDescriptorFormNamesKeeper(t *testing.T) {
 	}
 	var st struct {
 		Holder struct {
-			PID   int    `json:"pid"`
-			Alive string `json:"alive"`
+			PID   int   `json:"pid"`
+			Alive *bool `json:"alive"`
 		} `json:"holder"`
 		KernelPIDs []int `json:"kernel_pids"`
 	}
@@ -46,7 +46,7 @@ func TestDescriptorFormNamesKeeper(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("status --json: %v: %q", err, r.stdout)
 	}
-	if st.Holder.PID != keeper || st.Holder.Alive != "alive" {
+	if st.Holder.PID != keeper || st.Holder.Alive == nil || !*st.Holder.Alive {
 		t.Errorf("status: holder %+v, want pid %d, alive: %s", st.Holder, keeper, r.stdout)
 	}
 	os.WriteFile(filepath.Join(dir, "release"), nil, 0o644)

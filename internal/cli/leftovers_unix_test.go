@@ -63,9 +63,9 @@ func TestRefusedCommandsLeaveNothing(t *testing.T) {
 		code int
 		says string
 	}{
-		{"update of a missing file, empty output", []string{"update", "new.json", "--", "jq", ".a=1"}, 65, "create new.json first"},
+		{"update of a missing file, empty output", []string{"update", "new.json", "--", "jq", ".a=1"}, exitEmptyOutput, "create new.json first"},
 		{"update of a missing file, failing filter", []string{"update", "new.json", "--", "false"}, 1, ""},
-		{"update of a file, empty output", []string{"update", "f.json", "--", "sh", "-c", "cat >/dev/null"}, 65, "--allow-empty"},
+		{"update of a file, empty output", []string{"update", "f.json", "--", "sh", "-c", "cat >/dev/null"}, exitEmptyOutput, "--allow-empty"},
 		{"update of a file, failing filter", []string{"update", "f.json", "--", "sh", "-c", "exit 3"}, 3, ""},
 		{"update with the filter first", []string{"update", "--", "jq", ".", "f.json"}, 64, "FILE comes first"},
 		{"update with a filter that is not there", []string{"update", "f.json", "--", "no-such-filter"}, 69, "cannot run no-such-filter"},
@@ -132,8 +132,8 @@ func TestRefusedUpdateKeepsLockFileOthersHaveOpen(t *testing.T) {
 		return false
 	})
 	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-	if code := waitExit(t, upd); code != 65 {
-		t.Fatalf("the update: exit %d, want 65: %s", code, stderr())
+	if code := waitExit(t, upd); code != exitEmptyOutput {
+		t.Fatalf("the update: exit %d, want %d: %s", code, exitEmptyOutput, stderr())
 	}
 	waitFor(t, filepath.Join(dir, "flocked"))
 	if _, err := os.Stat(lockPath); err != nil {

@@ -99,6 +99,7 @@ type lockFlags struct {
 	shared       bool
 	exclusive    bool
 	fair         bool
+	makeDirs     bool
 	conflictExit int
 	verbose      bool
 	quiet        bool
@@ -131,6 +132,7 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
 	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock first come, first served (unix)")
+	fs.BoolVar(&f.makeDirs, "make-dirs", false, "make the lock file's missing parent directories (by default a missing one is an error, exit 66)")
 	for _, s := range lockspec.RemoteSettings {
 		usage := s.Usage + " (default $" + s.Env
 		if s == lockspec.EtcdTTL {
@@ -150,6 +152,7 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 		Shared:       f.shared,
 		Exclusive:    f.exclusive,
 		Fair:         f.fair,
+		MakeDirs:     f.makeDirs,
 		LockFile:     f.lockFile,
 		Name:         f.name,
 		Verbose:      f.verbose,
@@ -177,6 +180,9 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 // take. Its errors are usage errors (exit 64) except a protocol that fails
 // to open. Call Close on the result when done.
 func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
+	if err := f.checkEmpty(); err != nil {
+		return nil, err
+	}
 	s := f.spec(target)
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -189,6 +195,19 @@ func (f *lockFlags) resolve(target string) (*lockspec.Resolved, error) {
 		s.Fields = append(s.Fields, lockspec.Field{Key: k, Value: v})
 	}
 	return s.Resolve()
+}
+
+// checkEmpty refuses --name or --lock-file given an empty value (as an
+// unset shell variable gives it), which would otherwise read as the flag
+// left out and be reported as a missing TARGET.
+func (f *lockFlags) checkEmpty() error {
+	if f.fs.Changed("name") && f.name == "" {
+		return usagef("--name was given an empty NAME (an unset variable?): a name is one lowercase component such as nightly-backup")
+	}
+	if f.fs.Changed("lock-file") && f.lockFile == "" {
+		return usagef("--lock-file was given an empty PATH (an unset variable?)")
+	}
+	return nil
 }
 
 // quietAbout makes fail say nothing of a busy lock or a timed-out wait on

@@ -41,10 +41,14 @@ postgres://user@host:port/db#prefix those whose names start with prefix.
 local waiters of a portable lock and, on Linux, processes blocked on the
 kernel lock (/proc/locks); it is a snapshot.
 
+With no PATH, a note after the table says where the named locks it lists
+come from (they are the same in every directory); 'hold ls .' lists the
+current directory alone.
+
 A *.lock file that is neither empty, nor holds an owner record, nor is
 locked right now is another tool's file (Cargo.lock, yarn.lock) and is not
 listed. On Linux, --all lists every such lock held on this machine, wherever
-its file is, from the kernel's lock table.
+its file is, from the kernel's lock table, or says that none is held.
 
 Like status, ls never creates, changes or waits for anything. With --json it
 prints one object per lock per line: the fields of 'hold status --json' and
@@ -98,6 +102,7 @@ func runLs(args []string) int {
 		if err := l.listHeldEverywhere(); err != nil {
 			return fail("ls", err, exitConflict)
 		}
+		l.empty = "no hold lock is held on this machine"
 		return l.finish()
 	}
 	byDefault := len(paths) == 0
@@ -114,8 +119,33 @@ func runLs(args []string) int {
 	}
 	if byDefault {
 		l.listEarlierNamed()
+		l.noteNamedSources(paths[1:])
 	}
 	return l.finish()
+}
+
+// noteNamedSources adds, for a listing by default, a note saying where
+// its named locks come from: named is the named-lock directory when it
+// was listed, and the earlier places' rows are told apart by their path.
+func (l *lister) noteNamedSources(named []string) {
+	from := func(dir string) bool {
+		for _, r := range l.rows {
+			if filepath.Dir(r.st.Path) == dir {
+				return true
+			}
+		}
+		return false
+	}
+	for _, dir := range named {
+		if from(dir) {
+			l.notes = append(l.notes, fmt.Sprintf("Named locks (--name NAME) are listed from %s, your named-lock directory, whatever the current directory; 'hold ls .' lists this directory alone.", dir))
+		}
+	}
+	for _, dir := range nameddir.EarlierOwn() {
+		if from(dir) {
+			l.notes = append(l.notes, fmt.Sprintf("Those in %s are held where earlier versions of hold kept named locks; they exclude their names too.", dir))
+		}
+	}
 }
 
 // defaultLsPaths are the current directory and, when it exists and is
@@ -140,10 +170,7 @@ func defaultLsPaths() []string {
 // hold kept them (see hold.Named): a holder there still excludes its name.
 // Free ones there are not listed; they are leftovers of those versions.
 func (l *lister) listEarlierNamed() {
-	for _, dir := range nameddir.Earlier() {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
+	for _, dir := range nameddir.EarlierOwn() {
 		n := len(l.rows)
 		if l.listDir(dir) != nil {
 			l.rows = l.rows[:n]
@@ -171,6 +198,10 @@ type lister struct {
 
 	rows []lsRow
 	code int
+	// empty is printed (text only) when nothing was found, if set.
+	empty string
+	// notes follow the table (text only): where its rows come from.
+	notes []string
 }
 
 // lsRow is one lock found.
@@ -202,6 +233,9 @@ func (l *lister) finish() int {
 		return l.code
 	}
 	if len(l.rows) == 0 {
+		if l.empty != "" {
+			fmt.Fprintln(l.out, l.empty)
+		}
 		return l.code
 	}
 	tw := tabwriter.NewWriter(l.out, 0, 0, 2, ' ', 0)
@@ -214,6 +248,9 @@ func (l *lister) finish() int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.st.Path, r.st.Protocol, r.st.State, r.st.Fence, r.waiters, holder)
 	}
 	tw.Flush()
+	if len(l.notes) > 0 {
+		fmt.Fprintf(l.out, "\n%s\n", strings.Join(l.notes, "\n"))
+	}
 	return l.code
 }
 

@@ -27,8 +27,8 @@ type lsLine struct {
 	Held     bool   `json:"held"`
 	Token    uint64 `json:"token"`
 	Holder   *struct {
-		PID   int    `json:"pid"`
-		Alive string `json:"alive"`
+		PID   int   `json:"pid"`
+		Alive *bool `json:"alive"`
 	} `json:"holder"`
 	KernelPIDs []int `json:"kernel_pids"`
 	Waiters    *int  `json:"waiters"`
@@ -160,7 +160,7 @@ func TestLsListsEveryKind(t *testing.T) {
 			continue
 		case l.Protocol != w.protocol || l.State != w.state:
 			t.Errorf("%s: %s %s, want %s %s", path, l.Protocol, l.State, w.protocol, w.state)
-		case w.holder != 0 && (l.Holder == nil || l.Holder.PID != w.holder || l.Holder.Alive != "alive"):
+		case w.holder != 0 && (l.Holder == nil || l.Holder.PID != w.holder || l.Holder.Alive == nil || !*l.Holder.Alive):
 			t.Errorf("%s: holder %+v, want pid %d alive", path, l.Holder, w.holder)
 		}
 	}
@@ -232,6 +232,44 @@ func TestLsDefaultsToHereAndNamedLocks(t *testing.T) {
 	named := filepath.Join(runtimeDir, "hold", "deploy.lock")
 	if r.code != 0 || !strings.Contains(r.stdout, "\nhere.lock ") || !strings.Contains(r.stdout, named) {
 		t.Fatalf("hold ls: exit %d, want here.lock and %s:\n%s%s", r.code, named, r.stdout, r.stderr)
+	}
+	// It says where the named locks come from, and how to list this
+	// directory alone.
+	if !strings.Contains(r.stdout, "Named locks (--name NAME) are listed from "+filepath.Join(runtimeDir, "hold")) || !strings.Contains(r.stdout, "'hold ls .'") {
+		t.Errorf("hold ls does not say where its named locks come from:\n%s", r.stdout)
+	}
+	if r := runHoldEnv(t, dir, env, "ls", "."); strings.Contains(r.stdout, named) || strings.Contains(r.stdout, "Named locks") {
+		t.Errorf("hold ls . lists the named locks:\n%s", r.stdout)
+	}
+}
+
+// hold ls --all says so when nothing is held, rather than printing
+// nothing at all (Linux: it reads the kernel's lock table). It runs in a
+// pid namespace of its own, with its own /proc, where the kernel lists
+// only the locks of the namespace's processes: none, then one of hold's.
+func TestLsAllSaysWhenNothingIsHeld(t *testing.T) {
+	t.Parallel()
+	if !isLinux() {
+		t.Skip("--all reads the kernel's lock table (Linux)")
+	}
+	unshare := testenv.LookPath(t, "unshare", "not installed (apt package util-linux)")
+	if os.Geteuid() != 0 {
+		t.Skip("a pid namespace with its own /proc needs root (CI runs as root)")
+	}
+	dir := t.TempDir()
+	script := `"$0" ls --all; "$0" run held -- "$0" ls --all`
+	cmd := exec.Command(unshare, "-p", "-f", "-m", "--mount-proc", "sh", "-c", script, holdBin)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got := string(out)
+	if !strings.HasPrefix(got, "no hold lock is held on this machine\n") {
+		t.Errorf("hold ls --all with nothing held does not say so:\n%s", got)
+	}
+	if !strings.Contains(got, "\nLOCK ") || !strings.Contains(got, filepath.Join(dir, "held.lock")) {
+		t.Errorf("hold ls --all does not list the one lock held:\n%s", got)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/hold-dev/hold/internal/gnuflag"
 )
 
 // command is one subcommand of hold.
@@ -75,6 +77,8 @@ func dispatch(args []string) int {
 			if c, ok := commands[args[1]]; ok {
 				return c.run([]string{"--help"})
 			}
+			fmt.Fprintln(os.Stderr, unknownCommand(args[1:]))
+			return exitUsage
 		}
 		printUsage(os.Stdout)
 		return 0
@@ -100,6 +104,9 @@ func unknownCommand(args []string) string {
 			}
 		}
 		return fmt.Sprintf("hold: unknown command %q: flags go after a command, as in hold run %s TARGET -- COMMAND; 'hold help' lists the commands", args[0], args[0])
+	}
+	if s := gnuflag.Suggest(args[0], visibleCommands()); s != "" {
+		return fmt.Sprintf("hold: unknown command %q (did you mean 'hold %s'?); 'hold help' lists the commands", args[0], s)
 	}
 	return fmt.Sprintf("hold: unknown command %q; 'hold help' lists the commands", args[0])
 }

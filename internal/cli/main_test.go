@@ -461,7 +461,7 @@ func TestKilledHoldKeepsLockWithCommand(t *testing.T) {
 	}
 	// status decides "held" from the lock, not from the dead recorded pid.
 	r := runHold(t, dir, "status", "--json", "T")
-	wants := []string{`"held":true`, `"alive":"dead"`, `"note":"the recorded holder`}
+	wants := []string{`"held":true`, `"alive":false`, `"note":"the recorded holder`}
 	if isLinux() {
 		// The process that has the lock now: the command.
 		wants = append(wants, fmt.Sprintf(`"openers":[{"pid":%d,`, cmdPid))

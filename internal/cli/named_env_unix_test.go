@@ -142,3 +142,58 @@ func TestNamedLockHeldAtEarlierPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedLockEarlierPlaceNotYours: an earlier place of named locks that
+// hold run skips, because another user made it or anyone may write it,
+// is skipped by hold status --name and hold ls too: a lock held there
+// with a record of its maker's choosing is not shown as the user's lock.
+// (Root makes the other user's directory here: the tests run as root.)
+func TestNamedLockEarlierPlaceNotYours(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("making a directory of another user's needs root (CI runs as root)")
+	}
+	for _, how := range []string{"another user's", "writable by others"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir, tmp := t.TempDir(), t.TempDir()
+			env := []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp, nameddir.TestEnv + "=" + filepath.Join(dir, "named")}
+			old := filepath.Join(tmp, fmt.Sprintf("hold-%d", os.Getuid()))
+			if err := os.Mkdir(old, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if how == "another user's" {
+				testenv.Lchown(t, old, testenv.Someone, testenv.SomeGroup)
+			} else if err := os.Chmod(old, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			// The planted holder: a lock with a record that names a
+			// command of its maker's choosing.
+			oldLock := filepath.Join(old, "nightly.lock")
+			holder := holdWithEnv(context.Background(), dir, append(os.Environ(), env...),
+				"run", "--lock-file", oldLock, "--field", "forged=yes", "-c", gatedCommand)
+			if err := holder.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+			waitFor(t, filepath.Join(dir, "ready"))
+
+			r := runHoldEnv(t, dir, env, "status", "--json", "--name", "nightly")
+			if r.code != 0 || !strings.Contains(r.stdout, `"held":false`) || strings.Contains(r.stdout, "forged") {
+				t.Errorf("hold status --name nightly reports the lock at %s (%s) as the user's: exit %d: %s%s", old, how, r.code, r.stdout, r.stderr)
+			}
+			r = runHoldEnv(t, dir, env, "ls")
+			if strings.Contains(r.stdout, oldLock) {
+				t.Errorf("hold ls lists the lock at %s (%s):\n%s%s", old, how, r.stdout, r.stderr)
+			}
+			r = runHoldEnv(t, dir, env, "run", "-n", "--name", "nightly", "--", "true")
+			if r.code != 0 {
+				t.Errorf("hold run -n --name nightly: exit %d, want 0 (the place is skipped): %s", r.code, r.stderr)
+			}
+			os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+			if code := waitExit(t, holder); code != 0 {
+				t.Errorf("the planted holder: exit %d", code)
+			}
+		})
+	}
+}

@@ -215,6 +215,11 @@ func testPostgresStatus(t *testing.T, addr, secret string) {
 	if !rep.Held || rep.Protocol != "postgres" || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
 		t.Errorf("status --json = %+v", rep)
 	}
+	// The recorded command is the one typed, `hold run ...`, not the
+	// companion hold handed it to.
+	if rep.Holder != nil && (len(rep.Holder.Command) < 2 || rep.Holder.Command[0] != holdBin || rep.Holder.Command[1] != "run") {
+		t.Errorf("the recorded command is %q, want %s run ...", rep.Holder.Command, holdBin)
+	}
 	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
 		t.Errorf("run -n on a held lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
@@ -279,8 +284,12 @@ func testPostgresBadInput(t *testing.T, srv *pgtest.Server, secret string) {
 	}
 	start := time.Now()
 	r := runHold(t, dir, "run", "postgres://u:"+secret+"@127.0.0.1:1/db?sslmode=disable#x", "--", "true")
-	if r.code != exitLockError || !strings.Contains(r.stderr, "unreachable") || strings.Contains(r.stderr, secret) {
-		t.Errorf("unreachable server: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != exitUnavailable || exitUnavailable == exitLockError || !strings.Contains(r.stderr, "unreachable") || strings.Contains(r.stderr, secret) {
+		t.Errorf("unreachable server: exit %d, want %d (the server is unavailable), stderr %q", r.code, exitUnavailable, r.stderr)
+	}
+	// The cause is said once, and the address not over and over.
+	if n := strings.Count(r.stderr, "connection refused"); n != 1 || strings.Count(r.stderr, "127.0.0.1:1") > 2 {
+		t.Errorf("unreachable server: the message repeats itself: %q", r.stderr)
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("unreachable server took %s to report", d)

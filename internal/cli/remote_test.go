@@ -29,7 +29,7 @@ func TestRemoteTargetWithoutCompanion(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != exitExecFailed {
 		t.Fatalf("exit %d (%v), want %d; output:\n%s", code, err, exitExecFailed, out)
 	}
-	for _, want := range []string{"hold-remote", "go install"} {
+	for _, want := range []string{"hold-remote", "go install ./cmd/..."} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("message does not mention %q:\n%s", want, out)
 		}

@@ -22,7 +22,7 @@ func init() {
 		name:    "run",
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
-		help:    runHelp + childLifeHelp + "\n" + treeHelp,
+		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
 		run:     runRun,
 	})
 }
@@ -74,7 +74,11 @@ Lock lifetime:
   hold was killed, such a daemon keeps the lock until it exits.
   -o/--close does not pass the descriptor: killing hold then frees the lock
   at once while the command may still run.
+`
 
+// runHelpMore follows the indented "Lock lifetime" section, which
+// childLifeHelp and treeHelp end (they differ by platform).
+const runHelpMore = `
 Messages: a busy lock (-n) or a timed-out wait (-w) is reported on stderr
 only when stderr is a terminal; elsewhere (cron, a pipe, a log) hold says
 nothing, as flock(1) does, and the exit status (1, or -E) tells. --verbose
@@ -90,9 +94,11 @@ X.lock, as proper-lockfile makes): take that one with --protocol dir.
 
 Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
 command, locks descriptor FD, which the shell opened, with one flock(2), as
-flock(1) does, and exits: exec 9>F; hold run -n 9 || exit 1, or
-( hold run -n 9 || exit 1; ... ) 9>F. The lock belongs to the shell's open
-file and stays held until the shell closes FD or runs 'hold run -u FD'. It
+flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or
+( hold run -n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and
+a hold lock file emptied so starts its fencing tokens again from 1. The
+lock belongs to the shell's open file and stays held until the shell
+closes FD or runs 'hold run -u FD'. It
 takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An exclusive lock's
 owner record names the process that keeps FD (hold's parent, the shell or
 subshell), not hold, which exits at once; -u leaves a past record in its

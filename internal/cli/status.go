@@ -32,7 +32,8 @@ open. Nothing is created or changed. With --json, one JSON object per
 TARGET is printed per line.
 
 Exit status: 0 when every TARGET could be inspected, else the status of the
-last failure (66: cannot open, e.g. a symlink or FIFO at the lock path). A
+last failure (66: cannot open, e.g. a symlink or FIFO at the lock path,
+or a directory that does not exist, which no lock can be in). A
 directory at the lock path is reported as a portable-protocol lock.`,
 		run: runStatus,
 	})
@@ -49,6 +50,9 @@ func runStatus(args []string) int {
 		return code
 	}
 	targets := fs.Args()
+	if err := lf.checkEmpty(); err != nil {
+		return fail("status", err, exitConflict)
+	}
 	if len(targets) == 0 {
 		if lf.lockFile == "" && lf.name == "" {
 			return fail("status", usagef("no TARGET given"), exitConflict)
@@ -126,8 +130,8 @@ func printStatus(w io.Writer, r *report.Status) {
 		if h.Host != "" {
 			line += " on host " + h.Host
 		}
-		if r.Held || h.Alive == "alive" {
-			line += ", " + h.Alive
+		if r.Held || h.Liveness() == "alive" {
+			line += ", " + h.Liveness()
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", who+":", line)
 		if len(h.Command) > 0 {

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -47,9 +50,21 @@ func (d *duration) String() string { return time.Duration(*d).String() }
 // Set parses plain seconds or a Go duration; negative values are refused.
 func (d *duration) Set(v string) error {
 	var t time.Duration
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
+	if f, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case f != f:
+			return errkind.Usagef("%q is not a number (say 2s, 500ms or a number of seconds)", v)
+		case f < 0:
+			return errkind.Usagef("the duration cannot be negative: %q", v)
+		case f*float64(time.Second) >= float64(maxDuration):
+			return errkind.Usagef("%s seconds is too long: at most %.0f (about 292 years)", v, math.Floor(maxDuration.Seconds()))
+		}
 		t = time.Duration(f * float64(time.Second))
 	} else if t, err = time.ParseDuration(v); err != nil {
+		if durationSyntax().MatchString(v) {
+			// Well formed, so too large for time.Duration.
+			return errkind.Usagef("%q is too long: at most %.0f seconds (about 292 years)", v, math.Floor(maxDuration.Seconds()))
+		}
 		return errkind.Usagef("%q is not a duration (say 2s, 500ms or a number of seconds)", v)
 	}
 	if t < 0 {
@@ -57,6 +72,15 @@ func (d *duration) Set(v string) error {
 	}
 	*d = duration(t)
 	return nil
+}
+
+// maxDuration is the longest duration a flag takes (time.Duration's).
+const maxDuration = time.Duration(math.MaxInt64)
+
+// durationSyntax is what time.ParseDuration accepts when the value fits
+// (compiled only for an error's sake: hold starts as fast as flock(1)).
+func durationSyntax() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 }
 
 // Type names the value in --help.

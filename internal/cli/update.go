@@ -19,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "update",
 		summary: "rewrite FILE through a filter command under its lock, atomically",
-		usage:   "update [flags] FILE -- FILTER [ARGS...]",
+		usage:   "update [flags] FILE -- FILTER [ARGS...]\nupdate [flags] FILE -c 'shell filter'",
 		help:    updateHelp,
 		run:     runUpdate,
 	})
@@ -39,10 +39,11 @@ symlink, the file it points to is replaced and the link stays. Output equal
 to the old content writes nothing. Example:
 
   hold update hooks.json -- jq '.hooks += ["x"]'
+  hold update todo.txt -c 'sort -u'
 
 FILE is left untouched, and nothing is written, when FILTER cannot start
 (exit 69), exits non-zero (hold exits with the same status), is killed by a
-signal N (128+N), or prints nothing: empty output is refused (exit 65)
+signal N (128+N), or prints nothing: empty output is refused (exit 64)
 unless --allow-empty, because a filter that fails silently would otherwise
 wipe FILE. A missing FILE reads as empty input, and --allow-empty creates
 nothing for it: create FILE first, or use a filter that prints something
@@ -100,6 +101,7 @@ func runUpdate(args []string) int {
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of starting from empty content")
 	allowSplit := fs.Bool("allow-split", false, "replace FILE even if it has other hard links (they keep the old content)")
 	allowOwnerChange := fs.Bool("allow-owner-change", false, "replace FILE even if the new file cannot keep its owner or group (it becomes yours)")
+	shell := fs.StringP("command", "c", "", "run `'FILTER'` with the shell instead of FILTER [ARGS...], as hold run -c does")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -107,12 +109,9 @@ func runUpdate(args []string) int {
 	if len(rest) == 0 || rest[0] == "--" {
 		return fail("update", usagef("missing FILE: hold update [flags] FILE -- FILTER [ARGS...]"), lf.conflictExit)
 	}
-	file, argv := rest[0], rest[1:]
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return fail("update", usagef("missing FILTER: hold update [flags] FILE -- FILTER [ARGS...]"), lf.conflictExit)
+	file, argv, err := splitUpdateArgs(rest, *shell, fs.Changed("command"))
+	if err != nil {
+		return fail("update", err, lf.conflictExit)
 	}
 	if lf.shared {
 		return fail("update", usagef("update needs an exclusive lock; --shared does not apply"), lf.conflictExit)
@@ -153,10 +152,44 @@ func runUpdate(args []string) int {
 	})
 }
 
+// splitUpdateArgs splits what follows update's flags into FILE and the
+// filter's argv, as splitRunArgs does for hold run:
+//
+//	FILE -- FILTER [ARGS...]
+//	FILE FILTER [ARGS...]
+//	FILE -c 'shell filter'   (or -c before FILE)
+func splitUpdateArgs(rest []string, shell string, shellSet bool) (file string, argv []string, err error) {
+	file, argv = rest[0], rest[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	} else if len(argv) > 0 && (argv[0] == "-c" || argv[0] == "--command") {
+		if shellSet {
+			return "", nil, usagef("-c given twice")
+		}
+		if len(argv) != 2 {
+			return "", nil, usagef("-c takes exactly one argument, the shell filter (quote it)")
+		}
+		shell, shellSet, argv = argv[1], true, nil
+	}
+	if shellSet {
+		if len(argv) > 0 {
+			return "", nil, usagef("give either -c 'shell filter' or -- FILTER [ARGS...], not both")
+		}
+		if shell == "" {
+			return "", nil, usagef("-c needs a non-empty shell filter")
+		}
+		return file, shellCommand(shell), nil
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return "", nil, usagef("missing FILTER: hold update [flags] FILE -- FILTER [ARGS...] or FILE -c 'shell filter'")
+	}
+	return file, argv, nil
+}
+
 // emptyOutput is the refusal of a filter that printed nothing (the
 // library's rule, atomicfile.ErrEmpty), in the command's words.
 func emptyOutput(file string, argv []string, missing bool) *filterError {
-	fe := &filterError{argv0: argv[0], status: exitLockError,
+	fe := &filterError{argv0: argv[0], status: exitEmptyOutput,
 		why: "printed nothing (refusing to empty the file; use --allow-empty to empty it)"}
 	if missing {
 		// --allow-empty would write nothing here: empty content for a

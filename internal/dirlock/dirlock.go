@@ -192,8 +192,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, err
 	}
 	if req.Shared {
-		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
-			Hint: "the portable protocol has exclusive locks only"}
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
 	}
 	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale}
 	if req.Stale > 0 {

@@ -55,7 +55,7 @@ import (
 
 // exampleCommands are the first words that make a block a shell example.
 var exampleCommands = []string{"hold", "go", "cd", "npm", "npx", "node", "source", "some-report",
-	"for", "echo", "jq", "flock", "export", "HOLD_PROTOCOL=dir"}
+	"for", "echo", "jq", "flock", "export", "mkdir", "HOLD_PROTOCOL=dir"}
 
 // exampleLimit bounds one block's run; it only catches hangs.
 const exampleLimit = 3 * time.Minute

@@ -72,6 +72,9 @@ const (
 	Errno
 	// Deadlock: hold.ErrDeadlock, a wait that could never end.
 	Deadlock
+	// Unavailable: hold.ErrUnavailable, a lock server (etcd,
+	// PostgreSQL) that could not be reached.
+	Unavailable
 )
 
 // Of returns every kind err is of; none for nil or an error hold knows
@@ -113,6 +116,7 @@ func Of(err error) Kinds {
 	set(Canceled, errors.Is(err, context.Canceled))
 	set(Errno, errors.As(err, &errno))
 	set(Deadlock, errors.Is(err, hold.ErrDeadlock))
+	set(Unavailable, errors.Is(err, hold.ErrUnavailable))
 	return k
 }
 

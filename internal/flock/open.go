@@ -27,7 +27,7 @@ func SetPortableLockCheck(isLock func(path string) bool) { isPortableLock = isLo
 // kernel lock, so a kernel lock on it would not exclude that holder.
 func portableDirError(path string) error {
 	return &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,
-		Hint: "it is a directory lock of the portable protocol (hold's --protocol dir, proper-lockfile, career-ops' dir-lock), whose holder a kernel lock would not exclude; take it with --protocol dir"}
+		Hint: "it is a directory lock of the portable protocol, as hold run --protocol dir and Node's proper-lockfile take it: a kernel lock would not exclude its holder, with --lock-file or without; take it with --protocol dir, as its holder does"}
 }
 
 // missingHint explains ENOENT from creating the lock file at path: its
@@ -37,5 +37,10 @@ func missingHint(path string) string {
 	if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.IsDir() {
 		return "its directory exists, but the filesystem there does not let files be created; choose a lock path on an ordinary filesystem"
 	}
-	return "the directory that should hold the lock file does not exist; create it first"
+	return missingDirHint
 }
+
+// missingDirHint is the hint for a lock file whose directory does not
+// exist: hold never makes it unless asked (see docs/cli.md, "Missing
+// directories").
+const missingDirHint = "the directory that should hold the lock file does not exist; create it first, or ask hold to make it: hold run --make-dirs, hold.MakeDirs in Go, makeDirs in Node, make_dirs in Python"

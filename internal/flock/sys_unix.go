@@ -430,6 +430,11 @@ func checkRegular(fd int, path string, dirOK bool) (fileInfo, error) {
 		}
 		return fi, nil
 	case fi.mode == unix.S_IFDIR:
+		if isPortableLock(path) {
+			// Not --lock-file: a kernel lock on it would not exclude
+			// its holder either.
+			return fi, portableDirError(path)
+		}
 		return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular, Hint: dirHint}
 	}
 	return fi, &lock.Error{Op: "open", Path: path, Err: lock.ErrNotRegular,

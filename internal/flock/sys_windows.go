@@ -218,7 +218,7 @@ func openError(path string, err error) error {
 	}
 	switch err {
 	case windows.ERROR_PATH_NOT_FOUND:
-		e.Hint = "the directory that should hold the lock file does not exist; create it first"
+		e.Hint = missingDirHint
 	case windows.ERROR_ACCESS_DENIED:
 		e.Hint = "no permission to open the lock file there; choose another lock path"
 	}

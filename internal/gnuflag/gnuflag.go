@@ -310,7 +310,7 @@ func (fs *FlagSet) parseLong(a string, rest []string) ([]string, error) {
 	case f == nil && (name == "help"):
 		return rest, ErrHelp
 	case f == nil:
-		return rest, fmt.Errorf("unknown flag: --%s", name)
+		return rest, fmt.Errorf("unknown flag: --%s%s", name, fs.suggestFlag(name))
 	case hasValue:
 	case f.NoOptDefVal != "":
 		value = f.NoOptDefVal
@@ -520,3 +520,65 @@ func (a *arrayValue) String() string {
 	return "[" + strings.Join(*a.p, ",") + "]"
 }
 func (a *arrayValue) Type() string { return "stringArray" }
+
+// Suggest returns the candidate that word most likely misspells, or "" if
+// none is close: at most one edit (a letter added, dropped, changed, or
+// two neighbours swapped) for a word of up to four letters, two for a
+// longer one. A tie goes to the earlier candidate.
+func Suggest(word string, candidates []string) string {
+	limit := 1
+	if len(word) > 4 {
+		limit = 2
+	}
+	best, bestDist := "", limit+1
+	for _, c := range candidates {
+		if c == word {
+			continue
+		}
+		if d := editDistance(word, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of adjacent letters.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// suggestFlag is " (did you mean --NAME?)" for the visible flag that name
+// most likely misspells, or "".
+func (fs *FlagSet) suggestFlag(name string) string {
+	var names []string
+	for _, f := range fs.flags {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	if s := Suggest(name, names); s != "" {
+		return " (did you mean --" + s + "?)"
+	}
+	return ""
+}

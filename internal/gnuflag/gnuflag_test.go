@@ -173,3 +173,27 @@ func TestAddFlagShares(t *testing.T) {
 		t.Error("a flag left out of the subset was accepted")
 	}
 }
+
+// TestSuggest: a near miss of a name is named, a word far from every
+// name is not, and an unknown flag's error names its closest flag.
+func TestSuggest(t *testing.T) {
+	names := []string{"run", "status", "update", "append", "ls"}
+	for word, want := range map[string]string{
+		"rnu": "run", "stauts": "status", "udpate": "update", "apend": "append",
+		"sl": "ls", "frobnicate": "", "x": "", "run": "",
+	} {
+		if got := Suggest(word, names); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+	fs := NewFlagSet("t")
+	fs.Bool("nonblock", false, "")
+	fs.Bool("secret", false, "")
+	fs.MarkHidden("secret")
+	if err := fs.Parse([]string{"--nonblok"}); err == nil || !strings.Contains(err.Error(), "did you mean --nonblock?") {
+		t.Errorf("--nonblok: %v", err)
+	}
+	if err := fs.Parse([]string{"--secrte"}); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("--secrte suggests a hidden flag: %v", err)
+	}
+}

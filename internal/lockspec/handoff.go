@@ -81,7 +81,8 @@ func HandOffIfRemote(targets ...string) error {
 		return nil
 	}
 	if os.Getenv(RemoteEnv) != "" {
-		return fmt.Errorf("%s://: this executable (%s) does not serve the scheme it was handed", missing, filepath.Base(os.Args[0]))
+		self, _ := os.Executable()
+		return fmt.Errorf("%s://: this executable (%s) does not serve the scheme it was handed", missing, filepath.Base(self))
 	}
 	return handOff(missing, dedicated)
 }
@@ -103,11 +104,14 @@ func handOff(scheme, dedicated string) error {
 	if exe == "" {
 		var err error
 		if exe, err = FindRemote(); err != nil {
-			return &errkind.ExecError{Cmd: RemoteCommand, Err: fmt.Errorf("%w; %s:// targets are served by %s, which `go install github.com/hold-dev/hold/cmd/...@latest` installs beside hold", err, scheme, RemoteCommand)}
+			return &errkind.ExecError{Cmd: RemoteCommand, Err: fmt.Errorf("%w; %s:// targets are served by %s, which `go install ./cmd/...` in a clone of hold installs beside hold", err, scheme, RemoteCommand)}
 		}
 	}
 	env := append(os.Environ(), RemoteEnv+"=1")
-	argv := append([]string{exe}, os.Args[1:]...)
+	// The companion gets the command line as the user typed it, hold's
+	// name included, so that what it records as the holder's command (and
+	// ps shows) is `hold run ...`, not the companion's name.
+	argv := append([]string{os.Args[0]}, os.Args[1:]...)
 	return execRemote(exe, argv, env)
 }
 

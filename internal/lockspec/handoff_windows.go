@@ -15,6 +15,7 @@ import (
 // the companion decide.
 func execRemote(exe string, argv, env []string) error {
 	cmd := exec.Command(exe, argv[1:]...)
+	cmd.Args = argv // the command line as the user typed it (see handOff)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	signal.Ignore(os.Interrupt)

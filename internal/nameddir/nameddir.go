@@ -16,6 +16,7 @@
 package nameddir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,3 +65,31 @@ func Earlier() []string {
 	}
 	return out
 }
+
+// EarlierOwn returns the places of Earlier that can hold a named lock of
+// this user's: those that exist and pass CheckPrivate. hold.Named waits
+// for a holder there; `hold status --name` and `hold ls` report one. A
+// place that another user made (or anyone may write) is skipped by all
+// three alike: an earlier hold refused such a directory too, so no
+// holder of this user's can be in it, and what is there (a lock with a
+// record of anyone's choosing) is not this user's lock.
+func EarlierOwn() []string {
+	var out []string
+	for _, d := range Earlier() {
+		if CheckPrivate(d) == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ErrNotPrivate is what CheckPrivate's refusals match: a directory that
+// is not this user's alone (not a directory, another user's, writable by
+// others). The error's own message says which and what to do.
+var ErrNotPrivate = errors.New("not a private directory of this user's")
+
+// notPrivate is a refusal of CheckPrivate's, saying why in msg.
+type notPrivate string
+
+func (e notPrivate) Error() string { return string(e) }
+func (e notPrivate) Unwrap() error { return ErrNotPrivate }

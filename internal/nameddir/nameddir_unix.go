@@ -3,10 +3,12 @@
 package nameddir
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 )
 
 // dir chooses the parent by fixed rules that every process of the user
@@ -66,4 +68,27 @@ func earlier(fixed bool) []string {
 		dirs = append(dirs, filepath.Join("/tmp", userDir()))
 	}
 	return dirs
+}
+
+// CheckPrivate returns nil when dir may hold this user's named locks: a
+// real directory (not a symlink), owned by this user, that nobody else may
+// write. Otherwise its error says what is wrong and what to do. The
+// parents of named-lock directories are writable by everyone, so anyone
+// could have made dir to capture or block the user's locks.
+func CheckPrivate(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return notPrivate(fmt.Sprintf("%s is not a directory (a symlink or file was put there); remove it", dir))
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Getuid() {
+		return notPrivate(fmt.Sprintf("%s belongs to uid %d, not to you (uid %d): another user made it to capture or block your named locks; ask root to remove it", dir, st.Uid, os.Getuid()))
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return notPrivate(fmt.Sprintf("%s is writable by others (mode %v); run chmod 700 on it", dir, fi.Mode().Perm()))
+	}
+	return nil
 }

@@ -19,3 +19,10 @@ func dir() (string, error) {
 
 // earlier is empty: Windows kept named locks where it keeps them now.
 func earlier(bool) []string { return nil }
+
+// CheckPrivate returns nil when dir exists: it lies under the user's own
+// profile, which other users cannot write.
+func CheckPrivate(dir string) error {
+	_, err := os.Stat(dir)
+	return err
+}

@@ -45,14 +45,38 @@ type Status struct {
 
 // Holder describes a lock's holder from its owner record.
 type Holder struct {
-	PID         int               `json:"pid"`
-	Host        string            `json:"host,omitempty"`
-	Alive       string            `json:"alive"`
+	PID  int    `json:"pid"`
+	Host string `json:"host,omitempty"`
+	// Alive is whether the holder's process still runs: true or false,
+	// or nil (JSON null) where hold cannot tell (a holder on another
+	// host or in another pid namespace, no record). Liveness says it in
+	// words.
+	Alive       *bool             `json:"alive"`
 	Command     []string          `json:"command,omitempty"`
 	StartedAt   *time.Time        `json:"started_at,omitempty"`
 	HeldSeconds float64           `json:"held_seconds,omitempty"`
 	Shared      bool              `json:"shared,omitempty"`
 	Fields      map[string]string `json:"fields,omitempty"`
+}
+
+// aliveOf is Holder.Alive for l: nil when it is unknown.
+func aliveOf(l hold.Liveness) *bool {
+	if l == hold.LivenessUnknown {
+		return nil
+	}
+	alive := l == hold.Alive
+	return &alive
+}
+
+// Liveness is Alive in words: "alive", "dead" or "unknown".
+func (h *Holder) Liveness() string {
+	switch {
+	case h.Alive == nil:
+		return "unknown"
+	case *h.Alive:
+		return "alive"
+	}
+	return "dead"
 }
 
 // Opener is a process that has the lock file open.
@@ -122,7 +146,7 @@ func NewHolder(h *hold.Holder, held bool) *Holder {
 	if o == nil {
 		return nil
 	}
-	hr := &Holder{PID: o.PID, Host: o.Host, Alive: h.Alive.String(), Command: o.Command,
+	hr := &Holder{PID: o.PID, Host: o.Host, Alive: aliveOf(h.Alive), Command: o.Command,
 		Shared: o.Shared, Fields: o.Fields}
 	if !o.StartedAt.IsZero() {
 		t := o.StartedAt
@@ -146,7 +170,7 @@ func NewErrorHolder(h *hold.Holder) *Holder {
 		return NewHolder(h, true)
 	}
 	pid := h.PIDs[0]
-	hr := &Holder{PID: pid, Host: proc.Hostname(), Alive: hold.Alive.String()}
+	hr := &Holder{PID: pid, Host: proc.Hostname(), Alive: aliveOf(hold.Alive)}
 	// The arguments as they are now, if the process is still the one
 	// whose command line the error read.
 	if a := proc.Args(pid); len(a) > 0 && strings.Join(a, " ") == h.Commands[pid] {

@@ -59,7 +59,7 @@ test("a busy lock that flock(1) holds names flock's pid in err.holder", { skip: 
     }
     assert.equal(err?.code, 'EBUSY', String(err));
     assert.equal(err.holder?.pid, flock.pid, JSON.stringify(err.holder));
-    assert.equal(err.holder.alive, 'alive');
+    assert.equal(err.holder.alive, true);
     assert.deepEqual(err.holder.command, ['flock', target, 'sleep', '60']);
   } finally {
     flock.kill('SIGKILL');
@@ -189,6 +189,7 @@ test('busy, timeout and abort errors name the holder', async () => {
       assert.ok(err instanceof HoldError, String(err));
       assert.equal(err.code, code);
       assert.equal(err.holder.pid, holder.pid);
+      assert.equal(err.holder.alive, true); // a boolean, not the word
       assert.match(err.message, new RegExp(`pid ${holder.pid}\\b`));
       assert.match(err.message, /hold run/);
       return true;
@@ -247,4 +248,17 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
       return true;
     });
   }
+});
+
+test('a missing directory is an error naming makeDirs, which makes it', async () => {
+  const dir = join(scratch(), 'data', 'deep');
+  await assert.rejects(lock(join(dir, 'tracker.md')), (err) => err.code === 'ENOENT' && /makeDirs/.test(err.message));
+  await assert.rejects(tryLock(join(dir, 'tracker.md')), { code: 'ENOENT' });
+  assert.equal(existsSync(dir), false);
+  await assert.rejects(lock(join(dir, 'tracker.md'), { makeDirs: 'yes' }), { code: 'EINVAL' });
+  const l = await lock(join(dir, 'tracker.md'), { makeDirs: true });
+  assert.equal(l.path, join(dir, 'tracker.md.lock'));
+  await l.release();
+  await withLock(join(scratch(), 'other', 'x'), async () => {}, { makeDirs: true });
+  assert.equal(existsSync(join(dir, 'tracker.md.lock')), true);
 });

@@ -104,6 +104,8 @@ test('without its platform package, the first lock names the package to install 
     assert.ok(r.stderr.includes(`npm install ${hostPackage}@${version}`), `${example}: ${r.stderr}`);
     assert.match(r.stderr, /EAGENT/);
     assert.match(r.stderr, /HOLD_BIN/);
+    // What works before anything is published: a hold built from a clone.
+    assert.ok(r.stderr.includes('go install ./cmd/...') && r.stderr.includes('go env GOPATH'), `${example}: ${r.stderr}`);
   }
 });
 

@@ -87,7 +87,7 @@ class LockTest(TempDirTest):
             self.assertEqual(e.command[:2], ["hold", "agent"])
             self.assertIn(f"python pid {os.getpid()}", " ".join(e.command))
             assert e.holder is not None
-            self.assertEqual(e.holder["alive"], "alive")
+            self.assertIs(e.holder["alive"], True)
             # timeout=0 is a try too.
             with self.assertRaises(hold.Busy):
                 hold.lock(t, timeout=0)
@@ -391,11 +391,50 @@ class BinaryTest(TempDirTest):
         if os.path.isdir(shipped):
             self.assertIn("bin: " + shipped, out.stdout)
         else:
-            for want in ("HOLD_BIN is not set", "platform wheel", "no hold on PATH"):
+            for want in ("HOLD_BIN is not set", "platform wheel", "no hold on PATH",
+                         "go install ./cmd/...", "go env GOPATH"):
                 self.assertIn(want, out.stdout)
+            # Nothing is published: the hint names no module version to fetch.
+            self.assertNotIn("@latest", out.stdout)
 
     def test_hold_bin_missing(self) -> None:
         env = dict(os.environ, HOLD_BIN=self.path("nope"))
         code = "import hold\ntry:\n    hold.try_lock('t')\nexcept hold.AgentError as e:\n    print(e.code, e)\n"
         out = subprocess.run([sys.executable, "-c", code], cwd=self.dir, env=env, capture_output=True, text=True, timeout=HANG)
         self.assertIn("EAGENT HOLD_BIN is", out.stdout, out.stderr)
+
+
+class ReadmeTest(unittest.TestCase):
+    """python/README.md says what the code does: its signatures name every
+    parameter of lock() and try_lock(), every option of its table is a
+    parameter there, and it never says a second lock() in the holding
+    thread waits (it raises Deadlock)."""
+
+    def readme(self) -> str:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def test_signatures_and_option_table_match_the_code(self) -> None:
+        import inspect
+        import re
+
+        text = self.readme()
+        api = text[text.index("## API"):]
+        block = api[api.index("```python") : api.index("```", api.index("```python") + 3)]
+        for fn in (hold.lock, hold.try_lock):
+            m = re.search(r"hold\." + fn.__name__ + r"\((.*?)\) ->", block, re.S)
+            assert m is not None, fn.__name__
+            shown = set(re.findall(r"(\w+)=", m.group(1))) - {"target"}
+            params = {p for p in inspect.signature(fn).parameters if p != "target"}
+            self.assertEqual(shown, params, f"README's {fn.__name__} signature")
+        table = api[api.index("| option | meaning |"):]
+        table = table[: table.index("\n\n")]
+        lock_params = set(inspect.signature(hold.lock).parameters)
+        for opt in re.findall(r"^\| `(\w+)` \| (`lock`[^|]*)", table, re.M):
+            self.assertIn(opt[0], lock_params, f"README's option table lists {opt[0]} for lock()")
+
+    def test_no_contradiction_about_a_second_lock_in_the_thread(self) -> None:
+        text = " ".join(self.readme().split())
+        self.assertIn("raises `hold.Deadlock` at once", text)
+        self.assertNotIn("a second `lock()` of a lock this process holds waits for it", text)

@@ -236,6 +236,16 @@ class NewerOptionsTest(TempDirTest):
     """What filelock's newest release documents (and the Debian one lacks),
     and what hold adds, against hold.filelock."""
 
+    def test_missing_directories_are_made(self) -> None:
+        # filelock's newer releases make the lock file's missing parent
+        # directories; hold.filelock asks hold for that (make_dirs), which
+        # hold.lock() leaves off by default.
+        lock = hold.filelock.FileLock(self.path("cache", "deep", "x.lock"))
+        with lock:
+            self.assertTrue(os.path.exists(self.path("cache", "deep", "x.lock")))
+        with self.assertRaises(FileNotFoundError):
+            hold.lock(lock_file=self.path("other", "y.lock"))
+
     def test_lock_counter_and_defaults(self) -> None:
         lock = hold.filelock.FileLock(self.path("x.lock"))
         self.assertEqual((lock.timeout, lock.blocking, lock.poll_interval, lock.mode), (-1, True, 0.05, 0o644))

@@ -17,12 +17,22 @@ from helpers import HANG, TempDirTest, hold, hold_binary
 
 
 class FileErrorTest(TempDirTest):
-    def test_missing_directories_are_made_and_mode_is_the_lock_files(self) -> None:
+    def test_missing_directories_only_with_make_dirs_and_mode_is_the_lock_files(self) -> None:
+        # A missing directory is an error, as for the hold command, Go and
+        # Node, and the hint names the option that makes it.
+        for call in (hold.lock, hold.try_lock):
+            with self.assertRaises(FileNotFoundError) as cm:
+                call(self.path("cache", "deep", "x"))
+            self.assertIsInstance(cm.exception, hold.NotFound)
+            self.assertIn("make_dirs", str(cm.exception))
+        self.assertFalse(os.path.exists(self.path("cache")))
+        with self.assertRaises(hold.Invalid):
+            hold.lock(self.path("z"), make_dirs="yes")
         old = os.umask(0o022)
         try:
-            with hold.lock(self.path("cache", "deep", "x"), mode=0o640) as l:
+            with hold.lock(self.path("cache", "deep", "x"), mode=0o640, make_dirs=True) as l:
                 self.assertEqual(l.path, self.path("cache", "deep", "x.lock"))
-            with hold.try_lock(self.path("other", "y")):
+            with hold.try_lock(self.path("other", "y"), make_dirs=True):
                 pass
         finally:
             os.umask(old)

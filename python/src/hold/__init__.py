@@ -340,6 +340,7 @@ def _request(
         ("allow_split", allow_split),
         ("allow_owner_change", allow_owner_change),
         ("allow_empty", allow_empty),
+        ("make_dirs", make_dirs),
     ):
         if not isinstance(flag, bool):
             raise Invalid(f"{key} must be True or False, not {flag!r}")
@@ -355,8 +356,6 @@ def _request(
         if not isinstance(name, str) or not name:
             raise Invalid(f"name must be a non-empty string, not {name!r}")
         req["name"] = name
-    if make_dirs:
-        req["make_dirs"] = True
     if mode is not None:
         if isinstance(mode, bool) or not isinstance(mode, int) or not 0 < mode <= 0o777:
             raise Invalid(f"mode must be permission bits such as 0o644, not {mode!r}")
@@ -478,6 +477,7 @@ def lock(
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
+    make_dirs: bool = False,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -489,10 +489,12 @@ def lock(
     ``shared`` takes a reader lock, ``fair`` waits in line (first come,
     first served), ``protocol`` is ``"flock"`` (kernel locks, the default)
     or ``"dir"`` (portable, for network filesystems); ``fields`` are added to
-    the owner record, ``settings`` configure network backends. As with
-    filelock, the lock file's missing parent directories are made (mode
-    0777 under the umask), and ``mode`` gives a lock file this call
-    creates its permission bits (under the umask; 0o666 otherwise).
+    the owner record, ``settings`` configure network backends. ``mode``
+    gives a lock file this call creates its permission bits (under the
+    umask; 0o666 otherwise). A missing parent directory of the lock file is
+    an error (``NotFound``), as for the hold command, Go and Node, unless
+    ``make_dirs`` is True, which makes it (mode 0777 under the umask), as
+    filelock does.
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
@@ -503,7 +505,7 @@ def lock(
     """
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
     )
     return _take("acquire", req)
 
@@ -519,12 +521,13 @@ def try_lock(
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
+    make_dirs: bool = False,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
     req = _request(
         target, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
     )
     return _take("try", req)
 
@@ -605,6 +608,7 @@ def alock(
     fields: Optional[Mapping[str, str]] = None,
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
+    make_dirs: bool = False,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
@@ -612,7 +616,7 @@ def alock(
     blocking call of a few µs, as release() is)."""
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=True, mode=mode,
+        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
     )
     return _AsyncAcquire(req)
 

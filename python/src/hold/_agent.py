@@ -61,9 +61,10 @@ def find_binary() -> str:
     raise AgentError(
         "cannot find the hold executable: HOLD_BIN is not set, this installation of the "
         "package carries no hold of its own (it is the pure py3-none-any wheel or a source "
-        "install: install the platform wheel for this system instead), and there is no hold "
-        "on PATH (go install github.com/hold-dev/hold/cmd/...@latest, or a release archive "
-        "or Linux package)"
+        "install), and there is no hold on PATH: set HOLD_BIN to a hold executable, or build "
+        "one from a clone of hold with `go install ./cmd/...` in the clone and put Go's bin "
+        "directory on PATH (export PATH=\"$PATH:$(go env GOPATH)/bin\"); once the packages are "
+        "published, the platform wheel for this system carries its own"
     )
 
 

@@ -440,7 +440,10 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
 
     def _hold_kwargs(self) -> Dict[str, Any]:
         mode = self._context.mode
-        kw: Dict[str, Any] = {"lock_file": self._context.lock_file, "protocol": self._protocol}
+        # filelock makes the lock file's missing directories; hold.lock()
+        # does only when asked (docs/cli.md, "Missing directories"), and
+        # this is filelock's API, so it asks.
+        kw: Dict[str, Any] = {"lock_file": self._context.lock_file, "protocol": self._protocol, "make_dirs": True}
         if mode != _UNSET_MODE and mode & 0o777:
             kw["mode"] = mode & 0o777
         return kw
