@@ -49,6 +49,9 @@ fi
 "$python" -m venv --system-site-packages "$scratch/venv"
 "$scratch/venv/bin/python" -m pip install --quiet --no-index --no-deps --disable-pip-version-check "$wheel"
 cp -r "$tests" "$scratch/tests"
+# The README tests check python/README.md against the installed code: they
+# read it beside the tests, as in the clone.
+cp "$tests/../README.md" "$scratch/README.md"
 cd "$scratch"
 unset PYTHONPATH
 export PATH=$newpath PYTHONDONTWRITEBYTECODE=1
