@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/flock"
-	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -152,26 +151,10 @@ func (h waitingHandler) WithGroup(string) slog.Handler      { return h }
 // criticalSection, whose live owner is a second holder), then logs the
 // entry. Exit 3 reports two holders at once.
 func enterSection(target, kind string) int {
-	marker := target + ".marker"
-	for {
-		m, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			fmt.Fprint(m, os.Getpid())
-			m.Close()
-			break
-		}
-		if !errors.Is(err, os.ErrExist) {
-			fmt.Fprintln(os.Stderr, "marker:", err)
-			return 2
-		}
-		b, _ := os.ReadFile(marker)
-		pid, _ := strconv.Atoi(string(b))
-		if pid > 0 && proc.Alive(pid, 0) != lock.Dead {
-			fmt.Fprintf(os.Stderr, "two holders: pid %d is inside the section too\n", pid)
-			os.WriteFile(target+".violation", fmt.Appendf(nil, "%s %d entered while %d was inside\n", kind, os.Getpid(), pid), 0o644)
-			return 3
-		}
-		os.Remove(marker) // a killed holder's
+	if code := takeMarker(target+".marker", target, func(pid int) string {
+		return fmt.Sprintf("%s %d entered while %d was inside\n", kind, os.Getpid(), pid)
+	}); code != 0 {
+		return code
 	}
 	overlapLog(target, "enter", kind)
 	return 0

@@ -258,25 +258,10 @@ func workerCount(target string) int {
 // the section is recognised by its dead pid.
 func criticalSection(target string, f *faults) int {
 	marker := target + ".marker"
-	for {
-		m, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			fmt.Fprint(m, os.Getpid())
-			m.Close()
-			break
-		}
-		if !errors.Is(err, os.ErrExist) {
-			fmt.Fprintln(os.Stderr, "marker:", err)
-			return 2
-		}
-		b, _ := os.ReadFile(marker)
-		pid, _ := strconv.Atoi(string(b))
-		if pid > 0 && proc.Alive(pid, 0) != lock.Dead {
-			fmt.Fprintf(os.Stderr, "two holders: pid %d is inside the critical section too\n", pid)
-			os.WriteFile(target+".violation", []byte(fmt.Sprintf("%d and %d\n", os.Getpid(), pid)), 0o644)
-			return 3
-		}
-		os.Remove(marker) // a dead holder's leftover
+	if code := takeMarker(marker, target, func(pid int) string {
+		return fmt.Sprintf("%d and %d\n", os.Getpid(), pid)
+	}); code != 0 {
+		return code
 	}
 	if f != nil {
 		f.hit("cs")
@@ -384,4 +369,31 @@ func workerTry(target string) int {
 	io.Copy(io.Discard, in)
 	h.Release()
 	return 0
+}
+
+// takeMarker enters the section's O_EXCL marker: it proves that nobody
+// else is inside, recognising the marker of a holder killed inside by its
+// dead pid. A live owner is a second holder: it writes violation(pid) to
+// target.violation and returns 3; another failure returns 2.
+func takeMarker(marker, target string, violation func(pid int) string) int {
+	for {
+		m, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			fmt.Fprint(m, os.Getpid())
+			m.Close()
+			return 0
+		}
+		if !errors.Is(err, os.ErrExist) {
+			fmt.Fprintln(os.Stderr, "marker:", err)
+			return 2
+		}
+		b, _ := os.ReadFile(marker)
+		pid, _ := strconv.Atoi(string(b))
+		if pid > 0 && proc.Alive(pid, 0) != lock.Dead {
+			fmt.Fprintf(os.Stderr, "two holders: pid %d is inside the section too\n", pid)
+			os.WriteFile(target+".violation", []byte(violation(pid)), 0o644)
+			return 3
+		}
+		os.Remove(marker) // a dead holder's leftover
+	}
 }
