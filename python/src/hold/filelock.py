@@ -203,6 +203,38 @@ _SINGLETON_OPTIONS = (
 )
 
 
+def _attempt_wait(blocking: bool, timeout: float, elapsed: float, poll_interval: float,
+                  cancel_check: Optional[Callable[[], bool]]) -> Optional[float]:
+    """How long one attempt may wait for the lock: 0 for one try, None for
+    as long as it takes, else what is left of the timeout; never longer
+    than poll_interval when cancel_check must be asked between attempts."""
+    if not blocking:
+        return 0
+    if timeout < 0:
+        return poll_interval if cancel_check is not None else None
+    wait = max(0.0, timeout - elapsed)
+    if cancel_check is not None:
+        wait = min(wait, poll_interval)
+    return wait
+
+
+def _missed(lock_id: int, path: str, blocking: bool, timeout: float, start: float, poll_interval: float,
+            cancel_check: Optional[Callable[[], bool]]) -> None:
+    """After an attempt that did not get the lock: raises ``Timeout`` when
+    the acquisition ends here (one try, a cancellation, the timeout spent),
+    logging why as filelock does; otherwise logs the next wait."""
+    if not blocking:
+        _LOGGER.debug("Failed to immediately acquire lock %s on %s", lock_id, path)
+        raise Timeout(path)
+    if cancel_check is not None and cancel_check():
+        _LOGGER.debug("Cancellation requested for lock %s on %s", lock_id, path)
+        raise Timeout(path)
+    if 0 <= timeout <= time.perf_counter() - start:
+        _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
+        raise Timeout(path)
+    _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+
+
 class AcquireReturnProxy:
     """What ``acquire()`` returns: ``with lock.acquire():`` releases at the end."""
 
@@ -495,15 +527,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         kw = self._hold_kwargs()
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
-            elapsed = time.perf_counter() - start
-            if not blocking:
-                wait: Optional[float] = 0
-            elif timeout < 0:
-                wait = poll_interval if cancel_check is not None else None
-            else:
-                wait = max(0.0, timeout - elapsed)
-                if cancel_check is not None:
-                    wait = min(wait, poll_interval)
+            wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, poll_interval, cancel_check)
             try:
                 held = _hold_lock(None, timeout=wait, **kw)
             except (_errors.Busy, _errors.Timeout):
@@ -519,16 +543,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                 self._acquired(held)
                 _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
                 return
-            if not blocking:
-                _LOGGER.debug("Failed to immediately acquire lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            if cancel_check is not None and cancel_check():
-                _LOGGER.debug("Cancellation requested for lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            if 0 <= timeout <= time.perf_counter() - start:
-                _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+            _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
 
     def _acquired(self, held: Any) -> None:
         """Records the hold.Lock; applies an explicit mode exactly and runs
@@ -546,17 +561,23 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             self._give_up()
             raise
 
+    def _close_fd(self, fd: Optional[int]) -> None:
+        """Closes the descriptor opened for on_acquired, if any; a failure
+        is raised only under close_error_policy "raise"."""
+        if fd is None:
+            return
+        try:
+            os.close(fd)
+        except OSError:
+            if self._opt_close_error_policy == "raise":
+                raise
+
     def _give_up(self) -> None:
         ctx = self._context
         held, fd = ctx.held, ctx.fd
         ctx.held, ctx.fd, ctx.lock_counter = None, None, 0
         try:
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    if self._opt_close_error_policy == "raise":
-                        raise
+            self._close_fd(fd)
         finally:
             held.release()
 
@@ -729,15 +750,7 @@ class BaseAsyncFileLock(BaseFileLock):
         kw = self._hold_kwargs()
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
-            elapsed = time.perf_counter() - start
-            if not blocking:
-                wait: Optional[float] = 0
-            elif timeout < 0:
-                wait = poll_interval if cancel_check is not None else None
-            else:
-                wait = max(0.0, timeout - elapsed)
-                if cancel_check is not None:
-                    wait = min(wait, poll_interval)
+            wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, poll_interval, cancel_check)
             mine = key is not None and _task_holders.get(key, lock_id) != lock_id
             if mine:
                 # This task holds it in another object, which it cannot
@@ -761,16 +774,7 @@ class BaseAsyncFileLock(BaseFileLock):
                     return
                 except (_errors.Busy, _errors.Timeout):
                     pass
-            if not blocking:
-                _LOGGER.debug("Failed to immediately acquire lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            if cancel_check is not None and cancel_check():
-                _LOGGER.debug("Cancellation requested for lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            if 0 <= timeout <= time.perf_counter() - start:
-                _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
-                raise Timeout(path)
-            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+            _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
 
     async def release(self, force: bool = False) -> None:  # type: ignore[override]
         """``BaseFileLock.release``, awaited."""
@@ -788,12 +792,7 @@ class BaseAsyncFileLock(BaseFileLock):
         if key is not None and _task_holders.get(key) == lock_id:
             del _task_holders[key]
         try:
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    if self._opt_close_error_policy == "raise":
-                        raise
+            self._close_fd(fd)
         finally:
             await held._arelease()
         _LOGGER.debug("Lock %s released on %s", lock_id, path)
