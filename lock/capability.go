@@ -58,6 +58,33 @@ type Closer interface {
 	Close() error
 }
 
+// Semaphore is implemented by protocols that can keep a lock path as a
+// counting semaphore of N slots (hold.Slots, `hold run --slots N`): at most
+// N holders at once; a waiter takes the first slot that is free, and
+// waiters are served in the order they came, so that nobody sleeps on a
+// busy slot while another is free. The N of the holders is the
+// semaphore's while any slot is held: a request with another N fails with
+// an *Error matching ErrSlotCount that names the N in use. A crashed
+// holder's slot is free as its plain lock would be. Every slot of a path
+// draws its fencing tokens from one rising sequence.
+type Semaphore interface {
+	// AcquireSlot is Acquire for a request whose Slots is above 1. Its
+	// handle implements SlotHandle.
+	AcquireSlot(ctx context.Context, req *Request) (Handle, error)
+	// TryAcquireSlot is TryAcquire for such a request: ErrBusy only when
+	// all slots are held, with every holder named.
+	TryAcquireSlot(req *Request) (Handle, error)
+	// InspectSlots reports the semaphore at path (Status.Slots and
+	// SlotHolders) without taking a slot.
+	InspectSlots(path string) (*Status, error)
+}
+
+// SlotHandle is implemented by the handles of semaphore slots.
+type SlotHandle interface {
+	// Slot is the place held, from 0 to N-1.
+	Slot() int
+}
+
 // TokenReasoner is implemented by handles that can say why they have no
 // fencing token. Without it, hold.Lock.TokenError says only that the
 // protocol keeps none when Fence is 0.

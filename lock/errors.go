@@ -57,6 +57,10 @@ var (
 	// otherwise ignore it. The error names the option and the entry point
 	// and says where the option applies. Nothing was locked or changed.
 	ErrInvalidOption = errors.New("option does not apply here")
+	// ErrSlotCount means a semaphore was asked for with a number of slots
+	// other than the one its holders use (see Semaphore). The error names
+	// the number in use; nothing was taken.
+	ErrSlotCount = errors.New("semaphore is held with another number of slots")
 )
 
 // Liveness says whether a lock holder's process still runs.

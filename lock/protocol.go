@@ -68,6 +68,12 @@ type Request struct {
 	// whose tokens its companion continues. The kernel-lock protocol
 	// honours it; others ignore it.
 	FenceAbove string
+	// Slots, when above 1, asks for one of Slots places of a counting
+	// semaphore at Path rather than for the lock itself: at most Slots
+	// holders at once, each told its place (SlotHandle). hold gives such a
+	// request only to a protocol that implements Semaphore, through its
+	// AcquireSlot and TryAcquireSlot; 0 and 1 mean a plain lock.
+	Slots int
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable
@@ -154,6 +160,13 @@ type Status struct {
 	Holder *Holder
 	// Fence is the last fencing token handed out on this lock path.
 	Fence uint64
+	// Slots is, for a semaphore (Request.Slots), the number of slots in
+	// use, or recorded by the last holder when none is held; 0 for a plain
+	// lock. SlotHolders then has one entry per slot, nil where the slot is
+	// free, State is Free when no slot is held and HeldShared otherwise,
+	// and Holder is the first holder found.
+	Slots       int
+	SlotHolders []*Holder
 }
 
 // WaitError turns the error of a context that ended a wait into the cause an
