@@ -81,7 +81,7 @@ func nameProblem(name string) string {
 // symlink), owned by this user, and writable by nobody else. Otherwise
 // someone could have prepared it to capture or block our locks.
 func NamedDir() (string, error) {
-	dir, err := NamedDirPath()
+	dir, err := nameddir.Dir()
 	if err != nil {
 		return "", err
 	}
@@ -108,10 +108,6 @@ type foreignDir struct{ err error }
 func (e foreignDir) Error() string      { return e.err.Error() }
 func (e foreignDir) Unwrap() error      { return e.err }
 func (foreignDir) Is(target error) bool { return target == ErrForeign }
-
-// NamedDirPath returns where NamedDir keeps named locks without creating
-// or checking anything, for a caller that only looks (`hold ls`).
-func NamedDirPath() (string, error) { return nameddir.Dir() }
 
 // namedPath validates name and returns its lock path.
 // A protocol with its own namespace (lock.Namer, as etcd has) places the

@@ -26,7 +26,7 @@ import (
 //
 //   - LockFile, Named, ForRewrite, WithProtocol, Fair and Logger apply
 //     everywhere (Acquire, TryAcquire, Do, Update, Append, Inspect,
-//     InspectAny, Break), so that one list of them names one lock;
+//     Break), so that one list of them names one lock;
 //   - Shared applies to Acquire, TryAcquire and Do (Update and Append
 //     take the exclusive lock);
 //   - the other options about taking the lock and its record apply to
@@ -81,7 +81,8 @@ type config struct {
 	// heldBy: a wait for a lock one of these holds is a deadlock
 	// (FailIfHeldBy).
 	heldBy []*Lock
-	// caller: the program this process asks for (OnBehalfOf).
+	// caller: the program this process asks for (proc.WithCaller on
+	// the context of the wait).
 	caller int
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration

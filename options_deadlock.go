@@ -27,15 +27,3 @@ func FailIfHeldHere() Option {
 func FailIfHeldBy(locks ...*Lock) Option {
 	return Option{kind: optFailIfHeldBy, set: func(c *config) { c.heldBy = append(c.heldBy, locks...) }}
 }
-
-// OnBehalfOf says that the lock is asked for on behalf of process pid, a
-// program this process serves and that waits for its answers (hold
-// agent's client, which is the agent's parent). Deadlock errors then name
-// that program, not this process, as the one that holds or waits, and a
-// lock kept by ancestors of pid that wait for it (`hold run T -- node
-// app.js` whose app.js asks the agent for T) is a deadlock as if pid had
-// asked itself (see Acquire). Zero or this process's own pid changes
-// nothing. It applies where FailIfHeldHere does.
-func OnBehalfOf(pid int) Option {
-	return Option{kind: optOnBehalfOf, set: func(c *config) { c.caller = pid }}
-}
