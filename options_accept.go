@@ -55,7 +55,6 @@ const (
 	optForRewrite
 	optWithProtocol
 	optFair
-	optLogger
 	optShared
 	optStopWithin
 	optStaleAfter
@@ -70,6 +69,7 @@ const (
 	optAllowEmpty
 	optAllowSplit
 	optAllowOwnerChange
+	optLogger
 	numOptionKinds
 )
 
@@ -91,7 +91,6 @@ var accepts = [numOptionKinds]struct {
 	optForRewrite:         {"ForRewrite", locating, ""},
 	optWithProtocol:       {"WithProtocol", locating, ""},
 	optFair:               {"Fair", locating, ""},
-	optLogger:             {"Logger", locating, ""},
 	optShared:             {"Shared", holding, "Update and Append always take the exclusive lock: two writers under a shared one would read the same old content"},
 	optStopWithin:         {"StopWithin", taking, ""},
 	optStaleAfter:         {"StaleAfter", taking, ""},
@@ -106,6 +105,7 @@ var accepts = [numOptionKinds]struct {
 	optAllowEmpty:         {"AllowEmpty", inUpdate, "only Update replaces the file's content; Append adds to it"},
 	optAllowSplit:         {"AllowSplit", inUpdate, "only Update replaces the file; Append writes in place, so it never splits a hard link"},
 	optAllowOwnerChange:   {"AllowOwnerChange", inUpdate, "only Update replaces the file; Append writes in place, so the file keeps its owner"},
+	optLogger:             {"Logger", locating, ""},
 }
 
 // opName is the Op of an entry point's errors.
