@@ -59,7 +59,7 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 		wctx := proc.WithCaller(ctx, r.caller)
 		if r.Timeout > 0 {
 			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, r.Timeout)
+			wctx, cancel = context.WithTimeout(wctx, r.Timeout)
 			defer cancel()
 		}
 		stopNotice := r.noticeWhileWaiting(stderr)
