@@ -15,9 +15,9 @@ import (
 	"github.com/hold-dev/hold/portable"
 )
 
-// Break and InspectAny: a directory at the lock path is a portable lock,
-// whatever protocol the options chose. The portable protocol's own tests
-// are in package portable and internal/dirlock.
+// Break: a directory at the lock path is a portable lock, whatever
+// protocol the options chose. The portable protocol's own tests are in
+// package portable and internal/dirlock.
 
 func TestBreak(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "data.md")
@@ -64,28 +64,6 @@ func TestBreak(t *testing.T) {
 	}
 	if _, err := os.Lstat(target + ".lock"); !os.IsNotExist(err) {
 		t.Fatalf("lock still there: %v", err)
-	}
-}
-
-// InspectAny reports a directory at the lock path as a portable lock even
-// when the kernel protocol was asked for (as `hold status` does).
-func TestInspectAnyFindsDirectoryLock(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "data.md")
-	l, err := hold.Acquire(context.Background(), target, hold.WithProtocol(portable.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	if _, err := hold.Inspect(target); !errors.Is(err, hold.ErrNotRegular) {
-		t.Fatalf("kernel Inspect of a directory: %v", err)
-	}
-	st, err := hold.InspectAny(target)
-	if err != nil || st.Protocol != "dir" || st.State != hold.HeldExclusive || st.Holder.Owner.ID != l.Owner().ID {
-		t.Fatalf("InspectAny: %+v %v", st, err)
-	}
-	free, err := hold.InspectAny(filepath.Join(t.TempDir(), "none"))
-	if err != nil || free.State != hold.Free {
-		t.Fatalf("InspectAny of nothing: %+v %v", free, err)
 	}
 }
 

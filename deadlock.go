@@ -115,7 +115,7 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 }
 
 // whoAsks names the process a deadlock is of, for messages: this
-// process, or the program it serves (OnBehalfOf) and this one.
+// process, or the program it serves (proc.WithCaller) and this one.
 func (c *config) whoAsks() string {
 	if c.caller > 0 && c.caller != os.Getpid() {
 		return fmt.Sprintf("pid %d, through %s pid %d", c.caller, filepath.Base(os.Args[0]), os.Getpid())

@@ -118,7 +118,7 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	for _, p := range proc.Ancestors() {
 		chain = append(chain, p.PID)
 	}
-	// The caller this process serves (OnBehalfOf) waits for its answer:
+	// The caller this process serves (proc.WithCaller) waits for its answer:
 	// it counts as this process.
 	self := 0
 	if c.caller > 0 && len(chain) > 1 && chain[1] == c.caller {

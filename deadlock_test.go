@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
@@ -193,7 +194,7 @@ func TestFailIfHeldHereAnySpelling(t *testing.T) {
 }
 
 // TestDeadlockNamesCaller: a deadlock of a request made for another
-// program (OnBehalfOf, as the agent asks for its client) names that
+// program (proc.WithCaller, as the agent asks for its client) names that
 // program as the holder, with this process beside it, not this process
 // alone.
 func TestDeadlockNamesCaller(t *testing.T) {
@@ -208,16 +209,10 @@ func TestDeadlockNamesCaller(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, o := range []hold.Option{hold.FailIfHeldHere(), hold.FailIfHeldBy(l)} {
-		_, err := hold.Acquire(ctx, target, o, hold.OnBehalfOf(caller))
+		_, err := hold.Acquire(proc.WithCaller(ctx, caller), target, o)
 		want := fmt.Sprintf("(pid %d, through %s pid %d", caller, filepath.Base(os.Args[0]), os.Getpid())
 		if !errors.Is(err, hold.ErrDeadlock) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Acquire for pid %d: %v, want ErrDeadlock naming %q", caller, err, want)
 		}
-	}
-	if _, err := hold.TryAcquire(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrBusy) {
-		t.Errorf("TryAcquire with OnBehalfOf: %v, want ErrBusy", err)
-	}
-	if _, err := hold.Inspect(target, hold.OnBehalfOf(caller)); !errors.Is(err, hold.ErrInvalidOption) {
-		t.Errorf("Inspect with OnBehalfOf: %v, want ErrInvalidOption", err)
 	}
 }

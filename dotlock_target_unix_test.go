@@ -140,49 +140,6 @@ func TestDotLockTargetReplacedByHolder(t *testing.T) {
 	}
 }
 
-// TestTargetLockedApart: the query behind hold run's note that flock(1)
-// users of F take another lock than hold's F.lock. It names F's own
-// holder only when that lock is not one the options take.
-func TestTargetLockedApart(t *testing.T) {
-	dir := t.TempDir()
-	f, dot := filepath.Join(dir, "local-lock-file"), filepath.Join(dir, "x.lock")
-	for _, p := range []string{f, dot} {
-		if err := os.WriteFile(p, []byte("data\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st, err := hold.TargetLockedApart(f); st != nil || err != nil {
-		t.Errorf("TargetLockedApart of a free file: %+v, %v; want nil", st, err)
-	}
-	for _, p := range []string{f, dot} {
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(fd)
-		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := hold.TargetLockedApart(f)
-	if err != nil || st == nil || st.State != hold.HeldExclusive || st.Path != f {
-		t.Errorf("TargetLockedApart(%s) while it is flocked: %+v, %v; want %s held exclusive", f, st, err, f)
-	}
-	for what, c := range map[string]struct {
-		target string
-		opts   []hold.Option
-	}{
-		"a target named *.lock (locked itself)": {dot, nil},
-		"LockFile":                              {f, []hold.Option{hold.LockFile(f)}},
-		"Named":                                 {"", []hold.Option{hold.Named("apart")}},
-		"a missing file":                        {filepath.Join(dir, "missing"), nil},
-	} {
-		if st, err := hold.TargetLockedApart(c.target, c.opts...); st != nil || err != nil {
-			t.Errorf("TargetLockedApart with %s: %+v, %v; want nil", what, st, err)
-		}
-	}
-}
-
 // TestDotLockCompanionContinuesTokens: earlier versions locked a target
 // named "x.lock" itself and kept their tokens there. Its companion
 // x.lock.lock, new, continues from that file's last token, so a resource

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -245,4 +247,281 @@ func ExampleWithProtocol() {
 	defer l.Release()
 	fmt.Println(l.Protocol(), filepath.Base(l.Path()))
 	// Output: dir cache.db.lock
+}
+
+// Update refuses what it cannot do safely, before it writes anything, with
+// an error a program can match: the options say which refusals it accepts
+// instead.
+func ExampleUpdate_refusals() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	conf := filepath.Join(dir, "app.conf")
+	clear := func([]byte) ([]byte, error) { return nil, nil }
+
+	err := hold.Update(context.Background(), conf, clear, hold.MustExist())
+	fmt.Println("missing:", errors.Is(err, fs.ErrNotExist))
+
+	os.WriteFile(conf, []byte("port=80\n"), 0o644)
+	err = hold.Update(context.Background(), conf, clear)
+	fmt.Println("emptied:", errors.Is(err, hold.ErrEmpty))
+	err = hold.Update(context.Background(), conf, clear, hold.AllowEmpty())
+	fmt.Println("emptied with AllowEmpty:", err)
+
+	os.Link(conf, filepath.Join(dir, "backup.conf"))
+	set := func([]byte) ([]byte, error) { return []byte("port=8080\n"), nil }
+	err = hold.Update(context.Background(), conf, set)
+	fmt.Println("hard-linked:", errors.Is(err, hold.ErrHardLinked))
+	err = hold.Update(context.Background(), conf, set, hold.AllowSplit())
+	fmt.Println("hard-linked with AllowSplit:", err)
+
+	err = hold.Update(context.Background(), conf, set, hold.LockFile(conf))
+	fmt.Println("locking the file itself:", errors.Is(err, hold.ErrLockIsTarget))
+	// Output:
+	// missing: true
+	// emptied: true
+	// emptied with AllowEmpty: <nil>
+	// hard-linked: true
+	// hard-linked with AllowSplit: <nil>
+	// locking the file itself: true
+}
+
+// The refusals of Update and Append that concern the file's kind, owner
+// and attributes, with what a program can do about each.
+func ExampleError_refusals() {
+	advice := func(err error) string {
+		switch {
+		case errors.Is(err, hold.ErrFileNotRegular):
+			return "a device, socket or pipe cannot be replaced: write it directly"
+		case errors.Is(err, hold.ErrOwnerNotKept):
+			return "the new file could not keep the owner: pass hold.AllowOwnerChange() or run as the owner"
+		case errors.Is(err, hold.ErrXattrNotKept):
+			return "an extended attribute could not be copied: nothing was changed"
+		case errors.Is(err, hold.ErrProtectedSymlink):
+			return "a symlink someone else planted in a sticky directory: not followed"
+		case errors.Is(err, hold.ErrUnavailable):
+			return "the lock server is down: try again later"
+		case err != nil:
+			return err.Error()
+		}
+		return "done"
+	}
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	conf := filepath.Join(dir, "app.conf")
+	err := hold.Update(context.Background(), conf, func([]byte) ([]byte, error) { return []byte("x\n"), nil },
+		hold.AllowOwnerChange())
+	fmt.Println(advice(err))
+	// Output: done
+}
+
+// Inspect's Status tells a lock's state and, when it is held, who holds it
+// and whether that holder still lives.
+func ExampleStatus() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "data.db")
+
+	describe := func(st *hold.Status) string {
+		switch st.State {
+		case hold.Free:
+			return "free"
+		case hold.Stale:
+			return "stale: its holder is gone, hold break may remove it"
+		}
+		var h *hold.Holder = st.Holder
+		var alive hold.Liveness = hold.LivenessUnknown
+		if h != nil {
+			alive = h.Alive
+		}
+		switch alive {
+		case hold.Alive:
+			return st.State.String() + ", holder alive"
+		case hold.Dead:
+			return st.State.String() + ", holder dead"
+		}
+		return st.State.String() + " (a shared hold writes no record; a holder on another host cannot be asked)"
+	}
+	for _, opts := range [][]hold.Option{nil, {hold.Shared()}} {
+		l, err := hold.Acquire(context.Background(), target, opts...)
+		if err != nil {
+			panic(err)
+		}
+		st, _ := hold.Inspect(target)
+		fmt.Println(describe(st), st.State == hold.HeldShared)
+		l.Release()
+	}
+	st, _ := hold.Inspect(target)
+	fmt.Println(describe(st))
+	// Output:
+	// held exclusive, holder alive false
+	// held shared (a shared hold writes no record; a holder on another host cannot be asked) true
+	// free
+}
+
+// AfterLost runs a function once the lock is found lost, here because its
+// lock file was removed, which Check finds at once.
+func ExampleLock_AfterLost() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "data.db")
+
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		panic(err)
+	}
+	lost := make(chan struct{})
+	stop := l.AfterLost(func() { close(lost) })
+	defer stop()
+
+	os.Remove(l.Path()) // what a careless cleanup script does
+	fmt.Println(errors.Is(l.Check(), hold.ErrLost))
+	<-lost
+	fmt.Println("told")
+	// Output:
+	// true
+	// told
+}
+
+// Discard is Release for an operation that failed: the lock file it
+// created does not outlive it (on Linux, where hold can prove that nobody
+// else has it open).
+func ExampleLock_Discard() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "import.csv"))
+	if err != nil {
+		panic(err)
+	}
+	if err := importRows(); err != nil {
+		fmt.Println(l.Discard(), err)
+		return
+	}
+	l.Release()
+	// Output: <nil> no rows to import
+}
+
+func importRows() error { return errors.New("no rows to import") }
+
+// A lock file where no directory exists yet, private to its user, with a
+// field in its owner record and the command line left out of it.
+func ExampleMakeDirs() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	lockFile := filepath.Join(dir, "run", "jobs", "nightly.lock")
+
+	l, err := hold.Acquire(context.Background(), "", hold.LockFile(lockFile), hold.MakeDirs(),
+		hold.LockFileMode(0o600), hold.Field("job", "nightly"), hold.OmitCommand())
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+	fi, _ := os.Stat(lockFile)
+	st, _ := hold.Inspect("", hold.LockFile(lockFile))
+	fmt.Println(fi.Mode().Perm(), st.Holder.Owner.Fields["job"], len(st.Holder.Owner.Command))
+	// Output: -rw------- nightly 0
+}
+
+// A named lock's name is checked before anything is touched; NamedDir
+// says where this user's named locks live.
+func ExampleValidName() {
+	for _, name := range []string{"deploy", "nightly-db", "../etc", "Deploy"} {
+		fmt.Println(name, hold.ValidName(name))
+	}
+	if _, err := hold.NamedDir(); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// deploy true
+	// nightly-db true
+	// ../etc false
+	// Deploy false
+}
+
+// FailIfHeldBy names the locks the caller holds and will not release while
+// it waits: a wait for one of them is a deadlock at once, while a lock
+// held elsewhere in the process would be waited for.
+func ExampleFailIfHeldBy() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "data.db")
+
+	mine, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		panic(err)
+	}
+	defer mine.Release()
+	_, err = hold.Acquire(context.Background(), target, hold.FailIfHeldBy(mine))
+	fmt.Println(errors.Is(err, hold.ErrDeadlock))
+	// Output: true
+}
+
+// A program that writes the target itself under the lock (here through a
+// new file renamed over it) says so with ForRewrite, as Update does.
+func ExampleForRewrite() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "index.html")
+
+	err := hold.Do(context.Background(), target, func(context.Context) error {
+		tmp := target + ".new"
+		if err := os.WriteFile(tmp, []byte("<h1>hi</h1>\n"), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, target)
+	}, hold.ForRewrite())
+	fmt.Println(err)
+	// Output: <nil>
+}
+
+// Logger shows what hold does, at slog's debug level.
+func ExampleLogger() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	onlyMessage := func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key != slog.MessageKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: onlyMessage}))
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "data.db"), hold.Logger(log))
+	if err != nil {
+		panic(err)
+	}
+	l.Release()
+	// Output:
+	// msg="hold: acquired"
+	// msg="hold: released"
+}
+
+// A program that lets its users choose a protocol by name lists the
+// default, the kernel lock, beside the others; an option that applies
+// nowhere in a call is refused, not ignored.
+func ExampleDefaultProtocol() {
+	protocols := map[string]hold.Protocol{}
+	for _, p := range []hold.Protocol{hold.DefaultProtocol(), portable.New()} {
+		protocols[p.Name()] = p
+	}
+	fmt.Println(len(protocols), protocols["flock"] != nil)
+
+	_, err := hold.Inspect("data.db", hold.WithProtocol(protocols["flock"]), hold.MakeDirs())
+	fmt.Println(errors.Is(err, hold.ErrInvalidOption))
+	// Output:
+	// 2 true
+	// true
+}
+
+// A lock path that holds something other than a lock file (here a
+// directory) is refused with ErrNotRegular, naming the path.
+func ExampleInspect_notRegular() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	target := filepath.Join(dir, "build")
+	os.Mkdir(target+".lock", 0o755)
+
+	_, err := hold.Inspect(target)
+	fmt.Println(errors.Is(err, hold.ErrNotRegular))
+	// Output: true
 }

@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -50,6 +51,14 @@ const (
 // party's) are chosen with WithProtocol. It is an alias of lock.Protocol,
 // whose documentation shows its methods and how to write one.
 type Protocol = lock.Protocol
+
+// DefaultProtocol returns the protocol Acquire and the other entry points
+// use when no WithProtocol option is given: the kernel lock (flock(2) on
+// unix, LockFileEx on Windows), whose Name is "flock". A program that lets
+// its users choose a protocol by name (hold's --protocol and
+// HOLD_PROTOCOL) lists this one beside the others; passing it to
+// WithProtocol changes nothing.
+func DefaultProtocol() Protocol { return flock.Protocol{} }
 
 // Handle is one lock held through a Protocol; Lock wraps it (an alias of
 // lock.Handle, whose documentation shows its methods).

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hold-dev/hold/internal/lockpath"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
-	"github.com/hold-dev/hold/portable"
 )
 
 // Lock is a held lock. Release it when done; Release is idempotent and safe
@@ -79,6 +78,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 // acquire is Acquire with the options applied: Do, Update and Append
 // take their locks through it.
 func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
+	c.caller = proc.Caller(ctx)
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
@@ -382,19 +382,3 @@ type missingDir string
 
 func (d missingDir) Error() string      { return "the directory " + string(d) + " does not exist" }
 func (missingDir) Is(target error) bool { return target == fs.ErrNotExist }
-
-// InspectAny is Inspect that also recognises a portable lock where the
-// chosen protocol finds something else at the lock path: a directory at
-// "<target>.lock" is reported as a portable (dir) lock, whatever protocol
-// the options chose. `hold status` uses it, so it reports either kind.
-func InspectAny(target string, opts ...Option) (*Status, error) {
-	st, err := inspect(inInspectAny, target, opts)
-	var e *Error
-	if err == nil || !errors.Is(err, ErrNotRegular) || !errors.As(err, &e) {
-		return st, err
-	}
-	if !lockpath.IsDirLock(e.Path) {
-		return st, err
-	}
-	return portable.New().Inspect(e.Path)
-}

@@ -81,7 +81,7 @@ func nameProblem(name string) string {
 // symlink), owned by this user, and writable by nobody else. Otherwise
 // someone could have prepared it to capture or block our locks.
 func NamedDir() (string, error) {
-	dir, err := NamedDirPath()
+	dir, err := nameddir.Dir()
 	if err != nil {
 		return "", err
 	}
@@ -108,10 +108,6 @@ type foreignDir struct{ err error }
 func (e foreignDir) Error() string      { return e.err.Error() }
 func (e foreignDir) Unwrap() error      { return e.err }
 func (foreignDir) Is(target error) bool { return target == ErrForeign }
-
-// NamedDirPath returns where NamedDir keeps named locks without creating
-// or checking anything, for a caller that only looks (`hold ls`).
-func NamedDirPath() (string, error) { return nameddir.Dir() }
 
 // namedPath validates name and returns its lock path.
 // A protocol with its own namespace (lock.Namer, as etcd has) places the
@@ -195,3 +191,16 @@ func (c *config) lockPath(target string) (string, error) {
 // (lock.Request.Explicit). A target named "*.lock" is never its lock
 // path: its own lock (lockOwn) writes nothing into it.
 func (c *config) explicit(string) bool { return c.lockFile != "" }
+
+// refuseNUL refuses a target or lock file with a NUL byte, which no path of
+// any system can hold: the system call would fail with a bare "invalid
+// argument", reported as an I/O error; this names it as the bad name it is.
+func (c *config) refuseNUL(target string) error {
+	for _, p := range []string{target, c.lockFile} {
+		if strings.IndexByte(p, 0) >= 0 {
+			return &Error{Op: "acquire", Path: strings.ReplaceAll(p, "\x00", `\0`), Err: ErrInvalidName,
+				Hint: "a path cannot contain a NUL byte"}
+		}
+	}
+	return nil
+}

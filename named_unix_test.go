@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/nameddir"
 )
 
 // namedEnv points the named-lock directory at a fresh place (the tests'
@@ -41,8 +42,8 @@ func TestNamedDirIgnoresEnvironment(t *testing.T) {
 	for _, env := range [][2]string{{"", ""}, {t.TempDir(), ""}, {"", t.TempDir()}, {t.TempDir(), t.TempDir()}, {"relative", "relative"}} {
 		t.Setenv("XDG_RUNTIME_DIR", env[0])
 		t.Setenv("TMPDIR", env[1])
-		if dir, err := hold.NamedDirPath(); err != nil || dir != want {
-			t.Errorf("XDG_RUNTIME_DIR=%q TMPDIR=%q: NamedDirPath = %q, %v, want %q", env[0], env[1], dir, err, want)
+		if dir, err := nameddir.Dir(); err != nil || dir != want {
+			t.Errorf("XDG_RUNTIME_DIR=%q TMPDIR=%q: nameddir.Dir = %q, %v, want %q", env[0], env[1], dir, err, want)
 		}
 	}
 }

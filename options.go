@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -26,7 +27,7 @@ import (
 //
 //   - LockFile, Named, ForRewrite, WithProtocol, Fair and Logger apply
 //     everywhere (Acquire, TryAcquire, Do, Update, Append, Inspect,
-//     InspectAny, Break), so that one list of them names one lock;
+//     Break), so that one list of them names one lock;
 //   - Shared applies to Acquire, TryAcquire and Do (Update and Append
 //     take the exclusive lock);
 //   - the other options about taking the lock and its record apply to
@@ -81,7 +82,8 @@ type config struct {
 	// heldBy: a wait for a lock one of these holds is a deadlock
 	// (FailIfHeldBy).
 	heldBy []*Lock
-	// caller: the program this process asks for (OnBehalfOf).
+	// caller: the program this process asks for (proc.WithCaller on
+	// the context of the wait).
 	caller int
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
@@ -123,6 +125,14 @@ func (c *config) defaults() {
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
+}
+
+// fairProtocol puts the FIFO queue in front of p (Fair).
+func fairProtocol(p Protocol) Protocol {
+	if p.Name() == "etcd" {
+		return p
+	}
+	return fairq.New(p)
 }
 
 // request turns the options and target into what the protocol is handed.
@@ -168,3 +178,289 @@ type specialCheck struct {
 }
 
 var lastSpecialCheck atomic.Pointer[specialCheck]
+
+// The options about where the lock is (see Option).
+
+// LockFile uses exactly path as the lock path, instead of the one derived
+// from the target ("<target>.lock"), and locks nothing else: a target
+// whose name ends in ".lock" is then not locked itself.
+//
+// hold writes its owner record and token into a lock file only when the
+// file is provably its own: empty, or holding a record of hold's, with one
+// link. A file named here that holds anything else (the data file itself,
+// as in flock(1)'s `flock data.json CMD`, or another tool's file) is
+// locked without being written, as flock(1) locks it: the lock excludes
+// every other holder, but the holder has no record and Token is 0
+// (Lock.TokenError says why). To have the record and the token, lock a
+// separate file.
+func LockFile(path string) Option {
+	return Option{kind: optLockFile, set: func(c *config) { c.lockFile = path; c.name = ""; c.named = false }}
+}
+
+// Named puts the lock in this user's private lock directory under name, for
+// locks that guard something other than one file ("deploy", "nightly-db"):
+// the file "<name>.lock" there, or "<name>" for a name that ends in ".lock"
+// (so "deploy" and "deploy.lock" are one lock).
+// A name is one component of at most 64 characters from a-z, 0-9, '.', '_'
+// and '-', starting with a letter or digit; anything else fails with
+// ErrInvalidName before the disk is touched. See NamedDir for where the
+// directory is: the same for every process of the user, whatever its
+// environment.
+//
+// While the lock is held (and while Acquire waits for it), the holder
+// also keeps a shared flock(2) on that directory, so that
+// systemd-tmpfiles, which skips a directory it cannot lock, never ages
+// the lock file away. Earlier versions of hold kept named locks in
+// $XDG_RUNTIME_DIR/hold or else in hold-UID in the temp directory, so
+// that the same name from cron and from a login shell were two locks. A
+// named lock also takes the lock of the same name at those places when a
+// lock file is there (it waits for it, or TryAcquire reports it busy,
+// naming the holder): an older hold still holding the name is never
+// joined by a second holder. Inspect reports such a holder too.
+func Named(name string) Option {
+	return Option{kind: optNamed, set: func(c *config) { c.name = name; c.named = true; c.lockFile = "" }}
+}
+
+// ForRewrite says the holder will change target itself, as Update and
+// Append do (and `hold update`, `hold append` and the agent's update and
+// append, which pass it): target is then a data file.
+//
+// Its lock path is "<target>.lock", as for every holder, "x.lock.lock"
+// for "x.lock". A target whose name ends in ".lock" ("x.lock", which
+// flock(1) locks) is locked itself too, as every holder of it does; with
+// ForRewrite that lock is in addition checked to still name the file (Check
+// fails if someone else replaced it), and held until the change is
+// published. (A kernel locker of hold that was granted the old inode after
+// the rename finds it replaced and locks the new file instead; flock(1)
+// and other tools do not check, so a flock(1) holder that opened x.lock
+// before an update renamed it may hold the old inode while others use the
+// new one: have such tools lock the companion, or only append to x.lock,
+// which keeps its inode.) A missing x.lock is created empty for this,
+// unless MustExist is given to Update or Append, and removed again when
+// nothing was published. On Windows, which cannot rename over a file held
+// open, Update of such a file is refused with ErrUnsupported (Append
+// works); lock it apart there with LockFile.
+//
+// With LockFile or Named the lock is where they say and target is not
+// locked itself.
+func ForRewrite() Option {
+	return Option{kind: optForRewrite, set: func(c *config) { c.rewrite = true }}
+}
+
+// The options about how the lock is taken (see Option).
+
+// WithProtocol takes the lock through p instead of the kernel's file lock:
+// portable.New() for a directory lock, etcd.Dial or postgres.Dial for a
+// lock on a server, or a third party's lock.Protocol. Make p once and
+// reuse it, since a protocol keeps state across locks (the locks it holds,
+// its connection).
+func WithProtocol(p Protocol) Option {
+	return Option{kind: optWithProtocol, set: func(c *config) { c.protocol = p }}
+}
+
+// Fair makes this waiter wait in line: fair waiters on one lock path get the
+// lock in the order they asked for it, first come, first served.
+//
+// Kernel locks are not fair. A process that releases a lock and asks again
+// at once usually wins it back before the waiters the kernel just woke get
+// to run, so when several processes loop on one lock, some wait far longer
+// than others. Under Fair, waiters queue beside the lock (in the file
+// "<lock path>.queue" on Linux, the directory "<lock path>.q" on other
+// unix systems): each holds a kernel lock on its own ticket and sleeps on
+// its predecessor's, so it wakes exactly when the waiter ahead of it is
+// done, has given up, or has died; nothing polls.
+//
+// The lock itself is unchanged: the head of the queue takes the same lock a
+// plain Acquire takes, so fair and plain waiters exclude each other, and
+// flock(1) and the other tools that share the lock still see it. Only fair
+// waiters are ordered, though: a plain waiter (or another tool) competes
+// with the head of the queue as kernel-lock waiters always do. Every
+// process that loops on a lock should use Fair to get bounded waits.
+//
+// A waiter that dies anywhere in the queue stalls nobody (the kernel frees
+// its ticket lock, and whoever finds its ticket removes it); one whose
+// context ends leaves the queue at once and its successor moves on.
+// TryAcquire under Fair fails with ErrBusy while fair waiters are queued,
+// even if the lock itself is momentarily free.
+//
+// Fair mode is implemented on unix systems; elsewhere Acquire fails with
+// ErrUnsupported. It applies to local protocols (the kernel lock and the
+// portable directory lock) and needs kernel locks on the filesystem of the
+// queue directory; etcd locks are served in order already, so Fair leaves
+// them as they are. The queue, like the lock file, stays on disk.
+func Fair() Option {
+	return Option{kind: optFair, set: func(c *config) { c.fair = true }}
+}
+
+// Shared asks for a shared (reader) lock: any number of shared holders may
+// hold it together, and none while an exclusive holder does. A shared hold
+// does not advance the fencing token; its Token is the last exclusive one.
+func Shared() Option {
+	return Option{kind: optShared, set: func(c *config) { c.shared = true }}
+}
+
+// StopWithin tells a protocol whose lock can expire (etcd's lease,
+// PostgreSQL's session, the portable protocol's heartbeat) how long the
+// holder needs to stop what the lock protects once it learns the lock is
+// lost. Lost fires, and Check fails, at least d before the earliest moment
+// the protocol could let another process take the lock, so the old work
+// is over before the new holder's begins. Kernel locks cannot expire and
+// ignore it. hold run passes its --kill-after grace here.
+func StopWithin(d time.Duration) Option {
+	return Option{kind: optStopWithin, set: func(c *config) { c.stopWithin = d }}
+}
+
+// StaleAfter sets this acquisition's stale time for a protocol that judges
+// by age a holder it cannot ask (the portable protocol: a lock without an
+// owner record, as proper-lockfile leaves, or one held on another host):
+// such a lock is taken over once its heartbeat is older than d, and the
+// lock taken is refreshed at least twice per d, so that others judging it
+// by d never take it from this live holder. It overrides the protocol's
+// own (portable.StaleAfter, HOLD_DIR_STALE) for this lock alone; the grace
+// period still floors it. Kernel locks never go stale and ignore it.
+func StaleAfter(d time.Duration) Option {
+	return Option{kind: optStaleAfter, set: func(c *config) { c.stale = d }}
+}
+
+// RefuseMachineLocal makes Acquire, TryAcquire, Do, Update and Append fail
+// with the error Lock.MachineLocal reports, when the protocol is the kernel
+// lock and the lock path's filesystem may keep kernel locks on this
+// machine: the lock just taken is released at once, so nothing runs under
+// it. For programs that would rather stop than risk two machines holding
+// the lock at once.
+func RefuseMachineLocal() Option {
+	return Option{kind: optRefuseMachineLocal, set: func(c *config) { c.refuseMachineLocal = true }}
+}
+
+// The options about the lock file an acquisition creates (see Option).
+
+// MakeDirs makes the lock file's missing parent directories (mode 0777
+// under the umask), as Python's filelock does, instead of failing because
+// the directory does not exist (an error matching fs.ErrNotExist, the
+// default in Go, the hold command, Node and Python alike). Kernel locks
+// honour it.
+func MakeDirs() Option {
+	return Option{kind: optMakeDirs, set: func(c *config) { c.makeDirs = true }}
+}
+
+// LockFileMode gives a lock file this acquisition creates the permission
+// bits perm, under the umask (0666 otherwise), as filelock's mode= does.
+// An existing lock file keeps its own. Kernel locks honour it.
+func LockFileMode(perm fs.FileMode) Option {
+	return Option{kind: optLockFileMode, set: func(c *config) { c.mode = perm.Perm() }}
+}
+
+// The options about a wait that could never end (see Option).
+
+// FailIfHeldHere makes Acquire fail at once with an error matching
+// ErrDeadlock, naming the holder, instead of waiting, when the lock is busy
+// because this process itself holds it in a conflicting mode (exclusive,
+// or shared while this request is exclusive). Use it where nothing in the
+// process can release a lock while this call waits: a single-threaded
+// program, or a synchronous caller blocked in the wait. Without it a
+// process may wait for a lock that another of its goroutines holds, as
+// two processes would. Do, Update and Append wait as Acquire does;
+// TryAcquire, which never waits, accepts it and reports a busy lock with
+// ErrBusy, so one list of options serves a try and then a wait.
+func FailIfHeldHere() Option {
+	return Option{kind: optFailIfHeldHere, set: func(c *config) { c.failIfHeldHere = true }}
+}
+
+// FailIfHeldBy makes Acquire fail at once with an error matching
+// ErrDeadlock, naming the holder, instead of waiting, when the lock is busy
+// because one of locks, still held, holds it in a conflicting mode. It is
+// for a caller that holds those locks and will not release them while it
+// waits: a thread of a client that knows which locks are its own (the
+// Python client passes those of the calling thread), while locks of the
+// process's other threads may be released meanwhile and are waited for.
+// It applies where FailIfHeldHere does.
+func FailIfHeldBy(locks ...*Lock) Option {
+	return Option{kind: optFailIfHeldBy, set: func(c *config) { c.heldBy = append(c.heldBy, locks...) }}
+}
+
+// The options about what the owner record says (see Option).
+
+// Field adds an extra field to the owner record, shown by `hold status`.
+// The record is readable by anyone who can read the lock file: keep secrets
+// out of it.
+func Field(key, value string) Option {
+	return Option{kind: optField, set: func(c *config) {
+		if c.fields == nil {
+			c.fields = make(map[string]string)
+		}
+		c.fields[key] = value
+	}}
+}
+
+// OmitCommand leaves this process's command line out of the owner record,
+// so that `hold status` and waiters see the holder's pid, host and start
+// time but not what it runs. The command line is recorded by default, with
+// values that look like secrets masked (docs/cli.md, "What hold writes and
+// deletes"); the environment variable HOLD_RECORD_COMMAND=0 leaves it out
+// for every lock a process takes.
+func OmitCommand() Option {
+	return Option{kind: optOmitCommand, set: func(c *config) { c.omitCommand = true }}
+}
+
+// shapeOwner applies Field and OmitCommand to the owner record a request
+// publishes.
+func (c *config) shapeOwner(o *Owner) {
+	if c.omitCommand || !proc.RecordCommand() {
+		o.Command = nil
+	}
+	if len(c.fields) > 0 {
+		o.Fields = make(map[string]string, len(c.fields))
+		for k, v := range c.fields {
+			o.Fields[k] = v
+		}
+	}
+}
+
+// The options about what Update and Append may do to their file (see Option).
+
+// MustExist makes Update and Append fail, with an error matching
+// fs.ErrNotExist, when the file does not exist, instead of reading it as
+// empty (Update) or creating it (Append).
+func MustExist() Option {
+	return Option{kind: optMustExist, set: func(c *config) { c.mustExist = true }}
+}
+
+// AllowEmpty lets Update empty the file: without it, empty content from
+// fn (nil included) is refused with an error matching ErrEmpty, and the
+// file is left as it was. A missing file stays missing either way: empty
+// content for it writes nothing. Append refuses it (ErrInvalidOption):
+// an append adds to the file.
+func AllowEmpty() Option {
+	return Option{kind: optAllowEmpty, set: func(c *config) { c.allowEmpty = true }}
+}
+
+// AllowSplit lets Update replace a file that has other hard links. The
+// replacement is a new file renamed over path, so the other names keep
+// the old content: the link is split. Without it such a file is refused
+// with ErrHardLinked. Append refuses it (ErrInvalidOption): an append
+// writes in place, so it never splits a link.
+func AllowSplit() Option {
+	return Option{kind: optAllowSplit, set: func(c *config) { c.allowSplit = true }}
+}
+
+// AllowOwnerChange lets Update replace a file whose owner or group this
+// process cannot give the replacement (only root may give a file to
+// another user; only a member of a group may give it to that group). The
+// replacement then belongs to this process's user, and keeps the file's
+// group where this process is a member; the change is logged through
+// Logger. Without it such a file is refused with ErrOwnerNotKept before fn
+// is called. Append refuses it (ErrInvalidOption): an append writes in
+// place, so the file keeps its owner.
+func AllowOwnerChange() Option {
+	return Option{kind: optAllowOwnerChange, set: func(c *config) { c.allowOwnerChange = true }}
+}
+
+// The options about debugging (see Option).
+
+// Logger sends debug events (waiting, queued, acquired, released, lost,
+// and the protocol's own steps) to l at slog.LevelDebug, and what an
+// Update let happen (an owner change, a directory not synced) at
+// slog.LevelWarn. Without it hold logs nothing, and pays nothing for it.
+func Logger(l *slog.Logger) Option {
+	return Option{kind: optLogger, set: func(c *config) { c.logger = l }}
+}

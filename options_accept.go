@@ -20,7 +20,7 @@ import (
 // entry is a set of the entry points that take options.
 type entry uint16
 
-// The entry points. Do and InspectAny are their own, so that a refusal
+// The entry points. Do is its own, so that a refusal
 // names the function that was called.
 const (
 	inAcquire entry = 1 << iota
@@ -29,17 +29,16 @@ const (
 	inUpdate
 	inAppend
 	inInspect
-	inInspectAny
 	inBreak
 )
 
 // entryNames are the entry points' names, by bit.
-var entryNames = [...]string{"Acquire", "TryAcquire", "Do", "Update", "Append", "Inspect", "InspectAny", "Break"}
+var entryNames = [...]string{"Acquire", "TryAcquire", "Do", "Update", "Append", "Inspect", "Break"}
 
 // The groups of entry points the table uses.
 const (
 	// locating: every entry point that names a lock.
-	locating = inAcquire | inTryAcquire | inDo | inUpdate | inAppend | inInspect | inInspectAny | inBreak
+	locating = inAcquire | inTryAcquire | inDo | inUpdate | inAppend | inInspect | inBreak
 	// taking: every entry point that takes a lock.
 	taking = inAcquire | inTryAcquire | inDo | inUpdate | inAppend
 	// holding: the entry points whose caller holds the lock it asked for.
@@ -56,7 +55,6 @@ const (
 	optForRewrite
 	optWithProtocol
 	optFair
-	optLogger
 	optShared
 	optStopWithin
 	optStaleAfter
@@ -65,13 +63,13 @@ const (
 	optLockFileMode
 	optFailIfHeldHere
 	optFailIfHeldBy
-	optOnBehalfOf
 	optField
 	optOmitCommand
 	optMustExist
 	optAllowEmpty
 	optAllowSplit
 	optAllowOwnerChange
+	optLogger
 	numOptionKinds
 )
 
@@ -93,7 +91,6 @@ var accepts = [numOptionKinds]struct {
 	optForRewrite:         {"ForRewrite", locating, ""},
 	optWithProtocol:       {"WithProtocol", locating, ""},
 	optFair:               {"Fair", locating, ""},
-	optLogger:             {"Logger", locating, ""},
 	optShared:             {"Shared", holding, "Update and Append always take the exclusive lock: two writers under a shared one would read the same old content"},
 	optStopWithin:         {"StopWithin", taking, ""},
 	optStaleAfter:         {"StaleAfter", taking, ""},
@@ -102,13 +99,13 @@ var accepts = [numOptionKinds]struct {
 	optLockFileMode:       {"LockFileMode", taking, ""},
 	optFailIfHeldHere:     {"FailIfHeldHere", taking, ""},
 	optFailIfHeldBy:       {"FailIfHeldBy", taking, ""},
-	optOnBehalfOf:         {"OnBehalfOf", taking, ""},
 	optField:              {"Field", taking, ""},
 	optOmitCommand:        {"OmitCommand", taking, ""},
 	optMustExist:          {"MustExist", inUpdate | inAppend, "it is about the file that Update and Append change, and a lock file is created whatever it says"},
 	optAllowEmpty:         {"AllowEmpty", inUpdate, "only Update replaces the file's content; Append adds to it"},
 	optAllowSplit:         {"AllowSplit", inUpdate, "only Update replaces the file; Append writes in place, so it never splits a hard link"},
 	optAllowOwnerChange:   {"AllowOwnerChange", inUpdate, "only Update replaces the file; Append writes in place, so the file keeps its owner"},
+	optLogger:             {"Logger", locating, ""},
 }
 
 // opName is the Op of an entry point's errors.
@@ -116,7 +113,7 @@ func (e entry) opName() string {
 	switch e {
 	case inAcquire, inTryAcquire, inDo:
 		return "acquire"
-	case inInspect, inInspectAny:
+	case inInspect:
 		return "inspect"
 	}
 	return strings.ToLower(e.String())
@@ -140,7 +137,7 @@ func refuseOption(in entry, target string, k optionKind) error {
 	a := accepts[k]
 	why := a.why
 	switch in {
-	case inInspect, inInspectAny:
+	case inInspect:
 		why = in.String() + " only looks at the lock: it takes none and changes no file"
 	case inBreak:
 		why = "Break removes a lock without taking it, and changes no file"

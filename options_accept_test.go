@@ -14,6 +14,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/nameddir"
 )
 
 // The entry points that take options, each called on target with one
@@ -54,10 +55,6 @@ var optionEntries = []struct {
 		_, err := hold.Inspect(target, opt)
 		return err
 	}},
-	{"InspectAny", func(target string, opt hold.Option) error {
-		_, err := hold.InspectAny(target, opt)
-		return err
-	}},
 	{"Break", func(target string, opt hold.Option) error {
 		_, err := hold.Break(target, false, opt)
 		return err
@@ -69,7 +66,7 @@ var optionEntries = []struct {
 // it does not, with an error that names both and says where it applies,
 // before anything is locked or written.
 func TestOptionsWhereTheyApply(t *testing.T) {
-	every := []string{"Acquire", "TryAcquire", "Do", "Update", "Append", "Inspect", "InspectAny", "Break"}
+	every := []string{"Acquire", "TryAcquire", "Do", "Update", "Append", "Inspect", "Break"}
 	taking := []string{"Acquire", "TryAcquire", "Do", "Update", "Append"}
 	holding := []string{"Acquire", "TryAcquire", "Do"}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -158,7 +155,7 @@ func TestZeroOption(t *testing.T) {
 
 // removeNamed removes the lock file a test left for the named lock name.
 func removeNamed(t *testing.T, name string) {
-	dir, err := hold.NamedDirPath()
+	dir, err := nameddir.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package hold_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -140,5 +141,19 @@ func TestNamedDotLock(t *testing.T) {
 	}
 	if a.Path != b.Path || filepath.Base(a.Path) != "db.lock" {
 		t.Errorf("Named(db) locks %s, Named(db.lock) %s; want one db.lock", a.Path, b.Path)
+	}
+}
+
+// TestDefaultProtocol checks that DefaultProtocol is the protocol Acquire
+// takes a lock with when none is named.
+func TestDefaultProtocol(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	l, err := hold.Acquire(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if got, want := l.Protocol(), hold.DefaultProtocol().Name(); got != want || want != "flock" {
+		t.Errorf("Acquire took a %q lock; DefaultProtocol is %q", got, want)
 	}
 }

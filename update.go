@@ -9,6 +9,7 @@ import (
 
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/guard"
 )
 
 // Update changes the file at path under its lock, so that concurrent
@@ -213,12 +214,19 @@ func relabel(op string, err error) error {
 	return &c
 }
 
-// fileError wraps an error about the target file itself. An error that is
-// already an *Error (a lost lock found by Check) is only relabelled.
+// fileError wraps an error about the target file itself (guard.Label).
+// An error that is already an *Error (a lost lock found by Check) is only
+// relabelled.
 func fileError(op, path string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return relabel(op, err)
 	}
-	return &Error{Op: op, Path: path, Err: err, Hint: atomicfile.Hint(err)}
+	return guard.Label(op, path, err)
 }
+
+// ErrFileNotRegular is the cause of an Update or Append error about a file
+// that is not a regular file (a device, a socket, a named pipe): it cannot
+// be replaced or appended to atomically, so it is refused before anything
+// is locked. (A lock path that is not a regular file is ErrNotRegular.)
+var ErrFileNotRegular = atomicfile.ErrNotRegular

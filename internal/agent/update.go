@@ -11,6 +11,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/guard"
 	"github.com/hold-dev/hold/internal/lockspec"
 )
 
@@ -125,7 +126,7 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	if req.Shared {
 		return errkind.Usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
 	}
-	if err := hold.CheckGuarded(req.Op, req.Target, req.LockFile); err != nil {
+	if err := guard.Refusal(req.Op, req.Target, req.LockFile); err != nil {
 		return err
 	}
 	spec, err := req.resolve()

@@ -70,12 +70,17 @@ var knownReaches = map[string][]string{
 }
 
 // direct are the only packages of the module that errkind and lockspec may
-// import: they sit on the root API (proc is the process facts every layer
-// shares: here, the check that a descriptor is left for the runtime's
-// timers before a wait arms one).
+// import: they sit on the root API. Beside it, lockspec uses proc, the
+// process facts every layer shares (the check that a descriptor is left
+// for the runtime's timers before a wait arms one, and the caller a
+// request is made for); guard, what a guarded write refuses up front and
+// how it labels file errors, shared with the root; fairq for the waiter
+// whose turn it is in the waiting message; lockpath and portable for a
+// directory lock found where another protocol was asked for (InspectAny).
 var direct = map[string][]string{
-	"internal/errkind":  {""},
-	"internal/lockspec": {"", "lock", "internal/errkind", "internal/proc"},
+	"internal/errkind": {""},
+	"internal/lockspec": {"", "lock", "internal/errkind", "internal/proc", "internal/guard",
+		"internal/fairq", "internal/lockpath", "portable"},
 }
 
 // pkg is what go list says of one package.

@@ -11,6 +11,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/guard"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 )
@@ -150,7 +151,7 @@ func (s *spooled) Close() error {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
-	if err := hold.CheckGuarded(op, file, lf.lockFile); err != nil {
+	if err := guard.Refusal(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}
 	spec, err := lf.resolve(file)

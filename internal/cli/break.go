@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
 )
 
@@ -51,7 +52,7 @@ func runBreak(args []string) int {
 	}
 	defer spec.Close()
 	// Show what is about to be removed (and what --force overrides).
-	if st, err := hold.InspectAny(spec.Target, spec.Opts...); err == nil && st.State != hold.Free &&
+	if st, err := lockspec.InspectAny(spec.Target, spec.Opts...); err == nil && st.State != hold.Free &&
 		(*force || st.State == hold.Stale) {
 		printStatus(os.Stdout, report.NewStatus(spec.Target, st))
 	}

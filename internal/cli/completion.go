@@ -11,6 +11,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
+	"github.com/hold-dev/hold/internal/nameddir"
 )
 
 // Shell completion works the same way in every shell: the script a shell
@@ -312,7 +313,7 @@ func flagValues(f *gnuflag.Flag, cur string) (files bool, cands []candidate) {
 // namedLocks lists the named locks in the named-lock directory, without
 // creating it.
 func namedLocks() []string {
-	dir, err := hold.NamedDirPath()
+	dir, err := nameddir.Dir()
 	if err != nil {
 		return nil
 	}

@@ -152,7 +152,7 @@ func (l *lister) noteNamedSources(named []string) {
 // another directory, the named-lock directory. It is not created.
 func defaultLsPaths() []string {
 	paths := []string{"."}
-	named, err := hold.NamedDirPath()
+	named, err := nameddir.Dir()
 	if err != nil {
 		return paths
 	}
@@ -373,7 +373,7 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 		}
 		// InspectAny: the file may have turned into a portable lock
 		// since the directory was read.
-		st, err = hold.InspectAny("", hold.LockFile(path))
+		st, err = lockspec.InspectAny("", hold.LockFile(path))
 		if err == nil && st.State != hold.Free {
 			// Kernel waiters wait only for a held lock.
 			use = l.kernel.use(fi)

@@ -90,3 +90,15 @@ func isStopped(t *testing.T, pid int) bool {
 	}
 	return strings.HasPrefix(strings.TrimSpace(string(out)), "T")
 }
+
+// TestHeadWaiterNobodyQueued checks that HeadWaiter finds no waiter where
+// there is no queue, and how a waiter is described in messages.
+func TestHeadWaiterNobodyQueued(t *testing.T) {
+	if w, ok := HeadWaiter(filepath.Join(t.TempDir(), "t.lock")); ok {
+		t.Errorf("HeadWaiter found %v without a queue", w)
+	}
+	w := Waiter{PID: 4242, Command: "make", Stopped: true}
+	if got, want := w.String(), "pid 4242 (make), stopped"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

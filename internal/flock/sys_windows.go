@@ -208,8 +208,8 @@ func checkRegular(f *os.File, path string) error {
 func openError(path string, err error) error {
 	e := &lock.Error{Op: "open", Path: path, Err: err}
 	// CreateFile of a directory without FILE_FLAG_BACKUP_SEMANTICS is
-	// refused as access denied: say what it is, as on unix (InspectAny
-	// then recognises a portable lock's directory).
+	// refused as access denied: say what it is, as on unix (the front ends'
+	// InspectAny then recognises a portable lock's directory).
 	if err == windows.ERROR_ACCESS_DENIED {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
 			e.Err, e.Hint = lock.ErrNotRegular, "remove it or choose another lock path"

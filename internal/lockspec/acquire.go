@@ -11,6 +11,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -55,10 +56,10 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 				return nil, err
 			}
 		}
-		wctx := ctx
+		wctx := proc.WithCaller(ctx, r.caller)
 		if r.Timeout > 0 {
 			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, r.Timeout)
+			wctx, cancel = context.WithTimeout(wctx, r.Timeout)
 			defer cancel()
 		}
 		stopNotice := r.noticeWhileWaiting(stderr)
@@ -108,11 +109,10 @@ func (r *Resolved) Tells(stderr *os.File) bool {
 // noteLockedApart says, once the lock is held, that the target file
 // itself is locked by another process (flock(1)'s `flock F CMD` takes F's
 // own lock, where hold took F.lock), and how to share that lock instead:
-// the two exclude nobody from each other. The library decides whether
-// that is so (hold.TargetLockedApart); a failure to find out says
-// nothing.
+// the two exclude nobody from each other (lockedApart); a failure to
+// find out says nothing.
 func (r *Resolved) noteLockedApart(stderr *os.File, l *hold.Lock) {
-	st, err := hold.TargetLockedApart(r.Target, r.Opts[:r.naming]...)
+	st, err := r.lockedApart()
 	if err != nil || st == nil {
 		return
 	}
@@ -201,9 +201,9 @@ func (r *Resolved) waitingMessage(waited time.Duration) string {
 	msg := fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), st.Path)
 	switch {
 	case st.State == hold.Free:
-		if w, ok := hold.FairTurn(st.Path); ok && w.Stopped {
+		if w, ok := fairq.HeadWaiter(st.Path); ok && w.Stopped {
 			// A fair waiter stopped at its turn (Ctrl-Z): say who.
-			return msg + fmt.Sprintf(", free, but the fair waiter whose turn it is does not take it: %s (passed over once the lock has been free for %s)", w, hold.FairStallBound)
+			return msg + fmt.Sprintf(", free, but the fair waiter whose turn it is does not take it: %s (passed over once the lock has been free for %s)", w, fairq.StallBound)
 		}
 		// Released a moment ago; the kernel is handing it over.
 		return msg + ", just released"

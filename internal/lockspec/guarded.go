@@ -3,12 +3,12 @@ package lockspec
 import (
 	"errors"
 
-	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/guard"
 )
 
 // FileError labels an error about FILE the way the library does
-// (hold.FileError). The front ends' own errors (bad input, a filter that
+// (guard.Label). The front ends' own errors (bad input, a filter that
 // could not start) keep their kind, and so their exit status.
 func FileError(op, file string, err error) error {
 	var usage *errkind.UsageError
@@ -16,5 +16,5 @@ func FileError(op, file string, err error) error {
 	if errors.As(err, &usage) || errors.As(err, &exec) {
 		return err
 	}
-	return hold.FileError(op, file, err)
+	return guard.Label(op, file, err)
 }

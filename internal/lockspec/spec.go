@@ -64,7 +64,7 @@ type Spec struct {
 	FailIfHeldHere bool
 	// Caller is the program the request is made for, when not this
 	// process (the agent's client): deadlock errors name it, and its
-	// ancestors' locks are judged from its place (hold.OnBehalfOf).
+	// ancestors' locks are judged from its place (proc.WithCaller).
 	Caller int
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
@@ -113,6 +113,9 @@ type Resolved struct {
 	// two requests for the same lock in the same mode have equal keys.
 	Key Key
 
+	// caller is the program the request is made for (Spec.Caller), put
+	// on the context of the wait (proc.WithCaller).
+	caller int
 	// naming is how many of Opts name the lock.
 	naming int
 	// opts is Opts's storage, so that a request with few options costs
@@ -171,7 +174,7 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		return err
 	}
 	*r = Resolved{Target: s.Target, Label: s.Target, Verbose: s.Verbose, Quiet: s.Quiet, ConflictExit: s.ConflictExit,
-		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}}
+		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}, caller: s.Caller}
 	r.Opts = r.opts[:0]
 	if r.Label == "" {
 		r.Label = s.Name + s.LockFile // at most one of them is set
@@ -253,9 +256,6 @@ func (s *Spec) takeOptions(r *Resolved) {
 	if s.FailIfHeldHere {
 		r.Opts = append(r.Opts, hold.FailIfHeldHere())
 	}
-	if s.Caller > 0 {
-		r.Opts = append(r.Opts, hold.OnBehalfOf(s.Caller))
-	}
 	if s.Stale > 0 {
 		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
 	}
@@ -292,11 +292,6 @@ func SecondsToWait(secs float64) time.Duration {
 
 // Close releases what the protocol holds open (a network client).
 func (r *Resolved) Close() { CloseProtocol(r.Proto) }
-
-// Inspect reports the lock's state without taking it.
-func (r *Resolved) Inspect() (*hold.Status, error) {
-	return hold.InspectAny(r.Target, r.Opts[:r.naming]...)
-}
 
 // Local reports whether the lock lives in this machine's filesystem (the
 // kernel lock, the portable protocol), not behind a network client.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package hold_test
+package guard_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/guard"
 )
 
-// TestCheckGuardedAgreesWithUpdate checks that CheckGuarded refuses what
+// TestRefusalAgreesWithUpdate checks that Refusal refuses what
 // Update refuses before it locks, with the same error, and creates
 // nothing: front ends call it to report these errors first.
-func TestCheckGuardedAgreesWithUpdate(t *testing.T) {
+func TestRefusalAgreesWithUpdate(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -38,7 +39,7 @@ func TestCheckGuardedAgreesWithUpdate(t *testing.T) {
 		{"named pipe", fifo, "", hold.ErrFileNotRegular},
 		{"lock file is the file", data, data, hold.ErrLockIsTarget},
 	} {
-		err := hold.CheckGuarded("update", c.path, c.lockFile)
+		err := guard.Refusal("update", c.path, c.lockFile)
 		if c.want == nil {
 			if err != nil {
 				t.Errorf("%s: %v", c.name, err)
@@ -55,7 +56,7 @@ func TestCheckGuardedAgreesWithUpdate(t *testing.T) {
 		}
 		uerr := hold.Update(context.Background(), c.path, func([]byte) ([]byte, error) { return []byte("x"), nil }, opts...)
 		if uerr == nil || err.Error() != uerr.Error() {
-			t.Errorf("%s: CheckGuarded says %q, Update says %v", c.name, err, uerr)
+			t.Errorf("%s: Refusal says %q, Update says %v", c.name, err, uerr)
 		}
 	}
 	if _, err := os.Stat(sub + ".lock"); !errors.Is(err, fs.ErrNotExist) {
@@ -63,42 +64,16 @@ func TestCheckGuardedAgreesWithUpdate(t *testing.T) {
 	}
 }
 
-// TestFileError checks that FileError labels a bare error with the
+// TestLabel checks that Label labels a bare error with the
 // operation, the path and a hint, and leaves an *Error as it is.
-func TestFileError(t *testing.T) {
-	err := hold.FileError("append", "/x/data", &fs.PathError{Op: "open", Path: "/x/data", Err: syscall.ENOSPC})
+func TestLabel(t *testing.T) {
+	err := guard.Label("append", "/x/data", &fs.PathError{Op: "open", Path: "/x/data", Err: syscall.ENOSPC})
 	var he *hold.Error
 	if !errors.As(err, &he) || he.Op != "append" || he.Path != "/x/data" || !strings.Contains(he.Hint, "disk is full") || !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("got %#v", err)
 	}
 	lost := &hold.Error{Op: "check", Path: "/x/data.lock", Err: hold.ErrLost}
-	if got := hold.FileError("append", "/x/data", lost); got != error(lost) {
+	if got := guard.Label("append", "/x/data", lost); got != error(lost) {
 		t.Errorf("an *Error was changed: %#v", got)
-	}
-}
-
-// TestDefaultProtocol checks that DefaultProtocol is the protocol Acquire
-// takes a lock with when none is named.
-func TestDefaultProtocol(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "t")
-	l, err := hold.Acquire(context.Background(), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	if got, want := l.Protocol(), hold.DefaultProtocol().Name(); got != want || want != "flock" {
-		t.Errorf("Acquire took a %q lock; DefaultProtocol is %q", got, want)
-	}
-}
-
-// TestFairTurnNobodyQueued checks that FairTurn finds no waiter where
-// there is no queue, and how a waiter is described.
-func TestFairTurnNobodyQueued(t *testing.T) {
-	if w, ok := hold.FairTurn(filepath.Join(t.TempDir(), "t.lock")); ok {
-		t.Errorf("FairTurn found %v without a queue", w)
-	}
-	w := hold.FairWaiter{PID: 4242, Command: "make", Stopped: true}
-	if got, want := w.String(), "pid 4242 (make), stopped"; got != want {
-		t.Errorf("got %q, want %q", got, want)
 	}
 }
