@@ -2,12 +2,15 @@ package hold_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -87,6 +90,90 @@ func TestUncontendedCycleAllocations(t *testing.T) {
 	})
 	if allocs > cycleAllocs {
 		t.Errorf("an uncontended Acquire + Release makes %.1f allocations, want at most %d: see docs/bench.md", allocs, cycleAllocs)
+	}
+}
+
+// contendedSyscalls is what a contended acquisition costs its waiter on
+// Linux, and then its release: openat, flock (refused: busy), statx (what
+// the file is), flock (the wait), statx (that the file kept its name, now
+// that it is held), close. The wait passes through nothing of the Go
+// scheduler's, which would wake another thread of the runtime (futex)
+// and park this one (see flock's waitLock).
+const contendedSyscalls = 6
+
+// TestContendedHandOffSystemCalls counts the system calls of a waiter's
+// thread from its Acquire to its Release, the lock held at first by
+// another descriptor (another open file description, which the kernel
+// treats as it treats another process) and let go once the kernel lists
+// the waiter as blocked.
+func TestContendedHandOffSystemCalls(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "t")
+	path := target + ".lock"
+	cycle := func() {
+		l, err := hold.Acquire(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		cycle() // the lock file exists, this process knows it
+	}
+	holder, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(holder)
+	if _, _, ok := kernelLocks(path); !ok {
+		t.Fatal("/proc/locks does not list the lock file's locks")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	counter := openSyscallCounter(t)
+	defer unix.Close(counter)
+	least, reading := uint64(1<<62), uint64(1<<62)
+	for range 10 {
+		if err := unix.Flock(holder, unix.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		// Let go once this process's wait is blocked in the kernel; from
+		// another goroutine, on another thread.
+		let := make(chan error, 1)
+		go func() {
+			deadline := time.Now().Add(hangBound)
+			for {
+				_, waiters, _ := kernelLocks(path)
+				if slices.Contains(waiters, os.Getpid()) {
+					let <- unix.Flock(holder, unix.LOCK_UN)
+					return
+				}
+				if time.Now().After(deadline) {
+					unix.Flock(holder, unix.LOCK_UN)
+					let <- fmt.Errorf("the wait was not seen blocked in %v", hangBound)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		before := readCounter(t, counter)
+		cycle()
+		n := readCounter(t, counter) - before
+		if err := <-let; err != nil {
+			t.Fatal(err)
+		}
+		least = min(least, n)
+		before = readCounter(t, counter)
+		reading = min(reading, readCounter(t, counter)-before)
+		// Apart by more than the 5 ms the Go scheduler's pass of a wait
+		// was rationed to (internal/resched), which this test proves
+		// absent.
+		time.Sleep(6 * time.Millisecond)
+	}
+	least -= reading
+	if least > contendedSyscalls {
+		t.Errorf("a contended Acquire + Release makes %d system calls on the waiter's thread, want %d (openat, flock, statx, flock, statx, close): see docs/bench.md", least, contendedSyscalls)
 	}
 }
 

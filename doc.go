@@ -209,7 +209,7 @@
 // system calls on Linux, as many as an open-lock-close cycle needs: open,
 // statx, flock, close. The owner record and the fencing token are written
 // only when they are used (when the holder asks for [Lock.Token] or
-// [Lock.Owner]) or once a hold has lasted 10-20 ms; until then anyone who
+// [Lock.Owner]) or once a hold has lasted 10-60 ms; until then anyone who
 // asks who holds the lock is told the holder's pid by the kernel. Where
 // the kernel cannot name a lock's holder (macOS, the BSDs, Windows) the
 // record is written at once. In the repository's bench suite an

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
-	"github.com/hold-dev/hold/internal/resched"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -206,9 +205,17 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 // the lock in the instant its context ends gives it straight back.
 //
 // Otherwise the caller keeps f, locked when err is nil.
+//
+// A wait nothing can end blocks on the caller's goroutine, without first
+// passing through the Go scheduler as the fair queue's waits do
+// (internal/resched). A process that takes a kernel lock in a loop seldom
+// waits (its releaser usually takes the lock straight back), and the
+// runtime's monitor thread was measured to wake no more often without the
+// pass; the pass itself wakes an idle thread of the runtime, which cost 8
+// or 30 processes handing a lock around on 2 CPUs a tenth to a fifth of
+// their CPU time (docs/bench.md).
 func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, err error) {
 	if ctx.Done() == nil {
-		resched.BeforeBlocking()
 		return false, f.lock(shared, true)
 	}
 	done := make(chan error, 1)

@@ -109,9 +109,20 @@ func lastFence(size int64, raw []byte) uint64 {
 // with more runnable processes than CPUs, where a holder is often
 // preempted for a few milliseconds (docs/bench.md); short
 // enough that a hold anyone waits on is soon named by its own record. The
-// record is written between one and two recordDelays into a hold (see
-// lazy).
+// record is written between recordDelay and recordDelay + lazyTick into a
+// hold (see lazy).
 const recordDelay = 10 * time.Millisecond
+
+// lazyTick is how often the lazy records' timer looks for holds that have
+// lasted recordDelay, while any hold is listed. Each look wakes a thread
+// of the runtime (and its monitor thread, when the process was waiting in
+// the kernel): in a process that takes a lock again and again a hold is
+// listed nearly all the time, so the timer runs all the time, and with a
+// look every 10 ms the looks cost a tenth to a quarter of the CPU time of
+// 8 or 30 processes handing a lock around on 2 CPUs (docs/bench.md).
+// Every 50 ms they cost a fifth of that, and a hold is still named by its
+// own record within 60 ms.
+const lazyTick = 50 * time.Millisecond
 
 // foreign returns why the lock file f, whose content is raw (size bytes;
 // raw is nil when it was too large to read), is not hold's, or "".

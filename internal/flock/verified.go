@@ -87,12 +87,13 @@ func (c *fileCache) add(f *lockFile) {
 // written yet, by file. A waiter or Inspect in this process that finds
 // such a lock busy has the holder write its record first, so that it can
 // read it: within one process nobody ever sees a lazy holder as unknown.
-// (Other processes name it by the kernel's pid until recordDelay passes.)
+// (Other processes name it by the kernel's pid until the timer writes it.)
 //
 // It also writes the records of holds that have lasted recordDelay, from
 // one timer per process that runs only while some hold is listed, rather
 // than a timer per hold, whose arming and stopping on every acquisition
-// costs a noticeable share of the hand-offs (docs/bench.md).
+// costs a noticeable share of the hand-offs (docs/bench.md), and that
+// looks every lazyTick, not every recordDelay, for the same reason.
 var lazy = holders{m: make(map[fileKey]*handle)}
 
 type holders struct {
@@ -100,6 +101,9 @@ type holders struct {
 	m     map[fileKey]*handle
 	timer procTimer   // runs tick while any hold is listed
 	used  atomic.Bool // warm has been called
+	// ticks counts tick's runs, which is what the timer costs (see
+	// lazyTick).
+	ticks atomic.Uint64
 }
 
 // warm reports whether this process has taken an exclusive kernel lock
@@ -113,7 +117,7 @@ func (r *holders) warm() bool { return r.used.Swap(true) }
 func (r *holders) add(h *handle) {
 	r.mu.Lock()
 	r.m[h.f.key()] = h
-	r.timer.start(recordDelay, tickLazy)
+	r.timer.start(lazyTick, tickLazy)
 	r.mu.Unlock()
 }
 
@@ -131,9 +135,11 @@ func (r *holders) remove(h *handle) {
 func tickLazy() { lazy.tick() }
 
 // tick writes the records of the holds that have lasted recordDelay, and
-// runs again while any hold is listed. A hold is so written between one
-// and two recordDelays after it began.
+// runs again lazyTick later while any hold is listed. A hold is so written
+// between recordDelay and recordDelay + lazyTick after it began (a look
+// finds it younger than recordDelay at most once).
 func (r *holders) tick() {
+	r.ticks.Add(1)
 	now := time.Now()
 	var due []*handle
 	r.mu.Lock()
@@ -142,7 +148,7 @@ func (r *holders) tick() {
 			due = append(due, h)
 		}
 	}
-	r.timer.again(recordDelay, len(r.m) > len(due))
+	r.timer.again(lazyTick, len(r.m) > len(due))
 	r.mu.Unlock()
 	// Outside r.mu: publishing takes the handle's lock, then r.mu.
 	for _, h := range due {

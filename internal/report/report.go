@@ -132,7 +132,7 @@ func NewStatus(target string, st *hold.Status) *Status {
 		}
 	case h.Owner == nil:
 		r.Note = "no owner record: the holder is another tool (flock(1), for one), a hold that has not written its record yet " +
-			"(it does once it has held the lock for 10-20 ms or is asked for its token), or one that could not write it"
+			"(it does once it has held the lock for 10-60 ms or is asked for its token), or one that could not write it"
 	case len(h.PIDs) > 0 && !slices.Contains(h.PIDs, h.Owner.PID):
 		r.Note = fmt.Sprintf("the kernel names pid %s as the holder, not the recorded pid %d", JoinPIDs(h.PIDs), h.Owner.PID)
 	}
