@@ -647,7 +647,7 @@ class Lock {
 const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
-const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
+const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings', 'stale']);
 
 /** Checks opts and turns them into the request's fields. */
 function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {

@@ -142,6 +142,12 @@ export interface StatusOptions {
   lockFile?: string;
   name?: string;
   settings?: Record<string, string>;
+  /**
+   * The stale time (seconds) to judge a portable lock by: a holder that
+   * cannot be asked whether it lives is reported 'stale' once its
+   * heartbeat is older, as lock() with this stale time would take it over.
+   */
+  stale?: number;
 }
 
 /** A held lock. */

@@ -20,7 +20,9 @@
 // - stale (ms, at least 2000, default 10000): the lock's stale time; a
 //   holder that cannot be asked whether it lives (a proper-lockfile
 //   holder writes no owner record) is taken over once its time stamp is
-//   older. A holder alive on this host is never taken over.
+//   older. A holder alive on this host is never taken over. check()
+//   passes it to the agent, whose library judges staleness by it (one
+//   rule for lock and check).
 // - update (ms): checked as proper-lockfile checks it; the agent refreshes
 //   the time stamp every second or more often (at least twice per stale
 //   time), which is never less often than `update` asks.
@@ -256,44 +258,27 @@ function checkOptions(options) {
 }
 
 /**
- * Whether status (hold's, of the lock directory) shows a live lock: a
- * holder hold can ask about (its owner record, on this host) by its
- * answer; one it cannot (proper-lockfile's, or another host's) by the
- * directory's time stamp against `stale`, as proper-lockfile judges
- * (with this process's fs: the option is for realpath only).
+ * hold's status request for the lock of file, judged by the caller's
+ * `stale`: the agent's library decides whether a holder it cannot ask (a
+ * proper-lockfile holder, another host's) is stale, by the one rule an
+ * acquisition with that stale time follows.
  */
-function isLocked(status, o, lockfilePath) {
-  if (!status.held && status.state !== 'stale') return false;
-  // alive is true, false or null (unknown); a hold from before it was a
-  // boolean said 'alive', 'dead' or 'unknown'.
-  const alive = status.holder && status.holder.alive;
-  if (alive === true || alive === 'alive') return true;
-  if (alive === false || alive === 'dead') return false;
-  let st;
-  try {
-    st = nodeFs.statSync(lockfilePath);
-  } catch (err) {
-    if (err.code === 'ENOENT') return false;
-    throw err;
-  }
-  return !(st.mtime.getTime() < Date.now() - o.stale);
+function checkRequest(canon, o) {
+  return { lockFile: lockfileOf(canon, o), protocol: 'dir', stale: o.stale / 1000 };
 }
 
 /** Resolves with whether file is locked (by this process or another, through hold or proper-lockfile). */
 async function check(file, options) {
   const o = checkOptions(options);
   const canon = await canonical(file, o);
-  const lockfilePath = lockfileOf(canon, o);
-  const status = await hold.status(undefined, { lockFile: lockfilePath, protocol: 'dir' });
-  return isLocked(status, o, lockfilePath);
+  return (await hold.status(undefined, checkRequest(canon, o))).held;
 }
 
 /** check(), synchronously. */
 function checkSync(file, options) {
   const o = checkOptions(syncOptions(options));
   const canon = canonicalSync(file, o);
-  const lockfilePath = lockfileOf(canon, o);
-  return isLocked(hold.statusSync(undefined, { lockFile: lockfilePath, protocol: 'dir' }), o, lockfilePath);
+  return hold.statusSync(undefined, checkRequest(canon, o)).held;
 }
 
 module.exports = lock;

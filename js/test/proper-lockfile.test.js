@@ -11,6 +11,7 @@ import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
+import * as hold from '@hold-dev/hold';
 import lockfile, { check, checkSync, lock, lockSync, unlock, unlockSync } from '@hold-dev/hold/proper-lockfile';
 import { hangLimit, repoRoot, scratch, start } from './helpers.js';
 import { loadReal, realDir, skipReal } from './proper-lockfile-real.js';
@@ -86,6 +87,39 @@ test('the drop-in and the real proper-lockfile, in other processes, exclude each
     assert.equal(await child.line(), 'ELOCKED', `${other} took the lock ${here === real ? 'the real proper-lockfile' : 'the drop-in'} holds`);
     await release();
     assert.equal((await child.exited).code, 0);
+  }
+});
+
+test('check() asks the agent, which judges a real proper-lockfile holder by the caller\'s stale, as proper-lockfile does', { skip: skipReal }, async () => {
+  assert.ok(!skipReal, skipReal);
+  const real = loadReal();
+  const file = target();
+  // A live proper-lockfile holder in another process that does not
+  // refresh its time stamp during the test (update: half an hour).
+  const child = start(process.execPath, ['-e', `
+    require(${JSON.stringify(realDir)}).lock(${JSON.stringify(file)}, { stale: 3600000, update: 1800000 })
+      .then(() => console.log('locked'));
+    process.stdin.once('data', () => process.exit(0));
+  `], { stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    assert.equal(await child.line(), 'locked');
+    const { utimesSync } = await import('node:fs');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(`${file}.lock`, old, old);
+    const where = { lockFile: `${file}.lock`, protocol: 'dir' };
+    // The library's verdict, by the stale time the request carries.
+    assert.equal((await hold.status(undefined, { ...where, stale: 5 })).state, 'stale');
+    assert.equal((await hold.status(undefined, { ...where, stale: 120 })).state, 'held exclusive');
+    assert.equal(hold.statusSync(undefined, { ...where, stale: 5 }).state, 'stale');
+    for (const stale of [5000, 120_000]) {
+      const want = await real.check(file, { stale });
+      assert.equal(want, stale > 60_000);
+      assert.equal(await check(file, { stale }), want, `check with stale ${stale}`);
+      assert.equal(checkSync(file, { stale }), want, `checkSync with stale ${stale}`);
+    }
+  } finally {
+    child.stdin.write('\n');
+    await child.exited;
   }
 });
 
