@@ -2,7 +2,8 @@
 //
 // A program written for proper-lockfile (4.x) switches by changing its
 // import: lock, unlock, check, lockSync, unlockSync and checkSync take
-// the same arguments and options, lock() resolves to the same release
+// the same arguments and options (and getLocks, which proper-lockfile
+// keeps in lib/lockfile, lists the locks held), lock() resolves to the same release
 // function, and failures carry the same codes and messages (ELOCKED,
 // ENOTACQUIRED, ERELEASED, ECOMPROMISED, ESYNC, and the file system's own
 // ENOENT when `realpath` finds no file).
@@ -281,6 +282,36 @@ function checkSync(file, options) {
   return hold.statusSync(undefined, checkRequest(canon, o)).held;
 }
 
+/**
+ * The locks this process holds through this module, as proper-lockfile's
+ * lib/lockfile getLocks() lists them: an object keyed by each locked
+ * file's canonical path, whose values have `lockfilePath`, `options` (as
+ * lock() filled them in), `mtime` (the lock directory's time stamp, as the
+ * agent last refreshed it), `mtimePrecision` and `lastUpdate` (that time
+ * stamp, in ms), and `released` (false). A snapshot: unlock() removes a
+ * lock from later calls' answers, not from an object already returned.
+ */
+function getLocks() {
+  const out = {};
+  for (const [file, entry] of locks) {
+    let mtime = null;
+    try {
+      mtime = nodeFs.statSync(entry.lockfilePath).mtime;
+    } catch {
+      // Gone already: the lock is being reported lost (onCompromised).
+    }
+    out[file] = {
+      lockfilePath: entry.lockfilePath,
+      options: entry.options,
+      mtime,
+      mtimePrecision: 'ms',
+      lastUpdate: mtime ? mtime.getTime() : null,
+      released: entry.released,
+    };
+  }
+  return out;
+}
+
 module.exports = lock;
 module.exports.lock = lock;
 module.exports.unlock = unlock;
@@ -288,3 +319,4 @@ module.exports.lockSync = lockSync;
 module.exports.unlockSync = unlockSync;
 module.exports.check = check;
 module.exports.checkSync = checkSync;
+module.exports.getLocks = getLocks;
