@@ -152,13 +152,18 @@ export interface StatusOptions {
 
 /** A held lock. */
 export interface Lock {
-  /** The fencing token: grows with every exclusive acquisition of this lock path. */
+  /**
+   * The fencing token: grows with every exclusive acquisition of this lock
+   * path. Read it while the lock is held: a kernel lock's record and token
+   * are written when first read (or once held 10-20 ms); one released
+   * before either has token 0 and owner null.
+   */
   readonly token: number;
   /** The lock path (for etcd, the key). */
   readonly path: string;
   /** The protocol holding the lock. */
   readonly protocol: string;
-  /** The owner record published for this lock. */
+  /** The owner record published for this lock (null once released if it was never read or written). */
   readonly owner: Owner;
   /** Aborts, with a HoldError 'ELOST' as its reason, if the lock is lost. */
   readonly signal: AbortSignal;
