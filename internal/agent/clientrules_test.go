@@ -24,7 +24,7 @@ var clientRules = []struct {
 	{"a memory of busy locks", regexp.MustCompile(`(?i)busy_?memory|recently_?busy|mark_?busy|busy_?key`)},
 	{"a test of whether a target is a network address", regexp.MustCompile(`(?i)is_?address|['"]://['"]`)},
 	{"a poll budget chosen by the client", regexp.MustCompile(`SPIN_MS|availableParallelism|cpus\(\)\.length|os\.cpu_count|sched_getaffinity`)},
-	{"a staleness rule (a lock judged by its time stamp's age)", regexp.MustCompile(`(?i)mtime|is_?(lock_?)?stale\b|getmtime`)},
+	{"a staleness rule (a lock judged by its time stamp's age)", regexp.MustCompile(`(?i)mtime\S*\s*[<>]|(Date\.now\(\)|time\.time\(\))\s*-\s*\S*(mtime|stale)|is_?(lock_?)?stale\b`)},
 }
 
 // TestClientsCarryTransportOnly fails when a client of the agent grows
