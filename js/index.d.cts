@@ -155,7 +155,7 @@ export interface Lock {
   /**
    * The fencing token: grows with every exclusive acquisition of this lock
    * path. Read it while the lock is held: a kernel lock's record and token
-   * are written when first read (or once held 10-20 ms); one released
+   * are written when first read (or once held 10-60 ms); one released
    * before either has token 0 and owner null.
    */
   readonly token: number;
