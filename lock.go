@@ -348,13 +348,23 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.protocol.Inspect(path)
+	st, err := c.inspectPath(path)
 	if err == nil && st != nil && st.State == Free {
 		if err := c.refuseMissingDir(path); err != nil {
 			return nil, err
 		}
 	}
 	return c.inspectOwn(c.inspectEarlier(st, path), target), err
+}
+
+// inspectPath asks the protocol for the state of the lock at path,
+// judged by the caller's stale time (StaleAfter) where the protocol judges
+// by age.
+func (c *config) inspectPath(path string) (*Status, error) {
+	if si, ok := c.protocol.(lock.StaleInspector); ok && c.stale > 0 {
+		return si.InspectStale(path, c.stale)
+	}
+	return c.protocol.Inspect(path)
 }
 
 // refuseMissingDir is Inspect's error for a free lock at path whose

@@ -317,7 +317,10 @@ func StopWithin(d time.Duration) Option {
 // lock taken is refreshed at least twice per d, so that others judging it
 // by d never take it from this live holder. It overrides the protocol's
 // own (portable.StaleAfter, HOLD_DIR_STALE) for this lock alone; the grace
-// period still floors it. Kernel locks never go stale and ignore it.
+// period still floors it. Given to Inspect, it judges the lock by d
+// instead: a holder that cannot be asked whose heartbeat is older than d
+// is reported Stale, as an acquisition given d would take it over. Kernel
+// locks never go stale and ignore it.
 func StaleAfter(d time.Duration) Option {
 	return Option{kind: optStaleAfter, set: func(c *config) { c.stale = d }}
 }

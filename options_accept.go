@@ -93,7 +93,7 @@ var accepts = [numOptionKinds]struct {
 	optFair:               {"Fair", locating, ""},
 	optShared:             {"Shared", holding, "Update and Append always take the exclusive lock: two writers under a shared one would read the same old content"},
 	optStopWithin:         {"StopWithin", taking, ""},
-	optStaleAfter:         {"StaleAfter", taking, ""},
+	optStaleAfter:         {"StaleAfter", taking | inInspect, ""},
 	optRefuseMachineLocal: {"RefuseMachineLocal", taking, ""},
 	optMakeDirs:           {"MakeDirs", taking, ""},
 	optLockFileMode:       {"LockFileMode", taking, ""},

@@ -83,7 +83,7 @@ func TestOptionsWhereTheyApply(t *testing.T) {
 		{"Logger", func(string) hold.Option { return hold.Logger(logger) }, every},
 		{"Shared", func(string) hold.Option { return hold.Shared() }, holding},
 		{"StopWithin", func(string) hold.Option { return hold.StopWithin(time.Second) }, taking},
-		{"StaleAfter", func(string) hold.Option { return hold.StaleAfter(time.Minute) }, taking},
+		{"StaleAfter", func(string) hold.Option { return hold.StaleAfter(time.Minute) }, append(slices.Clip(taking), "Inspect")},
 		{"RefuseMachineLocal", func(string) hold.Option { return hold.RefuseMachineLocal() }, taking},
 		{"MakeDirs", func(string) hold.Option { return hold.MakeDirs() }, taking},
 		{"LockFileMode", func(string) hold.Option { return hold.LockFileMode(0o600) }, taking},

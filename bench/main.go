@@ -199,7 +199,7 @@ func (r *result) add(o *result) {
 	r.agentCPU += o.agentCPU
 }
 
-// workerCPU reads the "cpu SELF AGENT" line (ns) a Python worker writes on
+// workerCPU reads the "cpu SELF AGENT" line (ns) a Python or Node worker writes on
 // stderr: its CPU time and its agent's over the measured cycles.
 func workerCPU(stderr string) (self, agent time.Duration) {
 	for _, line := range strings.Split(stderr, "\n") {

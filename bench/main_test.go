@@ -46,7 +46,8 @@ func TestSuiteSmoke(t *testing.T) {
 		for _, want := range []string{"| 2 | proper-lockfile seed |", "| 2 | proper-lockfile retry |", "## Portable protocol against proper-lockfile",
 			"| 2 | hold (Node) |", "## hold's Node package against proper-lockfile",
 			"| 2 | hold (Node sync) |", "## hold's synchronous Node API against proper-lockfile",
-			"| 2 | proper-lockfile drop-in seed |", "## hold's proper-lockfile drop-in against proper-lockfile"} {
+			"| 2 | proper-lockfile drop-in seed |", "## hold's proper-lockfile drop-in against proper-lockfile",
+			"the Node processes' own, from process.cpuUsage(), plus their hold agents'", "| N | implementation | CPU per cycle | of which the agent |"} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("results.md lacks %q:\n%s", want, b)
 			}

@@ -310,4 +310,34 @@ func writeAgainstProperLockfile(b *strings.Builder, results []*result, counts []
 		fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %s | %s | %s |\n", r.n, r.impl.name, r.handoffsPerSec(), r.trueHandoffsPerSec(),
 			fmtDur(percentile(r.handoffLat, 50)), fmtDur(percentile(r.handoffLat, 99)), strings.Join(cols, " | "))
 	}
+	if subject == "hold portable" {
+		return // Go workers: no CPU figures
+	}
+	fmt.Fprintf(b, "\nCPU time per acquisition over the measured cycles (the Node processes' own, from process.cpuUsage(), plus their hold agents', from /proc/PID/stat; *×seed* and *×retry*: %s's CPU per cycle over theirs, lower is better):\n\n", subject)
+	fmt.Fprintf(b, "| N | implementation | CPU per cycle | of which the agent | CPUs busy (CPU / wall) | ×seed CPU | ×retry CPU |\n|---:|---|---:|---:|---:|---:|---:|\n")
+	per := func(x *result) float64 {
+		if x == nil || x.acquired == 0 {
+			return 0
+		}
+		return float64(x.cpu) / float64(x.acquired)
+	}
+	for _, r := range rows {
+		cols := []string{"—", "—"}
+		if r.impl.name == subject {
+			for i, base := range []string{"proper-lockfile seed", "proper-lockfile retry"} {
+				if o := per(find(results, r.n, base)); o > 0 {
+					cols[i] = fmt.Sprintf("%.2f", per(r)/o)
+				}
+			}
+		}
+		busy := 0.0
+		if r.elapsed > 0 {
+			busy = float64(r.cpu) / float64(r.elapsed)
+		}
+		agent := time.Duration(0)
+		if r.acquired > 0 {
+			agent = r.agentCPU / time.Duration(r.acquired)
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s |\n", r.n, r.impl.name, fmtDur(time.Duration(per(r))), fmtDur(agent), busy, strings.Join(cols, " | "))
+	}
 }

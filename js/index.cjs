@@ -46,10 +46,11 @@ const { performance } = require('perf_hooks');
 const { isAbortSignal, newAbortController } = require('./abort.cjs');
 
 /**
- * The agent protocol version this package speaks: 2, for the synchronous
- * channel's queued replies.
+ * The agent protocol version this package speaks: 3, for the synchronous
+ * channel's queued replies (2) and lazy acquisitions, whose token and
+ * owner record are asked for when first read (3).
  */
-const PROTOCOL_VERSION = 2;
+const PROTOCOL_VERSION = 3;
 
 // Whether Error.stackTraceLimit may be set (not under --frozen-intrinsics),
 // which the synchronous channel's polling does (see syncRequest).
@@ -501,17 +502,54 @@ class Lock {
   #released = null;
   #releasedSync = null; // { error }: how releaseSync ended
 
+  #record = null; // { token, owner }, once known
+
   constructor(ag, reply) {
     this.#agent = ag;
     this.#number = reply.lock;
-    /** Fencing token: grows with every exclusive acquisition of this lock path. */
-    this.token = reply.token ?? 0;
     /** The lock path (for etcd, the key). */
     this.path = reply.path;
     /** The protocol holding the lock: 'flock', 'dir', 'etcd'. */
     this.protocol = reply.protocol;
-    /** The owner record the agent published for this lock. */
-    this.owner = reply.owner;
+    // A lazy acquisition's reply has neither (see record).
+    if (reply.owner !== undefined) this.#record = { token: reply.token ?? 0, owner: reply.owner };
+  }
+
+  /**
+   * Fencing token: grows with every exclusive acquisition of this lock
+   * path. Read while the lock is held: the agent writes the owner record
+   * that backs it when it is first asked for (or once the lock has been
+   * held a while); a lock released before either has none (0).
+   */
+  get token() {
+    return this.#recordNow().token;
+  }
+
+  /** The owner record the agent published for this lock (null for one released before it was read or written). */
+  get owner() {
+    return this.#recordNow().owner;
+  }
+
+  /**
+   * The token and owner record: the acquisition's reply had them, or one
+   * token request on the synchronous channel asks for them (a lazy
+   * acquisition is only made where that channel is open).
+   */
+  #recordNow() {
+    if (this.#record) return this.#record;
+    const ag = this.#agent;
+    const live = !this.#released && !this.#releasedSync && !this.#lost && ag.sync;
+    const r = live ? ag.syncRequest({ op: 'token', lock: this.#number }) : null;
+    const record = r?.ok ? { token: r.token ?? 0, owner: r.owner } : { token: 0, owner: null };
+    // Kept only once final: a failed ask while the lock is held (the
+    // agent is dying) says nothing about what a later read would find.
+    if (r?.ok || !live) this.#record = record;
+    return record;
+  }
+
+  /** What JSON.stringify shows of a lock: its public properties. */
+  toJSON() {
+    return { token: this.token, path: this.path, protocol: this.protocol, owner: this.owner };
   }
 
   /** Aborts (with a HoldError 'ELOST') if the lock is lost. */
@@ -647,7 +685,7 @@ class Lock {
 const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
-const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings']);
+const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings', 'stale']);
 
 /** Checks opts and turns them into the request's fields. */
 function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
@@ -747,8 +785,10 @@ async function takeLock(op, target, opts = {}) {
   if (opts.signal?.aborted) throw abortError(what, opts.signal);
   const ag = getAgent();
   await ag.ready;
+  // Lazy (no token or record in the reply) where the synchronous channel
+  // can fetch them when read.
   const reply = ag.sync
-    ? await ag.queueable({ op, ...req }, opts.signal)
+    ? await ag.queueable({ op, ...req, lazy: true }, opts.signal)
     : await waitingRequest(ag, { op, ...req }, opts.signal);
   const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
@@ -913,7 +953,7 @@ function takeLockSync(op, target, opts = {}) {
   const what = `${op === 'try' ? 'tryLockSync' : 'lockSync'}(${JSON.stringify(target ?? opts?.name ?? opts?.lockFile ?? '')})`;
   const req = syncOptions(target, opts, SYNC_LOCK_OPTIONS, what);
   const ag = syncAgent(what);
-  const reply = syncCall(ag, { op, ...req });
+  const reply = syncCall(ag, { op, ...req, lazy: true });
   const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
   return lock;

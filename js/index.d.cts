@@ -142,17 +142,28 @@ export interface StatusOptions {
   lockFile?: string;
   name?: string;
   settings?: Record<string, string>;
+  /**
+   * The stale time (seconds) to judge a portable lock by: a holder that
+   * cannot be asked whether it lives is reported 'stale' once its
+   * heartbeat is older, as lock() with this stale time would take it over.
+   */
+  stale?: number;
 }
 
 /** A held lock. */
 export interface Lock {
-  /** The fencing token: grows with every exclusive acquisition of this lock path. */
+  /**
+   * The fencing token: grows with every exclusive acquisition of this lock
+   * path. Read it while the lock is held: a kernel lock's record and token
+   * are written when first read (or once held 10-60 ms); one released
+   * before either has token 0 and owner null.
+   */
   readonly token: number;
   /** The lock path (for etcd, the key). */
   readonly path: string;
   /** The protocol holding the lock. */
   readonly protocol: string;
-  /** The owner record published for this lock. */
+  /** The owner record published for this lock (null once released if it was never read or written). */
   readonly owner: Owner;
   /** Aborts, with a HoldError 'ELOST' as its reason, if the lock is lost. */
   readonly signal: AbortSignal;

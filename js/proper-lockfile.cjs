@@ -2,7 +2,8 @@
 //
 // A program written for proper-lockfile (4.x) switches by changing its
 // import: lock, unlock, check, lockSync, unlockSync and checkSync take
-// the same arguments and options, lock() resolves to the same release
+// the same arguments and options (and getLocks, which proper-lockfile
+// keeps in lib/lockfile, lists the locks held), lock() resolves to the same release
 // function, and failures carry the same codes and messages (ELOCKED,
 // ENOTACQUIRED, ERELEASED, ECOMPROMISED, ESYNC, and the file system's own
 // ENOENT when `realpath` finds no file).
@@ -20,7 +21,9 @@
 // - stale (ms, at least 2000, default 10000): the lock's stale time; a
 //   holder that cannot be asked whether it lives (a proper-lockfile
 //   holder writes no owner record) is taken over once its time stamp is
-//   older. A holder alive on this host is never taken over.
+//   older. A holder alive on this host is never taken over. check()
+//   passes it to the agent, whose library judges staleness by it (one
+//   rule for lock and check).
 // - update (ms): checked as proper-lockfile checks it; the agent refreshes
 //   the time stamp every second or more often (at least twice per stale
 //   time), which is never less often than `update` asks.
@@ -256,44 +259,57 @@ function checkOptions(options) {
 }
 
 /**
- * Whether status (hold's, of the lock directory) shows a live lock: a
- * holder hold can ask about (its owner record, on this host) by its
- * answer; one it cannot (proper-lockfile's, or another host's) by the
- * directory's time stamp against `stale`, as proper-lockfile judges
- * (with this process's fs: the option is for realpath only).
+ * hold's status request for the lock of file, judged by the caller's
+ * `stale`: the agent's library decides whether a holder it cannot ask (a
+ * proper-lockfile holder, another host's) is stale, by the one rule an
+ * acquisition with that stale time follows.
  */
-function isLocked(status, o, lockfilePath) {
-  if (!status.held && status.state !== 'stale') return false;
-  // alive is true, false or null (unknown); a hold from before it was a
-  // boolean said 'alive', 'dead' or 'unknown'.
-  const alive = status.holder && status.holder.alive;
-  if (alive === true || alive === 'alive') return true;
-  if (alive === false || alive === 'dead') return false;
-  let st;
-  try {
-    st = nodeFs.statSync(lockfilePath);
-  } catch (err) {
-    if (err.code === 'ENOENT') return false;
-    throw err;
-  }
-  return !(st.mtime.getTime() < Date.now() - o.stale);
+function checkRequest(canon, o) {
+  return { lockFile: lockfileOf(canon, o), protocol: 'dir', stale: o.stale / 1000 };
 }
 
 /** Resolves with whether file is locked (by this process or another, through hold or proper-lockfile). */
 async function check(file, options) {
   const o = checkOptions(options);
   const canon = await canonical(file, o);
-  const lockfilePath = lockfileOf(canon, o);
-  const status = await hold.status(undefined, { lockFile: lockfilePath, protocol: 'dir' });
-  return isLocked(status, o, lockfilePath);
+  return (await hold.status(undefined, checkRequest(canon, o))).held;
 }
 
 /** check(), synchronously. */
 function checkSync(file, options) {
   const o = checkOptions(syncOptions(options));
   const canon = canonicalSync(file, o);
-  const lockfilePath = lockfileOf(canon, o);
-  return isLocked(hold.statusSync(undefined, { lockFile: lockfilePath, protocol: 'dir' }), o, lockfilePath);
+  return hold.statusSync(undefined, checkRequest(canon, o)).held;
+}
+
+/**
+ * The locks this process holds through this module, as proper-lockfile's
+ * lib/lockfile getLocks() lists them: an object keyed by each locked
+ * file's canonical path, whose values have `lockfilePath`, `options` (as
+ * lock() filled them in), `mtime` (the lock directory's time stamp, as the
+ * agent last refreshed it), `mtimePrecision` and `lastUpdate` (that time
+ * stamp, in ms), and `released` (false). A snapshot: unlock() removes a
+ * lock from later calls' answers, not from an object already returned.
+ */
+function getLocks() {
+  const out = {};
+  for (const [file, entry] of locks) {
+    let mtime = null;
+    try {
+      mtime = nodeFs.statSync(entry.lockfilePath).mtime;
+    } catch {
+      // Gone already: the lock is being reported lost (onCompromised).
+    }
+    out[file] = {
+      lockfilePath: entry.lockfilePath,
+      options: entry.options,
+      mtime,
+      mtimePrecision: 'ms',
+      lastUpdate: mtime ? mtime.getTime() : null,
+      released: entry.released,
+    };
+  }
+  return out;
 }
 
 module.exports = lock;
@@ -303,3 +319,4 @@ module.exports.lockSync = lockSync;
 module.exports.unlockSync = unlockSync;
 module.exports.check = check;
 module.exports.checkSync = checkSync;
+module.exports.getLocks = getLocks;

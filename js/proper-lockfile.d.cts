@@ -60,6 +60,25 @@ declare namespace lockfile {
   function unlockSync(file: string, options?: UnlockOptions): void;
   /** check(), synchronously. */
   function checkSync(file: string, options?: CheckOptions): boolean;
+
+  /** A lock this process holds, as getLocks() lists it. */
+  interface HeldLock {
+    /** The lock directory. */
+    lockfilePath: string;
+    /** lock()'s options, with its defaults filled in. */
+    options: LockOptions;
+    /** The lock directory's time stamp, as last refreshed; null if it is gone. */
+    mtime: Date | null;
+    /** The precision of mtime: 'ms'. */
+    mtimePrecision: 'ms' | 's';
+    /** mtime in ms since the epoch; null if the directory is gone. */
+    lastUpdate: number | null;
+    /** false: released locks are not listed. */
+    released: boolean;
+  }
+
+  /** The locks this process holds through this module, by canonical file path (a snapshot). */
+  function getLocks(): Record<string, HeldLock>;
 }
 
 /** Takes the lock of file; resolves to its release function (lockfile.lock). */

@@ -4,5 +4,5 @@
 
 import lockfile from './proper-lockfile.cjs';
 
-export const { lock, unlock, check, lockSync, unlockSync, checkSync } = lockfile;
+export const { lock, unlock, check, lockSync, unlockSync, checkSync, getLocks } = lockfile;
 export default lockfile;

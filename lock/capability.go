@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"os"
+	"time"
 )
 
 // The optional capabilities of a Protocol or a Handle. hold asks for each
@@ -45,6 +46,17 @@ type Describer interface {
 	// Describe says, in a sentence, what decided the state of the lock at
 	// path.
 	Describe(path string) string
+}
+
+// StaleInspector is implemented by protocols that judge by age a holder
+// they cannot ask (the portable protocol: a lock without an owner record,
+// or one held on another host). It gains hold.Inspect the StaleAfter
+// option: the lock's state as an acquisition given that stale time would
+// judge it, a lock older than it reported Stale, not held.
+type StaleInspector interface {
+	// InspectStale is Inspect judging by the stale time stale (zero: the
+	// protocol's own).
+	InspectStale(path string, stale time.Duration) (*Status, error)
 }
 
 // Closer is implemented by protocols that keep a connection to a server

@@ -12,9 +12,10 @@ import (
 // `hold break` remove a lock whose holder died, and `hold status` says what
 // decided a lock's state.
 var (
-	_ lock.Protocol  = (*Protocol)(nil)
-	_ lock.Breaker   = (*Protocol)(nil)
-	_ lock.Describer = (*Protocol)(nil)
+	_ lock.Protocol       = (*Protocol)(nil)
+	_ lock.Breaker        = (*Protocol)(nil)
+	_ lock.Describer      = (*Protocol)(nil)
+	_ lock.StaleInspector = (*Protocol)(nil)
 )
 
 // Protocol is hold's portable directory lock. Create it with New, once,
@@ -106,6 +107,13 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 // data file, a directory of other files) is an error matching
 // hold.ErrForeign, never a lock.
 func (p *Protocol) Inspect(path string) (*lock.Status, error) { return p.dl.Inspect(path) }
+
+// InspectStale is Inspect judging a holder it cannot ask (no owner
+// record, another host) by the stale time stale instead of the
+// protocol's: what an acquisition given that stale time would conclude.
+func (p *Protocol) InspectStale(path string, stale time.Duration) (*lock.Status, error) {
+	return p.dl.InspectStale(path, stale)
+}
 
 // Break removes the lock at path when its holder is provably gone, by the
 // rules and under the guard of a waiter's takeover, and refuses a live

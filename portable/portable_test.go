@@ -168,6 +168,48 @@ func TestStaleAfterAndGraceJudgeOwnerlessLock(t *testing.T) {
 	}
 }
 
+// Inspect given StaleAfter judges a lock whose holder
+// cannot be asked (no owner record, as proper-lockfile leaves) by that
+// stale time, as an acquisition given it does: the caller's "could I take
+// it over?" answered by the protocol's one staleness rule.
+func TestInspectStaleAfterJudgesAsAcquireWould(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "data.md")
+	if err := os.Mkdir(target+".lock", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-30 * time.Second)
+	if err := os.Chtimes(target+".lock", old, old); err != nil {
+		t.Fatal(err)
+	}
+	p := hold.WithProtocol(portable.New(portable.StaleAfter(time.Hour)))
+	for _, c := range []struct {
+		name string
+		opts []hold.Option
+		want hold.State
+	}{
+		{"the protocol's stale time (1h)", []hold.Option{p}, hold.HeldExclusive},
+		{"StaleAfter(1m)", []hold.Option{p, hold.StaleAfter(time.Minute)}, hold.HeldExclusive},
+		{"StaleAfter(5s)", []hold.Option{p, hold.StaleAfter(5 * time.Second)}, hold.Stale},
+	} {
+		st, err := hold.Inspect(target, c.opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if st.State != c.want {
+			t.Errorf("Inspect with %s: %v, want %v", c.name, st.State, c.want)
+		}
+	}
+	// The acquisition agrees with what Inspect said.
+	if _, err := hold.TryAcquire(target, p, hold.StaleAfter(time.Minute)); !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("TryAcquire with StaleAfter(1m) took a lock Inspect calls held: %v", err)
+	}
+	l, err := hold.TryAcquire(target, p, hold.StaleAfter(5*time.Second))
+	if err != nil {
+		t.Fatalf("TryAcquire with StaleAfter(5s) did not take over a lock Inspect calls stale: %v", err)
+	}
+	l.Release()
+}
+
 // What hold asks of a protocol beyond taking locks, it finds in this one:
 // Inspect through WithProtocol judges the directory, Break (lock.Breaker)
 // refuses a live holder and names it, and Describe (lock.Describer, which

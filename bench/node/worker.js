@@ -113,6 +113,26 @@ function holdSyncCycle() {
   return [start, got, releasing, nowNs()];
 }
 
+/**
+ * The CPU time, in ns, that this process's children (its hold agent, for
+ * the Node package's modes) have used, from /proc (Linux; 0 elsewhere, and
+ * for proper-lockfile, which starts none).
+ */
+function agentCPU() {
+  let ticks = 0;
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      for (const pid of fs.readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) {
+        const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(')').pop().trim().split(' ');
+        ticks += Number(f[11]) + Number(f[12]); // utime, stime
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return Math.round((ticks * 1e9) / 100); // USER_HZ is 100 on Linux
+}
+
 async function main() {
   if (mode === 'hold' || mode === 'hold-sync') hold = await import(require('url').pathToFileURL(process.env.HOLD_JS).href);
   const byMode = { seed: seedCycle, retry: retryCycle, hold: holdCycle, 'hold-sync': holdSyncCycle, 'hold-drop-in-seed': seedCycle };
@@ -124,6 +144,8 @@ async function main() {
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.on('end', resolve));
   const deadline = Date.now() + budgetMs;
+  const cpu0 = process.cpuUsage();
+  const agent0 = agentCPU();
   const samples = [];
   let first = 0;
   let last = 0;
@@ -134,6 +156,11 @@ async function main() {
     last = done;
     samples.push(got - start, done - got, got, releasing);
   }
+  // The CPU the measured cycles used, this process's and its hold agent's,
+  // in ns, for the suite's table (on stderr, which it reads after the
+  // samples; the Python worker writes the same line).
+  const cpu = process.cpuUsage(cpu0);
+  process.stderr.write(`cpu ${(cpu.user + cpu.system) * 1000} ${agentCPU() - agent0}\n`);
   const out = Buffer.alloc(8 * (4 + samples.length));
   [cycles, first, last, samples.length / 4, ...samples].forEach((v, i) => out.writeBigInt64LE(BigInt(v), 8 * i));
   process.stdout.write(out, () => process.exit(0));

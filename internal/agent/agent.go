@@ -186,7 +186,7 @@ func (a *agent) dispatch(req *request) {
 		a.spawn(req.ID, func(ctx context.Context) { body(ctx, req) })
 	case "release":
 		a.release(req)
-	case "check":
+	case "check", "token":
 		a.check(req)
 	case "cancel":
 		a.cancelRequest(req)
@@ -195,7 +195,7 @@ func (a *agent) dispatch(req *request) {
 	case "":
 		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: `request without "op"`})
 	default:
-		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: fmt.Sprintf("unknown op %q (known: hello, acquire, try, release, check, status, update, commit, abort, append, cancel)", req.Op)})
+		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: fmt.Sprintf("unknown op %q (known: hello, acquire, try, release, check, token, status, update, commit, abort, append, cancel)", req.Op)})
 	}
 }
 

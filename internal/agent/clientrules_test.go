@@ -4,16 +4,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // clientRules are the lock decisions the Node and Python clients once made
 // for themselves and that the agent now makes for them (locks.go's attempt
-// and busy memory, sync.go's queueing, sync_unix.go's poll budget): the
-// memory of busy locks, the test of whether a target is a network address,
-// and a poll budget of the client's own choosing. Each pattern is what a
-// copy of such a rule looks like in either language.
+// and busy memory, sync.go's queueing, sync_unix.go's poll budget, and
+// the library's staleness rule, internal/dirlock/judge.go, which a status
+// request's "stale" reaches): the memory of busy locks, the test of
+// whether a target is a network address, a poll budget of the client's
+// own choosing, and a lock judged stale by its time stamp. Each pattern
+// is what a copy of such a rule looks like in either language.
 var clientRules = []struct {
 	rule    string
 	pattern *regexp.Regexp
@@ -21,6 +24,7 @@ var clientRules = []struct {
 	{"a memory of busy locks", regexp.MustCompile(`(?i)busy_?memory|recently_?busy|mark_?busy|busy_?key`)},
 	{"a test of whether a target is a network address", regexp.MustCompile(`(?i)is_?address|['"]://['"]`)},
 	{"a poll budget chosen by the client", regexp.MustCompile(`SPIN_MS|availableParallelism|cpus\(\)\.length|os\.cpu_count|sched_getaffinity`)},
+	{"a staleness rule (a lock judged by its time stamp's age)", regexp.MustCompile(`(?i)mtime\S*\s*[<>]|(Date\.now\(\)|time\.time\(\))\s*-\s*\S*(mtime|stale)|is_?(lock_?)?stale\b`)},
 }
 
 // TestClientsCarryTransportOnly fails when a client of the agent grows
@@ -31,7 +35,11 @@ func TestClientsCarryTransportOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../js/index.cjs")
+	js, err := filepath.Glob("../../js/*.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, js...)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -40,12 +48,14 @@ func TestClientsCarryTransportOnly(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, r := range clientRules {
 				if r.pattern.MatchString(line) {
-					t.Errorf("%s:%d: %s belongs to the agent (internal/agent), not its client: %s", f, i+1, r.rule, strings.TrimSpace(line))
+					t.Errorf("%s:%d: %s belongs behind the agent (internal/agent, and the library it calls), not in its client: %s", f, i+1, r.rule, strings.TrimSpace(line))
 				}
 			}
 		}
 	}
-	if len(files) < 2 {
-		t.Fatalf("found only %v: the clients moved?", files)
+	for _, want := range []string{"../../js/index.cjs", "../../js/proper-lockfile.cjs", "../../python/src/hold/filelock.py"} {
+		if !slices.Contains(files, want) {
+			t.Fatalf("%s is not among %v: the clients moved?", want, files)
+		}
 	}
 }

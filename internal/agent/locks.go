@@ -29,6 +29,9 @@ type heldLock struct {
 	// sub-agent; zero and nil for this agent's own locks.
 	remote uint64
 	sub    *subAgent
+	// lazy: the client asked for the lock without its token and record
+	// (request.Lazy); it asks for them with a token request.
+	lazy bool
 }
 
 // acquire serves acquire and try on the standard channel: the first
@@ -140,6 +143,9 @@ func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error)
 		al.spec.Close()
 		return nil, nil
 	}
+	if al.lazy {
+		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol()}, func() { a.watchLoss(n, al) }
+	}
 	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
 }
 
@@ -213,6 +219,7 @@ func (al *heldLock) release() error {
 	return err
 }
 
+// check serves check and token.
 func (a *agent) check(req *request) {
 	al := a.lookupLock(req.Lock)
 	switch {
@@ -220,9 +227,19 @@ func (a *agent) check(req *request) {
 		a.refuse(req.ID, noLock(req.Lock))
 	case al.remote != 0:
 		a.forwardLockOp(req, al)
+	case req.Op == "token":
+		a.send(tokenReply(req.ID, al.l))
 	default:
 		a.answer(req.ID, al.l.Check())
 	}
+}
+
+// tokenReply answers a token request: the lock's token and owner record,
+// which the library writes first if it has not yet (a token is only ever
+// handed out with the record that makes the next one larger).
+func tokenReply(id json.RawMessage, l *hold.Lock) *reply {
+	owner := l.Owner()
+	return &reply{ID: id, OK: true, Token: l.Token(), Owner: &owner}
 }
 
 // failIfHeldBy adds to spec the locks the request says its caller holds

@@ -70,6 +70,9 @@ func (a *agent) proxied(req *request) bool {
 		return true
 	}
 	clientID := req.ID
+	// A network lock's token and record come with its acquisition anyway:
+	// the reply carries them, lazy or not.
+	req.Lazy = false
 	sub.send(req, clientID, func(r *reply) {
 		r.ID = clientID
 		if r.OK && r.Lock != 0 && (req.Op == "acquire" || req.Op == "try") {

@@ -90,7 +90,7 @@ func (req *request) newLock() (*heldLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	al := new(heldLock)
+	al := &heldLock{lazy: req.Lazy}
 	if err := s.ResolveInto(&al.spec); err != nil {
 		return nil, err
 	}

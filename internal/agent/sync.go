@@ -80,7 +80,7 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 			r = closing(req.ID)
 		}
 		return r, after
-	case "release", "check":
+	case "release", "check", "token":
 		al, e := a.localLock(req.Lock, req.Op == "release")
 		switch {
 		case e != nil:
@@ -88,6 +88,8 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 		case al == nil: // the sub-agent's
 		case req.Op == "release":
 			return replyTo(req.ID, al.release()), nil
+		case req.Op == "token":
+			return tokenReply(req.ID, al.l), nil
 		default:
 			return replyTo(req.ID, al.l.Check()), nil
 		}

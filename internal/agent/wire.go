@@ -18,9 +18,12 @@ import (
 // protocolVersion is the highest protocol version this agent speaks
 // (docs/agent.md). Version 2 added the synchronous channel's queued
 // replies (request.Queue) and the reply poll budget in the channel's
-// first reply (reply.SpinMicros); a version 1 client sends neither field and
-// reads neither, so this agent still serves it, down to minProtocolVersion.
-const protocolVersion = 2
+// first reply (reply.SpinMicros); version 3 the lazy acquisition
+// (request.Lazy), whose reply leaves out the token and the owner record
+// until a "token" request asks for them. An older client sends none of
+// these fields and reads none, so this agent still serves it, down to
+// minProtocolVersion.
+const protocolVersion = 3
 
 // minProtocolVersion is the oldest protocol version this agent serves.
 const minProtocolVersion = 1
@@ -87,8 +90,14 @@ type request struct {
 	MakeDirs bool `json:"make_dirs"`
 	Mode     *int `json:"mode"`
 	// Stale: the lock's own stale time in seconds, for the portable
-	// protocol (hold.StaleAfter).
+	// protocol (hold.StaleAfter); for status, the stale time to judge by.
 	Stale *float64 `json:"stale"`
+	// Lazy, on acquire and try: the reply leaves out the token and the
+	// owner record, which the client asks for with a "token" request when
+	// it needs them. A kernel lock then writes its record only when asked
+	// or once held for a while, as the library does for its own callers,
+	// and a short hold costs no write at all. Version 3.
+	Lazy bool `json:"lazy"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`
@@ -104,7 +113,7 @@ type request struct {
 	// append: the bytes to append; commit: the new content (base64).
 	Data []byte `json:"data"`
 
-	// release, check: the lock's number.
+	// release, check, token: the lock's number.
 	Lock uint64 `json:"lock"`
 	// commit, abort: the update's number.
 	Update uint64 `json:"update"`

@@ -1,13 +1,16 @@
 package dirlock
 
 import (
+	"time"
+
 	"github.com/hold-dev/hold/lock"
 )
 
 // The capabilities hold finds in the portable protocol.
 var (
-	_ lock.Breaker   = (*Protocol)(nil)
-	_ lock.Describer = (*Protocol)(nil)
+	_ lock.Breaker        = (*Protocol)(nil)
+	_ lock.Describer      = (*Protocol)(nil)
+	_ lock.StaleInspector = (*Protocol)(nil)
 )
 
 // Inspect reports the state of the lock at path without taking it: free
@@ -18,7 +21,18 @@ var (
 // What is not a lock at all (a directory with other files, a data file:
 // see content.go) is an error matching lock.ErrForeign.
 func (p *Protocol) Inspect(path string) (*lock.Status, error) {
-	st, j := p.inspect(path)
+	return p.InspectStale(path, p.cfg.Stale)
+}
+
+// InspectStale is Inspect judging a holder it cannot ask by the stale
+// time staleAfter (floored at the grace period) rather than the protocol's:
+// the caller's view of whether it could take the lock over, as an
+// acquisition given hold.StaleAfter(stale) would judge it.
+func (p *Protocol) InspectStale(path string, staleAfter time.Duration) (*lock.Status, error) {
+	if staleAfter <= 0 {
+		staleAfter = p.cfg.Stale
+	}
+	st, j := p.inspectAfter(path, staleAfter)
 	switch j.verdict {
 	case foreign:
 		return nil, foreignError("inspect", path, j.why)
@@ -29,8 +43,12 @@ func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 }
 
 func (p *Protocol) inspect(path string) (*lock.Status, judgement) {
+	return p.inspectAfter(path, p.cfg.Stale)
+}
+
+func (p *Protocol) inspectAfter(path string, staleAfter time.Duration) (*lock.Status, judgement) {
 	st := &lock.Status{Path: path, Protocol: "dir"}
-	j := p.judge(path)
+	j := p.judgeAfter(path, staleAfter)
 	switch j.verdict {
 	case vanished:
 		return st, j

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/lockpath"
@@ -17,17 +18,29 @@ import (
 // protocol the options chose, so that `hold status`, `hold ls` and
 // `hold break` report either kind.
 func InspectAny(target string, opts ...hold.Option) (*hold.Status, error) {
+	return inspectAny(target, 0, opts)
+}
+
+// inspectAny is InspectAny judging a holder that cannot be asked by the
+// stale time stale (hold.StaleAfter; zero: the protocol's own), the
+// portable lock it finds instead included.
+func inspectAny(target string, stale time.Duration, opts []hold.Option) (*hold.Status, error) {
+	if stale > 0 {
+		opts = append(opts[:len(opts):len(opts)], hold.StaleAfter(stale))
+	}
 	st, err := hold.Inspect(target, opts...)
 	var e *hold.Error
 	if err == nil || !errors.Is(err, hold.ErrNotRegular) || !errors.As(err, &e) || !lockpath.IsDirLock(e.Path) {
 		return st, err
 	}
-	return portable.New().Inspect(e.Path)
+	return portable.New().InspectStale(e.Path, stale)
 }
 
-// Inspect reports the lock's state without taking it (InspectAny).
+// Inspect reports the lock's state without taking it (InspectAny). A
+// stale time given (Spec.Stale) judges a holder hold cannot ask by it, as
+// the acquisition would.
 func (r *Resolved) Inspect() (*hold.Status, error) {
-	return InspectAny(r.Target, r.Opts[:r.naming]...)
+	return inspectAny(r.Target, r.stale, r.Opts[:r.naming])
 }
 
 // lockedApart reports who holds a kernel lock on the file r.Target itself

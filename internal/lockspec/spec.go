@@ -116,6 +116,8 @@ type Resolved struct {
 	// caller is the program the request is made for (Spec.Caller), put
 	// on the context of the wait (proc.WithCaller).
 	caller int
+	// stale is Spec.Stale, which Inspect judges by too.
+	stale time.Duration
 	// naming is how many of Opts name the lock.
 	naming int
 	// opts is Opts's storage, so that a request with few options costs
@@ -258,6 +260,7 @@ func (s *Spec) takeOptions(r *Resolved) {
 	}
 	if s.Stale > 0 {
 		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
+		r.stale = s.Stale
 	}
 	if s.MakeDirs {
 		r.Opts = append(r.Opts, hold.MakeDirs())

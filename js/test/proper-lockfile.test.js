@@ -8,10 +8,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import lockfile, { check, checkSync, lock, lockSync, unlock, unlockSync } from '@hold-dev/hold/proper-lockfile';
+import * as hold from '@hold-dev/hold';
+import lockfile, { check, checkSync, getLocks, lock, lockSync, unlock, unlockSync } from '@hold-dev/hold/proper-lockfile';
 import { hangLimit, repoRoot, scratch, start } from './helpers.js';
 import { loadReal, realDir, skipReal } from './proper-lockfile-real.js';
 
@@ -67,7 +69,7 @@ function holder(modulePath, file) {
 test('the drop-in\'s entry points are proper-lockfile\'s, from import as from require', () => {
   assert.equal(typeof lockfile, 'function');
   assert.equal(lockfile.lock, lock);
-  for (const [name, fn] of Object.entries({ check, checkSync, lockSync, unlock, unlockSync })) assert.equal(lockfile[name], fn, name);
+  for (const [name, fn] of Object.entries({ check, checkSync, getLocks, lockSync, unlock, unlockSync })) assert.equal(lockfile[name], fn, name);
 });
 
 test('the drop-in and the real proper-lockfile, in other processes, exclude each other both ways', { skip: skipReal }, async () => {
@@ -87,6 +89,75 @@ test('the drop-in and the real proper-lockfile, in other processes, exclude each
     await release();
     assert.equal((await child.exited).code, 0);
   }
+});
+
+test('check() asks the agent, which judges a real proper-lockfile holder by the caller\'s stale, as proper-lockfile does', { skip: skipReal }, async () => {
+  assert.ok(!skipReal, skipReal);
+  const real = loadReal();
+  const file = target();
+  // A live proper-lockfile holder in another process that does not
+  // refresh its time stamp during the test (update: half an hour).
+  const child = start(process.execPath, ['-e', `
+    require(${JSON.stringify(realDir)}).lock(${JSON.stringify(file)}, { stale: 3600000, update: 1800000 })
+      .then(() => console.log('locked'));
+    process.stdin.once('data', () => process.exit(0));
+  `], { stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    assert.equal(await child.line(), 'locked');
+    const { utimesSync } = await import('node:fs');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(`${file}.lock`, old, old);
+    const where = { lockFile: `${file}.lock`, protocol: 'dir' };
+    // The library's verdict, by the stale time the request carries.
+    assert.equal((await hold.status(undefined, { ...where, stale: 5 })).state, 'stale');
+    assert.equal((await hold.status(undefined, { ...where, stale: 120 })).state, 'held exclusive');
+    assert.equal(hold.statusSync(undefined, { ...where, stale: 5 }).state, 'stale');
+    for (const stale of [5000, 120_000]) {
+      const want = await real.check(file, { stale });
+      assert.equal(want, stale > 60_000);
+      assert.equal(await check(file, { stale }), want, `check with stale ${stale}`);
+      assert.equal(checkSync(file, { stale }), want, `checkSync with stale ${stale}`);
+    }
+  } finally {
+    child.stdin.write('\n');
+    await child.exited;
+  }
+});
+
+test('getLocks() lists the locks held, keyed and described as proper-lockfile\'s lib/lockfile lists them', { skip: skipReal }, async () => {
+  assert.ok(!skipReal, skipReal);
+  const realLib = createRequire(import.meta.url)(join(realDir, 'lib', 'lockfile.js'));
+  const realPromise = loadReal();
+  const [a, b, c] = [target(), target(), target()];
+  const releaseA = await lock(a, { stale: 20_000 });
+  const releaseB = lockSync(b, { lockfilePath: `${b}.other` });
+  const releaseC = await realPromise.lock(c);
+  try {
+    const held = getLocks();
+    assert.deepEqual(Object.keys(held).sort(), [a, b].sort());
+    assert.equal(held[a].lockfilePath, `${a}.lock`);
+    assert.equal(held[b].lockfilePath, `${b}.other`);
+    assert.equal(held[a].options.stale, 20_000);
+    assert.equal(held[a].options.update, 10_000);
+    const real = realLib.getLocks()[c];
+    for (const l of [held[a], held[b]]) {
+      // The properties proper-lockfile's entries have, of the same types.
+      for (const key of ['lockfilePath', 'mtime', 'mtimePrecision', 'options', 'lastUpdate']) {
+        assert.equal(typeof l[key], typeof real[key], key);
+      }
+      assert.ok(l.mtime instanceof Date);
+      assert.equal(l.lastUpdate, l.mtime.getTime());
+      assert.equal(l.released, false);
+    }
+    await releaseA();
+    assert.deepEqual(Object.keys(getLocks()), [b]);
+    assert.equal(held[a].lockfilePath, `${a}.lock`, 'a snapshot: the object returned earlier is unchanged');
+  } finally {
+    if (getLocks()[a]) await releaseA();
+    releaseB();
+    await releaseC();
+  }
+  assert.deepEqual(getLocks(), {});
 });
 
 test('a holder that is killed releases at once, not once its lock is stale', { skip: skipReal }, async () => {

@@ -17,6 +17,27 @@ function script(body, opts) {
   return start(process.execPath, ['--input-type=module', '-e', `import * as hold from ${index};\n${body}`], opts);
 }
 
+test('a lock\'s token and owner record are asked for when first read, and rise across holders', async () => {
+  const target = join(scratch(), 'db');
+  const a = lockSync(target, { fields: { job: 'first' } });
+  // Read while held: the agent writes the record that backs the token.
+  assert.ok(a.token > 0);
+  assert.equal(a.owner.fields.job, 'first');
+  assert.equal(statusSync(target).token, a.token);
+  assert.equal(statusSync(target).holder.pid, a.owner.pid);
+  assert.deepEqual(JSON.parse(JSON.stringify(a)), { token: a.token, path: a.path, protocol: 'flock', owner: a.owner });
+  a.releaseSync();
+  assert.ok(a.token > 0, 'the token read while held is kept');
+  // Released before anything asked: no token was handed out.
+  const b = await lock(target);
+  await b.release();
+  assert.equal(b.token, 0);
+  assert.equal(b.owner, null);
+  const c = lockSync(target);
+  assert.ok(c.token > a.token, `token ${c.token} after ${a.token}`);
+  c.releaseSync();
+});
+
 test('lockSync, checkSync, releaseSync, tryLockSync, withLockSync', () => {
   const target = join(scratch(), 'db');
   const l = lockSync(target, { fields: { job: 'nightly' } });
