@@ -10,11 +10,13 @@ import (
 )
 
 // Inspect reports whether the lock at path is held and by whom, without
-// queueing. The holder is the oldest key under the prefix; its owner
-// record is the key's value (absent for a holder that is not hold, such as
-// `etcdctl lock`) and the fencing token its create revision. A free lock
-// reports token 0: etcd keeps no trace of past holders once their keys are
-// deleted.
+// queueing, from its keys in create-revision order (see keys.go): the
+// oldest key holds an exclusive lock; readers hold together until the
+// first key that is not a reader's; the N oldest keys of a semaphore hold
+// its places. A holder's owner record is its key's value (absent for a
+// holder that is not hold, such as `etcdctl lock`) and its fencing token
+// the key's create revision. A free lock reports token 0: etcd keeps no
+// trace of past holders once their keys are deleted.
 func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	if err := checkKey(path); err != nil {
 		err.(*lock.Error).Op = "inspect"
@@ -22,29 +24,76 @@ func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	}
 	var resp *clientv3.GetResponse
 	err := p.call(context.Background(), func(ctx context.Context, _ bool) (err error) {
-		resp, err = p.client.Get(ctx, path+"/", clientv3.WithFirstCreate()...)
+		resp, err = p.client.Get(ctx, path+"/", allRange(path+"/").oldest(0)...)
 		return err
 	})
 	if err != nil {
 		return nil, p.opError("inspect", path, context.Background(), err, nil)
 	}
-	st, _ := p.statusOf(path, resp)
+	st, _, _ := p.statusOf(path, resp.Kvs)
 	return st, nil
 }
 
-// statusOf describes the lock at path from a Get of its prefix sorted by
-// creation (WithFirstCreate): free, or held by the oldest key, which it
-// also returns.
-func (p *Protocol) statusOf(path string, resp *clientv3.GetResponse) (*lock.Status, *mvccpb.KeyValue) {
+// statusOf describes the lock at path from its keys, oldest first: free,
+// or held; it also returns the oldest key and how many keys wait.
+func (p *Protocol) statusOf(path string, kvs []*mvccpb.KeyValue) (*lock.Status, *mvccpb.KeyValue, int) {
 	st := &lock.Status{Path: path, Protocol: p.Name(), State: lock.Free}
-	if len(resp.Kvs) == 0 {
-		return st, nil
+	if len(kvs) == 0 {
+		return st, nil, 0
 	}
-	kv := resp.Kvs[0]
+	first := kvs[0]
+	k := kindOf(string(first.Key))
+	switch {
+	case k.slots > 0:
+		// The N oldest keys of the semaphore hold; a holder shows in
+		// the place its record names (one still claiming its place, in
+		// the first place free).
+		st.State = lock.HeldShared
+		st.Slots = k.slots
+		st.SlotHolders = make([]*lock.Holder, k.slots)
+		var unplaced []*lock.Holder
+		held := 0
+		for _, kv := range kvs {
+			if held == k.slots {
+				break
+			}
+			if kindOf(string(kv.Key)) != k {
+				continue
+			}
+			held++
+			h := holderOf(kv)
+			if st.Holder == nil {
+				st.Holder = h
+			}
+			st.Fence = max(st.Fence, uint64(kv.CreateRevision))
+			if n, ok := placeOf(kv); ok && n >= 0 && n < k.slots && st.SlotHolders[n] == nil {
+				st.SlotHolders[n] = h
+			} else {
+				unplaced = append(unplaced, h)
+			}
+		}
+		for i := 0; i < k.slots && len(unplaced) > 0; i++ {
+			if st.SlotHolders[i] == nil {
+				st.SlotHolders[i], unplaced = unplaced[0], unplaced[1:]
+			}
+		}
+		return st, first, len(kvs) - held
+	case k.shared:
+		// Readers hold until the first key that is not a reader's.
+		st.State = lock.HeldShared
+		for _, kv := range kvs {
+			if !kindOf(string(kv.Key)).shared {
+				break
+			}
+			st.Holders = append(st.Holders, holderOf(kv))
+		}
+		st.Holder = st.Holders[0]
+		return st, first, len(kvs) - len(st.Holders)
+	}
 	st.State = lock.HeldExclusive
-	st.Holder = holderOf(kv)
-	st.Fence = uint64(kv.CreateRevision)
-	return st, kv
+	st.Holder = holderOf(first)
+	st.Fence = uint64(first.CreateRevision)
+	return st, first, len(kvs) - 1
 }
 
 // Break removes the holder of the lock at path by deleting its key, if the holder is provably gone (a dead process on this
@@ -59,11 +108,11 @@ func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 	}
 	ctx, cancel := p.rpc(context.Background())
 	defer cancel()
-	resp, err := p.client.Get(ctx, path+"/", clientv3.WithFirstCreate()...)
+	resp, err := p.client.Get(ctx, path+"/", allRange(path+"/").oldest(0)...)
 	if err != nil {
 		return nil, p.opError("break", path, context.Background(), err, nil)
 	}
-	st, kv := p.statusOf(path, resp)
+	st, kv, _ := p.statusOf(path, resp.Kvs)
 	if kv == nil {
 		return st, nil
 	}
