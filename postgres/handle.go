@@ -95,6 +95,15 @@ func (h *handle) timedBeat() {
 }
 
 func (h *handle) Fence() uint64      { return h.owner.Fence }
+
+// TokenError says why a shared hold has no fencing token.
+func (h *handle) TokenError() error {
+	if !h.owner.Shared {
+		return nil
+	}
+	return &lock.Error{Op: "token", Path: h.name, Err: lock.ErrNoToken,
+		Hint: "a shared hold on PostgreSQL has no fencing token: readers hold together, so only exclusive holders' tokens fence writes"}
+}
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and has the watch read the
@@ -383,8 +392,13 @@ func (h *handle) check() error {
 	return nil
 }
 
-// unlockSQL frees the advisory lock of a key ($1).
-const unlockSQL = `SELECT pg_advisory_unlock($1::bigint)`
+// unlockSQL frees the advisory lock of a key ($1); unlockSharedSQL a
+// shared hold of it, and the holder's record in hold_holders.
+const (
+	unlockSQL       = `SELECT pg_advisory_unlock($1::bigint)`
+	unlockSharedSQL = `WITH gone AS (DELETE FROM hold_holders WHERE key = $1 AND backend_pid = pg_backend_pid())
+	SELECT pg_advisory_unlock_shared($1::bigint)`
+)
 
 // Release unlocks and keeps the session for a later acquisition. It
 // reports ErrLost (on every call) if the lock had been lost.
@@ -404,7 +418,11 @@ func (h *handle) Release() error {
 	if h.lostError("release") == nil {
 		ctx, cancel := h.p.rpc(context.Background())
 		var unlocked bool
-		qerr := h.c.c.QueryRow(ctx, unlockSQL, h.c.mode(unlockSQL), h.key).Scan(&unlocked)
+		sql := unlockSQL
+		if h.owner.Shared {
+			sql = unlockSharedSQL
+		}
+		qerr := h.c.c.QueryRow(ctx, sql, h.c.mode(sql), h.key).Scan(&unlocked)
 		cancel()
 		switch {
 		case qerr != nil && h.c.c.IsClosed():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,20 +20,35 @@ const heldBy = `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND l.classid::bigint = %s AND l.objid::bigint = %s`
 
+// exclusive and shared narrow heldBy to one mode of the lock.
+const (
+	exclusive = ` AND l.mode = 'ExclusiveLock'`
+	shared    = ` AND l.mode = 'ShareLock'`
+)
+
 var (
 	inspectSQL = `SELECT t.fence, t.owner, t.backend_pid, l.pid
 	FROM (SELECT 1) AS one
 	LEFT JOIN hold_locks t ON t.key = $1 AND t.name = $4
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3")
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + exclusive
 	// inspectBareSQL is inspectSQL for a database without hold_locks.
 	inspectBareSQL = `SELECT NULL::bigint, NULL::text, NULL::integer, l.pid
 	FROM (SELECT 1) AS one
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + `
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + exclusive + `
 	WHERE $1::bigint IS NOT NULL AND $4::text IS NOT NULL`
+	// sharersSQL lists the sessions holding the key shared, with each
+	// one's record; sharersBareSQL is it for a database without
+	// hold_holders.
+	sharersSQL = `SELECT l.pid, h.owner FROM pg_locks l
+	LEFT JOIN hold_holders h ON h.key = $1 AND h.backend_pid = l.pid
+	WHERE ` + fmt.Sprintf(heldBy, "$2", "$3") + shared
+	sharersBareSQL = `SELECT l.pid, NULL::text FROM pg_locks l
+	WHERE $1::bigint IS NOT NULL AND ` + fmt.Sprintf(heldBy, "$2", "$3") + shared
 	locksSQL = `SELECT t.name, t.fence, t.owner, t.backend_pid, l.pid,
-		(SELECT count(*) FROM pg_locks w WHERE ` + strings.ReplaceAll(strings.Replace(fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295"), "l.granted", "NOT l.granted", 1), "l.", "w.") + `)
+		(SELECT count(*) FROM pg_locks w WHERE ` + strings.ReplaceAll(strings.Replace(fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295"), "l.granted", "NOT l.granted", 1), "l.", "w.") + `),
+		(SELECT count(*) FROM pg_locks l WHERE ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + shared + `)
 	FROM hold_locks t
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + `
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + exclusive + `
 	ORDER BY t.name`
 )
 
@@ -43,6 +59,11 @@ type record struct {
 	owner      *string
 	backendPID *int32
 	holderPID  *int32 // the backend holding the advisory lock
+	// sharers are the holders of a lock held shared, each with its
+	// record where there is one; readers counts them where they are
+	// not read (Locks).
+	sharers []*lock.Holder
+	readers int64
 }
 
 // status describes the lock name from its record. A held lock's owner
@@ -62,6 +83,16 @@ func (p *Protocol) status(name string, r record) *lock.Status {
 		if o != nil {
 			o.Fence = st.Fence
 		}
+	}
+	if r.holderPID == nil && (len(r.sharers) > 0 || r.readers > 0) {
+		st.State = lock.HeldShared
+		st.Holders = r.sharers
+		if len(r.sharers) > 0 {
+			st.Holder = r.sharers[0]
+		} else {
+			st.Holder = &lock.Holder{Alive: lock.Alive}
+		}
+		return st
 	}
 	if r.holderPID == nil {
 		if o != nil {
@@ -112,12 +143,73 @@ func (p *Protocol) inspect(op, name string) (*lock.Status, int32, error) {
 		c.close()
 		return nil, 0, p.queryError(op, name, err)
 	}
-	p.put(c)
 	var pid int32
 	if r.holderPID != nil {
 		pid = *r.holderPID
+	} else {
+		var pids []int32
+		if r.sharers, pids, err = c.sharers(ctx, key); err != nil {
+			c.close()
+			return nil, 0, p.queryError(op, name, err)
+		}
+		if len(pids) > 0 {
+			pid = pids[0]
+		}
 	}
+	p.put(c)
 	return p.status(name, r), pid, nil
+}
+
+// sharers reads who holds key shared, oldest first, and their sessions'
+// server processes.
+func (c *conn) sharers(ctx context.Context, key int64) ([]*lock.Holder, []int32, error) {
+	hi, lo := keyHalves(key)
+	type sharer struct {
+		h   *lock.Holder
+		pid int32
+	}
+	var found []sharer
+	read := func(sql string) error {
+		found = found[:0]
+		rows, _ := c.c.Query(ctx, sql, c.mode(sql), key, hi, lo)
+		var pid int32
+		var owner *string
+		_, err := pgx.ForEachRow(rows, []any{&pid, &owner}, func() error {
+			h := &lock.Holder{Alive: lock.Alive}
+			if owner != nil {
+				if o, ok := lock.DecodeOwner([]byte(*owner)); ok {
+					h.Owner = o
+				}
+			}
+			found = append(found, sharer{h, pid})
+			return nil
+		})
+		return err
+	}
+	err := read(sharersSQL)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		err = read(sharersBareSQL)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortStableFunc(found, func(a, b sharer) int {
+		var ta, tb time.Time
+		if a.h.Owner != nil {
+			ta = a.h.Owner.StartedAt
+		}
+		if b.h.Owner != nil {
+			tb = b.h.Owner.StartedAt
+		}
+		return ta.Compare(tb)
+	})
+	holders := make([]*lock.Holder, len(found))
+	pids := make([]int32, len(found))
+	for i, s := range found {
+		holders[i], pids[i] = s.h, s.pid
+	}
+	return holders, pids, nil
 }
 
 // Locks lists the locks recorded in hold_locks, sorted by name, each with
@@ -144,7 +236,7 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 	var name string
 	var r record
 	var waiters int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID, &waiters}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID, &waiters, &r.readers}, func() error {
 		if strings.HasPrefix(name, prefix) {
 			each(p.status(name, r), int(waiters))
 		}
