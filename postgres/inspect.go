@@ -62,7 +62,7 @@ type record struct {
 	// sharers are the holders of a lock held shared, each with its
 	// record where there is one; readers counts them where they are
 	// not read (Locks).
-	sharers []*lock.Holder
+	sharers []sharer
 	readers int64
 }
 
@@ -86,10 +86,34 @@ func (p *Protocol) status(name string, r record) *lock.Status {
 	}
 	if r.holderPID == nil && (len(r.sharers) > 0 || r.readers > 0) {
 		st.State = lock.HeldShared
-		st.Holders = r.sharers
-		if len(r.sharers) > 0 {
-			st.Holder = r.sharers[0]
-		} else {
+		// A semaphore's holders hold the name's key shared too: their
+		// records say which place of how many each holds (see
+		// semaphore.go).
+		for _, sh := range r.sharers {
+			if sh.slots > 0 && st.Slots == 0 {
+				st.Slots = sh.slots
+				st.SlotHolders = make([]*lock.Holder, sh.slots)
+			}
+		}
+		for _, sh := range r.sharers {
+			switch {
+			case st.Slots > 0 && sh.slots == st.Slots && sh.place >= 0 && sh.place < st.Slots:
+				st.SlotHolders[sh.place] = sh.Holder
+			case sh.slots == 0:
+				st.Holders = append(st.Holders, sh.Holder)
+			}
+		}
+		switch {
+		case len(st.Holders) > 0:
+			st.Holder = st.Holders[0]
+		case st.Slots > 0:
+			for _, h := range st.SlotHolders {
+				if h != nil && st.Holder == nil {
+					st.Holder = h
+				}
+			}
+		}
+		if st.Holder == nil {
 			st.Holder = &lock.Holder{Alive: lock.Alive}
 		}
 		return st
@@ -131,43 +155,67 @@ func (p *Protocol) inspect(op, name string) (*lock.Status, int32, error) {
 	if err != nil {
 		return nil, 0, relabel(err, op, name)
 	}
-	key := Key(name)
-	hi, lo := keyHalves(key)
-	var r record
-	err = c.c.QueryRow(ctx, inspectSQL, c.mode(inspectSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		err = c.c.QueryRow(ctx, inspectBareSQL, c.mode(inspectBareSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
-	}
+	st, pid, err := p.inspectOn(ctx, c, name)
 	if err != nil {
 		c.close()
 		return nil, 0, p.queryError(op, name, err)
+	}
+	p.put(c)
+	return st, pid, nil
+}
+
+// statusOn is Inspect on the session c.
+func (p *Protocol) statusOn(ctx context.Context, c *conn, name string) (*lock.Status, error) {
+	st, _, err := p.inspectOn(ctx, c, name)
+	return st, err
+}
+
+// inspectOn reads the state of the lock name on the session c, and the
+// server process of its (first) holder's session.
+func (p *Protocol) inspectOn(ctx context.Context, c *conn, name string) (*lock.Status, int32, error) {
+	key := Key(name)
+	hi, lo := keyHalves(key)
+	var r record
+	err := c.c.QueryRow(ctx, inspectSQL, c.mode(inspectSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	if isNoSchema(err) {
+		err = c.c.QueryRow(ctx, inspectBareSQL, c.mode(inspectBareSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	}
+	if err != nil {
+		return nil, 0, err
 	}
 	var pid int32
 	if r.holderPID != nil {
 		pid = *r.holderPID
 	} else {
-		var pids []int32
-		if r.sharers, pids, err = c.sharers(ctx, key); err != nil {
-			c.close()
-			return nil, 0, p.queryError(op, name, err)
+		if r.sharers, err = c.sharers(ctx, key); err != nil {
+			return nil, 0, err
 		}
-		if len(pids) > 0 {
-			pid = pids[0]
+		if len(r.sharers) > 0 {
+			pid = r.sharers[0].pid
 		}
 	}
-	p.put(c)
 	return p.status(name, r), pid, nil
 }
 
-// sharers reads who holds key shared, oldest first, and their sessions'
+// isNoSchema reports whether err says one of hold's tables is missing.
+func isNoSchema(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
+}
+
+// sharer is a session that holds a lock's key shared: a reader, or a
+// semaphore's holder (slots above 0, its place in place).
+type sharer struct {
+	*lock.Holder
+	pid   int32
+	place int
+	slots int
+}
+
+// sharers reads who holds key shared, oldest first, with their sessions'
 // server processes.
-func (c *conn) sharers(ctx context.Context, key int64) ([]*lock.Holder, []int32, error) {
+func (c *conn) sharers(ctx context.Context, key int64) ([]sharer, error) {
 	hi, lo := keyHalves(key)
-	type sharer struct {
-		h   *lock.Holder
-		pid int32
-	}
 	var found []sharer
 	read := func(sql string) error {
 		found = found[:0]
@@ -175,41 +223,38 @@ func (c *conn) sharers(ctx context.Context, key int64) ([]*lock.Holder, []int32,
 		var pid int32
 		var owner *string
 		_, err := pgx.ForEachRow(rows, []any{&pid, &owner}, func() error {
-			h := &lock.Holder{Alive: lock.Alive}
+			sh := sharer{Holder: &lock.Holder{Alive: lock.Alive}, pid: pid, place: -1}
 			if owner != nil {
 				if o, ok := lock.DecodeOwner([]byte(*owner)); ok {
-					h.Owner = o
+					sh.Owner = o
+				}
+				if place, slots, ok := placeOf([]byte(*owner)); ok {
+					sh.place, sh.slots = place, slots
 				}
 			}
-			found = append(found, sharer{h, pid})
+			found = append(found, sh)
 			return nil
 		})
 		return err
 	}
 	err := read(sharersSQL)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+	if isNoSchema(err) {
 		err = read(sharersBareSQL)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	slices.SortStableFunc(found, func(a, b sharer) int {
 		var ta, tb time.Time
-		if a.h.Owner != nil {
-			ta = a.h.Owner.StartedAt
+		if a.Owner != nil {
+			ta = a.Owner.StartedAt
 		}
-		if b.h.Owner != nil {
-			tb = b.h.Owner.StartedAt
+		if b.Owner != nil {
+			tb = b.Owner.StartedAt
 		}
 		return ta.Compare(tb)
 	})
-	holders := make([]*lock.Holder, len(found))
-	pids := make([]int32, len(found))
-	for i, s := range found {
-		holders[i], pids[i] = s.h, s.pid
-	}
-	return holders, pids, nil
+	return found, nil
 }
 
 // Locks lists the locks recorded in hold_locks, sorted by name, each with
