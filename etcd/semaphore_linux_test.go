@@ -336,3 +336,49 @@ func TestSharedReadersThenWriter(t *testing.T) {
 		t.Fatal("the reader was not let in after the writer left")
 	}
 }
+
+// TestSlotWaitEnds: a wait for a place ends with its context, leaving no
+// key behind, and Close ends a wait too.
+func TestSlotWaitEnds(t *testing.T) {
+	key := uniqueKey(t)
+	p := dial(t)
+	var held []lock.Handle
+	for i := 0; i < 2; i++ {
+		h, err := p.AcquireSlot(context.Background(), slotReq(key, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := dial(t).AcquireSlot(ctx, slotReq(key, 2)); !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a wait past its deadline = %v, want ErrTimeout", err)
+	}
+	c := rawClient(t)
+	waitKeys(t, c, key, 2)
+	q := dial(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.AcquireSlot(context.Background(), slotReq(key, 2))
+		done <- err
+	}()
+	waitKeys(t, c, key, 3)
+	q.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("a wait through a closed protocol = %v, want an error saying it was closed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+	waitKeys(t, c, key, 2)
+	held[0].Release()
+	h, err := dial(t).TryAcquireSlot(slotReq(key, 2))
+	if err != nil {
+		t.Fatalf("a try once a place is free: %v", err)
+	}
+	h.Release()
+	held[1].Release()
+}

@@ -214,3 +214,39 @@ func TestSharedReadersNamed(t *testing.T) {
 		t.Errorf("after all left: %v", st.State)
 	}
 }
+
+// TestSlotWaitEnds: a wait for a place ends with its context, and leaves
+// neither the gate nor a slot taken: the next request gets a place freed
+// after it.
+func TestSlotWaitEnds(t *testing.T) {
+	name := uniqueName(t)
+	p := dial(t)
+	var held []lock.Handle
+	for i := 0; i < 2; i++ {
+		h, err := p.AcquireSlot(context.Background(), slotReq(name, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	for i := 0; i < 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := dial(t).AcquireSlot(ctx, slotReq(name, 2))
+		cancel()
+		if !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a wait past its deadline = %v, want ErrTimeout", err)
+		}
+	}
+	held[0].Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := dial(t).AcquireSlot(ctx, slotReq(name, 2))
+	if err != nil {
+		t.Fatalf("a place once one is free: %v", err)
+	}
+	if s := h.(lock.SlotHandle).Slot(); s != held[0].(lock.SlotHandle).Slot() {
+		t.Errorf("got place %d, want the freed %d", s, held[0].(lock.SlotHandle).Slot())
+	}
+	h.Release()
+	held[1].Release()
+}
