@@ -278,12 +278,16 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 		return relabel(err, "list", p.where())
 	}
 	rows, _ := c.c.Query(ctx, locksSQL)
-	var name string
-	var r record
-	var waiters int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID, &waiters, &r.readers}, func() error {
-		if strings.HasPrefix(name, prefix) {
-			each(p.status(name, r), int(waiters))
+	type listed struct {
+		name    string
+		r       record
+		waiters int64
+	}
+	var all []listed
+	var l listed
+	_, err = pgx.ForEachRow(rows, []any{&l.name, &l.r.fence, &l.r.owner, &l.r.backendPID, &l.r.holderPID, &l.waiters, &l.r.readers}, func() error {
+		if strings.HasPrefix(l.name, prefix) {
+			all = append(all, l)
 		}
 		return nil
 	})
@@ -296,8 +300,58 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 		c.close()
 		return p.queryError("list", p.where(), err)
 	}
+	for _, l := range all {
+		waiters := int(l.waiters)
+		if l.r.holderPID == nil && l.r.readers > 0 {
+			// Held shared: by readers, or by a semaphore's holders,
+			// which the records tell apart; a semaphore's waiters
+			// queue for its gate (see semaphore.go).
+			if l.r.sharers, err = c.sharers(ctx, Key(l.name)); err != nil {
+				c.close()
+				return p.queryError("list", p.where(), err)
+			}
+			if n := slotsOf(l.r.sharers); n > 0 {
+				if waiters, err = c.slotWaiters(ctx, l.name, n); err != nil {
+					c.close()
+					return p.queryError("list", p.where(), err)
+				}
+			}
+		}
+		each(p.status(l.name, l.r), waiters)
+	}
 	p.put(c)
 	return nil
+}
+
+// slotsOf is the N of the semaphore whose holders are sharers, 0 for
+// readers.
+func slotsOf(sharers []sharer) int {
+	for _, sh := range sharers {
+		if sh.slots > 0 {
+			return sh.slots
+		}
+	}
+	return 0
+}
+
+// slotWaitersSQL counts the sessions waiting for the gate $1 and whether
+// one waits for any of the slots $2 (the first waiter, on a session per
+// slot).
+var slotWaitersSQL = `SELECT (SELECT count(*) FROM pg_locks l WHERE ` +
+	strings.Replace(fmt.Sprintf(heldBy, "($1::bigint >> 32) & 4294967295", "$1::bigint & 4294967295"), "l.granted", "NOT l.granted", 1) + `)
+	+ (SELECT count(*) FROM (SELECT 1 FROM unnest($2::bigint[]) AS k(key) WHERE EXISTS (SELECT 1 FROM pg_locks l WHERE ` +
+	strings.Replace(fmt.Sprintf(heldBy, "(k.key >> 32) & 4294967295", "k.key & 4294967295"), "l.granted", "NOT l.granted", 1) + `) LIMIT 1) AS w)`
+
+// slotWaiters counts the requests waiting for a place in the semaphore of
+// n slots on name.
+func (c *conn) slotWaiters(ctx context.Context, name string, n int) (int, error) {
+	keys := make([]int64, n)
+	for i := range keys {
+		keys[i] = slotKey(name, i)
+	}
+	var w int64
+	err := c.c.QueryRow(ctx, slotWaitersSQL, gateKey(name), keys).Scan(&w)
+	return int(w), err
 }
 
 // terminateSQL ends the session of backend $3 if it holds the advisory

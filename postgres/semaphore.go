@@ -177,7 +177,7 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 	}
 	s := &slotEntry{p: p, name: name, n: n, key: Key(name), owner: owner, stopWithin: req.StopWithin, logger: req.Logger}
 	w := &outage{p: p, name: name}
-	createdSchema := false
+	createdSchema, retried := false, false
 	for {
 		h, err := s.enter(ctx, wait)
 		if err == nil {
@@ -192,6 +192,11 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 				return nil, err
 			}
 			createdSchema = true
+			continue
+		case !wait && !retried && transientError(err):
+			// An idle session the server had ended: try once more,
+			// on a new one.
+			retried = true
 			continue
 		case wait && transientError(err):
 			if err = w.pause(ctx, err); err == nil {

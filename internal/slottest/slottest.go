@@ -264,7 +264,10 @@ func Stress(t *testing.T, c StressConfig) {
 	kills := 0
 	deadline := time.Now().Add(hangBound)
 	for kills < c.Kills && time.Now().Before(deadline) {
-		time.Sleep(time.Duration(5+rand.IntN(30)) * time.Millisecond)
+		// A random pause, shorter as more kills are still to come.
+		if rand.IntN(c.Workers) == 0 {
+			time.Sleep(time.Duration(1+rand.IntN(10)) * time.Millisecond)
+		}
 		inside := replay(t, logPath, c.Slots).inside
 		mu.Lock()
 		var victim *exec.Cmd
@@ -283,6 +286,7 @@ func Stress(t *testing.T, c StressConfig) {
 			if n == 0 {
 				break
 			}
+			time.Sleep(time.Millisecond)
 			continue
 		}
 		// Stopped first, the victim writes nothing more; its kill is
