@@ -101,6 +101,17 @@ func TestFourthSlotAtOnce(t *testing.T) {
 			t.Errorf("busy error does not name the holder of slot %d: %v", i, err)
 		}
 	}
+	var listed []*lock.Status
+	if err := p.List(context.Background(), name, func(st *lock.Status, w int) {
+		if st.Path == name {
+			listed = append(listed, st)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].Slots != 4 || listed[0].SlotHolders[h.(lock.SlotHandle).Slot()] == nil {
+		t.Errorf("List shows the semaphore as %+v; want one entry of 4 slots, each holder named", listed)
+	}
 	// A waiter, then a holder killed: the waiter gets its place.
 	got := make(chan lock.Handle, 1)
 	go func() {
