@@ -17,8 +17,10 @@ package slottest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -43,8 +45,12 @@ const (
 	logEnv    = "HOLD_SLOTTEST_LOG"
 )
 
-// hangBound bounds every wait of a test, only to catch hangs.
-const hangBound = 2 * time.Minute
+// hangBound bounds every wait of a test, only to catch hangs, and
+// runBound a stress worker's whole run.
+const (
+	hangBound = 2 * time.Minute
+	runBound  = 20 * time.Minute
+)
 
 // Open makes the protocol a worker takes places through, and a function
 // that closes it.
@@ -239,7 +245,7 @@ func Stress(t *testing.T, c StressConfig) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			timer := time.AfterFunc(hangBound, func() { cmd.Process.Kill() })
+			timer := time.AfterFunc(runBound, func() { cmd.Process.Kill() })
 			err := cmd.Wait()
 			timer.Stop()
 			mu.Lock()
@@ -262,13 +268,14 @@ func Stress(t *testing.T, c StressConfig) {
 	}
 	defer log.Close()
 	kills := 0
-	deadline := time.Now().Add(hangBound)
+	rep := newReplay(logPath, c.Slots)
+	deadline := time.Now().Add(runBound)
 	for kills < c.Kills && time.Now().Before(deadline) {
 		// A random pause, shorter as more kills are still to come.
 		if rand.IntN(c.Workers) == 0 {
 			time.Sleep(time.Duration(1+rand.IntN(10)) * time.Millisecond)
 		}
-		inside := replay(t, logPath, c.Slots).inside
+		inside := rep.advance(t).inside
 		mu.Lock()
 		var victim *exec.Cmd
 		for pid := range inside {
@@ -307,7 +314,7 @@ func Stress(t *testing.T, c StressConfig) {
 		}
 		kills++
 		mu.Lock()
-		left := assigned[pid] - replay(t, logPath, c.Slots).left[pid]
+		left := assigned[pid] - rep.advance(t).left[pid]
 		mu.Unlock()
 		start(left)
 	}
@@ -315,7 +322,7 @@ func Stress(t *testing.T, c StressConfig) {
 	for _, f := range failed {
 		t.Error(f)
 	}
-	r := replay(t, logPath, c.Slots)
+	r := rep.advance(t)
 	for _, p := range r.problems {
 		t.Error(p)
 	}
@@ -342,80 +349,102 @@ func procState(pid int) byte {
 	return 0
 }
 
-// replayed is what a log says.
+// replayed is what a log says, read as it grows.
 type replayed struct {
+	path      string
+	slots     int
+	offset    int64
+	n         int         // lines read
 	inside    map[int]int // pid -> place, inside now
 	left      map[int]int // pid -> acquisitions completed
+	byPlace   map[int]int // place -> pid
+	tokens    map[uint64]bool
 	completed int
 	most      int
 	problems  []string
 }
 
-// replay reads the log and checks it.
-func replay(t testing.TB, logPath string, slots int) replayed {
+func newReplay(path string, slots int) *replayed {
+	return &replayed{path: path, slots: slots, inside: map[int]int{}, left: map[int]int{},
+		byPlace: map[int]int{}, tokens: map[uint64]bool{}}
+}
+
+// advance reads and checks the lines written since the last call.
+func (r *replayed) advance(t testing.TB) *replayed {
 	t.Helper()
-	b, err := os.ReadFile(logPath)
+	f, err := os.Open(r.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := replayed{inside: map[int]int{}, left: map[int]int{}}
-	byPlace := map[int]int{} // place -> pid
-	tokens := map[uint64]bool{}
-	for n, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var pid, place int
-		var token uint64
-		bad := func(format string, a ...any) {
-			r.problems = append(r.problems, fmt.Sprintf("log line %d %q: ", n+1, line)+fmt.Sprintf(format, a...))
-		}
-		switch {
-		case strings.HasPrefix(line, "enter "):
-			if _, err := fmt.Sscanf(line, "enter %d %d %d", &pid, &place, &token); err != nil {
-				bad("%v", err)
-				continue
-			}
-			if place < 0 || place >= slots {
-				bad("place outside 0..%d", slots-1)
-			}
-			if other, ok := byPlace[place]; ok {
-				bad("place %d is held by pid %d too", place, other)
-			}
-			if token != 0 && tokens[token] {
-				bad("token %d handed out twice", token)
-			}
-			tokens[token] = true
-			byPlace[place] = pid
-			r.inside[pid] = place
-			if len(r.inside) > slots {
-				bad("%d inside at once, more than %d slots", len(r.inside), slots)
-			}
-			r.most = max(r.most, len(r.inside))
-		case strings.HasPrefix(line, "leave "):
-			if _, err := fmt.Sscanf(line, "leave %d %d", &pid, &place); err != nil {
-				bad("%v", err)
-				continue
-			}
-			if r.inside[pid] != place || byPlace[place] != pid {
-				bad("leaves a place it does not hold")
-			}
-			delete(r.inside, pid)
-			delete(byPlace, place)
-			r.left[pid]++
-			r.completed++
-		case strings.HasPrefix(line, "kill "):
-			if _, err := fmt.Sscanf(line, "kill %d", &pid); err != nil {
-				bad("%v", err)
-				continue
-			}
-			if place, ok := r.inside[pid]; ok {
-				delete(byPlace, place)
-				delete(r.inside, pid)
-			}
-		default:
-			bad("unknown event")
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, r.offset, 1<<40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := bytes.LastIndexByte(b, '\n') + 1 // whole lines only
+	r.offset += int64(end)
+	for _, line := range strings.Split(string(b[:end]), "\n") {
+		if line != "" {
+			r.n++
+			r.line(line)
 		}
 	}
 	return r
+}
+
+// line checks one event.
+func (r *replayed) line(line string) {
+	bad := func(format string, a ...any) {
+		r.problems = append(r.problems, fmt.Sprintf("log line %d %q: ", r.n, line)+fmt.Sprintf(format, a...))
+	}
+	f := strings.Fields(line)
+	nums := make([]int64, len(f))
+	for i := 1; i < len(f); i++ {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			bad("%v", err)
+			return
+		}
+		nums[i] = v
+	}
+	want := map[string]int{"enter": 4, "leave": 3, "kill": 2}
+	if len(f) == 0 || want[f[0]] != len(f) {
+		bad("unknown event")
+		return
+	}
+	pid := int(nums[1])
+	switch f[0] {
+	case "enter":
+		place, token := int(nums[2]), uint64(nums[3])
+		if place < 0 || place >= r.slots {
+			bad("place outside 0..%d", r.slots-1)
+		}
+		if other, ok := r.byPlace[place]; ok {
+			bad("place %d is held by pid %d too", place, other)
+		}
+		if token != 0 && r.tokens[token] {
+			bad("token %d handed out twice", token)
+		}
+		r.tokens[token] = true
+		r.byPlace[place] = pid
+		r.inside[pid] = place
+		if len(r.inside) > r.slots {
+			bad("%d inside at once, more than %d slots", len(r.inside), r.slots)
+		}
+		r.most = max(r.most, len(r.inside))
+	case "leave":
+		place := int(nums[2])
+		if got, ok := r.inside[pid]; !ok || got != place || r.byPlace[place] != pid {
+			bad("leaves a place it does not hold")
+		}
+		delete(r.inside, pid)
+		delete(r.byPlace, place)
+		r.left[pid]++
+		r.completed++
+	case "kill":
+		if place, ok := r.inside[pid]; ok {
+			delete(r.byPlace, place)
+			delete(r.inside, pid)
+		}
+	}
 }
