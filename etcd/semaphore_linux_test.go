@@ -104,10 +104,12 @@ func TestFourthSlotAtOnce(t *testing.T) {
 	// until the test ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	start := time.Now()
 	h, err := p.AcquireSlot(ctx, slotReq(key, 4))
 	if err != nil {
 		t.Fatalf("the fourth place: %v", err)
 	}
+	t.Logf("the fourth place took %v", time.Since(start))
 	defer h.Release()
 	if s := h.(lock.SlotHandle).Slot(); used[s] || s < 0 || s > 3 {
 		t.Errorf("the fourth holder got place %d; the others hold %v", s, used)
