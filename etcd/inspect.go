@@ -96,8 +96,9 @@ func (p *Protocol) statusOf(path string, kvs []*mvccpb.KeyValue) (*lock.Status, 
 	return st, first, len(kvs) - 1
 }
 
-// Break removes the holder of the lock at path by deleting its key, if the holder is provably gone (a dead process on this
-// host) or force is set. Without force it refuses, with an error matching
+// Break removes the holder of the lock at path by deleting its key (for a
+// lock held shared or a semaphore, the oldest holder's), if the holder is
+// provably gone (a dead process on this host) or force is set. Without force it refuses, with an error matching
 // hold.ErrBusy: a holder that died on another host loses the lock by itself
 // when its lease expires, within its TTL. The holder, if it still runs,
 // sees its Lost channel close. Waiters are left alone.
