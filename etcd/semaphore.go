@@ -210,6 +210,7 @@ func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 		wctx, wcancel := context.WithCancel(ctx)
 		var wch clientv3.WatchChan
 		var moved func(ev *clientv3.Event) bool
+		inFront := false // the event was the deletion of a key in front
 		if ahead == w.slots {
 			wch = p.client.Watch(clientv3.WithRequireLeader(wctx), w.ahead.start,
 				clientv3.WithRange(w.ahead.end), clientv3.WithPrevKV(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
@@ -217,6 +218,7 @@ func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 				// A deletion of a key in front, or of our own (the
 				// position read then says to queue again); without its
 				// previous value (compacted away) it may be either.
+				inFront = ev.PrevKv != nil && ev.PrevKv.CreateRevision < w.rev
 				return ev.PrevKv == nil || ev.PrevKv.CreateRevision <= w.rev
 			}
 		} else {
@@ -233,6 +235,16 @@ func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 			}
 		}
 		wcancel()
+		if err == nil && inFront {
+			// The first waiter, and a key in front of it went: keys
+			// in front only ever go, so fewer than N are left, and it
+			// is let in without reading the queue again (the claim
+			// reads it, and finds out if its own key went too).
+			if h, err := w.grant(ctx, true); h != nil || err != nil {
+				return h, err
+			}
+			continue
+		}
 		if err != nil {
 			if err := w.outlast(ctx, err); err != nil {
 				return nil, err
