@@ -70,15 +70,15 @@
 // A shared (reader) hold puts "<prefix>/~r-<lease>-<slot>" instead, and a
 // place in a semaphore of N slots (Protocol.AcquireSlot)
 // "<prefix>/s<N>-<lease>-<slot>": the names make each kind one range of
-// keys (see keys.go). A reader waits for the newest earlier key that is not
-// a reader's, so readers hold together and a writer waits for every
-// earlier key, as etcd's recipes' read-write lock does; a reader has no
-// fencing token of its own. A semaphore's N oldest keys hold its places;
+// keys (see keys.go). A reader waits for the newest earlier exclusive key,
+// so readers hold together and a writer waits for every earlier key, as
+// etcd's recipes' read-write lock does; a reader has no fencing token of
+// its own, and holds beside a semaphore's places, as on kernel locks. A semaphore's N oldest keys hold its places;
 // its first waiter watches for the deletion of a key in front of it, the
 // others only the key just in front, which a holder rewrites when it
 // claims its place (the lowest free one, written into its record), so a
-// release wakes no herd. A semaphore request that finds keys of another
-// kind or another N fails with lock.ErrSlotCount naming the N in use; a
+// release wakes no herd. A semaphore request that finds exclusive keys or
+// another N's fails with lock.ErrSlotCount naming the N in use; a
 // plain lock waits for a semaphore's holders as for any earlier key.
 // Tokens are create revisions, so they rise across all places.
 package etcd

@@ -36,64 +36,75 @@ func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 
 // statusOf describes the lock at path from its keys, oldest first: free,
 // or held; it also returns the oldest key and how many keys wait.
+//
+// The oldest key holds an exclusive lock. Otherwise the readers older than
+// the first exclusive key hold together, and so do the N oldest keys of a
+// semaphore (every one older than any exclusive key: a semaphore request
+// is refused while one exists). A semaphore's holder shows in the place
+// its record names, or, while it is claiming one, in the first place free.
 func (p *Protocol) statusOf(path string, kvs []*mvccpb.KeyValue) (*lock.Status, *mvccpb.KeyValue, int) {
 	st := &lock.Status{Path: path, Protocol: p.Name(), State: lock.Free}
 	if len(kvs) == 0 {
 		return st, nil, 0
 	}
 	first := kvs[0]
-	k := kindOf(string(first.Key))
-	switch {
-	case k.slots > 0:
-		// The N oldest keys of the semaphore hold; a holder shows in
-		// the place its record names (one still claiming its place, in
-		// the first place free).
-		st.State = lock.HeldShared
-		st.Slots = k.slots
-		st.SlotHolders = make([]*lock.Holder, k.slots)
-		var unplaced []*lock.Holder
-		held := 0
-		for _, kv := range kvs {
-			if held == k.slots {
-				break
+	if k := kindOf(string(first.Key)); !k.shared && k.slots == 0 {
+		st.State = lock.HeldExclusive
+		st.Holder = holderOf(first)
+		st.Fence = uint64(first.CreateRevision)
+		return st, first, len(kvs) - 1
+	}
+	st.State = lock.HeldShared
+	held := 0
+	var unplaced []*lock.Holder
+	exclusiveSeen := false
+	for _, kv := range kvs {
+		k := kindOf(string(kv.Key))
+		switch {
+		case k.shared && !exclusiveSeen:
+			held++
+			st.Holders = append(st.Holders, holderOf(kv))
+		case k.slots > 0 && (st.Slots == 0 || k.slots == st.Slots):
+			if st.Slots == 0 {
+				st.Slots = k.slots
+				st.SlotHolders = make([]*lock.Holder, k.slots)
 			}
-			if kindOf(string(kv.Key)) != k {
-				continue
+			if held-len(st.Holders) == st.Slots {
+				continue // a waiter
 			}
 			held++
 			h := holderOf(kv)
-			if st.Holder == nil {
-				st.Holder = h
-			}
 			st.Fence = max(st.Fence, uint64(kv.CreateRevision))
 			if n, ok := placeOf(kv); ok && n >= 0 && n < k.slots && st.SlotHolders[n] == nil {
 				st.SlotHolders[n] = h
 			} else {
 				unplaced = append(unplaced, h)
 			}
+		case !k.shared && k.slots == 0:
+			exclusiveSeen = true
 		}
-		for i := 0; i < k.slots && len(unplaced) > 0; i++ {
-			if st.SlotHolders[i] == nil {
-				st.SlotHolders[i], unplaced = unplaced[0], unplaced[1:]
-			}
+	}
+	for i := 0; i < st.Slots && len(unplaced) > 0; i++ {
+		if st.SlotHolders[i] == nil {
+			st.SlotHolders[i], unplaced = unplaced[0], unplaced[1:]
 		}
-		return st, first, len(kvs) - held
-	case k.shared:
-		// Readers hold until the first key that is not a reader's.
-		st.State = lock.HeldShared
-		for _, kv := range kvs {
-			if !kindOf(string(kv.Key)).shared {
+	}
+	if st.Slots > 0 {
+		// A semaphore's status: Holder is its first holder, Holders
+		// stays for readers beside it.
+		for _, h := range st.SlotHolders {
+			if h != nil {
+				st.Holder = h
 				break
 			}
-			st.Holders = append(st.Holders, holderOf(kv))
 		}
+	} else {
 		st.Holder = st.Holders[0]
-		return st, first, len(kvs) - len(st.Holders)
 	}
-	st.State = lock.HeldExclusive
-	st.Holder = holderOf(first)
-	st.Fence = uint64(first.CreateRevision)
-	return st, first, len(kvs) - 1
+	if st.Holder == nil && len(st.Holders) > 0 {
+		st.Holder = st.Holders[0]
+	}
+	return st, first, len(kvs) - held
 }
 
 // Break removes the holder of the lock at path by deleting its key (for a

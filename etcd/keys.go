@@ -22,10 +22,12 @@ import (
 // (<lease> and <n> in hex: n keeps two locks of one process apart, see
 // takeSlot.) The names are chosen for the order etcd ranges keys in: hex
 // digits sort before "s", and "s" before "~". So the keys a reader waits
-// for (every exclusive and semaphore key) are the one range [P/, P/~), the
-// keys of one semaphore the range [P/s<N>-, P/s<N>.), and the keys a
-// semaphore request must find absent (any other kind, or another N) the
-// two ranges around it; each is read, watched or compared in one request.
+// for (the exclusive ones) are the one range [P/, P/s), the keys of one
+// semaphore the range [P/s<N>-, P/s<N>.), and the keys a semaphore
+// request must find absent (exclusive ones, or another N's) the two ranges
+// around it up to P/~; each is read, watched or compared in one request.
+// Readers and a semaphore's places hold beside each other, as on kernel
+// locks; an exclusive waiter waits for every earlier key.
 const (
 	readerMark = "~r-"
 	slotsMark  = "s"
@@ -67,9 +69,17 @@ func (k keyKind) describe() string {
 // keyRange is the range of keys [start, end).
 type keyRange struct{ start, end string }
 
-// readerRange is the range of keys a reader of prefix waits for: every
-// key that is not a reader's.
-func readerRange(prefix string) keyRange { return keyRange{prefix, prefix + "~"} }
+// readerRange is the range of keys a reader of prefix waits for: the
+// exclusive ones. Readers and a semaphore's places hold beside each other,
+// as they do on kernel locks; an exclusive lock waits for both.
+func readerRange(prefix string) keyRange { return keyRange{prefix, prefix + slotsMark} }
+
+// notSlotsRange is, beside the range below a semaphore's keys, the range of
+// the keys above them that a semaphore request must find absent: other
+// semaphores' (another N), up to the readers', which may hold beside it.
+func notSlotsRange(prefix string, n int) keyRange {
+	return keyRange{slotsRange(prefix, n).end, prefix + "~"}
+}
 
 // allRange is every key of prefix, the range an exclusive waiter waits for.
 func allRange(prefix string) keyRange {

@@ -35,10 +35,11 @@ var _ lock.Semaphore = (*Protocol)(nil)
 // (see grant): only while the lease is sure to be alive, and never for a
 // key that was deleted (the waiter queues again).
 //
-// The N is part of the key, so that a request with another N (or for a
-// plain or shared lock on the same path) is refused, in the transaction
-// that would enqueue it, while any key of the semaphore exists: ErrSlotCount,
-// naming the N in use. Once every key is gone, any N may start anew.
+// The N is part of the key, so that a request with another N (or while a
+// plain lock of the path is held or waited for) is refused, in the
+// transaction that would enqueue it, while any key of the semaphore
+// exists: ErrSlotCount, naming the N in use. Once every key is gone, any N
+// may start anew. Readers hold beside the places, as on kernel locks.
 func (p *Protocol) AcquireSlot(ctx context.Context, req *lock.Request) (lock.Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
@@ -72,7 +73,7 @@ func (w *waiter) runSlots(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
 	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
 	below := keyRange{w.prefix, w.ahead.start}
-	above := keyRange{w.ahead.end, allRange(w.prefix).end}
+	above := notSlotsRange(w.prefix, w.slots)
 	var resp *clientv3.TxnResponse
 	for {
 		err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {

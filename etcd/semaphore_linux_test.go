@@ -212,6 +212,38 @@ func TestSlotWaitersFIFOAndTokens(t *testing.T) {
 // TestSlotCount: while a semaphore is held with 3 slots, a request with
 // another N, or for a plain lock, is refused with ErrSlotCount naming the
 // 3 in use; once it is free, another N just works.
+// TestReadersBesideSlots: readers hold beside a semaphore's places, as on
+// kernel locks, and a plain lock waits for both.
+func TestReadersBesideSlots(t *testing.T) {
+	key := uniqueKey(t)
+	p := dial(t)
+	h, err := p.AcquireSlot(context.Background(), slotReq(key, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := dial(t).TryAcquire(&lock.Request{Path: key, Shared: true})
+	if err != nil {
+		t.Fatalf("a reader beside a semaphore's holder: %v", err)
+	}
+	h2, err := dial(t).TryAcquireSlot(slotReq(key, 2))
+	if err != nil {
+		t.Fatalf("a second place beside a reader: %v", err)
+	}
+	if _, err := p.TryAcquire(&lock.Request{Path: key}); !errors.Is(err, lock.ErrBusy) {
+		t.Errorf("a plain try beside readers and places: %v, want ErrBusy", err)
+	}
+	st, err := p.InspectSlots(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Slots != 2 || st.SlotHolders[0] == nil || st.SlotHolders[1] == nil {
+		t.Errorf("InspectSlots beside a reader: %+v", st)
+	}
+	r.Release()
+	h.Release()
+	h2.Release()
+}
+
 func TestSlotCount(t *testing.T) {
 	key := uniqueKey(t)
 	p := dial(t)

@@ -54,8 +54,8 @@ var _ lock.Semaphore = (*Protocol)(nil)
 // slot again. Only the first waiter pays for these sessions; the ones
 // behind it wait for the gate, on one session each.
 //
-// A semaphore's places and a shared hold of the same name do not exclude
-// each other: both hold the name's key shared.
+// Readers (shared holds) of the name hold beside a semaphore's places, as
+// on kernel locks: both hold the name's key shared.
 
 // slotKey is the advisory key of a semaphore's slot i.
 func slotKey(name string, i int) int64 { return Key(name + "\x00slot " + strconv.Itoa(i)) }
