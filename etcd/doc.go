@@ -80,5 +80,6 @@
 // release wakes no herd. A semaphore request that finds exclusive keys or
 // another N's fails with lock.ErrSlotCount naming the N in use; a
 // plain lock waits for a semaphore's holders as for any earlier key.
-// Tokens are create revisions, so they rise across all places.
+// A place's token is the revision of its claim, so tokens rise across all
+// places in the order they are granted.
 package etcd

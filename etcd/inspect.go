@@ -41,7 +41,8 @@ func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 // the first exclusive key hold together, and so do the N oldest keys of a
 // semaphore (every one older than any exclusive key: a semaphore request
 // is refused while one exists). A semaphore's holder shows in the place
-// its record names, or, while it is claiming one, in the first place free.
+// its record names, with the token of its claim (the key's last write),
+// or, while it is claiming one, in the first place free.
 func (p *Protocol) statusOf(path string, kvs []*mvccpb.KeyValue) (*lock.Status, *mvccpb.KeyValue, int) {
 	st := &lock.Status{Path: path, Protocol: p.Name(), State: lock.Free}
 	if len(kvs) == 0 {
@@ -74,8 +75,12 @@ func (p *Protocol) statusOf(path string, kvs []*mvccpb.KeyValue) (*lock.Status, 
 			}
 			held++
 			h := holderOf(kv)
-			st.Fence = max(st.Fence, uint64(kv.CreateRevision))
 			if n, ok := placeOf(kv); ok && n >= 0 && n < k.slots && st.SlotHolders[n] == nil {
+				// A placed holder's token is its claim's revision.
+				if h.Owner != nil {
+					h.Owner.Fence = uint64(kv.ModRevision)
+				}
+				st.Fence = max(st.Fence, uint64(kv.ModRevision))
 				st.SlotHolders[n] = h
 			} else {
 				unplaced = append(unplaced, h)

@@ -348,7 +348,7 @@ func (w *waiter) retry(ctx context.Context, err error) error {
 // every other holder's key is as it was read: a holder that claimed a
 // place since (its key rewritten) or left (deleted) makes it fail, and
 // the claim reads again. Of two claims of one place, the second always
-// sees the first's write. A holder let in later, when a key in front of
+// sees the first's write. The claim's revision is the holder's token. A holder let in later, when a key in front of
 // it went, finds the claimed places in the records.
 func (w *waiter) heldPlace(ctx context.Context) (*handle, error) {
 	p := w.p
@@ -392,7 +392,7 @@ func (w *waiter) heldPlace(ctx context.Context) (*handle, error) {
 			place++
 		}
 		w.owner.StartedAt = time.Now()
-		w.owner.Fence = uint64(w.rev)
+		w.owner.Fence = 0 // the claim's revision, known once it is made
 		record := withPlace(w.owner.Encode(), place)
 		var claim *clientv3.TxnResponse
 		err = p.call(ctx, func(ctx context.Context, _ bool) (err error) {
@@ -407,19 +407,26 @@ func (w *waiter) heldPlace(ctx context.Context) (*handle, error) {
 			}
 			continue
 		}
+		// The token is the claim's revision: claims are made in the
+		// order places are granted, so tokens rise from holder to holder
+		// of every place (a key's create revision is its place in the
+		// queue, and a holder let in early may claim after one let in
+		// later).
+		fence := claim.Header.GetRevision()
 		if !claim.Succeeded {
 			if kv := firstKV(claim.Responses[0]); kv != nil && kv.CreateRevision == w.rev && string(kv.Value) == string(record) {
-				claim.Succeeded = true // an earlier attempt was applied
+				fence = kv.ModRevision // an earlier attempt was applied
 			} else if kv == nil || kv.CreateRevision != w.rev {
 				return nil, &lock.Error{Op: "acquire", Path: w.req.Path, Err: errRequeue}
 			} else {
 				continue // another holder moved: read again
 			}
 		}
+		w.owner.Fence = uint64(fence)
 		h := newHandle(p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, record, false)
 		h.place = place
 		if l := w.req.Logger; l != nil {
-			l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev, "slot", place, "slots", w.slots)
+			l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", fence, "slot", place, "slots", w.slots)
 		}
 		return h, nil
 	}

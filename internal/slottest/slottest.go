@@ -215,8 +215,8 @@ type StressConfig struct {
 
 // Stress runs the workers, kills holders among them, and checks the log:
 // never more than Slots inside at once, never two holders in one place,
-// places within 0..Slots-1, tokens never repeated, and every acquisition
-// completed.
+// places within 0..Slots-1, tokens never repeated and rising from holder
+// to holder of each place, and every acquisition completed.
 func Stress(t *testing.T, c StressConfig) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "log")
@@ -359,6 +359,7 @@ type replayed struct {
 	left      map[int]int // pid -> acquisitions completed
 	byPlace   map[int]int // place -> pid
 	tokens    map[uint64]bool
+	last      map[int]uint64 // place -> its last holder's token
 	completed int
 	most      int
 	problems  []string
@@ -366,7 +367,7 @@ type replayed struct {
 
 func newReplay(path string, slots int) *replayed {
 	return &replayed{path: path, slots: slots, inside: map[int]int{}, left: map[int]int{},
-		byPlace: map[int]int{}, tokens: map[uint64]bool{}}
+		byPlace: map[int]int{}, tokens: map[uint64]bool{}, last: map[int]uint64{}}
 }
 
 // advance reads and checks the lines written since the last call.
@@ -425,7 +426,11 @@ func (r *replayed) line(line string) {
 		if token != 0 && r.tokens[token] {
 			bad("token %d handed out twice", token)
 		}
+		if token != 0 && token <= r.last[place] {
+			bad("token %d on place %d after its holder's %d: tokens must rise", token, place, r.last[place])
+		}
 		r.tokens[token] = true
+		r.last[place] = token
 		r.byPlace[place] = pid
 		r.inside[pid] = place
 		if len(r.inside) > r.slots {
