@@ -778,6 +778,14 @@ func (p *Protocol) opError(op, path string, ctx context.Context, err error, hold
 		}
 		return e
 	}
+	if cerr := p.client.Ctx().Err(); cerr != nil {
+		// Our own client was closed under the round trip (Close of a
+		// protocol that Dial made): not an unreachable cluster.
+		if p.isClosed() {
+			return &lock.Error{Op: op, Path: path, Holder: holder, Err: errClosed}
+		}
+		return &lock.Error{Op: op, Path: path, Holder: holder, Err: fmt.Errorf("the etcd client was closed: %w", cerr)}
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
 		errors.Is(err, rpctypes.ErrNoLeader) || !p.connected() {
 		return &lock.Error{Op: op, Path: path, Holder: holder,
