@@ -143,6 +143,16 @@ type waiter struct {
 	p      *Protocol
 	req    *lock.Request
 	prefix string
+	// shared asks for a reader's key; slots, above 1, for a place in a
+	// semaphore of that many slots.
+	shared bool
+	slots  int
+	waits  bool // Acquire, not TryAcquire
+	// ahead is the range of the keys this waiter waits for, when they
+	// were created before its own (see keys.go): every key for an
+	// exclusive waiter, every key but the readers' for a reader, the
+	// semaphore's own keys for a semaphore's waiter.
+	ahead  keyRange
 	slot   uint64 // this process's number for the key under prefix
 	key    string
 	rev    int64 // create revision of key: the queue position and fencing token
@@ -159,18 +169,34 @@ type waiter struct {
 }
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	if req.Shared {
-		return nil, lock.ExclusiveOnly("acquire", req.Path, "etcd")
-	}
+	return p.acquireAs(ctx, req, wait, 0)
+}
+
+// acquireAs takes the lock at req.Path, or with slots above 1 a place in
+// the semaphore of that many slots there.
+func (p *Protocol) acquireAs(ctx context.Context, req *lock.Request, wait bool, slots int) (lock.Handle, error) {
 	if err := checkKey(req.Path); err != nil {
 		return nil, err
 	}
-	w := &waiter{p: p, req: req, prefix: req.Path + "/", owner: req.Owner}
+	if slots > 1 && req.Shared {
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrInvalidOption,
+			Hint: "a semaphore's slots are exclusive places: ask for slots or for a shared lock, not both"}
+	}
+	w := &waiter{p: p, req: req, prefix: req.Path + "/", owner: req.Owner, shared: req.Shared, waits: wait}
+	switch {
+	case slots > 1:
+		w.slots = slots
+		w.ahead = slotsRange(w.prefix, slots)
+	case req.Shared:
+		w.ahead = readerRange(w.prefix)
+	default:
+		w.ahead = allRange(w.prefix)
+	}
 	if w.owner.ID == "" {
 		w.owner.ID = lock.NewID()
 	}
 	w.owner.Protocol = "etcd"
-	w.owner.Shared = false
+	w.owner.Shared = req.Shared
 	w.owner.Fence = 0
 	w.owner.Command = redact(w.owner.Command, p.redactFlags)
 	w.owner.StartedAt = time.Now()
@@ -197,10 +223,18 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		// The lease is the process's, so the key also names a slot:
 		// two locks of one process on one prefix queue like any two.
 		w.slot = p.takeSlot(w.prefix)
-		w.key = fmt.Sprintf("%s%x-%x", w.prefix, sess.id, w.slot)
+		w.key = w.keyName()
 		w.rev = 0 // unknown until etcd says (the last attempt's key is gone)
-		h, err := w.run(ctx, wait)
+		var h *handle
+		if w.slots > 1 {
+			h, err = w.runSlots(ctx, wait)
+		} else {
+			h, err = w.run(ctx, wait)
+		}
 		if err == nil {
+			if w.slots > 1 {
+				return &slotHandle{h}, nil
+			}
 			return h, nil
 		}
 		switch {
@@ -233,6 +267,17 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		}
 		return nil, err
 	}
+}
+
+// keyName is the waiter's key under its prefix (see keys.go).
+func (w *waiter) keyName() string {
+	switch {
+	case w.slots > 1:
+		return fmt.Sprintf("%s%s%d-%x-%x", w.prefix, slotsMark, w.slots, w.sess.id, w.slot)
+	case w.shared:
+		return fmt.Sprintf("%s%s%x-%x", w.prefix, readerMark, w.sess.id, w.slot)
+	}
+	return fmt.Sprintf("%s%x-%x", w.prefix, w.sess.id, w.slot)
 }
 
 // errTooShort refuses a lock whose StopWithin the lease TTL cannot cover.
@@ -299,18 +344,19 @@ func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 				// needs to know, and wait reads it then anyway.) The key
 				// exists already only if an earlier attempt was applied
 				// but its answer lost.
+				// A reader reads only the keys it waits for: those
+				// that are not readers'.
 				resp, err = p.client.Txn(ctx).If(
 					clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
 				).Then(
-					clientv3.OpGet(w.prefix, clientv3.WithLastCreate()...),
+					clientv3.OpGet(w.ahead.start, w.ahead.newest(0)...),
 					put,
 				).Else(clientv3.OpGet(w.key)).Commit()
 			} else {
-				// Take the lock only if nobody holds it or waits for it.
-				resp, err = p.client.Txn(ctx).If(
-					clientv3.Compare(clientv3.CreateRevision(w.prefix), "=", 0).WithPrefix(),
-				).Then(put).Else(
-					clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+				// Take the lock only if nobody holds it or waits for
+				// it (for a reader: no writer).
+				resp, err = p.client.Txn(ctx).If(w.ahead.none()).Then(put).Else(
+					clientv3.OpGet(w.ahead.start, w.ahead.oldest(1)...),
 				).Commit()
 			}
 			return err
@@ -480,8 +526,8 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 	err := w.p.call(ctx, func(ctx context.Context, _ bool) (err error) {
 		resp, err = w.p.client.Txn(ctx).Then(
 			clientv3.OpGet(w.key, clientv3.WithKeysOnly()),
-			clientv3.OpGet(w.prefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1), clientv3.WithKeysOnly())...),
-			clientv3.OpGet(w.prefix, clientv3.WithFirstCreate()...),
+			clientv3.OpGet(w.ahead.start, w.ahead.newest(w.rev-1, clientv3.WithKeysOnly())...),
+			clientv3.OpGet(w.ahead.start, w.ahead.oldest(1)...),
 		).Commit()
 		return err
 	})
@@ -629,7 +675,10 @@ func (w *waiter) grant(ctx context.Context, after bool) (*handle, error) {
 	}
 	deadline, renewed := w.p.lossDeadline(w.sess, w.stopWithin)
 	if time.Now().Before(deadline) {
-		if after {
+		switch {
+		case w.slots > 1:
+			return w.heldPlace(ctx)
+		case after:
 			return w.heldAfterWait(), nil
 		}
 		return w.held(), nil
@@ -658,12 +707,23 @@ func (w *waiter) grant(ctx context.Context, after bool) (*handle, error) {
 
 // held turns the waiter into a held lock and starts watching for its loss.
 func (w *waiter) held() *handle {
-	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, false)
+	w.owner.Fence = w.fence()
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, nil, false)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
 	return h
+}
+
+// fence is the fencing token of the waiter once it holds the lock: its
+// key's create revision, for an exclusive hold or a semaphore's place. A
+// shared hold has none (0, see handle.TokenError): readers hold together,
+// so no order among them could fence a write.
+func (w *waiter) fence() uint64 {
+	if w.shared {
+		return 0
+	}
+	return uint64(w.rev)
 }
 
 // heldAfterWait turns a waiter that reached the front of the queue into a
@@ -671,8 +731,8 @@ func (w *waiter) held() *handle {
 // taken (the record written when it queued has the time it queued).
 func (w *waiter) heldAfterWait() *handle {
 	w.owner.StartedAt = time.Now()
-	w.owner.Fence = uint64(w.rev)
-	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, true)
+	w.owner.Fence = w.fence()
+	h := newHandle(w.p, w.req.Path, w.slot, w.key, w.rev, w.sess, w.owner, w.stopWithin, w.owner.Encode(), true)
 	if l := w.req.Logger; l != nil {
 		l.Debug("hold: acquired", "path", w.req.Path, "key", w.key, "fence", w.rev)
 	}
@@ -717,6 +777,14 @@ func (p *Protocol) opError(op, path string, ctx context.Context, err error, hold
 			e.Hint = "etcd unreachable: " + connectionProblem(p.client)
 		}
 		return e
+	}
+	if cerr := p.client.Ctx().Err(); cerr != nil {
+		// Our own client was closed under the round trip (Close of a
+		// protocol that Dial made): not an unreachable cluster.
+		if p.isClosed() {
+			return &lock.Error{Op: op, Path: path, Holder: holder, Err: errClosed}
+		}
+		return &lock.Error{Op: op, Path: path, Holder: holder, Err: fmt.Errorf("the etcd client was closed: %w", cerr)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
 		errors.Is(err, rpctypes.ErrNoLeader) || !p.connected() {

@@ -34,6 +34,8 @@ var etcdSubject = holdtest.Subject{
 		return []hold.Option{hold.WithProtocol(p)}, func() { p.Close() }, nil
 	},
 	Target: func(t *testing.T) string { return testenv.UniqueName(t, "conformance/") },
+	// Readers have keys of their own (see keys.go).
+	Shared: true,
 	// Waiters of one key queue on its revisions: that queue is what is
 	// pressed.
 	Workers:    8,

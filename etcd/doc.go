@@ -63,6 +63,23 @@
 // token smaller than the largest it has seen.
 //
 // Lock paths must not nest: the waiters of "locks/a" are the keys under
-// "locks/a/", so a lock named "locks/a/b" would queue among them. Shared
-// (reader) holds are not supported; they fail with hold.ErrUnsupported.
+// "locks/a/", so a lock named "locks/a/b" would queue among them.
+//
+// # Shared locks and semaphores
+//
+// A shared (reader) hold puts "<prefix>/~r-<lease>-<slot>" instead, and a
+// place in a semaphore of N slots (Protocol.AcquireSlot)
+// "<prefix>/s<N>-<lease>-<slot>": the names make each kind one range of
+// keys (see keys.go). A reader waits for the newest earlier exclusive key,
+// so readers hold together and a writer waits for every earlier key, as
+// etcd's recipes' read-write lock does; a reader has no fencing token of
+// its own, and holds beside a semaphore's places, as on kernel locks. A semaphore's N oldest keys hold its places;
+// its first waiter watches for the deletion of a key in front of it, the
+// others only the key just in front, which a holder rewrites when it
+// claims its place (the lowest free one, written into its record), so a
+// release wakes no herd. A semaphore request that finds exclusive keys or
+// another N's fails with lock.ErrSlotCount naming the N in use; a
+// plain lock waits for a semaphore's holders as for any earlier key.
+// A place's token is the revision of its claim, so tokens rise across all
+// places in the order they are granted.
 package etcd

@@ -19,6 +19,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/etcd/etcdtest"
+	"github.com/hold-dev/hold/lock"
 )
 
 // countKeys returns how many keys (holder and waiters) a lock has.
@@ -445,8 +446,9 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("Inspect(%q) = %v, want ErrInvalidName", key, err)
 		}
 	}
-	if _, err := hold.TryAcquire("", append(lockOpts(p, uniqueKey(t)), hold.Shared())...); !errors.Is(err, hold.ErrUnsupported) {
-		t.Errorf("shared TryAcquire = %v, want ErrUnsupported", err)
+	// A semaphore's places are exclusive: shared ones are a bad request.
+	if _, err := p.TryAcquireSlot(&lock.Request{Path: uniqueKey(t), Slots: 3, Shared: true}); !errors.Is(err, hold.ErrInvalidOption) {
+		t.Errorf("shared TryAcquireSlot = %v, want ErrInvalidOption", err)
 	}
 
 	for _, addr := range []string{

@@ -24,6 +24,7 @@ type handle struct {
 	slot  uint64 // the key's slot (see takeSlot)
 	key   string
 	rev   int64 // the key's create revision: queue position and fencing token
+	place int   // a semaphore holder's place, 0 to N-1
 	sess  *session
 	owner lock.Owner
 	// stopWithin is the request's StopWithin: the lock is declared lost
@@ -50,14 +51,15 @@ type handle struct {
 	relErr   error
 }
 
-// newHandle starts watching the key for loss. With publish it also
-// rewrites the owner record in the background.
-func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, stopWithin time.Duration, publish bool) *handle {
+// newHandle starts watching the key for loss. record, when not nil, is
+// the value this holder writes to its key after it was created (which the
+// watch must not take for someone else's write); with publish it is
+// written in the background, otherwise it was written already.
+func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, sess *session, owner lock.Owner, stopWithin time.Duration, record []byte, publish bool) *handle {
 	ctx, stop := context.WithCancel(context.Background())
 	h := &handle{p: p, path: path, slot: slot, key: key, rev: rev, sess: sess, owner: owner,
-		stopWithin: stopWithin, watchCtx: ctx, stopWatch: stop}
+		stopWithin: stopWithin, watchCtx: ctx, stopWatch: stop, record: record}
 	if publish {
-		h.record = owner.Encode()
 		go h.publish(ctx)
 	}
 	h.watchers.Add(1)
@@ -65,7 +67,23 @@ func newHandle(p *Protocol, path string, slot uint64, key string, rev int64, ses
 	return h
 }
 
-func (h *handle) Fence() uint64      { return h.owner.Fence }
+func (h *handle) Fence() uint64 { return h.owner.Fence }
+
+// TokenError says why a shared hold has no fencing token.
+func (h *handle) TokenError() error {
+	if !h.owner.Shared {
+		return nil
+	}
+	return &lock.Error{Op: "token", Path: h.path, Err: lock.ErrNoToken,
+		Hint: "a shared hold on etcd has no fencing token: readers hold together, so only exclusive holders' tokens fence writes"}
+}
+
+// slotHandle is a held place of a semaphore: the handle of its key, with
+// the place (lock.SlotHandle).
+type slotHandle struct{ *handle }
+
+// Slot is the place held, from 0 to N-1.
+func (h *slotHandle) Slot() int      { return h.place }
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and starts watching the key.

@@ -16,7 +16,8 @@ import (
 // its waiters. A lock is the parent of the keys its holder and waiters put
 // ("prefix/a/b/<lease>" is a key of the lock "prefix/a/b"), so one range
 // read, sorted by creation, describes them all: the oldest key of a lock
-// holds it and the others wait. Locks nobody holds or waits for leave no
+// holds it and the others wait (readers hold together, and a semaphore's
+// N oldest keys; see Inspect). Locks nobody holds or waits for leave no
 // key behind and are not listed.
 func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.Status, waiters int)) error {
 	if err := checkKey(prefix); err != nil {
@@ -44,8 +45,8 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 	}
 	slices.Sort(locks)
 	for _, lockPath := range locks {
-		st, _ := p.statusOf(lockPath, &clientv3.GetResponse{Kvs: keys[lockPath]})
-		each(st, len(keys[lockPath])-1)
+		st, _, waiters := p.statusOf(lockPath, keys[lockPath])
+		each(st, waiters)
 	}
 	return nil
 }

@@ -21,9 +21,19 @@ import (
 // is set once by TestMain before any test runs.
 var testEndpoint string
 
+// workers are the roles of worker processes that tests of some systems
+// add (see semaphore_linux_test.go): each runs this process as its worker
+// if a test started it as one.
+var workers []func() (code int, ok bool)
+
 func TestMain(m *testing.M) {
 	if code, ok := holdtest.RunWorker(etcdSubject); ok {
 		os.Exit(code)
+	}
+	for _, w := range workers {
+		if code, ok := w(); ok {
+			os.Exit(code)
+		}
 	}
 	dir, err := os.MkdirTemp("", "hold-etcd-test-")
 	if err != nil {

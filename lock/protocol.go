@@ -167,6 +167,11 @@ type Status struct {
 	// and Holder is the first holder found.
 	Slots       int
 	SlotHolders []*Holder
+	// Holders names, for a lock held shared (State HeldShared, Slots 0),
+	// every holder the protocol can tell apart, oldest first (etcd and
+	// PostgreSQL can; kernel locks name their holders' processes in
+	// Holder.PIDs instead); Holder is the first of them. Nil otherwise.
+	Holders []*Holder
 }
 
 // WaitError turns the error of a context that ended a wait into the cause an

@@ -18,7 +18,15 @@ import (
 // records. The protocol runs it itself the first time it finds the table
 // missing; a database where its user may not create tables needs it run
 // once by someone who may (then grant the user SELECT, INSERT and UPDATE on
-// hold_locks and USAGE on hold_locks_fence).
+// hold_locks, SELECT, INSERT, UPDATE and DELETE on hold_holders, and USAGE
+// on hold_locks_fence).
+//
+// hold_locks has one row per lock name: its last token and the record of
+// its exclusive holder. hold_holders has the records of the holders a lock
+// has more than one of, each beside its session's server process: shared
+// holders and semaphore holders (see sharedSQL and AcquireSlot). A row
+// whose session has ended is a leftover, never shown: a holder is shown
+// only while pg_locks says its session holds the lock.
 //
 // The table is unlogged: an owner record is never written to the WAL, and a
 // server crash, which ends every lock anyway, empties it. The sequence is
@@ -33,6 +41,12 @@ CREATE UNLOGGED TABLE IF NOT EXISTS hold_locks (
 	fence bigint NOT NULL,
 	owner text NOT NULL DEFAULT '',
 	backend_pid integer NOT NULL DEFAULT 0
+);
+CREATE UNLOGGED TABLE IF NOT EXISTS hold_holders (
+	key bigint NOT NULL,
+	backend_pid integer NOT NULL,
+	owner text NOT NULL,
+	PRIMARY KEY (key, backend_pid)
 );`
 
 // schemaLockKey serializes concurrent creations of the schema, which would
@@ -75,6 +89,28 @@ var (
 	trySQL = fmt.Sprintf(acquireSQL, `pg_try_advisory_lock($1::bigint) AS got, LATERAL (SELECT `+durable+` WHERE got) AS d WHERE got`)
 )
 
+// sharedSQL takes a shared hold, in one statement and one round trip: the
+// advisory lock in shared mode (pg_advisory_lock_shared), and once it is
+// held the holder's record in hold_holders, beside its session. A row of
+// hold_locks naming another lock for the key is a collision, as for an
+// exclusive hold: the statement then returns no row. A shared hold takes
+// no token (readers hold together, so no order among them could fence a
+// write), and its row of hold_locks is made, without one, only so that
+// Locks lists the lock.
+const sharedSQL = `WITH named AS (
+		INSERT INTO hold_locks (key, name, fence) VALUES ($1, $2, 0) ON CONFLICT (key) DO NOTHING
+	)
+	INSERT INTO hold_holders AS t (key, backend_pid, owner)
+	SELECT $1, pg_backend_pid(), $3 FROM %s
+	NOT EXISTS (SELECT 1 FROM hold_locks WHERE key = $1 AND name <> $2)
+	ON CONFLICT (key, backend_pid) DO UPDATE SET owner = excluded.owner
+	RETURNING 0::bigint, t.backend_pid`
+
+var (
+	sharedWaitSQL = fmt.Sprintf(sharedSQL, `pg_advisory_lock_shared($1::bigint) AS l WHERE`)
+	sharedTrySQL  = fmt.Sprintf(sharedSQL, `pg_try_advisory_lock_shared($1::bigint) AS got WHERE got AND`)
+)
+
 // Acquire waits in the server's queue for the advisory lock of the name
 // req.Path until it is held or ctx ends. When ctx ends, the driver sends
 // the server a cancel request, which ends the wait there; the session is
@@ -97,9 +133,6 @@ func (p *Protocol) TryAcquire(req *lock.Request) (lock.Handle, error) {
 }
 
 func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	if req.Shared {
-		return nil, lock.ExclusiveOnly("acquire", req.Path, "postgres")
-	}
 	if err := checkName("acquire", req.Path); err != nil {
 		return nil, err
 	}
@@ -109,7 +142,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		owner.ID = lock.NewID()
 	}
 	owner.Protocol = p.Name()
-	owner.Shared = false
+	owner.Shared = req.Shared
 	owner.Fence = 0
 	// owner.Command comes with its secrets (URL passwords among them)
 	// masked already: the record is readable by every client of the
@@ -123,7 +156,12 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 				p.bounds.end, req.StopWithin, safetyMargin(p.bounds.end))}
 	}
 	query := trySQL
-	if wait {
+	switch {
+	case req.Shared && wait:
+		query = sharedWaitSQL
+	case req.Shared:
+		query = sharedTrySQL
+	case wait:
 		query = waitSQL
 	}
 	w := &outage{p: p, name: name}
@@ -207,7 +245,8 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		if waited := time.Since(sent); waited > budget/4 {
 			anchor, pingNow = time.Now(), true
 		}
-		return newHandle(p, c, name, key, owner, backend, req.StopWithin, anchor, pingNow), nil
+		h := newHandle(p, c, name, key, owner, backend, req.StopWithin, anchor, pingNow)
+		return h, nil
 	}
 }
 

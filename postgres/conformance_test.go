@@ -27,6 +27,8 @@ var pgSubject = holdtest.Subject{
 		return []hold.Option{hold.WithProtocol(p)}, func() { p.Close() }, nil
 	},
 	Target: func(t *testing.T) string { return uniqueName(t) },
+	// pg_advisory_lock_shared.
+	Shared: true,
 	// Many sessions queued on one advisory lock: the server's queue is
 	// what is pressed.
 	Workers:    16,

@@ -57,7 +57,17 @@
 // not work; a heartbeat answered by another server process declares the
 // lock lost.
 //
-// Shared (reader) holds are not supported; they fail with
-// hold.ErrUnsupported. Advisory locks belong to one database: clients must
-// name the same database to share locks.
+// Advisory locks belong to one database: clients must name the same
+// database to share locks.
+//
+// # Shared locks and semaphores
+//
+// A shared (reader) hold is the name's advisory lock in shared mode
+// (pg_advisory_lock_shared), and its owner record a row of hold_holders
+// beside its session; it has no fencing token of its own. A semaphore of N
+// slots (Protocol.AcquireSlot) is one advisory lock per slot behind a gate
+// lock that keeps arrival order; its first waiter waits on every slot at
+// once, on a session each, so that the slot of a holder whose session
+// ended is its at once (see semaphore.go). A request with another N than
+// the holders' fails with lock.ErrSlotCount naming it.
 package postgres

@@ -33,11 +33,14 @@ import (
 // two heartbeats, which shows at once a session the server ended. It is
 // paused while Check or Release use the connection.
 type handle struct {
-	p     *Protocol
-	c     *conn
-	name  string
-	key   int64
-	owner lock.Owner
+	p    *Protocol
+	c    *conn
+	name string
+	key  int64
+	// slotKey is, for a semaphore's holder, the advisory key of its
+	// slot, which its session holds beside the name's key held shared.
+	slotKey int64
+	owner   lock.Owner
 	// backend is the server process of the session, as the session
 	// itself reported it (pg_backend_pid) when it took the lock: a
 	// heartbeat answered by another one went through a pooler that
@@ -94,7 +97,16 @@ func (h *handle) timedBeat() {
 	h.beat.Reset(time.Until(h.nextPing()))
 }
 
-func (h *handle) Fence() uint64      { return h.owner.Fence }
+func (h *handle) Fence() uint64 { return h.owner.Fence }
+
+// TokenError says why a shared hold has no fencing token.
+func (h *handle) TokenError() error {
+	if !h.owner.Shared {
+		return nil
+	}
+	return &lock.Error{Op: "token", Path: h.name, Err: lock.ErrNoToken,
+		Hint: "a shared hold on PostgreSQL has no fencing token: readers hold together, so only exclusive holders' tokens fence writes"}
+}
 func (h *handle) Owner() *lock.Owner { o := h.owner; return &o }
 
 // Lost returns the channel closed on loss, and has the watch read the
@@ -383,8 +395,13 @@ func (h *handle) check() error {
 	return nil
 }
 
-// unlockSQL frees the advisory lock of a key ($1).
-const unlockSQL = `SELECT pg_advisory_unlock($1::bigint)`
+// unlockSQL frees the advisory lock of a key ($1); unlockSharedSQL a
+// shared hold of it, and the holder's record in hold_holders.
+const (
+	unlockSQL       = `SELECT pg_advisory_unlock($1::bigint)`
+	unlockSharedSQL = `WITH gone AS (DELETE FROM hold_holders WHERE key = $1 AND backend_pid = pg_backend_pid())
+	SELECT pg_advisory_unlock_shared($1::bigint)`
+)
 
 // Release unlocks and keeps the session for a later acquisition. It
 // reports ErrLost (on every call) if the lock had been lost.
@@ -404,7 +421,15 @@ func (h *handle) Release() error {
 	if h.lostError("release") == nil {
 		ctx, cancel := h.p.rpc(context.Background())
 		var unlocked bool
-		qerr := h.c.c.QueryRow(ctx, unlockSQL, h.c.mode(unlockSQL), h.key).Scan(&unlocked)
+		var qerr error
+		switch {
+		case h.slotKey != 0:
+			qerr = h.c.c.QueryRow(ctx, unlockSlotSQL, h.c.mode(unlockSlotSQL), h.key, h.slotKey).Scan(&unlocked)
+		case h.owner.Shared:
+			qerr = h.c.c.QueryRow(ctx, unlockSharedSQL, h.c.mode(unlockSharedSQL), h.key).Scan(&unlocked)
+		default:
+			qerr = h.c.c.QueryRow(ctx, unlockSQL, h.c.mode(unlockSQL), h.key).Scan(&unlocked)
+		}
 		cancel()
 		switch {
 		case qerr != nil && h.c.c.IsClosed():

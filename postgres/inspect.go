@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,20 +20,35 @@ const heldBy = `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND l.classid::bigint = %s AND l.objid::bigint = %s`
 
+// exclusive and shared narrow heldBy to one mode of the lock.
+const (
+	exclusive = ` AND l.mode = 'ExclusiveLock'`
+	shared    = ` AND l.mode = 'ShareLock'`
+)
+
 var (
 	inspectSQL = `SELECT t.fence, t.owner, t.backend_pid, l.pid
 	FROM (SELECT 1) AS one
 	LEFT JOIN hold_locks t ON t.key = $1 AND t.name = $4
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3")
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + exclusive
 	// inspectBareSQL is inspectSQL for a database without hold_locks.
 	inspectBareSQL = `SELECT NULL::bigint, NULL::text, NULL::integer, l.pid
 	FROM (SELECT 1) AS one
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + `
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "$2", "$3") + exclusive + `
 	WHERE $1::bigint IS NOT NULL AND $4::text IS NOT NULL`
+	// sharersSQL lists the sessions holding the key shared, with each
+	// one's record; sharersBareSQL is it for a database without
+	// hold_holders.
+	sharersSQL = `SELECT l.pid, h.owner FROM pg_locks l
+	LEFT JOIN hold_holders h ON h.key = $1 AND h.backend_pid = l.pid
+	WHERE ` + fmt.Sprintf(heldBy, "$2", "$3") + shared
+	sharersBareSQL = `SELECT l.pid, NULL::text FROM pg_locks l
+	WHERE $1::bigint IS NOT NULL AND ` + fmt.Sprintf(heldBy, "$2", "$3") + shared
 	locksSQL = `SELECT t.name, t.fence, t.owner, t.backend_pid, l.pid,
-		(SELECT count(*) FROM pg_locks w WHERE ` + strings.ReplaceAll(strings.Replace(fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295"), "l.granted", "NOT l.granted", 1), "l.", "w.") + `)
+		(SELECT count(*) FROM pg_locks w WHERE ` + strings.ReplaceAll(strings.Replace(fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295"), "l.granted", "NOT l.granted", 1), "l.", "w.") + `),
+		(SELECT count(*) FROM pg_locks l WHERE ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + shared + `)
 	FROM hold_locks t
-	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + `
+	LEFT JOIN pg_locks l ON ` + fmt.Sprintf(heldBy, "(t.key >> 32) & 4294967295", "t.key & 4294967295") + exclusive + `
 	ORDER BY t.name`
 )
 
@@ -43,6 +59,11 @@ type record struct {
 	owner      *string
 	backendPID *int32
 	holderPID  *int32 // the backend holding the advisory lock
+	// sharers are the holders of a lock held shared, each with its
+	// record where there is one; readers counts them where they are
+	// not read (Locks).
+	sharers []sharer
+	readers int64
 }
 
 // status describes the lock name from its record. A held lock's owner
@@ -62,6 +83,40 @@ func (p *Protocol) status(name string, r record) *lock.Status {
 		if o != nil {
 			o.Fence = st.Fence
 		}
+	}
+	if r.holderPID == nil && (len(r.sharers) > 0 || r.readers > 0) {
+		st.State = lock.HeldShared
+		// A semaphore's holders hold the name's key shared too: their
+		// records say which place of how many each holds (see
+		// semaphore.go).
+		for _, sh := range r.sharers {
+			if sh.slots > 0 && st.Slots == 0 {
+				st.Slots = sh.slots
+				st.SlotHolders = make([]*lock.Holder, sh.slots)
+			}
+		}
+		for _, sh := range r.sharers {
+			switch {
+			case st.Slots > 0 && sh.slots == st.Slots && sh.place >= 0 && sh.place < st.Slots:
+				st.SlotHolders[sh.place] = sh.Holder
+			case sh.slots == 0:
+				st.Holders = append(st.Holders, sh.Holder)
+			}
+		}
+		switch {
+		case len(st.Holders) > 0:
+			st.Holder = st.Holders[0]
+		case st.Slots > 0:
+			for _, h := range st.SlotHolders {
+				if h != nil && st.Holder == nil {
+					st.Holder = h
+				}
+			}
+		}
+		if st.Holder == nil {
+			st.Holder = &lock.Holder{Alive: lock.Alive}
+		}
+		return st
 	}
 	if r.holderPID == nil {
 		if o != nil {
@@ -100,24 +155,106 @@ func (p *Protocol) inspect(op, name string) (*lock.Status, int32, error) {
 	if err != nil {
 		return nil, 0, relabel(err, op, name)
 	}
-	key := Key(name)
-	hi, lo := keyHalves(key)
-	var r record
-	err = c.c.QueryRow(ctx, inspectSQL, c.mode(inspectSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		err = c.c.QueryRow(ctx, inspectBareSQL, c.mode(inspectBareSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
-	}
+	st, pid, err := p.inspectOn(ctx, c, name)
 	if err != nil {
 		c.close()
 		return nil, 0, p.queryError(op, name, err)
 	}
 	p.put(c)
+	return st, pid, nil
+}
+
+// statusOn is Inspect on the session c.
+func (p *Protocol) statusOn(ctx context.Context, c *conn, name string) (*lock.Status, error) {
+	st, _, err := p.inspectOn(ctx, c, name)
+	return st, err
+}
+
+// inspectOn reads the state of the lock name on the session c, and the
+// server process of its (first) holder's session.
+func (p *Protocol) inspectOn(ctx context.Context, c *conn, name string) (*lock.Status, int32, error) {
+	key := Key(name)
+	hi, lo := keyHalves(key)
+	var r record
+	err := c.c.QueryRow(ctx, inspectSQL, c.mode(inspectSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	if isNoSchema(err) {
+		err = c.c.QueryRow(ctx, inspectBareSQL, c.mode(inspectBareSQL), key, hi, lo, name).Scan(&r.fence, &r.owner, &r.backendPID, &r.holderPID)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
 	var pid int32
 	if r.holderPID != nil {
 		pid = *r.holderPID
+	} else {
+		if r.sharers, err = c.sharers(ctx, key); err != nil {
+			return nil, 0, err
+		}
+		if len(r.sharers) > 0 {
+			pid = r.sharers[0].pid
+		}
 	}
 	return p.status(name, r), pid, nil
+}
+
+// isNoSchema reports whether err says one of hold's tables is missing.
+func isNoSchema(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
+}
+
+// sharer is a session that holds a lock's key shared: a reader, or a
+// semaphore's holder (slots above 0, its place in place).
+type sharer struct {
+	*lock.Holder
+	pid   int32
+	place int
+	slots int
+}
+
+// sharers reads who holds key shared, oldest first, with their sessions'
+// server processes.
+func (c *conn) sharers(ctx context.Context, key int64) ([]sharer, error) {
+	hi, lo := keyHalves(key)
+	var found []sharer
+	read := func(sql string) error {
+		found = found[:0]
+		rows, _ := c.c.Query(ctx, sql, c.mode(sql), key, hi, lo)
+		var pid int32
+		var owner *string
+		_, err := pgx.ForEachRow(rows, []any{&pid, &owner}, func() error {
+			sh := sharer{Holder: &lock.Holder{Alive: lock.Alive}, pid: pid, place: -1}
+			if owner != nil {
+				if o, ok := lock.DecodeOwner([]byte(*owner)); ok {
+					sh.Owner = o
+				}
+				if place, slots, ok := placeOf([]byte(*owner)); ok {
+					sh.place, sh.slots = place, slots
+				}
+			}
+			found = append(found, sh)
+			return nil
+		})
+		return err
+	}
+	err := read(sharersSQL)
+	if isNoSchema(err) {
+		err = read(sharersBareSQL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(found, func(a, b sharer) int {
+		var ta, tb time.Time
+		if a.Owner != nil {
+			ta = a.Owner.StartedAt
+		}
+		if b.Owner != nil {
+			tb = b.Owner.StartedAt
+		}
+		return ta.Compare(tb)
+	})
+	return found, nil
 }
 
 // Locks lists the locks recorded in hold_locks, sorted by name, each with
@@ -141,12 +278,16 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 		return relabel(err, "list", p.where())
 	}
 	rows, _ := c.c.Query(ctx, locksSQL)
-	var name string
-	var r record
-	var waiters int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &r.fence, &r.owner, &r.backendPID, &r.holderPID, &waiters}, func() error {
-		if strings.HasPrefix(name, prefix) {
-			each(p.status(name, r), int(waiters))
+	type listed struct {
+		name    string
+		r       record
+		waiters int64
+	}
+	var all []listed
+	var l listed
+	_, err = pgx.ForEachRow(rows, []any{&l.name, &l.r.fence, &l.r.owner, &l.r.backendPID, &l.r.holderPID, &l.waiters, &l.r.readers}, func() error {
+		if strings.HasPrefix(l.name, prefix) {
+			all = append(all, l)
 		}
 		return nil
 	})
@@ -159,8 +300,58 @@ func (p *Protocol) List(ctx context.Context, prefix string, each func(st *lock.S
 		c.close()
 		return p.queryError("list", p.where(), err)
 	}
+	for _, l := range all {
+		waiters := int(l.waiters)
+		if l.r.holderPID == nil && l.r.readers > 0 {
+			// Held shared: by readers, or by a semaphore's holders,
+			// which the records tell apart; a semaphore's waiters
+			// queue for its gate (see semaphore.go).
+			if l.r.sharers, err = c.sharers(ctx, Key(l.name)); err != nil {
+				c.close()
+				return p.queryError("list", p.where(), err)
+			}
+			if n := slotsOf(l.r.sharers); n > 0 {
+				if waiters, err = c.slotWaiters(ctx, l.name, n); err != nil {
+					c.close()
+					return p.queryError("list", p.where(), err)
+				}
+			}
+		}
+		each(p.status(l.name, l.r), waiters)
+	}
 	p.put(c)
 	return nil
+}
+
+// slotsOf is the N of the semaphore whose holders are sharers, 0 for
+// readers.
+func slotsOf(sharers []sharer) int {
+	for _, sh := range sharers {
+		if sh.slots > 0 {
+			return sh.slots
+		}
+	}
+	return 0
+}
+
+// slotWaitersSQL counts the sessions waiting for the gate $1 and whether
+// one waits for any of the slots $2 (the first waiter, on a session per
+// slot).
+var slotWaitersSQL = `SELECT (SELECT count(*) FROM pg_locks l WHERE ` +
+	strings.Replace(fmt.Sprintf(heldBy, "($1::bigint >> 32) & 4294967295", "$1::bigint & 4294967295"), "l.granted", "NOT l.granted", 1) + `)
+	+ (SELECT count(*) FROM (SELECT 1 FROM unnest($2::bigint[]) AS k(key) WHERE EXISTS (SELECT 1 FROM pg_locks l WHERE ` +
+	strings.Replace(fmt.Sprintf(heldBy, "(k.key >> 32) & 4294967295", "k.key & 4294967295"), "l.granted", "NOT l.granted", 1) + `) LIMIT 1) AS w)`
+
+// slotWaiters counts the requests waiting for a place in the semaphore of
+// n slots on name.
+func (c *conn) slotWaiters(ctx context.Context, name string, n int) (int, error) {
+	keys := make([]int64, n)
+	for i := range keys {
+		keys[i] = slotKey(name, i)
+	}
+	var w int64
+	err := c.c.QueryRow(ctx, slotWaitersSQL, gateKey(name), keys).Scan(&w)
+	return int(w), err
 }
 
 // terminateSQL ends the session of backend $3 if it holds the advisory

@@ -27,9 +27,19 @@ var (
 	noServer error
 )
 
+// workers are the roles of worker processes that tests of some systems
+// add (see semaphore_linux_test.go): each runs this process as its worker
+// if a test started it as one.
+var workers []func() (code int, ok bool)
+
 func TestMain(m *testing.M) {
 	if code, ok := holdtest.RunWorker(pgSubject); ok {
 		os.Exit(code)
+	}
+	for _, w := range workers {
+		if code, ok := w(); ok {
+			os.Exit(code)
+		}
 	}
 	if role := os.Getenv(workerEnv); role != "" {
 		os.Exit(runWorker(role))

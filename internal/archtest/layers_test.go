@@ -39,7 +39,7 @@ var (
 	// testSupport is imported by tests only.
 	testSupport = []string{
 		"holdtest", "internal/testenv", "internal/faultnet", "internal/doctest",
-		"internal/archtest", "etcd/etcdtest", "postgres/pgtest",
+		"internal/archtest", "etcd/etcdtest", "postgres/pgtest", "internal/slottest",
 	}
 	// implementations are the library's internals that hold its rules (the
 	// kernel lock, the fair queue, the directory lock, the guarded update,
