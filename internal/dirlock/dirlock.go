@@ -183,25 +183,25 @@ type attempt struct {
 	// protocol's. It judges the holders it meets, and its own handle
 	// beats often enough for others judging by it.
 	stale time.Duration
+	// nextFence, when set (a semaphore's slot), draws the token of a
+	// lock this pass has just made, before it is stamped: a semaphore's
+	// slots share one rising sequence (semaphore.go).
+	nextFence func() uint64
+	// slot is the slot this attempt takes, -1 for a plain lock.
+	slot int
 }
 
-// acquire is the protocol's one acquire loop.
-func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
-	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
-		return nil, err
-	}
-	if req.Shared {
-		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
-	}
-	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale}
+// newAttempt prepares the acquisition of the lock at path for req: the
+// owner record to stamp and the stale time to judge by. A semaphore's
+// slots (semaphore.go) are such attempts too, one per slot path.
+func (p *Protocol) newAttempt(req *lock.Request, path string) (*attempt, error) {
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale, slot: -1}
 	if req.Stale > 0 {
 		a.stale = req.Stale
 	}
 	if err := p.cfg.checkStopWithin(req.Path, a.stale, req.StopWithin); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	if a.owner.ID == "" {
 		a.owner.ID = lock.NewID()
 	}
@@ -215,7 +215,23 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	if req.Logger != nil {
 		a.logger = func(msg string, args ...any) { req.Logger.Debug(msg, append([]any{"path", req.Path}, args...)...) }
 	}
+	return a, nil
+}
 
+// acquire is the protocol's one acquire loop.
+func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
+	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
+	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+		return nil, err
+	}
+	if req.Shared {
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
+	}
+	a, err := p.newAttempt(req, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	pol := newPolicy(req.Path, p.cfg, start)
 	if !p.cfg.Ungated {
 		// The waiting gate (see GateSuffix): among this machine's waiters
@@ -350,6 +366,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
+	if a.nextFence != nil {
+		owner.Fence = a.nextFence()
+	}
 	owner.StartedAt = time.Now()
 	stamp := owner.Encode()
 	if err := d.createOwner(stamp); err != nil {
@@ -392,7 +411,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	a.p.hit(faultAfterReadBack)
 	leave := a.leaveGate
 	a.leaveGate = nil
-	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin), nil
+	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin)
+	h.slot = a.slot
+	return passHeld, h, nil
 }
 
 // resourceHint explains an error for want of resources, "" for others.
