@@ -301,7 +301,11 @@ func TestSemaphoreStress(t *testing.T) {
 	const n = 4
 	dir := t.TempDir()
 	target := filepath.Join(dir, "data")
-	env := append([]string{envTarget + "=" + target, envSlots + "=" + strconv.Itoa(n)}, fastEnv...)
+	// A killed holder's pid is gone, so its slot is stale at once whatever
+	// the stale time; a generous one keeps a live holder that the loaded
+	// machine starves of its heartbeats from calling its own slot lost.
+	env := []string{envTarget + "=" + target, envSlots + "=" + strconv.Itoa(n),
+		EnvStale + "=10s", EnvGrace + "=150ms", EnvMaxPoll + "=20ms"}
 	var mu sync.Mutex
 	killed := 0
 	var wg sync.WaitGroup
