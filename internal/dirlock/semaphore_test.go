@@ -199,7 +199,8 @@ func TestSemaphoreNoWaitOnBusySlot(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "data")
 	const n = 4
-	env := append([]string{envTarget + "=" + target, envSlots + "=" + strconv.Itoa(n)}, fastEnv...)
+	env := []string{envTarget + "=" + target, envSlots + "=" + strconv.Itoa(n),
+		EnvStale + "=10s", EnvGrace + "=150ms", EnvMaxPoll + "=20ms"}
 	holders := make([]*worker, n)
 	for i := range n {
 		holders[i] = startWorker(t, "slothold", env...)
