@@ -186,7 +186,8 @@ func init() { flock.SetPortableLockCheck(IsLockDir) }
 // IsLockDir reports whether the directory at path is a lock of this
 // protocol's by the rule above: it holds an owner record and nothing else,
 // or it is empty and its name ends in ".lock", as proper-lockfile makes
-// its locks. The kernel protocol asks before it flocks a directory (as
+// its locks; or it is a semaphore, whose slots are such locks. The
+// kernel protocol asks before it flocks a directory (as
 // flock(1) does): such a lock is held by its existence, so a kernel lock
 // on it would not exclude its holder.
 func IsLockDir(path string) bool {
