@@ -67,6 +67,7 @@ const (
 	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
 	faultReleaseMoved    = "release.moved"    // lock moved to its tomb, tomb not yet deleted
 	faultGateHeld        = "gate.held"        // waiting gate taken, no pass made yet
+	faultSlotsScanned    = "slots.scanned"    // a semaphore's slots of other counts looked for, none taken yet
 )
 
 // Protocol implements lock.Protocol, lock.Breaker and lock.Describer with lock directories.

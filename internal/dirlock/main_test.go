@@ -181,6 +181,8 @@ func runWorker(role string) int {
 		return workerSlots(target)
 	case "slothold":
 		return workerSlotHold(target)
+	case "slotfault":
+		return workerSlotFault(target)
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

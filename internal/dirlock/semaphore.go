@@ -236,6 +236,7 @@ func (s *semAttempt) pass(skipJudge bool) (outcome, *slotHandle, error) {
 	if err := s.otherCount(); err != nil {
 		return passFailed, nil, err
 	}
+	s.p.hit(faultSlotsScanned)
 	again := false
 	for _, a := range s.slots {
 		out, h, err := a.pass(skipJudge)

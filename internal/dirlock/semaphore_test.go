@@ -459,3 +459,98 @@ func takeSeat(target string, n int) int {
 	}
 	return -1
 }
+
+// TestSemaphoreFaultPoints: a holder of a slot killed at each step of
+// taking, holding (gate.held: at the front of the line) and releasing it
+// leaves the semaphore whole: both slots of 2 can be taken afterwards,
+// by the rules of a plain lock (a stampless slot ages out, a dead
+// holder's is taken at once, a tomb is litter).
+func TestSemaphoreFaultPoints(t *testing.T) {
+	for _, point := range []string{faultGateHeld, faultAfterMkdir, faultAfterStamp, faultAfterReadBack, faultReleaseVerified, faultReleaseMoved} {
+		t.Run(point, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "data")
+			w := startWorker(t, "slotfault", append([]string{envTarget + "=" + target, envSlots + "=2",
+				envFaults + "=" + point + ":1"}, fastEnv...)...)
+			if err := w.wait(t); !killedBySignal(err) {
+				t.Fatalf("worker did not die at %s: %v\n%s", point, err, w.stderr)
+			}
+			p := New(fastConfig())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			seen := map[int]bool{}
+			for range 2 {
+				h, err := p.AcquireSlot(ctx, slotRequest(target+".lock", 2))
+				if err != nil {
+					t.Fatalf("after a death at %s: %v", point, err)
+				}
+				defer h.Release()
+				seen[slotOf(h)] = true
+			}
+			if len(seen) != 2 {
+				t.Fatalf("slots taken: %v", seen)
+			}
+			if _, err := p.TryAcquireSlot(slotRequest(target+".lock", 2)); !errors.Is(err, lock.ErrBusy) {
+				t.Fatalf("a third holder of 2 slots: %v", err)
+			}
+		})
+	}
+}
+
+// workerSlotFault takes and releases a slot of SLOTS twice, dying where
+// FAULTS says.
+func workerSlotFault(target string) int {
+	n, _ := strconv.Atoi(os.Getenv(envSlots))
+	f := parseFaults(os.Getenv(envFaults), target+".deaths")
+	p := New(Config{})
+	p.fault = f.hit
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		h, err := p.AcquireSlot(ctx, slotRequest(target+".lock", n))
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "acquire:", err)
+			return 2
+		}
+		if err := h.Release(); err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+			return 4
+		}
+	}
+	return 0
+}
+
+// TestSemaphoreCountRace: a request for 2 slots that has looked for
+// slots of other counts and found none, and a request for 3 that takes a
+// slot right then, before the first takes its own: the first finds the
+// other on its second look, gives its slot back and fails naming 3; the
+// two never hold at once.
+func TestSemaphoreCountRace(t *testing.T) {
+	path := lockIn(t)
+	// Ungated, as on two machines: one machine's gate lets one request
+	// at a time look and take.
+	cfg := fastConfig()
+	cfg.Ungated = true
+	a, b := New(cfg), New(cfg)
+	var other lock.Handle
+	var otherErr error
+	a.fault = func(point string) {
+		if point == faultSlotsScanned && other == nil && otherErr == nil {
+			other, otherErr = b.TryAcquireSlot(slotRequest(path, 3))
+		}
+	}
+	h, err := a.TryAcquireSlot(slotRequest(path, 2))
+	if otherErr != nil {
+		t.Fatalf("3 slots, first: %v", otherErr)
+	}
+	defer other.Release()
+	if err == nil {
+		h.Release()
+		t.Fatal("holders of 2 and of 3 slots held at once")
+	}
+	if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "held with 3 slots") {
+		t.Fatalf("2 slots after 3 got in: %v", err)
+	}
+	if _, err := lstat(filepath.Join(path, slotName(0, 2))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused request kept its slot: %v", err)
+	}
+}
