@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
@@ -59,6 +60,10 @@ const semaphoreWhy = "a semaphore"
 func semaphoreSlots(path string) (n int, ok bool) {
 	b, err := readSmallFile(filepath.Join(path, SemaphoreFile), 32)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return 0, false
+		}
+		// There, but unreadable: a semaphore whose number is unknown.
 		_, serr := lstat(filepath.Join(path, SemaphoreFile))
 		return 0, serr == nil
 	}
