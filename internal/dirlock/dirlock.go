@@ -33,8 +33,9 @@
 // its own, and never registers exit-time removal. A heartbeat that finds
 // the lock removed or replaced reports it lost.
 //
-// There is one acquire loop (Protocol.acquire); Acquire and TryAcquire
-// differ only in what they do with a busy pass.
+// There is one acquire loop (Protocol.loop), for a plain lock and for a
+// semaphore's slots (semaphore.go); Acquire and TryAcquire differ only in
+// what they do with a busy pass.
 package dirlock
 
 import (
@@ -271,6 +272,30 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		}
 	}
 
+	return p.loop(ctx, wait, pol, a, start)
+}
+
+// contender is what the acquire loop makes its passes with: the attempt
+// at a plain lock, or at a semaphore's slots (semAttempt, semaphore.go).
+type contender interface {
+	// pass is one attempt, which never sleeps (see attempt.pass).
+	pass(skipJudge bool) (outcome, lock.Handle, error)
+	// busy, timeout and waitEnded build the errors of a try that found
+	// the lock busy, of a wait the Patience or Ceiling rule ended, and of
+	// one the caller's context ended.
+	busy() error
+	timeout(bound string) error
+	waitEnded(ctxErr error) error
+	// newWaiter subscribes to the releases that may let the next pass in;
+	// block as for Protocol.newWaiter.
+	newWaiter(block bool) *waiter
+	// log reports the loop's events (debug).
+	log(msg string, args ...any)
+}
+
+// loop is the protocol's one acquire loop: passes, and between them the
+// sleeps of a waiter, under the policy's bounds.
+func (p *Protocol) loop(ctx context.Context, wait bool, pol *policy, c contender, start time.Time) (lock.Handle, error) {
 	var w *waiter
 	defer func() { w.close() }()
 	immediate := 0
@@ -284,13 +309,13 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
-			return nil, a.timeout(ceilingBound(p.cfg))
+			return nil, c.timeout(ceilingBound(p.cfg))
 		}
-		out, h, err := a.pass(woken)
+		out, h, err := c.pass(woken)
 		woken = false
 		switch out {
 		case passHeld:
-			a.logger("hold: acquired", "reclaimed", a.reclaimed, "waited", time.Since(start))
+			c.log("hold: acquired", "waited", time.Since(start))
 			return h, nil
 		case passFailed:
 			return nil, err
@@ -302,23 +327,38 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		}
 		immediate = 0
 		if !wait {
-			return nil, a.busy()
+			return nil, c.busy()
 		}
 		if w == nil {
 			// Watch before looking again: a release between our failed
 			// mkdir and the watch would otherwise be missed.
-			a.logger("hold: waiting for lock", "holder", a.seen.why)
+			c.log("hold: waiting for lock")
 			pol.noteWaiting()
-			w = p.newWaiter(req.Path, p.cfg.MaxPoll, ctx.Done() == nil)
+			w = c.newWaiter(ctx.Done() == nil)
 			continue
 		}
 		if pol.wedged() {
-			return nil, a.timeout(patienceBound(p.cfg))
+			return nil, c.timeout(patienceBound(p.cfg))
 		}
 		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
-			return nil, a.waitEnded(err)
+			return nil, c.waitEnded(err)
 		}
 	}
+}
+
+// newWaiter and log make attempt a contender.
+func (a *attempt) newWaiter(block bool) *waiter {
+	return a.p.newWaiter(a.path, a.p.cfg.MaxPoll, block)
+}
+
+func (a *attempt) log(msg string, args ...any) {
+	switch msg {
+	case "hold: acquired":
+		args = append(args, "reclaimed", a.reclaimed)
+	case "hold: waiting for lock":
+		args = append(args, "holder", a.seen.why)
+	}
+	a.logger(msg, args...)
 }
 
 // pass is one acquisition attempt: mkdir; on contention, a guarded reclaim

@@ -123,6 +123,8 @@ type semAttempt struct {
 	req   *lock.Request
 	slots []*attempt // slot i's attempt
 	gate  *attempt   // the gate's; its path is the gate's, never taken
+	// leave gives up this acquisition's place at the gate.
+	leave func()
 	// firstFence is where a new counter starts: a plain lock's token
 	// continued, when the semaphore replaces a released kernel lock file.
 	firstFence uint64
@@ -148,11 +150,10 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 	if err != nil {
 		return nil, err
 	}
-	paths := make([]string, s.n)
 	for i := range s.n {
-		paths[i] = filepath.Join(s.path, slotName(i, s.n))
 		a := *first
-		a.path, a.guard, a.slot = paths[i], paths[i]+GuardSuffix, i
+		a.path = filepath.Join(s.path, slotName(i, s.n))
+		a.guard, a.slot = a.path+GuardSuffix, i
 		a.nextFence = s.nextFence
 		s.slots = append(s.slots, &a)
 	}
@@ -166,10 +167,10 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 
 	pol := newPolicy(s.path, p.cfg, start)
 	pol.look = s.fingerprint
-	leave := func() {}
+	s.leave = func() {}
 	if !p.cfg.Ungated {
 		// The gate, as for a plain lock (gate.go), but left as soon as a
-		// slot is held: the next waiter goes for the next free slot.
+		// slot is held (pass): the next waiter goes for the next free slot.
 		var l func()
 		if wait {
 			if l, err = s.gate.enterGate(ctx, pol); err != nil {
@@ -182,57 +183,37 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 			}
 		}
 		if l != nil {
-			leave = l
+			s.leave = l
 			p.hit(faultGateHeld)
 		}
 	}
-	defer leave()
+	defer func() { s.leave() }()
+	return p.loop(ctx, wait, pol, s, start)
+}
 
-	var w *waiter
-	defer func() { w.close() }()
-	immediate := 0
-	woken := false
-	for {
-		if wait && pol.ceilingReached() {
-			return nil, s.named(s.gate.timeout(ceilingBound(p.cfg)))
-		}
-		out, h, err := s.pass(woken)
-		woken = false
-		switch out {
-		case passHeld:
-			leave()
-			first.logger("hold: acquired a slot", "slot", h.Slot(), "slots", s.n, "waited", time.Since(start))
-			return h, nil
-		case passFailed:
-			return nil, err
-		case passAgain:
-			immediate++
-			if immediate <= maxImmediate {
-				continue
-			}
-		}
-		immediate = 0
-		if !wait {
-			return nil, s.busy()
-		}
-		if w == nil {
-			first.logger("hold: waiting for a slot", "slots", s.n)
-			pol.noteWaiting()
-			w = p.newSlotWaiter(paths, p.cfg.MaxPoll)
-			continue
-		}
-		if pol.wedged() {
-			return nil, s.named(s.gate.timeout(patienceBound(p.cfg)))
-		}
-		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
-			return nil, s.named(&lock.Error{Op: "acquire", Path: s.path, Err: lock.WaitError(err)})
-		}
+// timeout, waitEnded, newWaiter and log make semAttempt a contender (see
+// Protocol.loop); pass and busy are below.
+func (s *semAttempt) timeout(bound string) error { return s.named(s.gate.timeout(bound)) }
+
+func (s *semAttempt) waitEnded(ctxErr error) error {
+	return s.named(&lock.Error{Op: "acquire", Path: s.path, Err: lock.WaitError(ctxErr)})
+}
+
+func (s *semAttempt) newWaiter(bool) *waiter {
+	paths := make([]string, len(s.slots))
+	for i, a := range s.slots {
+		paths[i] = a.path
 	}
+	return s.p.newSlotWaiter(paths, s.p.cfg.MaxPoll)
+}
+
+func (s *semAttempt) log(msg string, args ...any) {
+	s.gate.logger(msg, append(args, "slots", s.n)...)
 }
 
 // pass tries every slot in order, and keeps the first it takes if no live
 // slot of another number of slots is there.
-func (s *semAttempt) pass(skipJudge bool) (outcome, *slotHandle, error) {
+func (s *semAttempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	if err := s.otherCount(); err != nil {
 		return passFailed, nil, err
 	}
@@ -248,6 +229,9 @@ func (s *semAttempt) pass(skipJudge bool) (outcome, *slotHandle, error) {
 				return passFailed, nil, err
 			}
 			s.record()
+			s.leave()
+			s.leave = func() {}
+			s.log("hold: took a slot", "slot", sh.Slot())
 			return passHeld, sh, nil
 		case passFailed:
 			if errors.Is(err, fs.ErrNotExist) {

@@ -257,7 +257,7 @@ func workerSlotHold(target string) int {
 	req := slotRequest(target+".lock", n)
 	var once sync.Once
 	req.Logger = slog.New(slogFunc(func(msg string) {
-		if msg == "hold: waiting for a slot" {
+		if msg == "hold: waiting for lock" {
 			once.Do(func() { fmt.Println("waiting") })
 		}
 	}))
@@ -553,5 +553,27 @@ func TestSemaphoreCountRace(t *testing.T) {
 	}
 	if _, err := lstat(filepath.Join(path, slotName(0, 2))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the refused request kept its slot: %v", err)
+	}
+}
+
+// TestSemaphorePatience: the Patience rule ends a wait on slots that stay
+// with the same holders, and its error names them; a context ends a wait
+// the same way.
+func TestSemaphorePatience(t *testing.T) {
+	path := lockIn(t)
+	holder := New(fastConfig())
+	mustTakeSlot(t, holder, path, 2)
+	mustTakeSlot(t, holder, path, 2)
+	cfg := fastConfig()
+	cfg.Patience = 300 * time.Millisecond
+	_, err := New(cfg).AcquireSlot(context.Background(), slotRequest(path, 2))
+	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "patience") || !strings.Contains(err.Error(), "2 of 2 slots held") {
+		t.Fatalf("patience: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = New(fastConfig()).AcquireSlot(ctx, slotRequest(path, 2))
+	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "2 of 2 slots held") {
+		t.Fatalf("deadline: %v", err)
 	}
 }
