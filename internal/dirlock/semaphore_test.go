@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -575,5 +576,32 @@ func TestSemaphorePatience(t *testing.T) {
 	_, err = New(fastConfig()).AcquireSlot(ctx, slotRequest(path, 2))
 	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "2 of 2 slots held") {
 		t.Fatalf("deadline: %v", err)
+	}
+}
+
+// TestSemaphoreAfterKernelLock: a kernel lock file at the path, held, is
+// a plain lock (ErrSlotCount); released, it is taken over, and the
+// semaphore's tokens continue the kernel lock's.
+func TestSemaphoreAfterKernelLock(t *testing.T) {
+	path := lockIn(t)
+	k, err := flock.Protocol{}.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernelToken := k.Fence()
+	p := New(fastConfig())
+	if _, err := p.TryAcquireSlot(slotRequest(path, 2)); !errors.Is(err, lock.ErrSlotCount) {
+		t.Fatalf("slots on a held kernel lock: %v", err)
+	}
+	if err := k.Release(); err != nil {
+		t.Fatal(err)
+	}
+	h := mustTakeSlot(t, p, path, 2)
+	if h.Fence() <= kernelToken {
+		t.Fatalf("token %d after the kernel lock's %d", h.Fence(), kernelToken)
+	}
+	// And the kernel protocol now refuses the semaphore's directory.
+	if _, err := (flock.Protocol{}).TryAcquire(request(path)); err == nil || !strings.Contains(err.Error(), "portable") {
+		t.Fatalf("kernel lock on a semaphore: %v", err)
 	}
 }
