@@ -68,8 +68,8 @@
 // counter ("fence.K"). At most N hold at once; a killed holder's slot is
 // freed as its plain lock would be. A request with another N while a slot
 // is held fails with hold.ErrSlotCount naming the N in use, as does one on
-// a path that holds a plain lock; a plain request on a semaphore's path
-// fails with hold.ErrForeign. Local waiters queue at one gate and the one
+// a path that holds a plain lock; on a semaphore's path a plain request
+// is one for a semaphore of one. Local waiters queue at one gate and the one
 // at the front takes the first free slot, waking on any slot's release;
 // waiters on other machines contend without order. Tokens rise across all
 // slots. TryAcquire is busy only when every slot is held, naming every

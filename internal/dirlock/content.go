@@ -35,8 +35,9 @@ import (
 // A semaphore (semaphore.go) is a directory at the lock path that holds
 // the file SemaphoreFile: the slots' locks, each a lock directory by the
 // rules above, and the semaphore's own files are inside it. It is not a
-// lock: a plain request for its path is refused with an error that says
-// what it is (foreignError), and it is never deleted. Its entries are:
+// lock: judged as one, it is foreign (errSemaphoreHere), which a plain
+// acquisition takes as its cue to ask for the slot of a semaphore of one.
+// It is never deleted. Its entries are:
 //
 //   - SemaphoreFile: the number of slots its last holder asked for, in
 //     decimal (semaphoreSlots), and "SemaphoreFile.tmp-*" while it is
@@ -51,6 +52,16 @@ import (
 // SemaphoreFile names the file that makes a directory at a lock path a
 // semaphore, and records its number of slots.
 const SemaphoreFile = "semaphore"
+
+// errSemaphoreHere is what a plain lock's judgement makes of a semaphore
+// at the lock path: not a lock (it matches lock.ErrForeign), and for an
+// acquisition, the cue to take it as a semaphore of one.
+var errSemaphoreHere error = semaphoreHere{}
+
+type semaphoreHere struct{}
+
+func (semaphoreHere) Error() string        { return "a semaphore is at the lock path" }
+func (semaphoreHere) Is(target error) bool { return target == lock.ErrForeign }
 
 // semaphoreWhy starts foreignDir's answer for a semaphore's directory.
 const semaphoreWhy = "a semaphore"
@@ -169,8 +180,8 @@ func quoteAll(s []string) []string {
 // foreignError is the error for a lock path holding what is not a lock.
 func foreignError(op, path, why string) error {
 	if strings.HasPrefix(why, semaphoreWhy) {
-		return &lock.Error{Op: op, Path: path, Err: lock.ErrForeign,
-			Hint: why + ", not a lock: ask for one of its slots with the same number of slots (hold run --slots N, hold.Slots), or choose another lock path"}
+		return &lock.Error{Op: op, Path: path, Err: errSemaphoreHere,
+			Hint: why + ", not a plain lock: ask for one of its slots with the same number of slots (hold run --slots N, hold.Slots)"}
 	}
 	return &lock.Error{Op: op, Path: path, Err: lock.ErrForeign,
 		Hint: why + "; hold never deletes or waits on such a thing. Choose another lock path (another target, --lock-file or --name), or move it away if it is yours to move"}

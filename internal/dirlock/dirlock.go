@@ -229,6 +229,18 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	if req.Shared {
 		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
 	}
+	h, err := p.acquirePlain(ctx, req, wait)
+	if errors.Is(err, errSemaphoreHere) {
+		// A semaphore is at the lock path: a plain lock there is its one
+		// slot of a semaphore of one (semaphore.go).
+		return p.acquireSlots(ctx, req, 1, wait)
+	}
+	return h, err
+}
+
+// acquirePlain is acquire on a lock path that holds no semaphore; it
+// fails with an error matching errSemaphoreHere on one that does.
+func (p *Protocol) acquirePlain(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	a, err := p.newAttempt(req, req.Path)
 	if err != nil {
 		return nil, err

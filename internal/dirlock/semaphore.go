@@ -137,15 +137,21 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
 		return nil, err
 	}
+	return p.acquireSlots(ctx, req, req.Slots, wait)
+}
+
+// acquireSlots takes one of n slots of the semaphore at req.Path; n is 1
+// for a plain request that found a semaphore there.
+func (p *Protocol) acquireSlots(ctx context.Context, req *lock.Request, n int, wait bool) (lock.Handle, error) {
 	if req.Shared {
 		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrInvalidOption,
 			Hint: "a semaphore's slots are held exclusively; ask for slots or for a shared lock, not both"}
 	}
-	if req.Slots > MaxSlots {
+	if n > MaxSlots {
 		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrInvalidOption,
-			Hint: fmt.Sprintf("%d slots asked for; a semaphore of the portable protocol has at most %d", req.Slots, MaxSlots)}
+			Hint: fmt.Sprintf("%d slots asked for; a semaphore of the portable protocol has at most %d", n, MaxSlots)}
 	}
-	s := &semAttempt{p: p, path: req.Path, n: req.Slots, req: req}
+	s := &semAttempt{p: p, path: req.Path, n: n, req: req}
 	first, err := p.newAttempt(req, req.Path)
 	if err != nil {
 		return nil, err
@@ -368,8 +374,16 @@ func (s *semAttempt) otherCount() error {
 // slotCountError is the error for a request of n slots on a semaphore
 // held with m.
 func slotCountError(path string, n, m int, h *lock.Holder) error {
+	asked := fmt.Sprintf("%d were asked for", n)
+	if n == 1 {
+		asked = "a plain lock (one holder) was asked for"
+	}
+	held := fmt.Sprintf("held with %d slots", m)
+	if m == 1 {
+		held = "held as a plain lock (1 slot)"
+	}
 	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrSlotCount, Holder: h,
-		Hint: fmt.Sprintf("the semaphore is held with %d slots, and %d were asked for; ask for %d, or change the number once no slot is held", m, n, m)}
+		Hint: fmt.Sprintf("the semaphore is %s, and %s; ask for %d, or change the number once no slot is held", held, asked, m)}
 }
 
 // readNames lists the directory at path.

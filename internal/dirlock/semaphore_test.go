@@ -91,14 +91,42 @@ func TestSemaphoreSlots(t *testing.T) {
 	if slotOf(h) != 1 || h.Fence() <= last {
 		t.Fatalf("after slot 1's release: slot %d, token %d (last %d)", slotOf(h), h.Fence(), last)
 	}
-	// A plain request on a semaphore's path says what is there.
-	_, err = p.TryAcquire(request(path))
-	if !errors.Is(err, lock.ErrForeign) || !strings.Contains(err.Error(), "semaphore of 3 slots") {
-		t.Fatalf("plain try on a semaphore: %v", err)
-	}
 	if st, err := p.Inspect(path); err != nil || st.Slots != 3 {
 		t.Fatalf("Inspect of a semaphore: %+v, %v", st, err)
 	}
+}
+
+// TestSemaphorePlainRequest: on a semaphore's path a plain request is one
+// for a semaphore of one: refused while slots of another number are
+// held, and then holding the path against every number of slots.
+func TestSemaphorePlainRequest(t *testing.T) {
+	p := New(fastConfig())
+	path := lockIn(t)
+	h := mustTakeSlot(t, p, path, 3)
+	_, err := p.TryAcquire(request(path))
+	if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "held with 3 slots, and a plain lock") {
+		t.Fatalf("plain try beside a slot of 3: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Acquire(ctx, request(path)); !errors.Is(err, lock.ErrSlotCount) {
+		t.Fatalf("plain wait beside a slot of 3: %v", err)
+	}
+	h.Release()
+	plain, err := p.Acquire(ctx, request(path))
+	if err != nil {
+		t.Fatalf("plain lock on an idle semaphore: %v", err)
+	}
+	defer plain.Release()
+	if _, err := p.TryAcquire(request(path)); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("a second plain holder: %v", err)
+	}
+	_, err = p.TryAcquireSlot(slotRequest(path, 3))
+	if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "held as a plain lock") {
+		t.Fatalf("slots of 3 beside a plain holder: %v", err)
+	}
+	plain.Release()
+	mustTakeSlot(t, p, path, 3)
 }
 
 // TestSemaphoreSlotCount: another number of slots while a slot is held
