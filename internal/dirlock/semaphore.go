@@ -35,7 +35,9 @@ import (
 // naming the number in use, and gives back the slot it took. Two
 // requests with different numbers that race cannot both miss each other,
 // since each looks after its own slot is stamped: the later look sees the
-// earlier stamp. (At worst both fail.)
+// earlier stamp. (At worst both fail. Requests of one machine rarely race
+// at all: the gate lets one at a time look and take.) A plain request on
+// the path is one for a semaphore of one (Protocol.acquire).
 //
 // Tokens: "P/fence.K" names the last token handed out. A holder draws the
 // next one between the mkdir of its slot and its stamp, by renaming
@@ -289,8 +291,8 @@ func (s *semAttempt) ensure() error {
 			return err
 		case out == passBusy || try >= maxImmediate:
 			return &lock.Error{Op: "acquire", Path: s.path, Err: lock.ErrSlotCount, Holder: plain.holder(),
-				Hint: "a plain lock (one holder) is at the lock path, not a semaphore of " + strconv.Itoa(s.n) +
-					" slots: a plain lock and a semaphore cannot share a path. Wait for it to be released, or choose another lock path"}
+				Hint: "the lock path holds a plain lock (one holder), and no slot of a semaphore of " + strconv.Itoa(s.n) +
+					" is taken beside it: ask again once it is released, or choose another lock path"}
 		}
 		if plain.reclaimed && plain.owner.Fence > 0 {
 			// A released kernel lock file: the counter continues its token.
