@@ -59,6 +59,26 @@
 // contends as the Node tools do; HOLD_DIR_GATE=0 skips it too. The
 // directory remains the lock: the gate only orders the waiting.
 //
+// # Semaphores and shared locks
+//
+// A request for N slots (hold.Slots, 2 to 1024) makes the lock path a
+// counting semaphore: a directory "<target>.lock" holding one lock
+// directory per slot, "slot-I-of-N", each taken, judged and released by
+// the rules above, beside the record of N ("semaphore") and the token
+// counter ("fence.K"). At most N hold at once; a killed holder's slot is
+// freed as its plain lock would be. A request with another N while a slot
+// is held fails with hold.ErrSlotCount naming the N in use, as does one on
+// a path that holds a plain lock; on a semaphore's path a plain request
+// is one for a semaphore of one. Local waiters queue at one gate and the one
+// at the front takes the first free slot, waking on any slot's release;
+// waiters on other machines contend without order. Tokens rise across all
+// slots. TryAcquire is busy only when every slot is held, naming every
+// holder; Inspect reports each slot; Break removes stale slots, and with
+// force every slot.
+//
+// Shared (reader) locks are refused with an error matching
+// hold.ErrUnsupported: docs/portable.md says why.
+//
 // # Knobs
 //
 // Every knob has a default, which an environment variable may override

@@ -9,13 +9,14 @@ import (
 )
 
 // The capabilities hold finds in the portable protocol: hold.Break and
-// `hold break` remove a lock whose holder died, and `hold status` says what
-// decided a lock's state.
+// `hold break` remove a lock whose holder died, `hold status` says what
+// decided a lock's state, and hold.Slots takes a slot of a semaphore.
 var (
 	_ lock.Protocol       = (*Protocol)(nil)
 	_ lock.Breaker        = (*Protocol)(nil)
 	_ lock.Describer      = (*Protocol)(nil)
 	_ lock.StaleInspector = (*Protocol)(nil)
+	_ lock.Semaphore      = (*Protocol)(nil)
 )
 
 // Protocol is hold's portable directory lock. Create it with New, once,
@@ -128,3 +129,27 @@ func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
 // ("owner process is gone", "no owner record, heartbeat 3.2s old"), which
 // `hold status` prints beside the state.
 func (p *Protocol) Describe(path string) string { return p.dl.Describe(path) }
+
+// AcquireSlot waits for one of req.Slots slots of the semaphore at
+// req.Path (see the package documentation), and ends as Acquire does. A
+// semaphore held with another number of slots fails at once with an
+// error matching hold.ErrSlotCount that names the number in use; so does
+// a path that holds a plain lock. The handle's Slot is the place held.
+func (p *Protocol) AcquireSlot(ctx context.Context, req *lock.Request) (lock.Handle, error) {
+	return p.dl.AcquireSlot(ctx, req)
+}
+
+// TryAcquireSlot takes a free (or stale) slot of the semaphore at
+// req.Path, and otherwise fails at once with an error matching
+// hold.ErrBusy that names every holder.
+func (p *Protocol) TryAcquireSlot(req *lock.Request) (lock.Handle, error) {
+	return p.dl.TryAcquireSlot(req)
+}
+
+// InspectSlots reports the semaphore at path without taking a slot: the
+// number of slots in use (or last used, while none is held) and each
+// slot's holder, judged by the rules of a plain lock. Inspect and Break
+// on a semaphore's path act on its slots too.
+func (p *Protocol) InspectSlots(path string) (*lock.Status, error) {
+	return p.dl.InspectSlots(path)
+}

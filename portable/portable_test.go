@@ -272,3 +272,36 @@ func TestShortStaleIdleHolderKeepsLock(t *testing.T) {
 		})
 	}
 }
+
+// TestPortableSemaphore: the protocol is a lock.Semaphore, and its slots
+// are the portable locks docs/portable.md lays out.
+func TestPortableSemaphore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data.md.lock")
+	var sem lock.Semaphore = portable.New()
+	req := func() *lock.Request { return &lock.Request{Path: path, Slots: 2, Owner: lock.Owner{PID: os.Getpid()}} }
+	a, err := sem.TryAcquireSlot(req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	b, err := sem.AcquireSlot(context.Background(), req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if a.(lock.SlotHandle).Slot() != 0 || b.(lock.SlotHandle).Slot() != 1 || b.Fence() <= a.Fence() {
+		t.Fatalf("slots %d, %d, tokens %d, %d", a.(lock.SlotHandle).Slot(), b.(lock.SlotHandle).Slot(), a.Fence(), b.Fence())
+	}
+	for _, name := range []string{"semaphore", "slot-0-of-2/owner.json", "slot-1-of-2/owner.json"} {
+		if _, err := os.Stat(filepath.Join(path, name)); err != nil {
+			t.Errorf("layout: %v", err)
+		}
+	}
+	if _, err := sem.TryAcquireSlot(req()); !errors.Is(err, hold.ErrBusy) {
+		t.Fatalf("a third of 2: %v", err)
+	}
+	st, err := sem.InspectSlots(path)
+	if err != nil || st.Slots != 2 || st.SlotHolders[0] == nil || st.SlotHolders[1] == nil {
+		t.Fatalf("InspectSlots: %+v, %v", st, err)
+	}
+}

@@ -67,6 +67,30 @@ func BenchmarkUncontended(b *testing.B) {
 	}
 }
 
+// BenchmarkUncontendedSlots: one acquire+release of a semaphore's slot
+// in a loop, beside the plain lock. A request for one slot is the plain
+// lock itself; one for more pays for the semaphore's looks for other
+// counts and its token.
+func BenchmarkUncontendedSlots(b *testing.B) {
+	for _, n := range []int{0, 1, 4} {
+		b.Run(fmt.Sprintf("slots=%d", n), func(b *testing.B) {
+			p := New(Config{})
+			req := request(filepath.Join(benchDir(b), "x.lock"))
+			req.Slots = n
+			ctx := context.Background()
+			for b.Loop() {
+				h, err := p.AcquireSlot(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := h.Release(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkHandoff(b *testing.B) {
 	for _, pr := range protocols() {
 		for _, n := range []int{8, 30} {

@@ -33,8 +33,9 @@
 // its own, and never registers exit-time removal. A heartbeat that finds
 // the lock removed or replaced reports it lost.
 //
-// There is one acquire loop (Protocol.acquire); Acquire and TryAcquire
-// differ only in what they do with a busy pass.
+// There is one acquire loop (Protocol.loop), for a plain lock and for a
+// semaphore's slots (semaphore.go); Acquire and TryAcquire differ only in
+// what they do with a busy pass.
 package dirlock
 
 import (
@@ -67,6 +68,7 @@ const (
 	faultReleaseVerified = "release.verified" // ownership verified, lock not yet moved
 	faultReleaseMoved    = "release.moved"    // lock moved to its tomb, tomb not yet deleted
 	faultGateHeld        = "gate.held"        // waiting gate taken, no pass made yet
+	faultSlotsScanned    = "slots.scanned"    // a semaphore's slots of other counts looked for, none taken yet
 )
 
 // Protocol implements lock.Protocol, lock.Breaker and lock.Describer with lock directories.
@@ -183,25 +185,25 @@ type attempt struct {
 	// protocol's. It judges the holders it meets, and its own handle
 	// beats often enough for others judging by it.
 	stale time.Duration
+	// nextFence, when set (a semaphore's slot), draws the token of a
+	// lock this pass has just made, before it is stamped: a semaphore's
+	// slots share one rising sequence (semaphore.go).
+	nextFence func() uint64
+	// slot is the slot this attempt takes, -1 for a plain lock.
+	slot int
 }
 
-// acquire is the protocol's one acquire loop.
-func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
-	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
-	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
-		return nil, err
-	}
-	if req.Shared {
-		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
-	}
-	a := &attempt{p: p, path: req.Path, guard: req.Path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale}
+// newAttempt prepares the acquisition of the lock at path for req: the
+// owner record to stamp and the stale time to judge by. A semaphore's
+// slots (semaphore.go) are such attempts too, one per slot path.
+func (p *Protocol) newAttempt(req *lock.Request, path string) (*attempt, error) {
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale, slot: -1}
 	if req.Stale > 0 {
 		a.stale = req.Stale
 	}
 	if err := p.cfg.checkStopWithin(req.Path, a.stale, req.StopWithin); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	if a.owner.ID == "" {
 		a.owner.ID = lock.NewID()
 	}
@@ -215,7 +217,35 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	if req.Logger != nil {
 		a.logger = func(msg string, args ...any) { req.Logger.Debug(msg, append([]any{"path", req.Path}, args...)...) }
 	}
+	return a, nil
+}
 
+// acquire is the protocol's one acquire loop.
+func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
+	// The heartbeat and the waits arm timers; see proc.ReadyForLock.
+	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+		return nil, err
+	}
+	if req.Shared {
+		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
+	}
+	h, err := p.acquirePlain(ctx, req, wait)
+	if errors.Is(err, errSemaphoreHere) {
+		// A semaphore is at the lock path: a plain lock there is its one
+		// slot of a semaphore of one (semaphore.go).
+		return p.acquireSlots(ctx, req, 1, wait)
+	}
+	return h, err
+}
+
+// acquirePlain is acquire on a lock path that holds no semaphore; it
+// fails with an error matching errSemaphoreHere on one that does.
+func (p *Protocol) acquirePlain(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
+	a, err := p.newAttempt(req, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	pol := newPolicy(req.Path, p.cfg, start)
 	if !p.cfg.Ungated {
 		// The waiting gate (see GateSuffix): among this machine's waiters
@@ -254,6 +284,30 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		}
 	}
 
+	return p.loop(ctx, wait, pol, a, start)
+}
+
+// contender is what the acquire loop makes its passes with: the attempt
+// at a plain lock, or at a semaphore's slots (semAttempt, semaphore.go).
+type contender interface {
+	// pass is one attempt, which never sleeps (see attempt.pass).
+	pass(skipJudge bool) (outcome, lock.Handle, error)
+	// busy, timeout and waitEnded build the errors of a try that found
+	// the lock busy, of a wait the Patience or Ceiling rule ended, and of
+	// one the caller's context ended.
+	busy() error
+	timeout(bound string) error
+	waitEnded(ctxErr error) error
+	// newWaiter subscribes to the releases that may let the next pass in;
+	// block as for Protocol.newWaiter.
+	newWaiter(block bool) *waiter
+	// log reports the loop's events (debug).
+	log(msg string, args ...any)
+}
+
+// loop is the protocol's one acquire loop: passes, and between them the
+// sleeps of a waiter, under the policy's bounds.
+func (p *Protocol) loop(ctx context.Context, wait bool, pol *policy, c contender, start time.Time) (lock.Handle, error) {
 	var w *waiter
 	defer func() { w.close() }()
 	immediate := 0
@@ -267,13 +321,13 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 	for {
 		// The ceiling first, on every pass, on its own.
 		if wait && pol.ceilingReached() {
-			return nil, a.timeout(ceilingBound(p.cfg))
+			return nil, c.timeout(ceilingBound(p.cfg))
 		}
-		out, h, err := a.pass(woken)
+		out, h, err := c.pass(woken)
 		woken = false
 		switch out {
 		case passHeld:
-			a.logger("hold: acquired", "reclaimed", a.reclaimed, "waited", time.Since(start))
+			c.log("hold: acquired", "waited", time.Since(start))
 			return h, nil
 		case passFailed:
 			return nil, err
@@ -285,23 +339,38 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		}
 		immediate = 0
 		if !wait {
-			return nil, a.busy()
+			return nil, c.busy()
 		}
 		if w == nil {
 			// Watch before looking again: a release between our failed
 			// mkdir and the watch would otherwise be missed.
-			a.logger("hold: waiting for lock", "holder", a.seen.why)
+			c.log("hold: waiting for lock")
 			pol.noteWaiting()
-			w = p.newWaiter(req.Path, p.cfg.MaxPoll, ctx.Done() == nil)
+			w = c.newWaiter(ctx.Done() == nil)
 			continue
 		}
 		if pol.wedged() {
-			return nil, a.timeout(patienceBound(p.cfg))
+			return nil, c.timeout(patienceBound(p.cfg))
 		}
 		if woken, err = w.sleep(ctx, w.backoff(pol.nextDeadline())); err != nil {
-			return nil, a.waitEnded(err)
+			return nil, c.waitEnded(err)
 		}
 	}
+}
+
+// newWaiter and log make attempt a contender.
+func (a *attempt) newWaiter(block bool) *waiter {
+	return a.p.newWaiter(a.path, a.p.cfg.MaxPoll, block)
+}
+
+func (a *attempt) log(msg string, args ...any) {
+	switch msg {
+	case "hold: acquired":
+		args = append(args, "reclaimed", a.reclaimed)
+	case "hold: waiting for lock":
+		args = append(args, "holder", a.seen.why)
+	}
+	a.logger(msg, args...)
 }
 
 // pass is one acquisition attempt: mkdir; on contention, a guarded reclaim
@@ -350,6 +419,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
+	if a.nextFence != nil {
+		owner.Fence = a.nextFence()
+	}
 	owner.StartedAt = time.Now()
 	stamp := owner.Encode()
 	if err := d.createOwner(stamp); err != nil {
@@ -392,7 +464,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	a.p.hit(faultAfterReadBack)
 	leave := a.leaveGate
 	a.leaveGate = nil
-	return passHeld, a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin), nil
+	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin)
+	h.slot = a.slot
+	return passHeld, h, nil
 }
 
 // resourceHint explains an error for want of resources, "" for others.

@@ -46,6 +46,9 @@ type handle struct {
 	// leaveGate gives up the place at the waiting gate this holder kept
 	// (idempotent; a no-op when the acquisition was ungated).
 	leaveGate func()
+	// slot is the semaphore slot this handle holds (semaphore.go), -1
+	// for a plain lock.
+	slot int
 }
 
 func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin time.Duration) *handle {
@@ -53,7 +56,7 @@ func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dir
 		leaveGate = func() {}
 	}
 	stale = max(stale, p.cfg.Grace)
-	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate, stale: stale,
+	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate, stale: stale, slot: -1,
 		stopWithin: stopWithin, heartbeat: p.cfg.beatFor(stale, stopWithin), lossAfter: p.cfg.lossAfter(stale, stopWithin)}
 	// The directory's mtime was set when it was made, a moment ago:
 	// counting from now errs by that moment, which the margin covers.

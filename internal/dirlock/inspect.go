@@ -19,7 +19,8 @@ var (
 // liveness.
 //
 // What is not a lock at all (a directory with other files, a data file:
-// see content.go) is an error matching lock.ErrForeign.
+// see content.go) is an error matching lock.ErrForeign. A semaphore is
+// reported as InspectSlots reports it.
 func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 	return p.InspectStale(path, p.cfg.Stale)
 }
@@ -29,6 +30,9 @@ func (p *Protocol) Inspect(path string) (*lock.Status, error) {
 // the caller's view of whether it could take the lock over, as an
 // acquisition given hold.StaleAfter(stale) would judge it.
 func (p *Protocol) InspectStale(path string, staleAfter time.Duration) (*lock.Status, error) {
+	if _, ok := semaphoreSlots(path); ok {
+		return p.InspectSlots(path)
+	}
 	if staleAfter <= 0 {
 		staleAfter = p.cfg.Stale
 	}
@@ -65,6 +69,9 @@ func (p *Protocol) inspectAfter(path string, staleAfter time.Duration) (*lock.St
 // path ("owner process is gone", "no owner record, heartbeat 3.2s old"),
 // for `hold status`.
 func (p *Protocol) Describe(path string) string {
+	if _, ok := semaphoreSlots(path); ok {
+		return p.describeSlots(path)
+	}
 	_, j := p.inspect(path)
 	return j.why
 }
@@ -73,8 +80,12 @@ func (p *Protocol) Describe(path string) string {
 // same rules and under the same guard as a reclaim, and refuses a live one
 // with an error matching lock.ErrBusy that names the holder. With force it
 // removes the lock whatever its state (still only the object it looked
-// at). It returns the state it found.
+// at). It returns the state it found. A semaphore's slots are broken one
+// by one (breakSlots).
 func (p *Protocol) Break(path string, force bool) (*lock.Status, error) {
+	if _, ok := semaphoreSlots(path); ok {
+		return p.breakSlots(path, force)
+	}
 	st, j := p.inspect(path)
 	switch j.verdict {
 	case vanished:

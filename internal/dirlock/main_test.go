@@ -177,6 +177,12 @@ func runWorker(role string) int {
 		return workerBench(target)
 	case "mix":
 		return workerMix(target)
+	case "slots":
+		return workerSlots(target)
+	case "slothold":
+		return workerSlotHold(target)
+	case "slotfault":
+		return workerSlotFault(target)
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

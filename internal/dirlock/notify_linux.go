@@ -83,9 +83,57 @@ func (s *subscription) signal() {
 // watches, or a parent directory that cannot be watched.
 func (p *Protocol) watchRemovals(path string) removals {
 	h := &p.watches
-	dir, name := filepath.Dir(path), filepath.Base(path)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	s := h.subscribe(path, make(chan struct{}, 1))
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+// watchRemovalsOf subscribes to the removal of any of paths, on one
+// channel; nil (poll) when any of them cannot be watched.
+func (p *Protocol) watchRemovalsOf(paths []string) removals {
+	h := &p.watches
+	all := &subscriptions{c: make(chan struct{}, 1)}
+	h.mu.Lock()
+	ok := true
+	for _, path := range paths {
+		s := h.subscribe(path, all.c)
+		if s == nil {
+			ok = false
+			break
+		}
+		all.subs = append(all.subs, s)
+	}
+	h.mu.Unlock()
+	if !ok {
+		all.close() // takes h.mu
+		return nil
+	}
+	return all
+}
+
+// subscriptions is one waiter's interest in several lock paths, signalled
+// on one channel.
+type subscriptions struct {
+	subs []*subscription
+	c    chan struct{}
+}
+
+func (a *subscriptions) C() <-chan struct{} { return a.c }
+
+func (a *subscriptions) close() {
+	for _, s := range a.subs {
+		s.close()
+	}
+}
+
+// subscribe adds a subscription to the removal of path signalled on c,
+// with h.mu held; nil when inotify cannot watch it.
+func (h *watchHub) subscribe(path string, c chan struct{}) *subscription {
+	dir, name := filepath.Dir(path), filepath.Base(path)
 	if h.ino == nil {
 		ino, err := newInotify()
 		if err != nil {
@@ -109,7 +157,7 @@ func (p *Protocol) watchRemovals(path string) removals {
 		byName = make(map[string]map[*subscription]struct{})
 		ino.byWD[wd] = byName
 	}
-	s := &subscription{hub: h, ino: ino, wd: wd, name: name, c: make(chan struct{}, 1)}
+	s := &subscription{hub: h, ino: ino, wd: wd, name: name, c: c}
 	if byName[name] == nil {
 		byName[name] = make(map[*subscription]struct{})
 	}

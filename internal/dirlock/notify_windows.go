@@ -18,16 +18,28 @@ type fsWatch struct {
 }
 
 func (p *Protocol) watchRemovals(path string) removals {
+	return p.watchRemovalsOf([]string{path})
+}
+
+// watchRemovalsOf watches for the removal of any of paths, which are all
+// in one directory (a semaphore's slots).
+func (p *Protocol) watchRemovalsOf(paths []string) removals {
+	if len(paths) == 0 {
+		return nil
+	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil
 	}
-	if err := fw.Add(filepath.Dir(path)); err != nil {
+	if err := fw.Add(filepath.Dir(paths[0])); err != nil {
 		fw.Close()
 		return nil
 	}
 	w := &fsWatch{w: fw, c: make(chan struct{}, 1)}
-	base := filepath.Base(path)
+	names := make(map[string]bool, len(paths))
+	for _, path := range paths {
+		names[filepath.Base(path)] = true
+	}
 	go func() {
 		events, errs := fw.Events, fw.Errors
 		for events != nil || errs != nil {
@@ -37,7 +49,7 @@ func (p *Protocol) watchRemovals(path string) removals {
 					events = nil
 					continue
 				}
-				if ev.Has(fsnotify.Remove|fsnotify.Rename) && filepath.Base(ev.Name) == base {
+				if ev.Has(fsnotify.Remove|fsnotify.Rename) && names[filepath.Base(ev.Name)] {
 					w.signal()
 				}
 			case _, ok := <-errs:

@@ -64,7 +64,9 @@ func releasedWhy(fence uint64) string {
 // path meanwhile: their lock is never replaced. Best effort: without it
 // the next holder starts its token afresh, as on a new path.
 func (h *handle) leavePastRecord() {
-	if h.owner.Fence == 0 {
+	if h.owner.Fence == 0 || h.slot >= 0 {
+		// A semaphore's slot draws its tokens from the semaphore's
+		// counter, which outlives every slot (semaphore.go).
 		return
 	}
 	tmp := h.path + ".released-" + randname.Hex(6)

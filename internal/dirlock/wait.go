@@ -54,6 +54,13 @@ func (p *Protocol) newWaiter(path string, maxPoll time.Duration, block bool) *wa
 	return w
 }
 
+// newSlotWaiter is newWaiter for a semaphore's waiter: it wakes when any
+// of paths (the slots, all in one directory) is removed or renamed away.
+// It never sleeps in blocking system calls.
+func (p *Protocol) newSlotWaiter(paths []string, maxPoll time.Duration) *waiter {
+	return &waiter{next: minPoll, maxPoll: maxPoll, removals: p.watchRemovalsOf(paths)}
+}
+
 func (w *waiter) close() {
 	if w == nil {
 		return
@@ -116,10 +123,14 @@ type policy struct {
 	last      fingerprint
 	sampled   bool
 	startedAt time.Time
+	// look takes the fingerprint of who holds the lock now: of the lock
+	// path, or of a semaphore's slots (semaphore.go).
+	look func() fingerprint
 }
 
 func newPolicy(path string, cfg Config, start time.Time) *policy {
 	p := &policy{path: path, patience: cfg.Patience, startedAt: start}
+	p.look = func() fingerprint { return takeFingerprint(path) }
 	if cfg.Ceiling > 0 {
 		p.ceiling = start.Add(cfg.Ceiling)
 	}
@@ -136,7 +147,7 @@ func newPolicy(path string, cfg Config, start time.Time) *policy {
 func (p *policy) noteWaiting() {
 	if !p.sampled && !p.window.IsZero() {
 		p.sampled = true
-		p.last = takeFingerprint(p.path)
+		p.last = p.look()
 	}
 }
 
@@ -154,7 +165,7 @@ func (p *policy) wedged() bool {
 	if p.window.IsZero() || !time.Now().After(p.window) {
 		return false
 	}
-	fp := takeFingerprint(p.path)
+	fp := p.look()
 	if fp.fi != nil && fp.same(p.last) {
 		return true
 	}

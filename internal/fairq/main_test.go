@@ -67,6 +67,8 @@ func TestMain(m *testing.M) {
 		os.Exit(waiterRole())
 	case "loop":
 		os.Exit(loopRole())
+	case "rw":
+		os.Exit(rwRole())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(roleEnv))
 		os.Exit(2)
