@@ -83,6 +83,9 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Slots > 1 {
+		return c.acquireSlot(ctx, target, req, true)
+	}
 	n := c.beginNamed(req)
 	var h Handle
 	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
@@ -156,6 +159,9 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
+	}
+	if req.Slots > 1 {
+		return c.acquireSlot(context.Background(), target, req, false)
 	}
 	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)

@@ -91,6 +91,10 @@ type config struct {
 	// LockFileMode).
 	makeDirs bool
 	mode     fs.FileMode
+	// slots: the number of slots of the semaphore asked for (Slots);
+	// slotsSet: Slots was given.
+	slots    int
+	slotsSet bool
 }
 
 // configFor applies opts for the entry point in, refusing one that does
@@ -140,6 +144,9 @@ func (c *config) request(target string) (*Request, error) {
 	if err := c.refuseNUL(target); err != nil {
 		return nil, err
 	}
+	if err := c.refuseSlots(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err
@@ -152,7 +159,7 @@ func (c *config) request(target string) (*Request, error) {
 	}
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
-		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target)}
+		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target), Slots: c.slots}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }

@@ -319,6 +319,7 @@ func commandEnv(l *hold.Lock, spec *lockspec.Resolved) []string {
 		"HOLD_TARGET="+spec.Label,
 		"HOLD_LOCK_FILE="+l.Path(),
 		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
+		"HOLD_SLOT="+strconv.Itoa(l.Slot()),
 	)
 }
 
