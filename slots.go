@@ -107,14 +107,3 @@ func (l *Lock) Slot() int {
 	}
 	return 0
 }
-
-// inspectPath is the protocol's Inspect of path, or its InspectSlots when
-// path is a semaphore's.
-func (c *config) inspectPath(path string) (*Status, error) {
-	if sem, ok := c.protocol.(lock.Semaphore); ok {
-		if st, err := sem.InspectSlots(path); err == nil && st != nil && st.Slots > 0 {
-			return st, nil
-		}
-	}
-	return c.protocol.Inspect(path)
-}

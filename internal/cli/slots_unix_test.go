@@ -63,7 +63,8 @@ type statusSlots struct {
 		Held       bool  `json:"held"`
 		KernelPIDs []int `json:"kernel_pids"`
 		Holder     *struct {
-			PID int `json:"pid"`
+			PID     int      `json:"pid"`
+			Command []string `json:"command"`
 		} `json:"holder"`
 	} `json:"slot_holders"`
 }
