@@ -13,7 +13,8 @@ import (
 // An Option changes how a lock is taken, inspected or broken, or what
 // Update and Append may do to their file. The options, by concern: where
 // the lock is (LockFile, Named, ForRewrite); how it is taken
-// (WithProtocol, Shared, Fair, StopWithin, StaleAfter, RefuseMachineLocal);
+// (WithProtocol, Shared, Slots, Fair, StopWithin, StaleAfter,
+// RefuseMachineLocal);
 // the lock file it creates (MakeDirs, LockFileMode); a wait that could
 // never end (FailIfHeldHere, FailIfHeldBy); what its owner record says
 // (Field, OmitCommand); what Update and Append may do to the file
@@ -28,8 +29,8 @@ import (
 //   - LockFile, Named, ForRewrite, WithProtocol, Fair and Logger apply
 //     everywhere (Acquire, TryAcquire, Do, Update, Append, Inspect,
 //     Break), so that one list of them names one lock;
-//   - Shared applies to Acquire, TryAcquire and Do (Update and Append
-//     take the exclusive lock);
+//   - Shared and Slots apply to Acquire, TryAcquire and Do (Update and
+//     Append take the exclusive lock);
 //   - the other options about taking the lock and its record apply to
 //     Acquire, TryAcquire, Do, Update and Append;
 //   - MustExist applies to Update and Append; AllowEmpty, AllowSplit

@@ -2,6 +2,7 @@ package fairq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hold-dev/hold/internal/flock"
@@ -20,6 +21,10 @@ func init() {
 		pl, err := front(ctx, qreq, wait, false, slotFree(flock.Protocol{}, req.Path))
 		if err == errQueued {
 			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Hint: "waiters are queued ahead"}
+		}
+		if errors.Is(err, lock.ErrUnsupported) {
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
+				Hint: "semaphores of kernel locks wait in the fair queue, which is implemented on unix systems only"}
 		}
 		if err != nil {
 			return nil, err
