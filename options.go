@@ -307,6 +307,39 @@ func Shared() Option {
 	return Option{kind: optShared, set: func(c *config) { c.shared = true }}
 }
 
+// Slots makes Acquire, TryAcquire and Do take one of n slots of a
+// counting semaphore at the lock path, instead of the lock itself: at
+// most n holders at once. A waiter takes the first slot that is free, and
+// waiters are served in the order they came (nobody sleeps on a busy slot
+// while another is free); TryAcquire is busy only when all n slots are
+// held (or earlier waiters are queued for the next one), and its error
+// names every holder. Lock.Slot says which slot is held, from 0 to n-1.
+// Fencing tokens rise across all the slots of one lock path.
+//
+// n is part of the lock: while any slot is held, a request with another n
+// fails with an error matching ErrSlotCount that names the n in use;
+// when no slot is held, a new n just works. Slots(1) is the plain lock
+// itself (Slot is then 0). n below 1 is refused with ErrInvalidOption.
+//
+// A plain lock and the slots of a semaphore at one lock path never hold
+// at once: each slot holder holds the lock file shared, so a plain
+// (exclusive) Acquire waits until no slot is held, and the slots wait for
+// a plain holder. Shared holders (Shared) and slot holders may hold
+// together; Slots and Shared together are refused.
+//
+// The kernel lock keeps slot k in the file "<lock path>.slotk", a kernel
+// lock flock(1) can take too, and the n in use in "<lock path>.slots";
+// a crashed holder's slot is free at once. The fair queue (Fair) serves
+// slot waiters in one order with the lock's own fair waiters. A protocol
+// that implements no lock.Semaphore refuses n above 1 with an error
+// matching ErrUnsupported that names it. FailIfHeldHere and FailIfHeldBy
+// look at the plain locks a process holds; a slot holder may wait for
+// another slot of the same semaphore without deadlock, so they do not
+// apply to a semaphore's slots.
+func Slots(n int) Option {
+	return Option{kind: optSlots, set: func(c *config) { c.slots, c.slotsSet = n, true }}
+}
+
 // StopWithin tells a protocol whose lock can expire (etcd's lease,
 // PostgreSQL's session, the portable protocol's heartbeat) how long the
 // holder needs to stop what the lock protects once it learns the lock is
