@@ -17,6 +17,10 @@ import (
 // slot stays free.
 func init() {
 	flock.SetSlotQueue(func(ctx context.Context, req *lock.Request, wait bool) (func(), error) {
+		// The queue's waits arm timers; see proc.ReadyForLock.
+		if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+			return nil, err
+		}
 		qreq := &lock.Request{Path: flock.CountPath(req.Path), Logger: req.Logger}
 		pl, err := front(ctx, qreq, wait, false, slotFree(flock.Protocol{}, req.Path))
 		if err == errQueued {
