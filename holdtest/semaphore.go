@@ -38,6 +38,11 @@ import (
 // RunWorker too. HOLD_TEST_SLOT_KILLS sets the number of kills of the
 // first check (and -short makes it and the acquisitions fewer).
 
+// slowSuffix names, beside the stress check's log, the file that tells its
+// workers to stay inside longer: the kills lag behind the acquisitions,
+// and a slow machine must still see every kill made before the work ends.
+const slowSuffix = ".slow"
+
 // Worker parameters of the semaphore checks.
 const (
 	slotsEnv = "HOLDTEST_SLOTS" // the N of hold.Slots
@@ -104,9 +109,13 @@ func (s Subject) slotWork(role string, opts []hold.Option) (int, bool) {
 			// so its order is the order of the stays inside.
 			fmt.Fprintf(log, "in %d %d %d\n", r.PID, r.Slot, r.Token)
 			out.Encode(r)
-			// Long enough for the stress check to kill 500 holders
-			// inside before 16 workers make 200 stays each.
-			time.Sleep(5 * time.Millisecond)
+			// Long enough for the stress check to find holders inside;
+			// longer while it asks (slowFile: its kills lag behind).
+			stay := 2 * time.Millisecond
+			if _, err := os.Stat(os.Getenv(logEnv) + slowSuffix); err == nil {
+				stay = 50 * time.Millisecond
+			}
+			time.Sleep(stay)
 			fmt.Fprintf(log, "out %d %d\n", r.PID, r.Slot)
 			r.Event = "out"
 			out.Encode(r)
@@ -232,7 +241,25 @@ func (c *checker) atMostN(t *testing.T) {
 	}
 	killed := 0
 	deadline := time.Now().Add(10 * hangBound)
+	slow := false
+	total := workers * each
 	for len(live) > 0 {
+		// Pace the work to the kills: while the share of kills made is
+		// below the share of acquisitions made, the workers stay longer.
+		done := 0
+		mu.Lock()
+		for _, r := range all {
+			done += r.quota - r.left
+		}
+		mu.Unlock()
+		if behind := killed < kills && done*kills >= killed*total; behind != slow {
+			slow = behind
+			if slow {
+				os.WriteFile(logPath+slowSuffix, nil, 0o644)
+			} else {
+				os.Remove(logPath + slowSuffix)
+			}
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the stress check did not finish in %v: %d workers still run", 10*hangBound, len(live))
 		}
