@@ -81,6 +81,9 @@ var (
 	ErrNoToken      = lock.ErrNoToken
 	ErrLockIsTarget = lock.ErrLockIsTarget
 	ErrDeadlock     = lock.ErrDeadlock
+	// ErrSlotCount: a semaphore asked for with a number of slots other
+	// than the one its holders use (see Slots).
+	ErrSlotCount = lock.ErrSlotCount
 )
 
 // ErrInvalidOption: an option passed to an entry point it does not apply

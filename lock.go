@@ -83,6 +83,9 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Slots > 1 {
+		return c.acquireSlot(ctx, target, req, true)
+	}
 	n := c.beginNamed(req)
 	var h Handle
 	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
@@ -156,6 +159,9 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
+	}
+	if req.Slots > 1 {
+		return c.acquireSlot(context.Background(), target, req, false)
 	}
 	n := c.beginNamed(req)
 	h, err := c.protocol.TryAcquire(req)
@@ -357,10 +363,15 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 	return c.inspectOwn(c.inspectEarlier(st, path), target), err
 }
 
-// inspectPath asks the protocol for the state of the lock at path,
-// judged by the caller's stale time (StaleAfter) where the protocol judges
-// by age.
+// inspectPath asks the protocol for the state of the lock at path: its
+// InspectSlots when path is a semaphore's (Slots), otherwise judged by the
+// caller's stale time (StaleAfter) where the protocol judges by age.
 func (c *config) inspectPath(path string) (*Status, error) {
+	if sem, ok := c.protocol.(lock.Semaphore); ok {
+		if st, err := sem.InspectSlots(path); err == nil && st != nil && st.Slots > 0 {
+			return st, nil
+		}
+	}
 	if si, ok := c.protocol.(lock.StaleInspector); ok && c.stale > 0 {
 		return si.InspectStale(path, c.stale)
 	}

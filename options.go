@@ -13,7 +13,8 @@ import (
 // An Option changes how a lock is taken, inspected or broken, or what
 // Update and Append may do to their file. The options, by concern: where
 // the lock is (LockFile, Named, ForRewrite); how it is taken
-// (WithProtocol, Shared, Fair, StopWithin, StaleAfter, RefuseMachineLocal);
+// (WithProtocol, Shared, Slots, Fair, StopWithin, StaleAfter,
+// RefuseMachineLocal);
 // the lock file it creates (MakeDirs, LockFileMode); a wait that could
 // never end (FailIfHeldHere, FailIfHeldBy); what its owner record says
 // (Field, OmitCommand); what Update and Append may do to the file
@@ -28,8 +29,8 @@ import (
 //   - LockFile, Named, ForRewrite, WithProtocol, Fair and Logger apply
 //     everywhere (Acquire, TryAcquire, Do, Update, Append, Inspect,
 //     Break), so that one list of them names one lock;
-//   - Shared applies to Acquire, TryAcquire and Do (Update and Append
-//     take the exclusive lock);
+//   - Shared and Slots apply to Acquire, TryAcquire and Do (Update and
+//     Append take the exclusive lock);
 //   - the other options about taking the lock and its record apply to
 //     Acquire, TryAcquire, Do, Update and Append;
 //   - MustExist applies to Update and Append; AllowEmpty, AllowSplit
@@ -91,6 +92,10 @@ type config struct {
 	// LockFileMode).
 	makeDirs bool
 	mode     fs.FileMode
+	// slots: the number of slots of the semaphore asked for (Slots);
+	// slotsSet: Slots was given.
+	slots    int
+	slotsSet bool
 }
 
 // configFor applies opts for the entry point in, refusing one that does
@@ -140,6 +145,9 @@ func (c *config) request(target string) (*Request, error) {
 	if err := c.refuseNUL(target); err != nil {
 		return nil, err
 	}
+	if err := c.refuseSlots(target); err != nil {
+		return nil, err
+	}
 	path, err := c.lockPath(target)
 	if err != nil {
 		return nil, err
@@ -152,7 +160,7 @@ func (c *config) request(target string) (*Request, error) {
 	}
 	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
-		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target)}
+		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target), Slots: c.slots}
 	c.shapeOwner(&req.Owner)
 	return req, nil
 }
@@ -297,6 +305,39 @@ func Fair() Option {
 // does not advance the fencing token; its Token is the last exclusive one.
 func Shared() Option {
 	return Option{kind: optShared, set: func(c *config) { c.shared = true }}
+}
+
+// Slots makes Acquire, TryAcquire and Do take one of n slots of a
+// counting semaphore at the lock path, instead of the lock itself: at
+// most n holders at once. A waiter takes the first slot that is free, and
+// waiters are served in the order they came (nobody sleeps on a busy slot
+// while another is free); TryAcquire is busy only when all n slots are
+// held (or earlier waiters are queued for the next one), and its error
+// names every holder. Lock.Slot says which slot is held, from 0 to n-1.
+// Fencing tokens rise across all the slots of one lock path.
+//
+// n is part of the lock: while any slot is held, a request with another n
+// fails with an error matching ErrSlotCount that names the n in use;
+// when no slot is held, a new n just works. Slots(1) is the plain lock
+// itself (Slot is then 0). n below 1 is refused with ErrInvalidOption.
+//
+// A plain lock and the slots of a semaphore at one lock path never hold
+// at once: each slot holder holds the lock file shared, so a plain
+// (exclusive) Acquire waits until no slot is held, and the slots wait for
+// a plain holder. Shared holders (Shared) and slot holders may hold
+// together; Slots and Shared together are refused.
+//
+// The kernel lock keeps slot k in the file "<lock path>.slotk", a kernel
+// lock flock(1) can take too, and the n in use in "<lock path>.slots";
+// a crashed holder's slot is free at once. The fair queue (Fair) serves
+// slot waiters in one order with the lock's own fair waiters. A protocol
+// that implements no lock.Semaphore refuses n above 1 with an error
+// matching ErrUnsupported that names it. FailIfHeldHere and FailIfHeldBy
+// look at the plain locks a process holds; a slot holder may wait for
+// another slot of the same semaphore without deadlock, so they do not
+// apply to a semaphore's slots.
+func Slots(n int) Option {
+	return Option{kind: optSlots, set: func(c *config) { c.slots, c.slotsSet = n, true }}
 }
 
 // StopWithin tells a protocol whose lock can expire (etcd's lease,

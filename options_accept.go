@@ -70,6 +70,7 @@ const (
 	optAllowSplit
 	optAllowOwnerChange
 	optLogger
+	optSlots
 	numOptionKinds
 )
 
@@ -106,6 +107,7 @@ var accepts = [numOptionKinds]struct {
 	optAllowSplit:         {"AllowSplit", inUpdate, "only Update replaces the file; Append writes in place, so it never splits a hard link"},
 	optAllowOwnerChange:   {"AllowOwnerChange", inUpdate, "only Update replaces the file; Append writes in place, so the file keeps its owner"},
 	optLogger:             {"Logger", locating, ""},
+	optSlots:              {"Slots", holding, "Update and Append take the lock itself: a guarded write under one slot of several would not be alone"},
 }
 
 // opName is the Op of an entry point's errors.

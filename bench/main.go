@@ -57,6 +57,8 @@ func main() {
 		holdF    = flag.Bool("holdfiles", false, "internal: flock the files named on stdin until stdin closes")
 		baseRev  = flag.String("baseline", "", "compare with hold at this git revision: build the suite against it too and run the Go rows alternately from both builds (default 8 rounds), writing baseline.md")
 		uncBatch = flag.Int("uncontended", 0, "internal: time this many uncontended acquisitions of each op, once")
+		slotsRun = flag.Bool("slots", false, "run only the semaphore rows: 16 workers on 4 slots, hold against 4 flock(2) files picked at random, and --slots 1 against a plain lock (writes slots.md)")
+		slotWork = flag.String("slotworker", "", "internal: run as a worker of this semaphore row")
 	)
 	flag.Parse()
 	switch {
@@ -70,6 +72,25 @@ func main() {
 		self, err := os.Executable()
 		if err == nil {
 			err = listingMain(self, *out, *holdExe, *quick)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case *slotWork != "":
+		os.Exit(slotWorkerMain(*slotWork, *runDir, *m))
+	case *slotsRun:
+		self, err := os.Executable()
+		if err == nil {
+			each := 300
+			if *quick {
+				each = 60
+			}
+			if flagSet("m") {
+				each = *m
+			}
+			err = slotsMain(self, *out, 16, each, *rounds)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

@@ -72,6 +72,20 @@ func TestMain(m *testing.M) {
 
 func TestConformanceKernel(t *testing.T) { holdtest.Run(t, kernel) }
 
+func TestSemaphoreKernel(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("kernel semaphores wait in the fair queue, which is implemented on unix systems only")
+	}
+	holdtest.RunSemaphore(t, kernel)
+}
+
+func TestSemaphoreFair(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("fair mode is implemented on unix systems only")
+	}
+	holdtest.RunSemaphore(t, fair)
+}
+
 func TestConformanceFair(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		fairRefused(t)

@@ -39,6 +39,15 @@
 //     promise, and the next holder's token is above the killed one's;
 //   - foreign content at a lock path is never written or deleted;
 //   - invalid lock names are refused with ErrInvalidName.
+//
+// A protocol that keeps semaphores (lock.Semaphore, hold.Slots) also calls
+// RunSemaphore with its subject, which checks with real processes that
+// never more than N hold at once while holders are killed, that a free
+// slot is taken at once, ErrSlotCount, busy naming every holder, rising
+// tokens, a crashed holder's slot, and a plain lock kept apart (see
+// semaphore.go):
+//
+//	func TestSemaphoreKernel(t *testing.T) { holdtest.RunSemaphore(t, kernel) }
 package holdtest
 
 import (

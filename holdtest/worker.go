@@ -131,6 +131,9 @@ func (s Subject) work(role string) int {
 		out.Encode(r)
 		return 0
 	}
+	if code, ok := s.slotWork(role, opts); ok {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "holdtest: unknown worker role %q\n", role)
 	return 70
 }
@@ -179,6 +182,8 @@ type worker struct {
 	out    *bufio.Scanner
 	waited bool
 	err    error
+	// killedByTest: the test killed it on purpose.
+	killedByTest bool
 }
 
 // start runs the test binary as the worker role of s, with env. The

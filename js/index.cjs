@@ -507,6 +507,8 @@ class Lock {
   constructor(ag, reply) {
     this.#agent = ag;
     this.#number = reply.lock;
+    /** The slot held of a semaphore ({ slots: n }), 0 to n-1; 0 for a lock. */
+    this.slot = reply.slot ?? 0;
     /** The lock path (for etcd, the key). */
     this.path = reply.path;
     /** The protocol holding the lock: 'flock', 'dir', 'etcd'. */
@@ -682,8 +684,8 @@ class Lock {
 }
 
 // The options each function takes.
-const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs']);
-const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared').concat('mustExist'));
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs', 'slots']);
+const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared' && o !== 'slots').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings', 'stale']);
 
@@ -706,6 +708,10 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
       throw new HoldError('EINVAL', `wait must be a number of seconds >= 0 (omit it to wait as long as it takes), not ${String(opts.wait)}`);
     }
     req.wait = opts.wait;
+  }
+  if (opts.slots !== undefined) {
+    if (!Number.isInteger(opts.slots)) throw new HoldError('EINVAL', `slots must be a whole number of slots, not ${String(opts.slots)}`);
+    req.slots = opts.slots;
   }
   if (opts.stale !== undefined) {
     if (typeof opts.stale !== 'number' || !(opts.stale > 0) || opts.stale === Infinity) {

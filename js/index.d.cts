@@ -110,10 +110,16 @@ export interface LockOptions {
    * directories").
    */
   makeDirs?: boolean;
+  /**
+   * Take one of this many slots of a counting semaphore instead of the
+   * lock itself: at most that many holders at once, as `hold run --slots`
+   * (docs/cli.md, "Semaphores"). The lock's `slot` says which.
+   */
+  slots?: number;
 }
 
 /** How to update or append to a file. */
-export interface FileOptions extends Omit<LockOptions, 'shared'> {
+export interface FileOptions extends Omit<LockOptions, 'shared' | 'slots'> {
   /** Fail with 'ENOENT' if the file does not exist (instead of starting empty, or creating it). */
   mustExist?: boolean;
 }
@@ -159,6 +165,8 @@ export interface Lock {
    * before either has token 0 and owner null.
    */
   readonly token: number;
+  /** The slot held of a semaphore (`slots`), 0 to n-1; 0 for a plain lock. */
+  readonly slot: number;
   /** The lock path (for etcd, the key). */
   readonly path: string;
   /** The protocol holding the lock. */

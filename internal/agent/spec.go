@@ -39,6 +39,9 @@ func (req *request) spec() (lockspec.Spec, error) {
 		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
 	}
 	s.MakeDirs = req.MakeDirs
+	if req.Slots != nil {
+		s.Slots, s.SlotsGiven = *req.Slots, true
+	}
 	if req.Mode != nil {
 		if *req.Mode <= 0 || *req.Mode > 0o777 {
 			return s, errkind.Usagef("mode must be permission bits between 1 and 0o777 (511), not %d", *req.Mode)

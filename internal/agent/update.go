@@ -126,6 +126,9 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	if req.Shared {
 		return errkind.Usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
 	}
+	if req.Slots != nil && *req.Slots != 1 {
+		return errkind.Usagef("%s needs the lock itself; \"slots\" does not apply", req.Op)
+	}
 	if err := guard.Refusal(req.Op, req.Target, req.LockFile); err != nil {
 		return err
 	}

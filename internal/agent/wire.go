@@ -98,6 +98,9 @@ type request struct {
 	// or once held for a while, as the library does for its own callers,
 	// and a short hold costs no write at all. Version 3.
 	Lazy bool `json:"lazy"`
+	// Slots: take one of this many slots of a counting semaphore
+	// (hold.Slots, `hold run --slots`).
+	Slots *int `json:"slots"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`
@@ -154,11 +157,13 @@ type reply struct {
 	SpinMicros *int `json:"spin_us,omitempty"`
 
 	// acquire, try, update (the lock taken); lost (the lock lost).
-	Lock     uint64      `json:"lock,omitempty"`
-	Token    uint64      `json:"token,omitempty"`
-	Path     string      `json:"path,omitempty"`
-	Protocol string      `json:"protocol,omitempty"`
-	Owner    *hold.Owner `json:"owner,omitempty"`
+	Lock     uint64 `json:"lock,omitempty"`
+	Token    uint64 `json:"token,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Slot is the slot held of a semaphore (Lock.Slot); absent means 0.
+	Slot  int         `json:"slot,omitempty"`
+	Owner *hold.Owner `json:"owner,omitempty"`
 
 	// update: the update's number and the file's old content.
 	Update uint64 `json:"update,omitempty"`

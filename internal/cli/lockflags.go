@@ -98,6 +98,7 @@ type lockFlags struct {
 	wait         seconds
 	shared       bool
 	exclusive    bool
+	slots        int
 	fair         bool
 	makeDirs     bool
 	conflictExit int
@@ -122,6 +123,7 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.VarP(&f.wait, "wait", "w", "wait at most `SECONDS` for a busy lock (fractions allowed; 0 means --nonblock), then fail with exit 1 (or -E); a free lock is taken however small SECONDS is")
 	fs.Var(&f.wait, "timeout", "same as --wait `SECONDS` (flock(1)'s other name for it)")
 	fs.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) lock")
+	fs.IntVarP(&f.slots, "slots", "", 1, "take one of `N` slots of a counting semaphore: at most N holders at once, each told its slot in HOLD_SLOT (0 to N-1); every holder must use the same N while any slot is held")
 	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default); -e is the same, as in flock(1)")
 	fs.AliasShorthand("e", "exclusive")
 	fs.IntVarP(&f.conflictExit, "conflict-exit-code", "E", exitConflict, "exit status `N` (0-255) when the lock is busy or the wait timed out")
@@ -161,6 +163,9 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 	}
 	if s.WaitGiven {
 		s.Wait = lockspec.SecondsToWait(float64(f.wait))
+	}
+	if f.fs.Changed("slots") {
+		s.Slots, s.SlotsGiven = f.slots, true
 	}
 	if f.fs.Changed("protocol") {
 		s.Protocol, s.ProtocolGiven = f.protocol, true

@@ -16,6 +16,7 @@ import (
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/dirlock"
 	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
@@ -245,13 +246,33 @@ func (l *lister) finish() int {
 		if r.st.State != hold.Free && r.st.Holder != nil {
 			holder = r.st.Holder.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.st.Path, r.st.Protocol, r.st.State, r.st.Fence, r.waiters, holder)
+		state := r.st.State.String()
+		if r.st.Slots > 0 {
+			state = report.NewStatus("", r.st).SemaphoreState()
+			holder = slotHoldersLine(r.st)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.st.Path, r.st.Protocol, state, r.st.Fence, r.waiters, holder)
 	}
 	tw.Flush()
 	if len(l.notes) > 0 {
 		fmt.Fprintf(l.out, "\n%s\n", strings.Join(l.notes, "\n"))
 	}
 	return l.code
+}
+
+// slotHoldersLine names a semaphore's holders in one line: "slot 0: pid
+// 12 (...); slot 2: ...", "-" when none.
+func slotHoldersLine(st *hold.Status) string {
+	var parts []string
+	for k, h := range st.SlotHolders {
+		if h != nil {
+			parts = append(parts, fmt.Sprintf("slot %d: %s", k, h.String()))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fairQueueFile is the fair queue file beside the kernel lock at path, or
@@ -325,6 +346,10 @@ func (l *lister) walk(dir string) error {
 	// A queue whose lock file does not exist yet (its first waiter is
 	// about to create it) still has waiters worth showing.
 	for path := range side.queues {
+		if sem, ok := strings.CutSuffix(path, flock.SlotsSuffix); ok && listed[sem] {
+			// The queue of a semaphore listed above (see waiters).
+			continue
+		}
 		if !listed[path] {
 			if n, _ := fairq.Waiting(path); n > 0 {
 				l.add(&hold.Status{Path: path, Protocol: "flock"}, n)
@@ -402,6 +427,12 @@ func (l *lister) waiters(st *hold.Status, use kernelUse, side sideFiles) int {
 				// blocks on the lock itself: it was counted twice.
 				n--
 			}
+		}
+	}
+	if st.Slots > 0 && side.queues[flock.CountPath(st.Path)] {
+		// A semaphore's waiters queue for its slots.
+		if q, _ := fairq.Waiting(flock.CountPath(st.Path)); q > 0 {
+			n += q
 		}
 	}
 	if side.gates[st.Path] {

@@ -77,6 +77,7 @@ func manEnvironment() []envVar {
 		{"XDG_RUNTIME_DIR, TMPDIR", "not consulted for where named locks (--name) live, so that one name is one lock in every environment (cron, a login shell, ssh, a service, sudo -u): they live in /run/lock/hold-UID where /run/lock is a sticky directory everyone may write (Debian, Ubuntu), else in /var/tmp/hold-UID. Earlier versions kept them in $XDG_RUNTIME_DIR/hold or else hold-UID in the temporary directory: hold also takes the lock of the same name there when its file exists, so an older hold still holding it is waited for, and hold ls lists such a lock while it is held."},
 		{nameddir.TestEnv, "for hold's own tests only: keeps named locks in this directory instead; a process without the same value takes other locks."},
 		{"HOLD_TARGET, HOLD_LOCK_FILE, HOLD_TOKEN, HOLD_LOCK_FD", "set by hold run for its command: the target, the lock path, the fencing token and, when the command inherits the lock, its descriptor (3; with -F, the number hold had it on)."},
+		{"HOLD_SLOT", "set by hold run for its command: the slot held, 0 to N-1 with --slots N, 0 for a plain lock."},
 		{dirlock.EnvStale + ", " + dirlock.EnvHeartbeat + ", " + dirlock.EnvGrace + ", " + dirlock.EnvPatience + ", " + dirlock.EnvCeiling + ", " + dirlock.EnvMaxPoll,
 			"timing of the portable protocol (--protocol dir): a Go duration such as 1.5s, or milliseconds."},
 		{dirlock.EnvGate, "set to 0 to make portable-protocol waiters contend without the local waiting gate."},

@@ -40,6 +40,14 @@ fencing token) in its environment, and the lock is released when it exits,
 not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
 before TARGET; everything after it belongs to the command.
 
+--slots N takes one of N slots of a semaphore instead: at most N commands
+at once, waiters served in arrival order, each the first slot that is
+free; HOLD_SLOT (0 to N-1) says which. Every holder must ask for the same
+N while any slot is held (another N fails with exit 64). A plain lock of
+TARGET waits until no slot is held. Slot K is the kernel lock file
+TARGET.lock.slotK, which flock -s TARGET.lock flock TARGET.lock.slotK CMD
+takes by hand.
+
 Signals: SIGINT, SIGTERM and SIGHUP are passed on to every process of the
 command, and hold exits only after the command has, with its status
 (128+N if a signal N killed it). SIGTERM asks hold to stop: what is left
@@ -319,6 +327,7 @@ func commandEnv(l *hold.Lock, spec *lockspec.Resolved) []string {
 		"HOLD_TARGET="+spec.Label,
 		"HOLD_LOCK_FILE="+l.Path(),
 		"HOLD_TOKEN="+strconv.FormatUint(l.Token(), 10),
+		"HOLD_SLOT="+strconv.Itoa(l.Slot()),
 	)
 }
 

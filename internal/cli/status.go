@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,10 @@ func printStatus(w io.Writer, r *report.Status) {
 	if r.Target != "" && !lockpath.Serves(r.Target, r.Path) {
 		name = fmt.Sprintf("%s (%s)", r.Path, r.Target)
 	}
+	if r.Slots > 0 {
+		printSemaphore(w, name, r)
+		return
+	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.State)
 	fmt.Fprintf(w, "  protocol:  %s\n", r.Protocol)
 	if h := r.Holder; h != nil {
@@ -168,6 +173,37 @@ func printStatus(w io.Writer, r *report.Status) {
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note:      %s\n", r.Note)
 	}
+}
+
+// printSemaphore is printStatus for a semaphore: how many slots are held,
+// then each slot and its holder.
+func printSemaphore(w io.Writer, name string, r *report.Status) {
+	fmt.Fprintf(w, "%s: semaphore, %s\n", name, r.SemaphoreState())
+	fmt.Fprintf(w, "  protocol:  %s\n", r.Protocol)
+	fmt.Fprintf(w, "  slots:     %d\n", r.Slots)
+	for _, s := range r.SlotHolders {
+		line := "free"
+		switch h := s.Holder; {
+		case h != nil:
+			line = fmt.Sprintf("pid %d", h.PID)
+			if h.Host != "" {
+				line += " on host " + h.Host
+			}
+			if len(h.Command) > 0 {
+				line += " (" + strings.Join(h.Command, " ") + ")"
+			}
+			if h.StartedAt != nil {
+				line += fmt.Sprintf(" for %s", lockspec.RoundDuration(time.Since(*h.StartedAt)))
+			}
+			line += ", " + h.Liveness()
+		case s.Held && len(s.KernelPIDs) > 0:
+			line = "kept by pid " + report.JoinPIDs(s.KernelPIDs) + " (no owner record: flock(1), or another tool)"
+		case s.Held:
+			line = "held, by a holder that wrote no owner record (flock(1), or another tool)"
+		}
+		fmt.Fprintf(w, "  slot %-5s %s\n", strconv.Itoa(s.Slot)+":", line)
+	}
+	fmt.Fprintf(w, "  token:     %d\n", r.Token)
 }
 
 func sortedKeys(m map[string]string) []string {

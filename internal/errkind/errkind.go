@@ -97,7 +97,7 @@ func Of(err error) Kinds {
 	}
 	set(Signal, errors.As(err, &sig))
 	set(Usage, errors.As(err, &usage) || errors.Is(err, hold.ErrInvalidName) || errors.Is(err, hold.ErrLockIsTarget))
-	set(Usage, errors.Is(err, hold.ErrInvalidOption))
+	set(Usage, errors.Is(err, hold.ErrInvalidOption) || errors.Is(err, hold.ErrSlotCount))
 	set(Busy, errors.Is(err, hold.ErrBusy))
 	set(Timeout, errors.Is(err, hold.ErrTimeout))
 	set(Exec, errors.As(err, &exec))

@@ -241,6 +241,9 @@ type handle struct {
 	writable bool // the lock file was opened for writing
 	// fenceAbove is lock.Request.FenceAbove.
 	fenceAbove string
+	// fenceFloor is a token the next one must exceed: the last token of
+	// any slot of the semaphore this lock is a slot of (see slots.go).
+	fenceFloor uint64
 
 	mu    sync.Mutex
 	owner lock.Owner

@@ -273,6 +273,10 @@ func (h *handle) publishLocked() {
 		// file that earlier versions locked instead.
 		last = fenceAt(h.fenceAbove)
 	}
+	if last < h.fenceFloor {
+		// A semaphore's slot continues the tokens of all its slots.
+		last = h.fenceFloor
+	}
 	if h.owner.Shared {
 		// A reader's token is only informative: the last one written.
 		h.owner.Fence = last

@@ -73,6 +73,11 @@ type Spec struct {
 	// Mode is a created lock file's permission bits (hold.LockFileMode).
 	MakeDirs bool
 	Mode     fs.FileMode
+	// Slots, when SlotsGiven, asks for one of Slots places of a counting
+	// semaphore (hold.Slots); it must be at least 1, and 1 is the lock
+	// itself.
+	Slots      int
+	SlotsGiven bool
 }
 
 // Field is one KEY=VALUE of the owner record.
@@ -131,6 +136,8 @@ type Resolved struct {
 type Key struct {
 	Target, Protocol, LockFile, Name string
 	Shared, Fair                     bool
+	// Slots is the semaphore's number of slots, 0 for a plain lock.
+	Slots int
 }
 
 // Check refuses a request whose options contradict each other. Resolve
@@ -148,6 +155,12 @@ func (s *Spec) Check() error {
 	}
 	if s.LockFile != "" && s.Name != "" {
 		return errkind.Usagef("--lock-file and --name exclude each other")
+	}
+	if s.SlotsGiven && s.Slots < 1 {
+		return errkind.Usagef("--slots must be at least 1, not %d (1 is the plain lock)", s.Slots)
+	}
+	if s.SlotsGiven && s.Slots > 1 && s.Shared {
+		return errkind.Usagef("--slots and --shared exclude each other: a slot of a semaphore has one holder")
 	}
 	if s.Target == "" && s.LockFile == "" && s.Name == "" {
 		return errkind.Usagef("no TARGET given (or --lock-file PATH, or --name NAME)")
@@ -177,6 +190,9 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 	}
 	*r = Resolved{Target: s.Target, Label: s.Target, Verbose: s.Verbose, Quiet: s.Quiet, ConflictExit: s.ConflictExit,
 		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}, caller: s.Caller}
+	if s.SlotsGiven && s.Slots > 1 {
+		r.Key.Slots = s.Slots
+	}
 	r.Opts = r.opts[:0]
 	if r.Label == "" {
 		r.Label = s.Name + s.LockFile // at most one of them is set
@@ -251,6 +267,9 @@ func (s *Spec) takeOptions(r *Resolved) {
 	r.naming = len(r.Opts)
 	if s.Shared {
 		r.Opts = append(r.Opts, hold.Shared())
+	}
+	if s.SlotsGiven {
+		r.Opts = append(r.Opts, hold.Slots(s.Slots))
 	}
 	for _, f := range s.Fields {
 		r.Opts = append(r.Opts, hold.Field(f.Key, f.Value))

@@ -41,6 +41,31 @@ type Status struct {
 	// liveness on this host, or, for a holder on another host or without
 	// a record, its heartbeat's age.
 	Judged string `json:"judged,omitempty"`
+	// Slots is, for a semaphore (hold run --slots), its number of slots,
+	// and SlotsHeld how many are held; SlotHolders has one entry per
+	// slot. Zero and empty for a plain lock.
+	Slots       int        `json:"slots,omitempty"`
+	SlotsHeld   int        `json:"slots_held,omitempty"`
+	SlotHolders []SlotInfo `json:"slot_holders,omitempty"`
+}
+
+// SlotInfo is one slot of a semaphore: whether it is held, and by whom
+// (its owner record; the kernel's pids where it has none, as for a slot
+// taken by hand with flock(1)).
+type SlotInfo struct {
+	Slot       int     `json:"slot"`
+	Held       bool    `json:"held"`
+	Holder     *Holder `json:"holder,omitempty"`
+	KernelPIDs []int   `json:"kernel_pids,omitempty"`
+}
+
+// SemaphoreState says how much of a semaphore is held, for people and
+// for `hold ls`: "3/4 held", "free (4 slots)".
+func (r *Status) SemaphoreState() string {
+	if r.SlotsHeld == 0 {
+		return fmt.Sprintf("free (%d slots)", r.Slots)
+	}
+	return fmt.Sprintf("%d/%d held", r.SlotsHeld, r.Slots)
 }
 
 // Holder describes a lock's holder from its owner record.
@@ -95,6 +120,9 @@ func NewStatus(target string, st *hold.Status) *Status {
 		Held:     st.State == hold.HeldExclusive || st.State == hold.HeldShared,
 		Token:    st.Fence,
 	}
+	if st.Slots > 0 {
+		return newSemaphore(r, st)
+	}
 	h := st.Holder
 	if h == nil {
 		return r
@@ -135,6 +163,26 @@ func NewStatus(target string, st *hold.Status) *Status {
 			"(it does once it has held the lock for 10-60 ms or is asked for its token), or one that could not write it"
 	case len(h.PIDs) > 0 && !slices.Contains(h.PIDs, h.Owner.PID):
 		r.Note = fmt.Sprintf("the kernel names pid %s as the holder, not the recorded pid %d", JoinPIDs(h.PIDs), h.Owner.PID)
+	}
+	return r
+}
+
+// newSemaphore completes r for the semaphore st.
+func newSemaphore(r *Status, st *hold.Status) *Status {
+	r.Slots = st.Slots
+	for k, h := range st.SlotHolders {
+		s := SlotInfo{Slot: k, Held: h != nil}
+		if h != nil {
+			r.SlotsHeld++
+			s.KernelPIDs = h.PIDs
+			if h.Owner != nil && !h.Owner.Released {
+				s.Holder = NewHolder(h, true)
+			}
+		}
+		r.SlotHolders = append(r.SlotHolders, s)
+	}
+	if h := st.Holder; h != nil && h.Owner != nil && !h.Owner.Released {
+		r.Holder = NewHolder(h, true)
 	}
 	return r
 }

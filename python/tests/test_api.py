@@ -438,3 +438,35 @@ class ReadmeTest(unittest.TestCase):
         text = " ".join(self.readme().split())
         self.assertIn("raises `hold.Deadlock` at once", text)
         self.assertNotIn("a second `lock()` of a lock this process holds waits for it", text)
+
+
+@unittest.skipIf(sys.platform == "win32", "kernel semaphores are unix-only")
+class SlotsTest(TempDirTest):
+    def test_sync_and_async_holders_share_a_semaphore(self) -> None:
+        t = self.path("builds")
+        a = hold.lock(t, slots=3)
+        b = hold.try_lock(t, slots=3)
+
+        async def third() -> int:
+            async with hold.alock(t, slots=3, timeout=HANG) as c:
+                self.assertGreater(c.token, b.token)
+                with self.assertRaises(hold.Busy):
+                    hold.try_lock(t, slots=3)
+                return c.slot
+
+        slot_c = asyncio.run(third())
+        self.assertEqual(sorted([a.slot, b.slot, slot_c]), [0, 1, 2])
+        self.assertGreater(b.token, a.token)
+        with self.assertRaises(hold.Invalid) as e:
+            hold.try_lock(t, slots=2)
+        self.assertIn("3 in use", str(e.exception))
+        st = hold.status(t)
+        self.assertEqual((st["slots"], st["slots_held"]), (3, 2))
+        a.release()
+        b.release()
+        with hold.lock(t) as plain:
+            self.assertEqual(plain.slot, 0)
+        with self.assertRaises(hold.Invalid):
+            hold.lock(t, slots=0)
+        with self.assertRaises(hold.Invalid):
+            hold.lock(t, slots="two")  # type: ignore[arg-type]

@@ -95,6 +95,8 @@ class Lock:
         self._lost: Optional[HoldError] = None
         self._released = False
         self.token: int = int(reply.get("token") or 0)
+        #: The slot held of a semaphore (``slots=n``), 0 to n-1; 0 for a lock.
+        self.slot: int = int(reply.get("slot") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
         # A reply of the synchronous channel keeps the record undecoded
@@ -327,6 +329,7 @@ def _request(
     allow_empty: bool = False,
     make_dirs: bool = False,
     mode: Optional[int] = None,
+    slots: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
@@ -360,6 +363,10 @@ def _request(
         if isinstance(mode, bool) or not isinstance(mode, int) or not 0 < mode <= 0o777:
             raise Invalid(f"mode must be permission bits such as 0o644, not {mode!r}")
         req["mode"] = mode
+    if slots is not None:
+        if isinstance(slots, bool) or not isinstance(slots, int):
+            raise Invalid(f"slots must be a number of slots, not {slots!r}")
+        req["slots"] = slots
     if fields is not None:
         req["fields"] = _strings("fields", fields)
     if settings is not None:
@@ -478,6 +485,7 @@ def lock(
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
     make_dirs: bool = False,
+    slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -494,7 +502,9 @@ def lock(
     umask; 0o666 otherwise). A missing parent directory of the lock file is
     an error (``NotFound``), as for the hold command, Go and Node, unless
     ``make_dirs`` is True, which makes it (mode 0777 under the umask), as
-    filelock does.
+    filelock does. ``slots=n`` takes one of n slots of a counting semaphore
+    instead (at most n holders at once, as ``hold run --slots n``); the
+    Lock's ``slot`` says which, 0 to n-1.
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
@@ -506,6 +516,7 @@ def lock(
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
+        slots=slots,
     )
     return _take("acquire", req)
 
@@ -522,12 +533,14 @@ def try_lock(
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
     make_dirs: bool = False,
+    slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
     req = _request(
         target, shared=shared, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
+        slots=slots,
     )
     return _take("try", req)
 
@@ -609,6 +622,7 @@ def alock(
     settings: Optional[Mapping[str, str]] = None,
     mode: Optional[int] = None,
     make_dirs: bool = False,
+    slots: Optional[int] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
@@ -617,6 +631,7 @@ def alock(
     req = _request(
         target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
         lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
+        slots=slots,
     )
     return _AsyncAcquire(req)
 

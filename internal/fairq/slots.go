@@ -1,0 +1,125 @@
+package fairq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/resched"
+	"github.com/hold-dev/hold/lock"
+)
+
+// The kernel semaphore's waiters wait in a queue of this package's, at
+// the path of the semaphore's count file (see internal/flock's slots.go);
+// the stall rule passes over a first waiter that keeps its place while a
+// slot stays free.
+func init() {
+	flock.SetSlotQueue(func(ctx context.Context, req *lock.Request, wait bool) (func(), error) {
+		// The queue's waits arm timers; see proc.ReadyForLock.
+		if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+			return nil, err
+		}
+		qreq := &lock.Request{Path: flock.CountPath(req.Path), Logger: req.Logger}
+		pl, err := front(ctx, qreq, wait, false, slotFree(flock.Protocol{}, req.Path))
+		if err == errQueued {
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Hint: "waiters are queued ahead"}
+		}
+		if errors.Is(err, lock.ErrUnsupported) {
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrUnsupported,
+				Hint: "semaphores of kernel locks wait in the fair queue, which is implemented on unix systems only"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return pl.Leave, nil
+	})
+}
+
+// The fair semaphore's capability.
+var _ lock.Semaphore = Protocol{}
+
+// slotFree returns the stall rule's test for a semaphore: whether a slot
+// of the one at path is free.
+func slotFree(sem lock.Semaphore, path string) func() bool {
+	return func() bool {
+		st, err := sem.InspectSlots(path)
+		if err != nil || st.Slots == 0 {
+			return false
+		}
+		for _, h := range st.SlotHolders {
+			if h == nil {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// semaphore returns the wrapped protocol's semaphore, or the error that
+// it has none.
+func (p Protocol) semaphore(path string) (lock.Semaphore, error) {
+	sem, ok := p.inner.(lock.Semaphore)
+	if !ok {
+		return nil, &lock.Error{Op: "acquire", Path: path, Err: fmt.Errorf("%w: the %s protocol has no semaphores", lock.ErrUnsupported, p.inner.Name()),
+			Hint: "ask for a plain lock, or use a protocol that keeps semaphores (the kernel lock, the default)"}
+	}
+	return sem, nil
+}
+
+// AcquireSlot waits in the fair queue of req.Path, as Acquire does, then
+// for a slot of the wrapped protocol's semaphore: fair waiters for a slot
+// and fair waiters for the lock itself are served in one order.
+func (p Protocol) AcquireSlot(ctx context.Context, req *lock.Request) (lock.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err)}
+	}
+	return p.acquireSlot(ctx, req, true)
+}
+
+// TryAcquireSlot takes a slot only if no fair waiter is queued and a slot
+// is free; it never waits.
+func (p Protocol) TryAcquireSlot(req *lock.Request) (lock.Handle, error) {
+	return p.acquireSlot(context.Background(), req, false)
+}
+
+// InspectSlots reports the wrapped protocol's semaphore.
+func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
+	sem, err := p.semaphore(path)
+	if err != nil {
+		return nil, err
+	}
+	return sem.InspectSlots(path)
+}
+
+// acquireSlot is acquire for a slot: the front of the queue, then the
+// wrapped semaphore.
+func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
+	sem, err := p.semaphore(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
+		return nil, err
+	}
+	pl, err := front(ctx, req, wait, p.ticketFiles, slotFree(sem, req.Path))
+	if err == errQueued {
+		e := busyError(p, req.Path)
+		if st, serr := sem.InspectSlots(req.Path); serr == nil && st.Slots > 0 {
+			e.(*lock.Error).Holder = st.Holder
+		}
+		return nil, e
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer pl.Leave()
+	if wait {
+		if ctx.Done() == nil {
+			resched.BeforeBlocking()
+		}
+		return sem.AcquireSlot(ctx, req)
+	}
+	return sem.TryAcquireSlot(req)
+}
