@@ -55,3 +55,16 @@ func TestConformanceEtcd(t *testing.T) {
 	s.Env = []string{endpointEnv + "=" + testEndpoint}
 	holdtest.Run(t, s)
 }
+
+// TestSemaphoreEtcd runs holdtest's semaphore checks on etcd. A killed
+// holder's place stays taken until its lease runs out, so the stress kills
+// fewer holders than elsewhere unless HOLD_TEST_SLOT_KILLS says otherwise.
+func TestSemaphoreEtcd(t *testing.T) {
+	t.Setenv(endpointEnv, testEndpoint)
+	if os.Getenv("HOLD_TEST_SLOT_KILLS") == "" {
+		t.Setenv("HOLD_TEST_SLOT_KILLS", "40")
+	}
+	s := etcdSubject
+	s.Env = []string{endpointEnv + "=" + testEndpoint}
+	holdtest.RunSemaphore(t, s)
+}

@@ -38,3 +38,12 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformancePortable(t *testing.T) { holdtest.Run(t, subject) }
+
+// TestSemaphorePortable runs holdtest's semaphore checks on the portable
+// protocol. A semaphore's directory is never deleted and keeps its token
+// counter, so its tokens are checked, unlike the plain lock's.
+func TestSemaphorePortable(t *testing.T) {
+	s := subject
+	s.NoTokens = ""
+	holdtest.RunSemaphore(t, s)
+}

@@ -56,3 +56,12 @@ func TestConformancePostgres(t *testing.T) {
 	subject.Env = []string{connEnv + "=" + s.ConnString()}
 	holdtest.Run(t, subject)
 }
+
+// TestSemaphorePostgres runs holdtest's semaphore checks on PostgreSQL.
+func TestSemaphorePostgres(t *testing.T) {
+	s := needServer(t)
+	t.Setenv(connEnv, s.ConnString())
+	subject := pgSubject
+	subject.Env = []string{connEnv + "=" + s.ConnString()}
+	holdtest.RunSemaphore(t, subject)
+}
