@@ -3,10 +3,7 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -14,18 +11,7 @@ import (
 // runHoldEnv runs the hold binary in dir with extra environment variables.
 func runHoldEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, holdBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runIn(t, dir, append(os.Environ(), env...), holdBin, args...)
 }
 
 func TestDebugEventsOnlyWithHoldDebug(t *testing.T) {

@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/etcd/etcdtest"
-	"github.com/hold-dev/hold/internal/report"
 )
 
 // startEtcd runs an etcd server inside the test and returns its host:port.
@@ -55,46 +53,7 @@ func TestEtcdStatusBusyAndSecrets(t *testing.T) {
 	waitFor(t, filepath.Join(dir, "ready"))
 	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
 
-	r := runHold(t, dir, "status", addr)
-	if r.code != 0 {
-		t.Fatalf("status: exit %d: %s", r.code, r.stderr)
-	}
-	t.Logf("hold status %s:\n%s", addr, r.stdout)
-	for _, want := range []string{"held exclusive", "etcd", fmt.Sprintf("pid %d", holder.Process.Pid), "nightly", "--etcd-password ***"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
-		}
-	}
-	if strings.Contains(r.stdout+r.stderr, secret) {
-		t.Errorf("status shows the password:\n%s", r.stdout)
-	}
-
-	r = runHold(t, dir, "status", "--json", addr)
-	var rep report.Status
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("status --json: %v: %q", err, r.stdout)
-	}
-	if !rep.Held || rep.Protocol != "etcd" || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
-		t.Errorf("status --json = %+v", rep)
-	}
-
-	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
-		t.Errorf("run -n on a held etcd lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
-	}
-	r = runHold(t, dir, "run", "-w", "0.3", addr, "--", "true")
-	if r.code != 1 {
-		t.Errorf("run -w 0.3 on a held etcd lock: exit %d, stderr %q; want 1", r.code, r.stderr)
-	}
-
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-	if code := waitExit(t, holder); code != 0 {
-		t.Fatalf("holder exited %d", code)
-	}
-	r = runHold(t, dir, "status", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "free") {
-		t.Errorf("status after release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	checkRemoteHeld(t, dir, addr, "etcd", secret, holder, "--etcd-password ***")
 	// The password from the environment works the same way.
 	cmd := exec.Command(holdBin, "run", "--etcd-user", "deployer", addr, "--", "true")
 	cmd.Env = append(os.Environ(), "HOLD_ETCD_PASSWORD="+secret)
@@ -146,26 +105,5 @@ func TestEtcdBadInput(t *testing.T) {
 // revokes its lease, and the holder's `hold run` learns it lost the lock,
 // stops its command and exits 65.
 func TestEtcdBreak(t *testing.T) {
-	addr := "etcd://" + startEtcd(t) + "/locks/stuck"
-	dir := t.TempDir()
-	holder, holderErr := startHold(t, dir, "run", addr, "-c", gatedCommand)
-	waitFor(t, filepath.Join(dir, "ready"))
-	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
-
-	if r := runHold(t, dir, "break", addr); r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
-		t.Errorf("break of a live holder: exit %d, stderr %q; want 1 naming it", r.code, r.stderr)
-	}
-	r := runHold(t, dir, "break", "--force", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "removed") {
-		t.Fatalf("break --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if code := waitExit(t, holder); code != exitLockError {
-		t.Errorf("holder after break: exit %d, want %d; stderr %q", code, exitLockError, holderErr())
-	}
-	if !strings.Contains(holderErr(), "lost") {
-		t.Errorf("holder's stderr does not say the lock was lost: %q", holderErr())
-	}
-	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
-		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
-	}
+	checkRemoteBreak(t, "etcd://"+startEtcd(t)+"/locks/stuck")
 }

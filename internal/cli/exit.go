@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/hold-dev/hold/internal/errkind"
@@ -39,32 +40,75 @@ const exitEmptyOutput = exitUsage
 // reached: EX_UNAVAILABLE, which also says a command could not start.
 const exitUnavailable = exitExecFailed
 
+// exitStatuses is the exit status table: `hold help` and the man page
+// print each status with its text in full (exitCodeHelp), and a
+// command's first screen of --help its brief (briefExitStatuses).
+var exitStatuses = []struct {
+	code, brief string
+	// text is the full description, wrapped at 80 columns after the
+	// code's column.
+	text string
+}{
+	{"0..255", "the command's own status", `the command's own status (hold run); 128+N if it was killed by signal N`},
+	{"137", "hold had to SIGKILL some of it", `hold run had to kill (SIGKILL) some process of the command: it still
+ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
+is 65 all the same)`},
+	{"1", "busy (-n), timed out (-w); see -E", `the lock is busy (-n), the wait timed out (-w), or the wait gave up
+without the lock (its place in line went away); set another with -E N`},
+	{"64", "usage error", `usage error: bad flag or argument; also hold update's FILTER
+printed nothing, without --allow-empty (FILE is left as it was)`},
+	{"65", "the lock is unusable, or lost", `the lock could not be used (unsupported filesystem, clock skew), or
+was lost while held`},
+	{"66", "the lock path cannot be used", `the lock path, or the file update or append changes, cannot be used:
+missing directory, not a regular file, no permission, or something
+hold did not create (data, another tool's file, a named-lock
+directory another user made); hold status of a path in a
+directory that does not exist`},
+	{"69", "command not started; no server", `the command could not be started, or a lock server (etcd,
+PostgreSQL) could not be reached`},
+	{"70", "deadlock with an ancestor", `deadlock: the lock is held by an ancestor that waits for this
+process (hold run T -- hold run T ...); the message names it`},
+	{"71", "other operating-system error", `other operating-system error`},
+	{"73", "read-only or full filesystem", `read-only or full filesystem`},
+	{"128+N", "signal N while waiting", `interrupted by signal N while waiting`},
+}
+
 // exitCodeHelp is the exit status table printed by `hold help`.
-const exitCodeHelp = `
-Exit status:
-  0..255  the command's own status (hold run); 128+N if it was killed by signal N
-  137     hold run had to kill (SIGKILL) some process of the command: it still
-          ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
-          is 65 all the same)
-  1       the lock is busy (-n), the wait timed out (-w), or the wait gave up
-          without the lock (its place in line went away); set another with -E N
-  64      usage error: bad flag or argument; also hold update's FILTER
-          printed nothing, without --allow-empty (FILE is left as it was)
-  65      the lock could not be used (unsupported filesystem, clock skew), or
-          was lost while held
-  66      the lock path, or the file update or append changes, cannot be used:
-          missing directory, not a regular file, no permission, or something
-          hold did not create (data, another tool's file, a named-lock
-          directory another user made); hold status of a path in a
-          directory that does not exist
-  69      the command could not be started, or a lock server (etcd,
-          PostgreSQL) could not be reached
-  70      deadlock: the lock is held by an ancestor that waits for this
-          process (hold run T -- hold run T ...); the message names it
-  71      other operating-system error
-  73      read-only or full filesystem
-  128+N   interrupted by signal N while waiting
-`
+var exitCodeHelp = func() string {
+	var b strings.Builder
+	b.WriteString("\nExit status:\n")
+	for _, e := range exitStatuses {
+		for i, line := range strings.Split(e.text, "\n") {
+			code := e.code
+			if i > 0 {
+				code = ""
+			}
+			fmt.Fprintf(&b, "  %-7s %s\n", code, line)
+		}
+	}
+	return b.String()
+}()
+
+// briefExitStatuses is the exit status table in two columns of briefs,
+// for a command's first screen of --help.
+func briefExitStatuses() string {
+	var b strings.Builder
+	b.WriteString("Exit status:\n")
+	half := (len(exitStatuses) + 1) / 2
+	for i := range half {
+		left := exitStatuses[i]
+		fmt.Fprintf(&b, "  %-6s %-34s", left.code, left.brief)
+		if j := i + half; j < len(exitStatuses) {
+			fmt.Fprintf(&b, " %-6s %s", exitStatuses[j].code, exitStatuses[j].brief)
+		}
+		b.WriteString("\n")
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
 
 // usagef returns a usage error (exit 64).
 func usagef(format string, args ...any) error { return errkind.Usagef(format, args...) }

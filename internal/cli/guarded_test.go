@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -28,22 +27,12 @@ import (
 // runHoldIn runs the hold binary in dir with stdin and waits for it.
 func runHoldIn(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, holdBin, args...)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runBounded(t, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, holdBin, args...)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		return cmd
+	})
 }
 
 // ourTemps lists hold's temp files beside file.
@@ -457,19 +446,12 @@ func holdAsNobody(t *testing.T) string {
 // runHoldAs runs bin as the user and groups in cred, in dir.
 func runHoldAs(t *testing.T, bin string, cred *syscall.Credential, dir string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runBounded(t, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		return cmd
+	})
 }
 
 // publicDir is a directory every user may enter (see testenv.PublicDir).

@@ -74,6 +74,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,16 +125,16 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.Var(&f.wait, "timeout", "same as --wait `SECONDS` (flock(1)'s other name for it)")
 	fs.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) lock")
 	fs.IntVarP(&f.slots, "slots", "", 1, "take one of `N` slots of a counting semaphore: at most N holders at once, each told its slot in HOLD_SLOT (0 to N-1); every holder must use the same N while any slot is held")
-	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default); -e is the same, as in flock(1)")
+	fs.BoolVarP(&f.exclusive, "exclusive", "x", false, "take an exclusive (writer) lock (the default; -e too, as flock(1))")
 	fs.AliasShorthand("e", "exclusive")
-	fs.IntVarP(&f.conflictExit, "conflict-exit-code", "E", exitConflict, "exit status `N` (0-255) when the lock is busy or the wait timed out")
+	fs.IntVarP(&f.conflictExit, "conflict-exit-code", "E", exitConflict, "exit `N` (0-255) on a busy lock or a timed-out wait")
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting (who holds the lock), acquiring, and a busy lock or timed-out wait on stderr, even when it is not a terminal")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing about a busy lock, a timed-out wait or a lock taken without a record, even on a terminal (the exit status still tells)")
 	fs.StringVar(&f.lockFile, "lock-file", "", "use exactly the lock file `PATH` instead of TARGET.lock")
-	fs.StringVar(&f.name, "name", "", "use the named lock `NAME` in your private lock directory (TARGET may then be omitted)")
+	fs.StringVar(&f.name, "name", "", "named lock `NAME` in your private lock directory (then no TARGET)")
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
-	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock first come, first served (unix)")
+	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock in arrival order (unix)")
 	fs.BoolVar(&f.makeDirs, "make-dirs", false, "make the lock file's missing parent directories (by default a missing one is an error, exit 66)")
 	for _, s := range lockspec.RemoteSettings {
 		usage := s.Usage + " (default $" + s.Env
@@ -272,7 +273,7 @@ func parseFlags(fs *gnuflag.FlagSet, args []string) (code int, done bool) {
 	}
 	err := fs.Parse(args)
 	if errors.Is(err, gnuflag.ErrHelp) || (err == nil && *help) {
-		printCommandHelp(os.Stdout, fs)
+		printCommandHelp(os.Stdout, fs, helpInFull)
 		return 0, true
 	}
 	if err != nil {
@@ -283,11 +284,20 @@ func parseFlags(fs *gnuflag.FlagSet, args []string) (code int, done bool) {
 	return 0, false
 }
 
+// helpInFull: --help prints a command's whole help, not its first screen
+// (command.brief); `hold help CMD` sets it.
+var helpInFull bool
+
 // printCommandHelp prints the usage, flags and help text of the command
-// whose flag set is fs.
-func printCommandHelp(w io.Writer, fs *gnuflag.FlagSet) {
+// whose flag set is fs: everything when full is set or the command has no
+// brief, else its first screen (printBriefHelp).
+func printCommandHelp(w io.Writer, fs *gnuflag.FlagSet, full bool) {
 	name := strings.TrimPrefix(fs.Name(), "hold ")
 	c := commands[name]
+	if c != nil && c.brief != nil && !full {
+		printBriefHelp(w, fs, c)
+		return
+	}
 	fmt.Fprintln(w, "Usage:")
 	if c != nil {
 		for _, u := range strings.Split(c.usage, "\n") {
@@ -322,4 +332,39 @@ func interruptible(parent context.Context) (ctx context.Context, stop func()) {
 		stopSignals()
 		cancel(nil)
 	}
+}
+
+// printBriefHelp prints the first screen of c's help, for `hold CMD
+// --help`: its usage and summary, the flags c.brief names, the exit
+// statuses in brief, and where the rest is.
+func printBriefHelp(w io.Writer, fs *gnuflag.FlagSet, c *command) {
+	fmt.Fprintln(w, "Usage:")
+	for _, u := range strings.Split(c.usage, "\n") {
+		fmt.Fprintf(w, "  hold %s\n", u)
+	}
+	fmt.Fprintf(w, "\n%s\n", c.summary)
+	own, hold, _ := slicesCut(c.brief, "")
+	for _, part := range []struct {
+		title string
+		names []string
+	}{{"Flags, as in flock(1):", own}, {"The most used of hold's own:", hold}} {
+		sub := newFlagSet(c.name, false)
+		for _, n := range part.names {
+			f := fs.Lookup(n)
+			if f == nil {
+				panic("hold: the brief help of " + c.name + " names no flag --" + n)
+			}
+			sub.AddFlag(f)
+		}
+		fmt.Fprintf(w, "\n%s\n%s", part.title, sub.Usages(100))
+	}
+	fmt.Fprintf(w, "\n%s\nSee 'hold help %s' or 'man hold' for all of its flags and how it behaves.\n", briefExitStatuses(), c.name)
+}
+
+// slicesCut splits s around the first sep, as strings.Cut does.
+func slicesCut(s []string, sep string) (before, after []string, found bool) {
+	if i := slices.Index(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, nil, false
 }

@@ -34,9 +34,16 @@ type command struct {
 	// usage is the synopsis, without "hold ": "run [flags] TARGET -- COMMAND".
 	// Several forms go on separate lines.
 	usage string
-	// help is printed after the flags by `hold CMD --help`: what the
-	// command does beyond the flags, its exit status, caveats.
+	// help is printed after the flags by `hold help CMD` (and by
+	// `hold CMD --help` when brief is nil): what the command does beyond
+	// the flags, its exit status, caveats.
 	help string
+	// brief, when set, makes `hold CMD --help` one screen: the usage,
+	// the summary, only the flags named here (long names, in this order:
+	// first flock(1)'s, then, after an empty name, the most used of
+	// hold's own), the exit statuses in brief and where the rest is.
+	// `hold help CMD`, the man page and docs/cli.md keep everything.
+	brief []string
 	// hidden commands are internal (e.g. the demo's writer processes) and
 	// are not listed in `hold help`.
 	hidden bool
@@ -75,6 +82,7 @@ func dispatch(args []string) int {
 	case "-h", "--help", "help":
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
+				helpInFull = true
 				return c.run([]string{"--help"})
 			}
 			fmt.Fprintln(os.Stderr, unknownCommand(args[1:]))
@@ -114,16 +122,16 @@ func unknownCommand(args []string) string {
 // tagline says what hold is, in `hold help` and the man page's NAME.
 const tagline = "run commands under cross-process locks (flock(1)-compatible), see who holds them"
 
+// printUsage prints `hold help`, one screen: what hold is, how a command
+// line goes, the commands, where each one's help is, and the exit
+// statuses in brief (the man page, from exitCodeHelp, has them in full).
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "hold: "+tagline)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
+	fmt.Fprintln(w, "  hold COMMAND [flags] ARGS...")
+	fmt.Fprintln(w, "  hold "+strings.Split(commands["run"].usage, "\n")[0])
 	names := visibleCommands()
-	for _, name := range names {
-		for _, u := range strings.Split(commands[name].usage, "\n") {
-			fmt.Fprintf(w, "  hold %s\n", u)
-		}
-	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	width := 0
@@ -134,8 +142,10 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s %s\n", width, name, commands[name].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'hold help COMMAND' or 'hold COMMAND --help' for a command's flags.")
-	fmt.Fprint(w, exitCodeHelp)
+	fmt.Fprintln(w, "Run 'hold help COMMAND' for a command's synopsis and all of its flags, 'hold COMMAND")
+	fmt.Fprintln(w, "--help' for its first screen, and 'man hold' (or 'hold man') for the whole manual.")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, briefExitStatuses())
 }
 
 // visibleCommands lists the names of the commands `hold help` shows,

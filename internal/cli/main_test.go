@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,11 +55,6 @@ func TestMain(m *testing.M) {
 // machine may be loaded, so it is generous.
 const hangLimit = 30 * time.Second
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
 // runHold runs the hold binary in dir and waits for it.
 func runHold(t *testing.T, dir string, args ...string) result {
 	t.Helper()
@@ -71,21 +65,11 @@ func runHold(t *testing.T, dir string, args ...string) result {
 // waits for it, at most hangLimit.
 func runIn(t *testing.T, dir string, env []string, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env = dir, env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s %v: did not finish within %v", filepath.Base(name), args, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%s %v: %v", filepath.Base(name), args, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runBounded(t, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		return cmd
+	})
 }
 
 // startHold starts the hold binary in dir in the background. The caller
@@ -105,12 +89,7 @@ func startHold(t *testing.T, dir string, args ...string) (*exec.Cmd, func() stri
 		t.Fatal(err)
 	}
 	errf.Close()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	killAtCleanup(t, cmd)
 	return cmd, func() string { b, _ := os.ReadFile(errf.Name()); return string(b) }
 }
 
@@ -118,14 +97,7 @@ func startHold(t *testing.T, dir string, args ...string) (*exec.Cmd, func() stri
 // shell reports it.
 func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(hangLimit):
-		cmd.Process.Kill()
-		t.Fatalf("%v did not exit within %v", cmd.Args, hangLimit)
-	}
+	waitBounded(t, cmd)
 	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -114,11 +112,6 @@ func childCommand(t *testing.T) []string {
 // (one wineserver process serves them all).
 const hangLimit = 2 * time.Minute
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
 // holdCmd is hold ARGS... run in dir, whose command (after "--", if
 // given) plays role.
 func holdCmd(dir, role string, args ...string) *exec.Cmd {
@@ -135,20 +128,7 @@ func holdCmdContext(ctx context.Context, dir, role string, args ...string) *exec
 // runHold runs hold in dir and waits for it.
 func runHold(t *testing.T, dir, role string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := holdCmdContext(ctx, dir, role, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runBounded(t, func(ctx context.Context) *exec.Cmd { return holdCmdContext(ctx, dir, role, args...) })
 }
 
 // startHold starts hold in the background; cleanup kills it if the test
@@ -159,26 +139,14 @@ func startHold(t *testing.T, dir, role string, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	killAtCleanup(t, cmd)
 	return cmd
 }
 
 // waitExit waits for a background hold and returns its exit status.
 func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(hangLimit):
-		cmd.Process.Kill()
-		t.Fatalf("%v did not exit within %v", cmd.Args, hangLimit)
-	}
+	waitBounded(t, cmd)
 	return cmd.ProcessState.ExitCode()
 }
 

@@ -26,7 +26,7 @@ func init() {
 		usage:   "man",
 		help: `
 The page is generated from the same text as 'hold help' and every
-'hold COMMAND --help'; docs/hold.1 in the source tree is its output.`,
+'hold help COMMAND'; docs/hold.1 in the source tree is its output.`,
 		run: runMan,
 	})
 }
@@ -112,7 +112,8 @@ PostgreSQL server (served by the companion commands hold-remote and
 hold-postgres).
 
 Each command's flags go before its TARGET. 'hold help' lists the commands,
-'hold COMMAND --help' shows one.`)
+'hold help COMMAND' shows one in full, 'hold COMMAND --help' its first
+screen.`)
 	fmt.Fprintf(w, ".SH COMMANDS\n")
 	for _, name := range names {
 		c := commands[name]

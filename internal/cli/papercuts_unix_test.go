@@ -257,7 +257,7 @@ func TestHintsLeadSomewhere(t *testing.T) {
 	}
 }
 
-// TestHelpTextsHangTogether: hold run --help ends with its "Not
+// TestHelpTextsHangTogether: hold help run ends with its "Not
 // supported" paragraph, the platform's notes sitting in the indented
 // "Lock lifetime" section they continue; hold demo --help names its
 // values as its usage line does; hold demo -n 1 counts in the singular
@@ -265,7 +265,7 @@ func TestHintsLeadSomewhere(t *testing.T) {
 func TestHelpTextsHangTogether(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	help := runHold(t, dir, "run", "--help").stdout
+	help := runHold(t, dir, "help", "run").stdout
 	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
 	notSupported := -1
 	for i, l := range lines {
@@ -274,17 +274,17 @@ func TestHelpTextsHangTogether(t *testing.T) {
 		}
 	}
 	if notSupported < 0 {
-		t.Fatalf("hold run --help has no Not supported paragraph:\n%s", help)
+		t.Fatalf("hold help run has no Not supported paragraph:\n%s", help)
 	}
 	for _, l := range lines[notSupported:] {
 		if strings.HasPrefix(l, "  ") || l == "" {
-			t.Errorf("hold run --help: %q hangs under Not supported:\n%s", l, strings.Join(lines[notSupported:], "\n"))
+			t.Errorf("hold help run: %q hangs under Not supported:\n%s", l, strings.Join(lines[notSupported:], "\n"))
 		}
 	}
 	lifetime := strings.Index(help, "Lock lifetime:")
 	messages := strings.Index(help, "\nMessages:")
 	if tree := strings.Index(help, strings.TrimSpace(treeHelp)); tree < lifetime || tree > messages {
-		t.Errorf("hold run --help: the notes on stopping the command are not in Lock lifetime")
+		t.Errorf("hold help run: the notes on stopping the command are not in Lock lifetime")
 	}
 
 	demo := runHold(t, dir, "demo", "--help").stdout
@@ -350,7 +350,7 @@ func TestDescriptorFormAppendKeepsToken(t *testing.T) {
 	if got := string(out); !strings.Contains(got, "append 4\n") || !strings.Contains(got, "truncate 2\n") {
 		t.Errorf("tokens after 9>> and 9>: %q, want 4 (kept) and 2 (restarted)", got)
 	}
-	help := runHold(t, dir, "run", "--help").stdout
+	help := runHold(t, dir, "help", "run").stdout
 	docs := readFile(t, "../../docs/cli.md")
 	for what, text := range map[string]string{"hold run --help": help, "docs/cli.md": docs} {
 		if !strings.Contains(text, "9>>F") || !strings.Contains(text, "from 1") {

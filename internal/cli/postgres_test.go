@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
-	"github.com/hold-dev/hold/internal/report"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/postgres"
 	"github.com/hold-dev/hold/postgres/pgtest"
@@ -194,49 +192,11 @@ func testPostgresStatus(t *testing.T, addr, secret string) {
 	waitFor(t, filepath.Join(dir, "ready"))
 	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
 
-	r := runHold(t, dir, "status", addr)
-	if r.code != 0 {
-		t.Fatalf("status: exit %d: %s", r.code, r.stderr)
-	}
-	t.Logf("hold status:\n%s", r.stdout)
-	for _, want := range []string{"held exclusive", "postgres", fmt.Sprintf("pid %d", holder.Process.Pid), "nightly", ":***@"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
-		}
-	}
-	if strings.Contains(r.stdout+r.stderr, secret) {
-		t.Errorf("status shows the password:\n%s", r.stdout)
-	}
-	r = runHold(t, dir, "status", "--json", addr)
-	var rep report.Status
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("status --json: %v: %q", err, r.stdout)
-	}
-	if !rep.Held || rep.Protocol != "postgres" || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
-		t.Errorf("status --json = %+v", rep)
-	}
+	rep := checkRemoteHeld(t, dir, addr, "postgres", secret, holder, ":***@")
 	// The recorded command is the one typed, `hold run ...`, not the
 	// companion hold handed it to.
 	if rep.Holder != nil && (len(rep.Holder.Command) < 2 || rep.Holder.Command[0] != holdBin || rep.Holder.Command[1] != "run") {
 		t.Errorf("the recorded command is %q, want %s run ...", rep.Holder.Command, holdBin)
-	}
-	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
-		t.Errorf("run -n on a held lock: exit %d, stderr %q; want 1 naming the holder", r.code, r.stderr)
-	}
-	if strings.Contains(r.stderr, secret) {
-		t.Errorf("busy error shows the password: %q", r.stderr)
-	}
-	if r := runHold(t, dir, "run", "-w", "0.3", addr, "--", "true"); r.code != 1 {
-		t.Errorf("run -w 0.3 on a held lock: exit %d, stderr %q; want 1", r.code, r.stderr)
-	}
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-	if code := waitExit(t, holder); code != 0 {
-		t.Fatalf("holder exited %d", code)
-	}
-	r = runHold(t, dir, "status", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "free") {
-		t.Errorf("status after release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -244,27 +204,7 @@ func testPostgresStatus(t *testing.T, addr, secret string) {
 // the holder, ends its session, and the holder's `hold run` learns it lost
 // the lock, stops its command and exits 65.
 func testPostgresBreak(t *testing.T, addr string) {
-	dir := t.TempDir()
-	holder, holderErr := startHold(t, dir, "run", addr, "-c", gatedCommand)
-	waitFor(t, filepath.Join(dir, "ready"))
-	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
-
-	if r := runHold(t, dir, "break", addr); r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
-		t.Errorf("break of a live holder: exit %d, stderr %q; want 1 naming it", r.code, r.stderr)
-	}
-	r := runHold(t, dir, "break", "--force", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "removed") || !strings.Contains(r.stdout, fmt.Sprintf("pid %d", holder.Process.Pid)) {
-		t.Fatalf("break --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if code := waitExit(t, holder); code != exitLockError {
-		t.Errorf("holder after break: exit %d, want %d; stderr %q", code, exitLockError, holderErr())
-	}
-	if !strings.Contains(holderErr(), "lost") {
-		t.Errorf("holder's stderr does not say the lock was lost: %q", holderErr())
-	}
-	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
-		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
-	}
+	checkRemoteBreak(t, addr)
 }
 
 // testPostgresBadInput: malformed addresses are usage errors that do not

@@ -3,11 +3,15 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/report"
 )
 
 // A hold installed without its companion says what is missing and how to
@@ -36,5 +40,85 @@ func TestRemoteTargetWithoutCompanion(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran although the lock was never taken")
+	}
+}
+
+// checkRemoteHeld checks what the hold command says of a network lock at
+// addr that holder (started with --field job=nightly) holds, and then of
+// the lock free again once the holder is let go (the file "go" in dir):
+// status names the holder, its pid and field, the protocol and each of
+// wants, and never secret; status --json agrees; run -n and run -w 0.3 fail
+// with exit 1, -n naming the holder, neither showing secret. It returns
+// the holder's record as status --json showed it.
+func checkRemoteHeld(t *testing.T, dir, addr, protocol, secret string, holder *exec.Cmd, wants ...string) *report.Status {
+	t.Helper()
+	r := runHold(t, dir, "status", addr)
+	if r.code != 0 {
+		t.Fatalf("status: exit %d: %s", r.code, r.stderr)
+	}
+	t.Logf("hold status %s:\n%s", addr, r.stdout)
+	for _, want := range append([]string{"held exclusive", protocol, fmt.Sprintf("pid %d", holder.Process.Pid), "nightly"}, wants...) {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, secret) {
+		t.Errorf("status shows the password:\n%s", r.stdout)
+	}
+	r = runHold(t, dir, "status", "--json", addr)
+	var rep report.Status
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status --json: %v: %q", err, r.stdout)
+	}
+	if !rep.Held || rep.Protocol != protocol || rep.Token == 0 || rep.Holder == nil || rep.Holder.PID != holder.Process.Pid {
+		t.Errorf("status --json = %+v", rep)
+	}
+	r = runHold(t, dir, "run", "--verbose", "-n", addr, "--", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
+		t.Errorf("run -n on a held %s lock: exit %d, stderr %q; want 1 naming the holder", protocol, r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, secret) {
+		t.Errorf("busy error shows the password: %q", r.stderr)
+	}
+	if r := runHold(t, dir, "run", "-w", "0.3", addr, "--", "true"); r.code != 1 {
+		t.Errorf("run -w 0.3 on a held %s lock: exit %d, stderr %q; want 1", protocol, r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if code := waitExit(t, holder); code != 0 {
+		t.Fatalf("holder exited %d", code)
+	}
+	r = runHold(t, dir, "status", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "free") {
+		t.Errorf("status after release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return &rep
+}
+
+// checkRemoteBreak checks hold break on a network lock at addr held by a
+// live `hold run`: break refuses it, naming the holder; --force removes
+// it, printing the holder; the holder's `hold run` learns it lost the
+// lock, says so, stops its command and exits 65; the lock is free after.
+func checkRemoteBreak(t *testing.T, addr string) {
+	t.Helper()
+	dir := t.TempDir()
+	holder, holderErr := startHold(t, dir, "run", addr, "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+
+	if r := runHold(t, dir, "break", addr); r.code != 1 || !strings.Contains(r.stderr, "held by pid") {
+		t.Errorf("break of a live holder: exit %d, stderr %q; want 1 naming it", r.code, r.stderr)
+	}
+	r := runHold(t, dir, "break", "--force", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "removed") || !strings.Contains(r.stdout, fmt.Sprintf("pid %d", holder.Process.Pid)) {
+		t.Fatalf("break --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if code := waitExit(t, holder); code != exitLockError {
+		t.Errorf("holder after break: exit %d, want %d; stderr %q", code, exitLockError, holderErr())
+	}
+	if !strings.Contains(holderErr(), "lost") {
+		t.Errorf("holder's stderr does not say the lock was lost: %q", holderErr())
+	}
+	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
+		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
 	}
 }

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,21 +17,7 @@ func runLimited(t *testing.T, dir string, n int, args ...string) result {
 	if err != nil {
 		t.Skip("prlimit (util-linux) is not installed")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", n, n), holdBin}, args...)...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hold %v at %d descriptors: did not finish within %v", args, n, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runIn(t, dir, nil, prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", n, n), holdBin}, args...)...)
 }
 
 // checkClearFailure fails unless r is a success or a clear error: no

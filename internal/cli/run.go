@@ -23,7 +23,9 @@ func init() {
 		summary: "run a command while holding the lock on TARGET (like flock(1))",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
 		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
-		run:     runRun,
+		brief: []string{"nonblock", "wait", "shared", "exclusive", "unlock", "conflict-exit-code", "close", "command", "no-fork", "verbose",
+			"", "lock-file", "name", "protocol", "fair", "kill-after"},
+		run: runRun,
 	})
 }
 
@@ -135,7 +137,7 @@ func runRun(args []string) int {
 	lf.addTo(fs)
 	closeFD := fs.BoolP("close", "o", false, "do not pass the lock's descriptor to the command (see Lock lifetime)")
 	shell := fs.StringP("command", "c", "", "run `'COMMAND'` with the shell instead of COMMAND [ARGS...]")
-	noFork := fs.BoolP("no-fork", "F", false, "run the command in hold's place (exec, as flock -F): kernel lock only; see No fork")
+	noFork := fs.BoolP("no-fork", "F", false, "exec the command in hold's place, as flock -F (kernel lock only)")
 	unlock := fs.BoolP("unlock", "u", false, "with FD: drop the lock of descriptor FD (as flock -u)")
 	killAfter := duration(defaultKillAfter)
 	fs.Var(&killAfter, "kill-after", "on a lost lock or SIGTERM, SIGKILL what is left of the command `DURATION` after SIGTERM (2s, 500ms, or seconds)")

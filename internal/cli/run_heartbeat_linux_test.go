@@ -120,14 +120,11 @@ func startMarkedCmd(t *testing.T, marker, dir string, env []string, argv ...stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
 		for _, pid := range markedAlive(marker) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+	killAtCleanup(t, cmd) // runs first: the command, then what is left of it
 	return cmd, &errb
 }
 

@@ -34,12 +34,7 @@ func holdIn(t *testing.T, dir string, env []string, name string, args ...string)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	killAtCleanup(t, cmd)
 	return cmd, &errb
 }
 

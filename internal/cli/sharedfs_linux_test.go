@@ -90,22 +90,7 @@ func unmount(t *testing.T, dir string) {
 // holdEnv runs hold in dir with extra environment variables.
 func holdEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, holdBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(withoutEnv(os.Environ(), lockspec.ProtocolEnv), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hold %v: did not finish within %v", args, hangLimit)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("hold %v: %v", args, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runIn(t, dir, append(withoutEnv(os.Environ(), lockspec.ProtocolEnv), env...), holdBin, args...)
 }
 
 // withoutEnv drops the variable name from env.
@@ -379,12 +364,7 @@ func TestSharedFSLostLock(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	killAtCleanup(t, cmd)
 	waitFor(t, filepath.Join(d.b, "started"))
 	if err := os.RemoveAll(filepath.Join(d.b, "t.lock")); err != nil {
 		t.Fatal(err)

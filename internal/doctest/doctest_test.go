@@ -35,7 +35,7 @@ import (
 //
 // A command line that is a synopsis, not a command (it has [optional]
 // parts or PLACEHOLDER words, like "hold status [--json] TARGET..."), is
-// not run; it is checked against `hold CMD --help` instead: the command
+// not run; it is checked against `hold help CMD` instead: the command
 // must exist and every flag it names must be one the command lists.
 //
 // The other lines of a block run as one bash script under `set -e -o
@@ -298,19 +298,20 @@ func isSynopsis(line string) bool {
 	return strings.Contains(line, "[") || placeholderRE.MatchString(line)
 }
 
-// helpFlags caches the flags each `hold CMD --help` lists.
+// helpFlags caches the flags each `hold help CMD` lists (all of them:
+// `hold CMD --help` may show only its first screen).
 var helpFlags sync.Map
 
 var helpFlagRE = regexp.MustCompile(`(?m)^  (?:(-\w), |    )(--[\w-]+)`)
 
-// flagsOf returns the flags `hold CMD --help` lists, short and long.
+// flagsOf returns the flags `hold help CMD` lists, short and long.
 func flagsOf(cmd string) (map[string]bool, error) {
 	if v, ok := helpFlags.Load(cmd); ok {
 		return v.(map[string]bool), nil
 	}
-	out, err := exec.Command(filepath.Join(binDir, "hold"), cmd, "--help").Output()
+	out, err := exec.Command(filepath.Join(binDir, "hold"), "help", cmd).Output()
 	if err != nil {
-		return nil, fmt.Errorf("hold %s --help: %v", cmd, err)
+		return nil, fmt.Errorf("hold help %s: %v", cmd, err)
 	}
 	flags := map[string]bool{}
 	for _, m := range helpFlagRE.FindAllStringSubmatch(string(out), -1) {
@@ -342,7 +343,7 @@ func checkSynopsis(line string) error {
 		}
 		tok := flagTokenRE.FindString(strings.TrimLeft(w, "[|"))
 		if tok != "" && !flags[tok] {
-			return fmt.Errorf("%q: hold %s --help lists no %s", line, words[1], tok)
+			return fmt.Errorf("%q: hold help %s lists no %s", line, words[1], tok)
 		}
 	}
 	return nil

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The helpers every system's tests share (main_test.go and
+// main_windows_test.go hold each system's own).
+
+// result is what a command run to its end left: its exit status and
+// output.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runBounded runs the command that build makes, with
+// exec.CommandContext and the ctx it is given, which ends it after
+// hangLimit, and returns its exit status and output (build leaves Stdout
+// and Stderr unset). A command that does not finish within hangLimit, or
+// that cannot start, fails the test.
+func runBounded(t *testing.T, build func(ctx context.Context) *exec.Cmd) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	cmd := build(ctx)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v: did not finish within %v", filepath.Base(cmd.Path), cmd.Args[1:], hangLimit)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%s %v: %v", filepath.Base(cmd.Path), cmd.Args[1:], err)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// killAtCleanup kills cmd, started in the background, and waits for it
+// when the test ends, unless the test waited for it.
+func killAtCleanup(t *testing.T, cmd *exec.Cmd) {
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+}
+
+// waitBounded waits for cmd, started in the background; one that has
+// not exited within hangLimit is killed and fails the test.
+func waitBounded(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(hangLimit):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not exit within %v", cmd.Args, hangLimit)
+	}
+}
