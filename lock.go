@@ -101,6 +101,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	}
 	if h == nil {
 		h, err = c.waitWatchingAncestors(ctx, req)
+		err = endWatch(req, err)
 	}
 	alone := false
 	if r, ok := c.ownAlone(target, req, err); ok {

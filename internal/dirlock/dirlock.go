@@ -292,6 +292,9 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			// mkdir and the watch would otherwise be missed.
 			a.logger("hold: waiting for lock", "holder", a.seen.why)
 			pol.noteWaiting()
+			if req.Watch != nil {
+				ctx = req.Watch.Waiting(ctx)
+			}
 			w = p.newWaiter(req.Path, p.cfg.MaxPoll, ctx.Done() == nil)
 			continue
 		}
