@@ -224,9 +224,20 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		// leaveGate over); an acquisition that fails gives it up at once.
 		var leave func()
 		if wait {
-			var err error
-			if leave, err = a.enterGate(ctx, pol); err != nil {
-				return nil, err
+			busy := true
+			if req.Watch != nil {
+				// A watched wait (lock.Request.Watch) tries the gate
+				// first: only one with a waiter ahead, or the holder,
+				// keeping it is a wait to tell the watcher of.
+				if leave, busy = a.tryGate(); busy {
+					ctx = req.Watch.Waiting(ctx)
+				}
+			}
+			if busy {
+				var err error
+				if leave, err = a.enterGate(ctx, pol); err != nil {
+					return nil, err
+				}
 			}
 		} else {
 			var busy bool
