@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/testenv"
+	"github.com/hold-dev/hold/internal/waits"
 	"github.com/hold-dev/hold/portable"
 )
 
@@ -270,4 +272,71 @@ func orderedWorker() int {
 		}
 	}
 	return 0
+}
+
+// TestPlantedWaitEntry: an entry that says this process waits for the
+// lock a worker holds would close a cycle with the worker's wait for the
+// lock this process holds. Written by this user, it does (the control:
+// the worker, the younger wait, gives up); given to another user, the
+// same entry is not believed, and the worker waits on until this process
+// lets go.
+func TestPlantedWaitEntry(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own", true: "another user's"}[planted], func(t *testing.T) {
+			if planted && os.Geteuid() != 0 {
+				if os.Getenv(testenv.NoSkipEnv) != "" {
+					t.Fatal("needs root to give an entry to another user (CI runs the tests as root)")
+				}
+				t.Skip("needs root to give an entry to another user (CI runs the tests as root)")
+			}
+			dir := t.TempDir()
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			la, err := hold.Acquire(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer la.Release()
+			w := startCoreWorker(t, "cycle", "CYCLE_LOCKS="+b+","+a)
+			testenv.Eventually(t, 30*time.Second, "the worker holds b", func() bool {
+				st, err := hold.Inspect(b)
+				return err == nil && st.State != hold.Free
+			})
+			fi, err := os.Stat(b + ".lock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			e := waits.Self()
+			e.Proto, e.Path, e.Since = "flock", b+".lock", time.Now().Add(-time.Hour).UnixNano()
+			e.Lock = fmt.Sprintf("ino:%d:%d", st.Dev, st.Ino)
+			name, err := waits.Publish(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer waits.Remove(name)
+			if planted {
+				wd, _ := waits.Dir()
+				testenv.Lchown(t, filepath.Join(wd, name), testenv.Someone, testenv.SomeGroup)
+			}
+			select {
+			case <-w.done:
+			case <-time.After(4 * time.Second): // well past the worker's search
+			}
+			if !planted {
+				if err := w.wait(t, 30*time.Second); w.cmd.ProcessState.ExitCode() != 70 {
+					t.Fatalf("with this user's entry the worker ended with %v, want exit 70:\n%s", err, w.out.String())
+				}
+				return
+			}
+			select {
+			case <-w.done:
+				t.Fatalf("the worker ended while this process still held a (%v):\n%s", w.err, w.out.String())
+			default:
+			}
+			la.Release()
+			if err := w.wait(t, 30*time.Second); err != nil {
+				t.Fatalf("worker: %v\n%s", err, w.out.String())
+			}
+		})
+	}
 }
