@@ -225,10 +225,13 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 		return nil
 	}
 	// Which processes stand for each entry: its own and its waiting
-	// ancestors, found once per look.
+	// ancestors, found when first needed.
 	groups := make([][]int, len(entries))
-	for i, e := range entries {
-		groups[i] = append([]int{e.PID}, proc.WaitingAncestors(e.PID)...)
+	group := func(i int) []int {
+		if groups[i] == nil {
+			groups[i] = append([]int{entries[i].PID}, proc.WaitingAncestors(entries[i].PID)...)
+		}
+		return groups[i]
 	}
 	cyc := []cycleStep{{e: me}}
 	cur := me
@@ -237,9 +240,22 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 		if len(keepers) == 0 {
 			return nil
 		}
+		// The common case, a holder that does not wait, is told by the
+		// keepers alone: none is a waiter, and none waits for a child.
+		direct := slices.ContainsFunc(entries, func(e waits.Entry) bool { return slices.Contains(keepers, e.PID) })
+		if !direct {
+			for _, k := range keepers {
+				if _, ok := proc.SoleChildWaiter(k); !ok {
+					return nil
+				}
+			}
+		}
 		next := -1
 		for i := range entries {
-			if standsFor(keepers, entries[i], groups[i]) {
+			if direct && !slices.Contains(keepers, entries[i].PID) {
+				continue
+			}
+			if standsFor(keepers, entries[i], func() []int { return group(i) }) {
 				if next >= 0 {
 					return nil // more than one wait: it may end
 				}
@@ -271,13 +287,12 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 // which can release it before e's wait ends: e's process itself, and an
 // ancestor that runs a command under a lock (hold run, flock(1)) or has a
 // single thread.
-func standsFor(keepers []int, e waits.Entry, group []int) bool {
+func standsFor(keepers []int, e waits.Entry, group func() []int) bool {
 	for _, k := range keepers {
-		i := slices.Index(group, k)
-		if i < 0 {
-			return false
+		if k == e.PID {
+			continue
 		}
-		if i > 0 && !waitsForCommand(proc.Args(k)) && proc.Threads(k) != 1 {
+		if !slices.Contains(group(), k) || !waitsForCommand(proc.Args(k)) && proc.Threads(k) != 1 {
 			return false
 		}
 	}
@@ -338,7 +353,14 @@ func youngest(cyc []cycleStep) string {
 func cycleError(me waits.Entry, cyc []cycleStep) error {
 	var b strings.Builder
 	held := cyc[len(cyc)-1].e.Path
-	fmt.Fprintf(&b, "%s holds %s and waits for %s", describeWaiter(me), held, me.Path)
+	fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	for _, k := range cyc[0].keepers {
+		if k != me.PID {
+			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(proc.Cmdline(k), 60))
+			break
+		}
+	}
+	fmt.Fprintf(&b, " and waits for %s", me.Path)
 	for _, s := range cyc[1:] {
 		fmt.Fprintf(&b, ", held by %s, which waits for %s", describeKeeper(s), s.e.Path)
 	}
