@@ -98,6 +98,9 @@ type request struct {
 	// or once held for a while, as the library does for its own callers,
 	// and a short hold costs no write at all. Version 3.
 	Lazy bool `json:"lazy"`
+	// DeadlockAfter: seconds a wait lasts before it looks for a deadlock
+	// between processes, 0 for never (hold.DeadlockAfter); absent: 1.
+	DeadlockAfter *float64 `json:"deadlock_after"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`
