@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -372,7 +371,7 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 // (make deploy)", or the program the agent waits for and the agent.
 func describeWaiter(e waits.Entry) string {
 	if e.Caller > 0 {
-		return fmt.Sprintf("pid %d (%s), through %s pid %d", e.Caller, shorten(e.CallerCommand, 60), filepath.Base(firstWord(e.Command)), e.PID)
+		return fmt.Sprintf("pid %d (%s) through pid %d (%s)", e.Caller, shorten(e.CallerCommand, 60), e.PID, shorten(programOf(e.Command), 30))
 	}
 	return fmt.Sprintf("pid %d (%s)", e.PID, shorten(e.Command, 60))
 }
@@ -388,12 +387,9 @@ func describeKeeper(s cycleStep) string {
 	return describeWaiter(s.e)
 }
 
-func firstWord(s string) string {
-	if i := strings.IndexByte(s, ' '); i >= 0 {
-		return s[:i]
-	}
-	if s == "" {
-		return os.Args[0]
-	}
-	return s
+// programOf is a command line with its program's directory left out:
+// "hold agent --for app.js".
+func programOf(cmdline string) string {
+	prog, rest, _ := strings.Cut(cmdline, " ")
+	return strings.TrimSpace(filepath.Base(prog) + " " + rest)
 }

@@ -116,3 +116,36 @@ func TestRunCycleThroughFlock(t *testing.T) {
 		t.Errorf("exits %v, want a timed-out wait on either side: %q", codes, outs)
 	}
 }
+
+// TestAgentCycle: two agents (as two clients would have) each hold one
+// lock and ask for the other's: exactly one request fails with EDEADLK
+// naming both locks, and once its client releases what it holds, the
+// other's is granted.
+func TestAgentCycle(t *testing.T) {
+	dir := t.TempDir()
+	agents := []*agentClient{startAgent(t, holdBin, dir), startAgent(t, holdBin, dir)}
+	locks := []string{"a", "b"}
+	held := make([]any, 2)
+	for i, c := range agents {
+		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
+	}
+	for i, c := range agents {
+		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q}`, locks[1-i]))
+	}
+	replies := make(chan int, 2)
+	got := make([]map[string]any, 2)
+	for i, c := range agents {
+		go func() { got[i] = c.reply(2); replies <- i }()
+	}
+	first := <-replies
+	msg := wantCode(t, got[first], "EDEADLK")
+	t.Log(msg)
+	for _, l := range []string{"a.lock", "b.lock"} {
+		if !strings.Contains(msg, l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, msg)
+		}
+	}
+	wantOK(t, agents[first].request(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, held[first])))
+	second := <-replies
+	wantOK(t, got[second])
+}
