@@ -355,7 +355,7 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 	fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
 	for _, k := range cyc[0].keepers {
 		if k != me.PID {
-			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(proc.Cmdline(k), 60))
+			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60))
 			break
 		}
 	}
@@ -371,9 +371,9 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 // (make deploy)", or the program the agent waits for and the agent.
 func describeWaiter(e waits.Entry) string {
 	if e.Caller > 0 {
-		return fmt.Sprintf("pid %d (%s) through pid %d (%s)", e.Caller, shorten(e.CallerCommand, 60), e.PID, shorten(programOf(e.Command), 30))
+		return fmt.Sprintf("pid %d (%s) through pid %d (%s)", e.Caller, shorten(oneLine(e.CallerCommand), 60), e.PID, shorten(oneLine(programOf(e.Command)), 30))
 	}
-	return fmt.Sprintf("pid %d (%s)", e.PID, shorten(e.Command, 60))
+	return fmt.Sprintf("pid %d (%s)", e.PID, shorten(oneLine(e.Command), 60))
 }
 
 // describeKeeper names who keeps the lock that stands for step s's wait:
@@ -381,7 +381,7 @@ func describeWaiter(e waits.Entry) string {
 func describeKeeper(s cycleStep) string {
 	for _, k := range s.keepers {
 		if k != s.e.PID {
-			return fmt.Sprintf("pid %d (%s), which waits for %s to end", k, shorten(proc.Cmdline(k), 60), describeWaiter(s.e))
+			return fmt.Sprintf("pid %d (%s), which waits for %s to end", k, shorten(oneLine(proc.Cmdline(k)), 60), describeWaiter(s.e))
 		}
 	}
 	return describeWaiter(s.e)
@@ -393,3 +393,7 @@ func programOf(cmdline string) string {
 	prog, rest, _ := strings.Cut(cmdline, " ")
 	return strings.TrimSpace(filepath.Base(prog) + " " + rest)
 }
+
+// oneLine is s with each run of white space (a script's newlines) made
+// one space, for a message on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

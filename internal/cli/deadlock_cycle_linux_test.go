@@ -149,3 +149,90 @@ func TestAgentCycle(t *testing.T) {
 	second := <-replies
 	wantOK(t, got[second])
 }
+
+// cycleNode and cyclePython hold argv's first lock, say so in ready/,
+// wait for the others, and take the second: exit 0 with it, 70 on a
+// deadlock (the message on stderr), 1 otherwise.
+const cycleNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second);
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : 1;
+  }
+  await a.release();
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const cyclePython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+a = hold.lock(first)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+a.release()
+sys.exit(code)
+`
+
+// TestMixedCycle: a cycle through a hold run, a Node client and a Python
+// client (the agent waits for the latter two) ends as any other: one exit
+// 70 naming every lock, the others complete.
+func TestMixedCycle(t *testing.T) {
+	node := testenv.LookPath(t, "node", "a cycle through a Node client")
+	py := testenv.LookPath(t, "python3", "a cycle through a Python client")
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	dir := t.TempDir()
+	runIn(t, dir, nil, "mkdir", "ready")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	cmds := [][]string{
+		{holdBin, "run", "l0", "--", "sh", "-c", cycleScript(0, 3, holdBin+" run l1 -- true")},
+		{node, "-e", cycleNode, "--", "l1", "l2", "1", "3"},
+		{py, "-c", cyclePython, "l2", "l0", "2", "3"},
+	}
+	start := time.Now()
+	codes, outs := runAll(t, dir, 60*time.Second, cmds)
+	t.Logf("exits %v in %v", codes, time.Since(start))
+	failed := -1
+	for i, c := range codes {
+		switch {
+		case c == 70 && failed < 0:
+			failed = i
+		case c != 0:
+			t.Errorf("command %d: exit %d, stderr %q", i, c, outs[i])
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
+	}
+	t.Log(outs[failed])
+	for _, l := range []string{"l0.lock", "l1.lock", "l2.lock"} {
+		if !strings.Contains(outs[failed], l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
+		}
+	}
+}
