@@ -114,6 +114,11 @@ func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
 	if w.st != nil {
 		return w.st.ctx
 	}
+	if !mayCloseCycle() {
+		// Nothing to watch: the wait keeps its own context, and with it
+		// the protocol's cheapest way of waiting.
+		return ctx
+	}
 	st := &cycleWait{since: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	search := *w
@@ -121,6 +126,20 @@ func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
 	st.timer = time.AfterFunc(w.delay, func() { st.search(&search) })
 	w.st = st
 	return st.ctx
+}
+
+// mayCloseCycle reports whether a wait of this process could be part of
+// a cycle of waits: only if something that cannot go on before the wait
+// ends keeps a lock, that is this process (it holds a lock, for itself or
+// for the agent's client) or an ancestor that runs it under a lock (hold
+// run, flock(1)). A process that holds nothing, as most waiters, waits
+// as it always did: it may wait behind a cycle, but the cycle's own
+// waits find it.
+func mayCloseCycle() bool {
+	heldHere.Lock()
+	n := len(heldHere.m)
+	heldHere.Unlock()
+	return n > 0 || len(runners()) > 0
 }
 
 // endWatch ends the watch of req's wait, if one began, once the

@@ -401,7 +401,9 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // fails with an error matching ErrDeadlock that names every process and
 // lock of the cycle; the others wait on, and get their locks once that
 // one's program lets go of what it holds. A wait that ends within the
-// delay costs nothing for it.
+// delay costs nothing for it, and so does every wait of a process that
+// holds no lock and runs under no hold run or flock(1): such a wait cannot
+// close a cycle.
 //
 // The chain is followed through kernel locks (what the kernel says holds
 // them, fair ones included once a fair waiter is at the front of its
