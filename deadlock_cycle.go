@@ -87,7 +87,9 @@ type cycleWait struct {
 	exited chan struct{} // closed when the search ended
 }
 
-// watchCycles gives w's request its deadlock watch, unless the search is
+// watchCycles prepares the deadlock watch of w's request, which acquire
+// gives the request for its wait (lock.Request.Watch) and takes back
+// after, so that no other use of the request can start a watch; unless the search is
 // off (DeadlockAfter(0), not Linux) or the protocol's locks are not ones
 // it can follow (kernel and portable locks of this machine).
 func (c *config) watchCycles(w *watchedRequest) {
@@ -106,7 +108,7 @@ func (c *config) watchCycles(w *watchedRequest) {
 		d = defaultDeadlockAfter
 	}
 	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared}
-	w.Request.Watch = &w.watch
+	c.watch = &w.watch
 }
 
 // Waiting starts the watch of a wait that begins (lock.WaitWatcher).
@@ -142,11 +144,12 @@ func mayCloseCycle() bool {
 	return n > 0 || len(runners()) > 0
 }
 
-// endWatch ends the watch of req's wait, if one began, once the
-// protocol's Acquire returned err: it returns the ErrDeadlock error when
-// the watch ended the wait, and err otherwise.
+// endWatch takes the watch back from req and ends its wait's, if one
+// began, once the protocol's Acquire returned err: it returns the
+// ErrDeadlock error when the watch ended the wait, and err otherwise.
 func endWatch(req *Request, err error) error {
 	w, ok := req.Watch.(*cycleWatch)
+	req.Watch = nil
 	if !ok || w.st == nil {
 		return err
 	}

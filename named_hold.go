@@ -74,7 +74,6 @@ func (n *namedHandle) finish(ctx context.Context, wait bool, c *config, req *Req
 		r.Path = p
 		r.Explicit = true
 		r.BeforeCreate = func() error { return errNoOldFile }
-		r.Watch = nil // the lock's own wait is the one watched
 		var oh Handle
 		var err error
 		if !wait {

@@ -89,6 +89,9 @@ type config struct {
 	// deadlock between processes (DeadlockAfter); 0 for the default,
 	// negative for never.
 	deadlockAfter time.Duration
+	// watch: the deadlock watch of the request made last, which
+	// acquire gives its wait (see DeadlockAfter).
+	watch *cycleWatch
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
 	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,

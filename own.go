@@ -153,7 +153,7 @@ func (c *config) ownAlone(target string, req *Request, err error) (r *Request, o
 		return nil, false
 	}
 	alone := *req
-	alone.Path, alone.Explicit, alone.BeforeCreate, alone.Watch = own, true, nil, nil
+	alone.Path, alone.Explicit, alone.BeforeCreate = own, true, nil
 	return &alone, true
 }
 
