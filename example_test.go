@@ -401,3 +401,32 @@ func ExampleInspect_notRegular() {
 	fmt.Println(errors.Is(err, hold.ErrNotRegular))
 	// Output: true
 }
+
+// A job that holds one lock while it waits for a second. Should another
+// job hold the second and wait for the first, one of the two waits (the
+// one that began last) fails with ErrDeadlock after the delay, naming
+// both jobs and locks, instead of both waiting for ever.
+func ExampleDeadlockAfter() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	queue, err := hold.Acquire(ctx, filepath.Join(dir, "queue"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer queue.Release()
+	db, err := hold.Acquire(ctx, filepath.Join(dir, "db"), hold.DeadlockAfter(2*time.Second))
+	if errors.Is(err, hold.ErrDeadlock) {
+		fmt.Println("gave up:", err) // release queue, and try again later
+		return
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Release()
+	fmt.Println("holding both")
+	// Output: holding both
+}

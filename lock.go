@@ -103,7 +103,11 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 		}
 	}
 	if h == nil {
+		if c.watch != nil {
+			req.Watch = c.watch
+		}
 		h, err = c.waitWatchingAncestors(ctx, req)
+		err = endWatch(req, err)
 	}
 	alone := false
 	if r, ok := c.ownAlone(target, req, err); ok {

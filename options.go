@@ -86,6 +86,13 @@ type config struct {
 	// caller: the program this process asks for (proc.WithCaller on
 	// the context of the wait).
 	caller int
+	// deadlockAfter: how long a wait lasts before it looks for a
+	// deadlock between processes (DeadlockAfter); 0 for the default,
+	// negative for never.
+	deadlockAfter time.Duration
+	// watch: the deadlock watch of the request made last, which
+	// acquire gives its wait (see DeadlockAfter).
+	watch *cycleWatch
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
 	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,
@@ -158,10 +165,14 @@ func (c *config) request(target string) (*Request, error) {
 	if before == nil && c.lockFile == "" && !c.named {
 		before = specialTargetCheck(target)
 	}
-	req := &Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
+	// The request and its deadlock watch are one allocation (see
+	// watchedRequest).
+	w := &watchedRequest{Request: Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
-		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target), Slots: c.slots}
+		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target), Slots: c.slots}}
+	req := &w.Request
 	c.shapeOwner(&req.Owner)
+	c.watchCycles(w)
 	return req, nil
 }
 
@@ -420,6 +431,41 @@ func FailIfHeldHere() Option {
 // It applies where FailIfHeldHere does.
 func FailIfHeldBy(locks ...*Lock) Option {
 	return Option{kind: optFailIfHeldBy, set: func(c *config) { c.heldBy = append(c.heldBy, locks...) }}
+}
+
+// DeadlockAfter sets how long a wait for a lock lasts before it looks for
+// a deadlock between processes (by default a second; 0 turns the search
+// off). A wait that lasts so long says what it waits for, in an entry
+// that this user's other waiters on this machine can read, and follows
+// the chain of waits from the lock's holder: the holder's own wait, the
+// holder of that lock, and so on. When the chain comes back to this wait,
+// and does so again a moment later, the processes wait for each other
+// and none can ever go on (two jobs that take two locks in opposite
+// orders). Exactly one wait of the cycle, the one that began last, then
+// fails with an error matching ErrDeadlock that names every process and
+// lock of the cycle; the others wait on, and get their locks once that
+// one's program lets go of what it holds. A wait that ends within the
+// delay costs nothing for it, and so does every wait of a process that
+// holds no lock and runs under no hold run or flock(1): such a wait cannot
+// close a cycle.
+//
+// The chain is followed through kernel locks (what the kernel says holds
+// them, fair ones included once a fair waiter is at the front of its
+// queue) and portable locks of this machine (their owner records),
+// through processes that wait for their command to end (hold run, flock
+// run inside one another) and through hold agent's clients. A process
+// that holds a lock and waits for another counts as keeping the first
+// until it gets the second: a program whose other goroutine would soon
+// release the lock it holds should turn the search off. A process hold
+// cannot see into (a flock(1) that waits) ends the chain, so no cycle
+// through it is ever reported. The search runs on Linux only; locks on a
+// server (etcd, PostgreSQL) are not followed. It applies where
+// FailIfHeldHere does.
+func DeadlockAfter(d time.Duration) Option {
+	if d <= 0 {
+		d = -1
+	}
+	return Option{kind: optDeadlockAfter, set: func(c *config) { c.deadlockAfter = d }}
 }
 
 // The options about what the owner record says (see Option).

@@ -63,6 +63,7 @@ const (
 	optLockFileMode
 	optFailIfHeldHere
 	optFailIfHeldBy
+	optDeadlockAfter
 	optField
 	optOmitCommand
 	optMustExist
@@ -100,6 +101,7 @@ var accepts = [numOptionKinds]struct {
 	optLockFileMode:       {"LockFileMode", taking, ""},
 	optFailIfHeldHere:     {"FailIfHeldHere", taking, ""},
 	optFailIfHeldBy:       {"FailIfHeldBy", taking, ""},
+	optDeadlockAfter:      {"DeadlockAfter", taking, ""},
 	optField:              {"Field", taking, ""},
 	optOmitCommand:        {"OmitCommand", taking, ""},
 	optMustExist:          {"MustExist", inUpdate | inAppend, "it is about the file that Update and Append change, and a lock file is created whatever it says"},

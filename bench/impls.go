@@ -58,6 +58,8 @@ func impls() []impl {
 	list := []impl{
 		{name: "hold", about: "hold.Acquire / Release, kernel lock (default)", cycle: holdCycle()},
 		{name: "hold fair", about: "hold.Acquire with hold.Fair()", cycle: holdCycle(hold.Fair())},
+		{name: "hold search off", about: "hold.Acquire with hold.DeadlockAfter(0): no deadlock search, to compare hold's rows with", cycle: holdCycle(hold.DeadlockAfter(0))},
+		{name: "hold holding another", about: "hold.Acquire by a worker that holds a lock of its own meanwhile, so that each wait is watched for a deadlock", cycle: holdHoldingCycle()},
 	}
 	if opts := portableOptions(); opts != nil {
 		list = append(list, impl{name: "hold portable", about: "hold's portable directory protocol", cycle: holdCycle(opts...)})
@@ -94,6 +96,26 @@ func holdCycle(opts ...hold.Option) func(w *workerEnv) (cycleTimes, error) {
 		}
 		t.done = time.Now()
 		return
+	}
+}
+
+// holdHoldingCycle is holdCycle in a worker that holds a lock of its own
+// (beside the lock path, one per process) from its first cycle on: a
+// process that holds a lock could close a cycle of waits, so each of its
+// waits is watched (hold.DeadlockAfter), which the other hold rows' are
+// not.
+func holdHoldingCycle() func(w *workerEnv) (cycleTimes, error) {
+	cycle := holdCycle()
+	var own *hold.Lock
+	return func(w *workerEnv) (cycleTimes, error) {
+		if own == nil {
+			l, err := hold.Acquire(context.Background(), fmt.Sprintf("%s.own-%d", w.target, os.Getpid()))
+			if err != nil {
+				return cycleTimes{}, err
+			}
+			own = l
+		}
+		return cycle(w)
 	}
 }
 

@@ -74,6 +74,23 @@ type Request struct {
 	// request only to a protocol that implements Semaphore, through its
 	// AcquireSlot and TryAcquireSlot; 0 and 1 mean a plain lock.
 	Slots int
+	// Watch, when set, is told when this acquisition begins to wait:
+	// Acquire calls Watch.Waiting once it has found the lock busy, before
+	// it blocks, and waits with the context Waiting returns in place of
+	// its own, so that the watcher may end the wait (hold ends a wait
+	// that is part of a deadlock between processes this way). A wait
+	// that starts again within one Acquire (a fair waiter reaching the
+	// lock, a lock file replaced while waited for) may call it again, and
+	// gets the first call's context. TryAcquire never calls it; a
+	// protocol that does not call it leaves its waits unwatched.
+	Watch WaitWatcher
+}
+
+// WaitWatcher is told when an acquisition begins to wait (Request.Watch).
+type WaitWatcher interface {
+	// Waiting returns the context the wait is to use instead of ctx,
+	// one that ends when ctx ends and possibly earlier.
+	Waiting(ctx context.Context) context.Context
 }
 
 // Protocol is one way of implementing locks: kernel locks, the portable

@@ -55,6 +55,13 @@ func (req *request) spec() (lockspec.Spec, error) {
 		}
 		s.Stale = lockspec.SecondsToWait(st)
 	}
+	if req.DeadlockAfter != nil {
+		d := *req.DeadlockAfter
+		if !(d >= 0) || d > 1e9 {
+			return s, errkind.Usagef("deadlock_after must be a number of seconds >= 0, not %v", d)
+		}
+		s.DeadlockAfter, s.DeadlockAfterGiven = lockspec.SecondsToWait(d), true
+	}
 	if len(req.Fields) > 0 {
 		s.Fields = make([]lockspec.Field, 0, len(req.Fields))
 		for _, k := range slices.Sorted(maps.Keys(req.Fields)) {

@@ -101,6 +101,9 @@ type request struct {
 	// Slots: take one of this many slots of a counting semaphore
 	// (hold.Slots, `hold run --slots`).
 	Slots *int `json:"slots"`
+	// DeadlockAfter: seconds a wait lasts before it looks for a deadlock
+	// between processes, 0 for never (hold.DeadlockAfter); absent: 1.
+	DeadlockAfter *float64 `json:"deadlock_after"`
 
 	// update, append
 	MustExist bool `json:"must_exist"`

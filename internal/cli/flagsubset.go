@@ -27,4 +27,4 @@ func withoutFlags(fs *gnuflag.FlagSet, interspersed bool, names ...string) *gnuf
 
 // waitFlags are the lock flags about taking a lock and waiting for it,
 // which mean nothing to a command that only looks at a lock.
-var waitFlags = []string{"nonblock", "nb", "wait", "timeout", "shared", "exclusive", "verbose", "quiet", "field", "fair", "make-dirs"}
+var waitFlags = []string{"nonblock", "nb", "wait", "timeout", "shared", "exclusive", "verbose", "quiet", "field", "fair", "make-dirs", "deadlock-after"}

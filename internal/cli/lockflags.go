@@ -97,6 +97,7 @@ func registerProtocol(name, summary string, open func() (hold.Protocol, error)) 
 type lockFlags struct {
 	nonblock     bool
 	wait         seconds
+	deadlock     seconds
 	shared       bool
 	exclusive    bool
 	slots        int
@@ -119,6 +120,7 @@ type lockFlags struct {
 func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	f.fs = fs
 	f.wait = -1
+	f.deadlock = -1
 	fs.BoolVarP(&f.nonblock, "nonblock", "n", false, "fail at once (exit 1, or -E) if the lock is held")
 	fs.BoolVar(&f.nonblock, "nb", false, "same as --nonblock (flock(1)'s other name for it)")
 	fs.VarP(&f.wait, "wait", "w", "wait at most `SECONDS` for a busy lock (fractions allowed; 0 means --nonblock), then fail with exit 1 (or -E); a free lock is taken however small SECONDS is")
@@ -135,6 +137,7 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
 	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock in arrival order (unix)")
+	fs.Var(&f.deadlock, "deadlock-after", "after `SECONDS` of waiting (default 1; 0: never), look for a cycle of waits between processes, which fails the latest with exit 70 (Linux)")
 	fs.BoolVar(&f.makeDirs, "make-dirs", false, "make the lock file's missing parent directories (by default a missing one is an error, exit 66)")
 	for _, s := range lockspec.RemoteSettings {
 		usage := s.Usage + " (default $" + s.Env
@@ -167,6 +170,9 @@ func (f *lockFlags) spec(target string) lockspec.Spec {
 	}
 	if f.fs.Changed("slots") {
 		s.Slots, s.SlotsGiven = f.slots, true
+	}
+	if f.deadlock >= 0 {
+		s.DeadlockAfter, s.DeadlockAfterGiven = lockspec.SecondsToWait(float64(f.deadlock)), true
 	}
 	if f.fs.Changed("protocol") {
 		s.Protocol, s.ProtocolGiven = f.protocol, true

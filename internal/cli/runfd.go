@@ -34,7 +34,7 @@ func descriptorForm(rest []string, argsBeforeDash int, shellSet bool) (int, bool
 // fdFlagsThatDoNotApply are run's flags that mean nothing for a descriptor
 // the shell opened: there is no lock path to choose, no protocol but
 // flock(2), no record, and no command.
-var fdFlagsThatDoNotApply = []string{"lock-file", "name", "fair", "field", "close", "no-fork", "command", "make-dirs"}
+var fdFlagsThatDoNotApply = []string{"lock-file", "name", "fair", "field", "close", "no-fork", "command", "make-dirs", "deadlock-after"}
 
 // runDescriptor is `hold run [flags] FD`: one flock(2) on descriptor fd,
 // which hold inherited from the shell (exec 9>FILE), as flock(1) makes it.

@@ -254,9 +254,20 @@ func (p *Protocol) acquirePlain(ctx context.Context, req *lock.Request, wait boo
 		// leaveGate over); an acquisition that fails gives it up at once.
 		var leave func()
 		if wait {
-			var err error
-			if leave, err = a.enterGate(ctx, pol); err != nil {
-				return nil, err
+			busy := true
+			if req.Watch != nil {
+				// A watched wait (lock.Request.Watch) tries the gate
+				// first: only one with a waiter ahead, or the holder,
+				// keeping it is a wait to tell the watcher of.
+				if leave, busy = a.tryGate(); busy {
+					ctx = req.Watch.Waiting(ctx)
+				}
+			}
+			if busy {
+				var err error
+				if leave, err = a.enterGate(ctx, pol); err != nil {
+					return nil, err
+				}
 			}
 		} else {
 			var busy bool
@@ -284,7 +295,7 @@ func (p *Protocol) acquirePlain(ctx context.Context, req *lock.Request, wait boo
 		}
 	}
 
-	return p.loop(ctx, wait, pol, a, start)
+	return p.loop(ctx, wait, pol, a, start, req.Watch)
 }
 
 // contender is what the acquire loop makes its passes with: the attempt
@@ -306,8 +317,9 @@ type contender interface {
 }
 
 // loop is the protocol's one acquire loop: passes, and between them the
-// sleeps of a waiter, under the policy's bounds.
-func (p *Protocol) loop(ctx context.Context, wait bool, pol *policy, c contender, start time.Time) (lock.Handle, error) {
+// sleeps of a waiter, under the policy's bounds. watch, when set, is told
+// when the loop first sleeps (lock.Request.Watch).
+func (p *Protocol) loop(ctx context.Context, wait bool, pol *policy, c contender, start time.Time, watch lock.WaitWatcher) (lock.Handle, error) {
 	var w *waiter
 	defer func() { w.close() }()
 	immediate := 0
@@ -346,6 +358,9 @@ func (p *Protocol) loop(ctx context.Context, wait bool, pol *policy, c contender
 			// mkdir and the watch would otherwise be missed.
 			c.log("hold: waiting for lock")
 			pol.noteWaiting()
+			if watch != nil {
+				ctx = watch.Waiting(ctx)
+			}
 			w = c.newWaiter(ctx.Done() == nil)
 			continue
 		}

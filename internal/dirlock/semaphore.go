@@ -196,7 +196,10 @@ func (p *Protocol) acquireSlots(ctx context.Context, req *lock.Request, n int, w
 		}
 	}
 	defer func() { s.leave() }()
-	return p.loop(ctx, wait, pol, s, start)
+	// A slot's wait is not told to a deadlock watch: a semaphore's wait is
+	// a deadlock only when every slot's holder is in the cycle, which the
+	// cycle search does not follow, so it must not be taken for one.
+	return p.loop(ctx, wait, pol, s, start, nil)
 }
 
 // timeout, waitEnded, newWaiter and log make semAttempt a contender (see

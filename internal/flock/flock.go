@@ -158,8 +158,12 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting for lock", "path", req.Path, "shared", req.Shared)
 		}
+		wctx := ctx
+		if req.Watch != nil {
+			wctx = req.Watch.Waiting(ctx)
+		}
 		var abandoned bool
-		if abandoned, err = waitLock(ctx, f, req.Shared); abandoned {
+		if abandoned, err = waitLock(wctx, f, req.Shared); abandoned {
 			// f now belongs to the abandoned wait, which closes it.
 			h := holderAt(req.Path)
 			return nil, false, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(err), Holder: h, Hint: deadHolderHint(h)}

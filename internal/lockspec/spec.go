@@ -69,6 +69,11 @@ type Spec struct {
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
 	Stale time.Duration
+	// DeadlockAfter is how long a wait lasts before it looks for a
+	// deadlock between processes, when DeadlockAfterGiven
+	// (hold.DeadlockAfter); zero turns the search off.
+	DeadlockAfter      time.Duration
+	DeadlockAfterGiven bool
 	// MakeDirs makes the lock file's missing directories (hold.MakeDirs);
 	// Mode is a created lock file's permission bits (hold.LockFileMode).
 	MakeDirs bool
@@ -283,6 +288,9 @@ func (s *Spec) takeOptions(r *Resolved) {
 	}
 	if s.MakeDirs {
 		r.Opts = append(r.Opts, hold.MakeDirs())
+	}
+	if s.DeadlockAfterGiven {
+		r.Opts = append(r.Opts, hold.DeadlockAfter(s.DeadlockAfter))
 	}
 	if s.Mode != 0 {
 		r.Opts = append(r.Opts, hold.LockFileMode(s.Mode))

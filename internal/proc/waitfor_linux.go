@@ -298,3 +298,24 @@ func KernelHolders(k FileKey) []int {
 	}
 	return t.Holders(k)
 }
+
+// WaitingAncestors returns the ancestors of process pid that can do
+// nothing before it ends, nearest first: its parent when that is asleep
+// in a wait for its only child (SoleChildWaiter), pid, then that one's
+// parent likewise, and so on up to the first that is not. A lock such an
+// ancestor keeps (hold run's, flock(1)'s) is kept until pid ends.
+func WaitingAncestors(pid int) []int {
+	var chain []int
+	for child := pid; len(chain) < 64; { // a bound against a loop, should /proc be odd
+		parent, ok := parentOf(child)
+		if !ok || parent <= 1 || parent == child {
+			break
+		}
+		if kid, ok := SoleChildWaiter(parent); !ok || kid != child {
+			break
+		}
+		chain = append(chain, parent)
+		child = parent
+	}
+	return chain
+}

@@ -31,3 +31,6 @@ func KeepsFile(pid int, fd uintptr) bool { return true }
 
 // KernelHolders cannot be read outside Linux: nil.
 func KernelHolders(k FileKey) []int { return nil }
+
+// WaitingAncestors cannot be told outside Linux: none.
+func WaitingAncestors(pid int) []int { return nil }

@@ -1,0 +1,421 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/waits"
+	"github.com/hold-dev/hold/lock"
+	"github.com/hold-dev/hold/portable"
+)
+
+// Deadlocks between processes (see DeadlockAfter). Process A holds L1 and
+// waits for L2 while B holds L2 and waits for L1: neither can go on. The
+// kernel does not say so for flock(2) locks (only for fcntl's), and
+// nothing else can see it, so each wait that lasts DeadlockAfter looks
+// for itself:
+//
+//  1. It publishes a wait entry (internal/waits): who waits, for which
+//     lock (by its identity, deadlock_id.go), since when. One small
+//     write, removed when the wait ends; nothing for a shorter wait.
+//  2. It follows the chain: the processes that keep the lock it waits for
+//     (the kernel's word for a kernel lock, through /proc/locks and the
+//     descriptors that keep it; the live local holder its owner record
+//     names for a portable lock), the one wait entry those processes
+//     stand for (the entry's process itself, or ancestors of it that can
+//     do nothing before it ends: hold run, flock(1), a shell in the
+//     foreground, each with a single thread unless it is a runner), that
+//     entry's lock, and so on. A holder that stands for no entry, or for
+//     more than one, ends the chain: it may yet release the lock.
+//  3. A chain that comes back to this wait is a cycle; one that comes
+//     back to another wait is someone else's (they will see it). The
+//     cycle must be found again, the same waits in the same order, at
+//     the next look a moment later, the second time with every
+//     descriptor of each kernel lock accounted for.
+//  4. Exactly one wait of the cycle gives up: the youngest (the latest
+//     Since, then the greatest entry name), which every waiter of the
+//     cycle computes alike. Its Acquire fails with ErrDeadlock, naming
+//     every process and lock; the others go on waiting, and get their
+//     locks once its program lets go of what it holds.
+//
+// A lock that is its own waiter's (the process itself, or its waiting
+// ancestors) is FailIfHeldHere's and the ancestor check's question, not
+// this one's: a cycle has at least two waits.
+
+// defaultDeadlockAfter is DeadlockAfter's default.
+const defaultDeadlockAfter = time.Second
+
+// cycleSearch says whether waits look for cycles here: the holders of
+// kernel locks and the waits of ancestors can be told on Linux only.
+const cycleSearch = runtime.GOOS == "linux"
+
+// watchedRequest is a request together with its deadlock watch, so that
+// the watch costs no allocation of its own: an acquisition that never
+// waits never touches it.
+type watchedRequest struct {
+	Request
+	watch cycleWatch
+}
+
+// cycleWatch is a request's lock.WaitWatcher: when the wait begins it
+// arms a timer, and once that fires, the search above runs until the
+// wait ends.
+type cycleWatch struct {
+	delay  time.Duration
+	caller int
+	proto  string
+	path   string
+	shared bool
+	// st is the current wait's, nil between waits.
+	st *cycleWait
+}
+
+// cycleWait is one watched wait.
+type cycleWait struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	since  time.Time
+	timer  *time.Timer
+	done   chan struct{} // closed when the wait ended
+	exited chan struct{} // closed when the search ended
+}
+
+// watchCycles prepares the deadlock watch of w's request, which acquire
+// gives the request for its wait (lock.Request.Watch) and takes back
+// after, so that no other use of the request can start a watch; unless the search is
+// off (DeadlockAfter(0), not Linux) or the protocol's locks are not ones
+// it can follow (kernel and portable locks of this machine).
+func (c *config) watchCycles(w *watchedRequest) {
+	if !cycleSearch || c.deadlockAfter < 0 {
+		return
+	}
+	if _, network := c.protocol.(lock.Closer); network {
+		return
+	}
+	name := c.protocol.Name()
+	if name != "flock" && name != "dir" {
+		return
+	}
+	d := c.deadlockAfter
+	if d == 0 {
+		d = defaultDeadlockAfter
+	}
+	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared}
+	c.watch = &w.watch
+}
+
+// Waiting starts the watch of a wait that begins (lock.WaitWatcher).
+func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
+	if w.st != nil {
+		return w.st.ctx
+	}
+	if !mayCloseCycle() {
+		// Nothing to watch: the wait keeps its own context, and with it
+		// the protocol's cheapest way of waiting.
+		return ctx
+	}
+	st := &cycleWait{since: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
+	st.ctx, st.cancel = context.WithCancelCause(ctx)
+	search := *w
+	search.st = nil
+	st.timer = time.AfterFunc(w.delay, func() { st.search(&search) })
+	w.st = st
+	return st.ctx
+}
+
+// mayCloseCycle reports whether a wait of this process could be part of
+// a cycle of waits: only if something that cannot go on before the wait
+// ends keeps a lock, that is this process (it holds a lock, for itself or
+// for the agent's client) or an ancestor that runs it under a lock (hold
+// run, flock(1)). A process that holds nothing, as most waiters, waits
+// as it always did: it may wait behind a cycle, but the cycle's own
+// waits find it.
+func mayCloseCycle() bool {
+	heldHere.Lock()
+	n := len(heldHere.m)
+	heldHere.Unlock()
+	return n > 0 || len(runners()) > 0
+}
+
+// endWatch takes the watch back from req and ends its wait's, if one
+// began, once the protocol's Acquire returned err: it returns the
+// ErrDeadlock error when the watch ended the wait, and err otherwise.
+func endWatch(req *Request, err error) error {
+	w, ok := req.Watch.(*cycleWatch)
+	req.Watch = nil
+	if !ok || w.st == nil {
+		return err
+	}
+	st := w.st
+	w.st = nil
+	close(st.done)
+	if !st.timer.Stop() {
+		<-st.exited
+	}
+	cause := context.Cause(st.ctx)
+	st.cancel(nil)
+	if err != nil && errors.Is(cause, ErrDeadlock) {
+		return cause
+	}
+	return err
+}
+
+// search publishes the wait's entry and looks for a cycle through it
+// until the wait ends or a cycle ends it.
+func (st *cycleWait) search(w *cycleWatch) {
+	defer close(st.exited)
+	select {
+	case <-st.done:
+		return
+	default:
+	}
+	me := waits.Self()
+	me.Proto = w.proto
+	me.Path = canonicalPath(w.path)
+	me.Lock = idOf(w.proto, false, w.path).id
+	me.Shared = w.shared
+	me.Since = st.since.UnixNano()
+	if w.caller > 0 && w.caller != me.PID {
+		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
+	}
+	me.Holds = heldPaths()
+	name, err := waits.Publish(&me)
+	if err != nil {
+		return // nowhere to say it: no cycle can be told
+	}
+	defer waits.Remove(name)
+	me.Name = name
+	pause := min(max(w.delay/10, 10*time.Millisecond), 100*time.Millisecond)
+	var last []cycleStep
+	for {
+		var cyc []cycleStep
+		if findCycle(me, false) != nil {
+			cyc = findCycle(me, true)
+		}
+		if cyc != nil && sameCycle(cyc, last) && youngest(cyc) == me.Name {
+			st.cancel(cycleError(me, cyc))
+			return
+		}
+		last = cyc
+		t := time.NewTimer(pause)
+		select {
+		case <-st.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// heldPaths lists the paths of the locks this process holds.
+func heldPaths() []string {
+	heldHere.Lock()
+	defer heldHere.Unlock()
+	var out []string
+	for l := range heldHere.m {
+		if !l.released.Load() {
+			out = append(out, canonicalPath(l.path))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cycleStep is one wait of a cycle: the entry, and the processes that
+// keep the lock the previous wait waits for (which stand for this one).
+type cycleStep struct {
+	e       waits.Entry
+	keepers []int
+}
+
+// findCycle follows the chain of waits from me (see the top of this
+// file) and returns the cycle through me, me first, or nil. deep looks
+// through every process's descriptors for the keepers of a kernel lock,
+// where the cheap look takes the kernel's lock table's word.
+func findCycle(me waits.Entry, deep bool) []cycleStep {
+	entries := waits.List()
+	if len(entries) < 2 {
+		return nil
+	}
+	// Which processes stand for each entry: its own and its waiting
+	// ancestors, found when first needed.
+	groups := make([][]int, len(entries))
+	group := func(i int) []int {
+		if groups[i] == nil {
+			groups[i] = append([]int{entries[i].PID}, proc.WaitingAncestors(entries[i].PID)...)
+		}
+		return groups[i]
+	}
+	cyc := []cycleStep{{e: me}}
+	cur := me
+	for range len(entries) + 1 {
+		keepers := lockKeepers(cur.Proto, cur.Path, deep)
+		if len(keepers) == 0 {
+			return nil
+		}
+		// The common case, a holder that does not wait, is told by the
+		// keepers alone: none is a waiter, and none waits for a child.
+		direct := slices.ContainsFunc(entries, func(e waits.Entry) bool { return slices.Contains(keepers, e.PID) })
+		if !direct {
+			for _, k := range keepers {
+				if _, ok := proc.SoleChildWaiter(k); !ok {
+					return nil
+				}
+			}
+		}
+		next := -1
+		for i := range entries {
+			if direct && !slices.Contains(keepers, entries[i].PID) {
+				continue
+			}
+			if standsFor(keepers, entries[i], func() []int { return group(i) }) {
+				if next >= 0 {
+					return nil // more than one wait: it may end
+				}
+				next = i
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		e := entries[next]
+		if e.Name == me.Name {
+			if len(cyc) < 2 {
+				return nil // its own lock: not a cycle between processes
+			}
+			cyc[0].keepers = keepers
+			return cyc
+		}
+		if slices.ContainsFunc(cyc, func(s cycleStep) bool { return s.e.Name == e.Name || s.e.PID == e.PID }) {
+			return nil // a cycle that is not through this wait
+		}
+		cyc = append(cyc, cycleStep{e: e, keepers: keepers})
+		cur = e
+	}
+	return nil
+}
+
+// standsFor reports whether every keeper of a lock is one of the
+// processes of e's group (e's own, then its waiting ancestors), none of
+// which can release it before e's wait ends: e's process itself, and an
+// ancestor that runs a command under a lock (hold run, flock(1)) or has a
+// single thread.
+func standsFor(keepers []int, e waits.Entry, group func() []int) bool {
+	for _, k := range keepers {
+		if k == e.PID {
+			continue
+		}
+		if !slices.Contains(group(), k) || !waitsForCommand(proc.Args(k)) && proc.Threads(k) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// lockKeepers returns the processes that keep the lock of protocol proto
+// at path, nil when none or when it cannot be told for certain.
+func lockKeepers(proto, path string, deep bool) []int {
+	switch proto {
+	case "flock":
+		k, ok := proc.FileKeyOf(path)
+		if !ok {
+			return nil
+		}
+		if !deep {
+			return proc.KernelHolders(k)
+		}
+		keepers, unknown := proc.FlockKeepers(k)
+		if len(unknown) > 0 {
+			return nil
+		}
+		return keepers
+	case "dir":
+		st, err := portable.New().Inspect(path)
+		if err != nil || st.State != lock.HeldExclusive || st.Holder == nil || st.Holder.Owner == nil {
+			return nil
+		}
+		o := st.Holder.Owner
+		if o.PID <= 0 || !proc.Local(o) || proc.Judge(o) != lock.Alive {
+			return nil
+		}
+		return []int{o.PID}
+	}
+	return nil
+}
+
+// sameCycle reports whether a and b are the same waits in the same order.
+func sameCycle(a, b []cycleStep) bool {
+	return len(a) > 0 && slices.EqualFunc(a, b, func(x, y cycleStep) bool { return x.e.Name == y.e.Name })
+}
+
+// youngest returns the name of the entry of cyc whose wait began last
+// (the greatest name among equals): the one that gives up.
+func youngest(cyc []cycleStep) string {
+	y := cyc[0].e
+	for _, s := range cyc[1:] {
+		if s.e.Since > y.Since || s.e.Since == y.Since && s.e.Name > y.Name {
+			y = s.e
+		}
+	}
+	return y.Name
+}
+
+// cycleError is the ErrDeadlock error of me, the youngest wait of cyc:
+// "pid 123 (make deploy) holds a.lock and waits for b.lock, held by pid
+// 456 (./sync.sh), which waits for a.lock".
+func cycleError(me waits.Entry, cyc []cycleStep) error {
+	var b strings.Builder
+	held := cyc[len(cyc)-1].e.Path
+	fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	for _, k := range cyc[0].keepers {
+		if k != me.PID {
+			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60))
+			break
+		}
+	}
+	fmt.Fprintf(&b, " and waits for %s", me.Path)
+	for _, s := range cyc[1:] {
+		fmt.Fprintf(&b, ", held by %s, which waits for %s", describeKeeper(s), s.e.Path)
+	}
+	b.WriteString(": no wait of the cycle can ever end, and this one, the latest to begin, gives up so that the others get their locks; take the locks in one order everywhere")
+	return &Error{Op: "acquire", Path: me.Path, Err: ErrDeadlock, Hint: b.String()}
+}
+
+// describeWaiter names the process of a wait entry for messages: "pid 123
+// (make deploy)", or the program the agent waits for and the agent.
+func describeWaiter(e waits.Entry) string {
+	if e.Caller > 0 {
+		return fmt.Sprintf("pid %d (%s) through pid %d (%s)", e.Caller, shorten(oneLine(e.CallerCommand), 60), e.PID, shorten(oneLine(programOf(e.Command)), 30))
+	}
+	return fmt.Sprintf("pid %d (%s)", e.PID, shorten(oneLine(e.Command), 60))
+}
+
+// describeKeeper names who keeps the lock that stands for step s's wait:
+// its waiter, or an ancestor of it that waits for it to end.
+func describeKeeper(s cycleStep) string {
+	for _, k := range s.keepers {
+		if k != s.e.PID {
+			return fmt.Sprintf("pid %d (%s), which waits for %s to end", k, shorten(oneLine(proc.Cmdline(k)), 60), describeWaiter(s.e))
+		}
+	}
+	return describeWaiter(s.e)
+}
+
+// programOf is a command line with its program's directory left out:
+// "hold agent --for app.js".
+func programOf(cmdline string) string {
+	prog, rest, _ := strings.Cut(cmdline, " ")
+	return strings.TrimSpace(filepath.Base(prog) + " " + rest)
+}
+
+// oneLine is s with each run of white space (a script's newlines) made
+// one space, for a message on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

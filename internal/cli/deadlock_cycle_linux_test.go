@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
+)
+
+// cycleScript is the command of one `hold run` of a cycle: say that the
+// outer lock is held (touch ready/I), wait until all n are, then take the
+// next lock with the inner command (hold run, or flock(1)).
+func cycleScript(i, n int, inner string) string {
+	return fmt.Sprintf(`touch ready/%d; while [ "$(ls ready | wc -l)" -lt %d ]; do sleep 0.01; done; %s`, i, n, inner)
+}
+
+// runAll starts every command in dir and returns their exit statuses and
+// stderr, waiting at most bound for them.
+func runAll(t *testing.T, dir string, bound time.Duration, cmds [][]string) ([]int, []string) {
+	t.Helper()
+	var procs []*exec.Cmd
+	var errs []*strings.Builder
+	for _, c := range cmds {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = dir
+		b := new(strings.Builder)
+		cmd.Stderr = b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		procs, errs = append(procs, cmd), append(errs, b)
+	}
+	codes := make([]int, len(procs))
+	outs := make([]string, len(procs))
+	done := make(chan int)
+	for i, p := range procs {
+		go func() { p.Wait(); done <- i }()
+	}
+	timeout := time.After(bound)
+	for range procs {
+		select {
+		case i := <-done:
+			codes[i], outs[i] = procs[i].ProcessState.ExitCode(), errs[i].String()
+		case <-timeout:
+			t.Fatalf("the commands did not finish within %v", bound)
+		}
+	}
+	return codes, outs
+}
+
+// TestRunCycle: `hold run` commands that each hold one lock while their
+// command takes the next one, in a ring: exactly one fails with exit 70
+// and a message naming every lock, and the others complete.
+func TestRunCycle(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			dir := t.TempDir()
+			runIn(t, dir, nil, "mkdir", "ready")
+			var cmds [][]string
+			for i := range n {
+				next := fmt.Sprintf("l%d", (i+1)%n)
+				cmds = append(cmds, []string{holdBin, "run", fmt.Sprintf("l%d", i), "--", "sh", "-c",
+					cycleScript(i, n, holdBin+" run "+next+" -- true")})
+			}
+			start := time.Now()
+			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+			t.Logf("%d hold runs: exits %v in %v", n, codes, time.Since(start))
+			failed := -1
+			for i, c := range codes {
+				switch {
+				case c == exitDeadlock && failed < 0:
+					failed = i
+				case c != 0:
+					t.Errorf("hold run %d: exit %d, stderr %q", i, c, outs[i])
+				}
+			}
+			if failed < 0 {
+				t.Fatalf("no hold run reported the deadlock: exits %v", codes)
+			}
+			for i := range n {
+				if l := fmt.Sprintf("l%d.lock", i); !strings.Contains(outs[failed], l) {
+					t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
+				}
+			}
+			if !strings.Contains(outs[failed], "deadlock") || !strings.Contains(outs[failed], "which waits for") {
+				t.Errorf("the deadlock message does not describe the cycle: %s", outs[failed])
+			}
+		})
+	}
+}
+
+// TestRunCycleThroughFlock: the same ring, where one side is flock(1)
+// holding its lock while another flock(1) waits: hold cannot see that
+// wait, so the cycle is never claimed; both sides time out instead.
+func TestRunCycleThroughFlock(t *testing.T) {
+	flock := testenv.LookPath(t, "flock", "a cycle through flock(1)'s wait")
+	dir := t.TempDir()
+	runIn(t, dir, nil, "mkdir", "ready")
+	cmds := [][]string{
+		{holdBin, "run", "a", "--", "sh", "-c", cycleScript(0, 2, holdBin+" run -w 4 b -- true")},
+		{flock, filepath.Join(dir, "b.lock"), "sh", "-c", cycleScript(1, 2, flock+" -w 4 a.lock true")},
+	}
+	codes, outs := runAll(t, dir, 60*time.Second, cmds)
+	for i, c := range codes {
+		if c == exitDeadlock || strings.Contains(outs[i], "deadlock") {
+			t.Errorf("command %d claimed a deadlock it cannot see: exit %d, stderr %q", i, c, outs[i])
+		}
+	}
+	if codes[0] != exitConflict && codes[1] != 1 {
+		t.Errorf("exits %v, want a timed-out wait on either side: %q", codes, outs)
+	}
+}
+
+// TestAgentCycle: two agents (as two clients would have) each hold one
+// lock and ask for the other's: exactly one request fails with EDEADLK
+// naming both locks, and once its client releases what it holds, the
+// other's is granted.
+func TestAgentCycle(t *testing.T) {
+	dir := t.TempDir()
+	agents := []*agentClient{startAgent(t, holdBin, dir), startAgent(t, holdBin, dir)}
+	locks := []string{"a", "b"}
+	held := make([]any, 2)
+	for i, c := range agents {
+		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
+	}
+	for i, c := range agents {
+		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q}`, locks[1-i]))
+	}
+	replies := make(chan int, 2)
+	got := make([]map[string]any, 2)
+	for i, c := range agents {
+		go func() { got[i] = c.reply(2); replies <- i }()
+	}
+	first := <-replies
+	msg := wantCode(t, got[first], "EDEADLK")
+	t.Log(msg)
+	for _, l := range []string{"a.lock", "b.lock"} {
+		if !strings.Contains(msg, l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, msg)
+		}
+	}
+	wantOK(t, agents[first].request(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, held[first])))
+	second := <-replies
+	wantOK(t, got[second])
+}
+
+// cycleNode and cyclePython hold argv's first lock, say so in ready/,
+// wait for the others, and take the second: exit 0 with it, 70 on a
+// deadlock (the message on stderr), 1 otherwise.
+const cycleNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second);
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : 1;
+  }
+  await a.release();
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const cyclePython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+a = hold.lock(first)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+a.release()
+sys.exit(code)
+`
+
+// TestMixedCycle: a cycle through a hold run, a Node client and a Python
+// client (the agent waits for the latter two) ends as any other: one exit
+// 70 naming every lock, the others complete.
+func TestMixedCycle(t *testing.T) {
+	node := testenv.LookPath(t, "node", "a cycle through a Node client")
+	py := testenv.LookPath(t, "python3", "a cycle through a Python client")
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	dir := t.TempDir()
+	runIn(t, dir, nil, "mkdir", "ready")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	cmds := [][]string{
+		{holdBin, "run", "l0", "--", "sh", "-c", cycleScript(0, 3, holdBin+" run l1 -- true")},
+		{node, "-e", cycleNode, "--", "l1", "l2", "1", "3"},
+		{py, "-c", cyclePython, "l2", "l0", "2", "3"},
+	}
+	start := time.Now()
+	codes, outs := runAll(t, dir, 60*time.Second, cmds)
+	t.Logf("exits %v in %v", codes, time.Since(start))
+	failed := -1
+	for i, c := range codes {
+		switch {
+		case c == 70 && failed < 0:
+			failed = i
+		case c != 0:
+			t.Errorf("command %d: exit %d, stderr %q", i, c, outs[i])
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
+	}
+	t.Log(outs[failed])
+	for _, l := range []string{"l0.lock", "l1.lock", "l2.lock"} {
+		if !strings.Contains(outs[failed], l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
+		}
+	}
+}
