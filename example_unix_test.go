@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/hold-dev/hold"
@@ -138,4 +139,23 @@ func ExampleMakeDirs() {
 	st, _ := hold.Inspect("", hold.LockFile(lockFile))
 	fmt.Println(fi.Mode().Perm(), st.Holder.Owner.Fields["job"], len(st.Holder.Owner.Command))
 	// Output: -rw------- nightly 0
+}
+
+// A child process given a lock's files keeps the lock, all of it, even if
+// this process dies first, as `hold run` does for its command. A
+// semaphore's slot is kept by three files: the slot's own and the shared
+// holds that keep a plain lock of the path and another N out.
+func ExampleLock_Files() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	l, err := hold.TryAcquire(filepath.Join(dir, "build"), hold.Slots(4))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Release()
+	cmd := exec.Command("true")
+	cmd.ExtraFiles = l.Files() // the child's fds 3, 4 and 5
+	fmt.Println("slot:", l.Slot(), "files:", len(cmd.ExtraFiles), "ran:", cmd.Run() == nil)
+	// Output: slot: 0 files: 3 ran: true
 }

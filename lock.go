@@ -334,6 +334,31 @@ func (l *Lock) File() *os.File {
 	return nil
 }
 
+// Files returns every open file that keeps a kernel lock, File's first,
+// and nil for other protocols. A plain lock has one; a semaphore's slot
+// (Slots) also needs its shared holds of the lock file and of the count
+// file. A program that passes the lock to a child process passes it all of
+// them, so that the child keeps the whole lock if this process dies, as
+// `hold run` does (the command's fds 3, 4 and 5).
+func (l *Lock) Files() []*os.File {
+	f := l.File()
+	if f == nil {
+		return nil
+	}
+	files := []*os.File{f}
+	for h := l.h; h != nil; {
+		if k, ok := h.(lock.FileKeeper); ok {
+			return append(files, k.KeepingFiles()...)
+		}
+		w, ok := h.(lock.Wrapper)
+		if !ok {
+			break
+		}
+		h = w.Unwrap()
+	}
+	return files
+}
+
 // Inspect reports the state of the lock on target without taking it: free,
 // held exclusive or shared (decided by the lock itself, not by the record),
 // the holder's owner record, whether the holder is alive, and the last

@@ -33,18 +33,22 @@ func TestSlotsRefused(t *testing.T) {
 	}
 }
 
+// plainOnly is a third party's protocol that keeps no semaphores: the
+// portable protocol seen through hold.Protocol's methods alone.
+type plainOnly struct{ hold.Protocol }
+
 // A protocol that keeps no semaphores refuses Slots above 1, naming
 // itself; Slots(1) is its plain lock.
 func TestSlotsUnsupportedProtocol(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "T")
-	p := hold.WithProtocol(portable.New())
+	p := hold.WithProtocol(plainOnly{portable.New()})
 	_, err := hold.TryAcquire(target, p, hold.Slots(3))
 	if !errors.Is(err, hold.ErrUnsupported) || !strings.Contains(err.Error(), "dir") {
-		t.Fatalf("Slots(3) on the portable protocol: %v; want ErrUnsupported naming it", err)
+		t.Fatalf("Slots(3) on a protocol without semaphores: %v; want ErrUnsupported naming it", err)
 	}
 	l, err := hold.TryAcquire(target, p, hold.Slots(1))
 	if err != nil {
-		t.Fatalf("Slots(1) on the portable protocol: %v", err)
+		t.Fatalf("Slots(1) on a protocol without semaphores: %v", err)
 	}
 	if l.Slot() != 0 {
 		t.Errorf("Slot() of a plain lock = %d", l.Slot())

@@ -114,6 +114,18 @@ type Filer interface {
 	File() *os.File
 }
 
+// FileKeeper is implemented by handles whose lock is kept by more open
+// files than the one File returns: a kernel semaphore's slot is the slot
+// file's lock together with shared holds of the lock file and of the count
+// file. A process that hands the lock to a child process (hold run, as
+// flock(1) does) hands over all of them, so that the child keeps the whole
+// lock, not part of it, if the process dies.
+type FileKeeper interface {
+	// KeepingFiles returns the open files, besides File's, whose locks
+	// this lock needs. Release closes them.
+	KeepingFiles() []*os.File
+}
+
 // Discarder is implemented by handles whose lock file the acquisition may
 // have created (kernel locks). It gains hold.Lock.Discard, with which a
 // refused update leaves no lock file it made behind.

@@ -32,12 +32,17 @@ func execLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string) error {
 	}
 	fd := int(f.Fd())
 	env := append(commandEnv(l, spec), "HOLD_LOCK_FD="+strconv.Itoa(fd))
-	// The descriptor was opened close-on-exec; this exec is the one that
-	// must keep it.
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-		return &errkind.ExecError{Cmd: argv[0], Err: err}
+	// The descriptors were opened close-on-exec; this exec is the one that
+	// must keep them: the lock's, and a semaphore slot's other two.
+	files := l.Files()
+	for _, kf := range files {
+		if _, err := unix.FcntlInt(kf.Fd(), unix.F_SETFD, 0); err != nil {
+			return &errkind.ExecError{Cmd: argv[0], Err: err}
+		}
 	}
 	err = unix.Exec(path, argv, env)
-	unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+	for _, kf := range files {
+		unix.FcntlInt(kf.Fd(), unix.F_SETFD, unix.FD_CLOEXEC)
+	}
 	return &errkind.ExecError{Cmd: argv[0], Err: &os.PathError{Op: "exec", Path: path, Err: err}}
 }

@@ -13,13 +13,15 @@ import (
 )
 
 // passLock hands a kernel lock's descriptor to the command as fd 3, unless
-// closeFD (-o) says not to. It reports whether it did.
+// closeFD (-o) says not to, and a semaphore slot's other two as fds 4 and
+// 5 (hold.Lock.Files): the command keeps the whole lock if hold dies. It
+// reports whether it did.
 func passLock(cmd *exec.Cmd, l *hold.Lock, closeFD bool) bool {
-	f := l.File()
-	if f == nil || closeFD {
+	files := l.Files()
+	if files == nil || closeFD {
 		return false
 	}
-	cmd.ExtraFiles = []*os.File{f}
+	cmd.ExtraFiles = files
 	return true
 }
 

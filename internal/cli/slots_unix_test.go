@@ -199,3 +199,47 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// A slot's command keeps the whole slot when its hold run dies: the slot
+// file and the shared holds of the lock file and of the count file, which
+// hold passes as fds 3, 4 and 5. With the slot file alone, a plain lock
+// (which waits only for the lock file) got in beside the command, and
+// another N was accepted.
+func TestSlotsKeptWhenHoldDies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, _ := slotHolder(t, dir, 2)
+	if err := h.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+	if r := runHold(t, dir, "run", "-n", "T", "--", "true"); r.code != 1 {
+		t.Errorf("a plain hold run -n while a killed hold's command keeps its slot: exit %d, want 1 (busy): %s", r.code, r.stderr)
+	}
+	if r := runHold(t, dir, "run", "-n", "--slots", "3", "T", "--", "true"); r.code != 64 {
+		t.Errorf("hold run --slots 3 while a command keeps a slot of 2: exit %d, want 64: %s", r.code, r.stderr)
+	}
+	r := runHold(t, dir, "run", "--slots", "2", "T", "--", "sh", "-c", `ls /proc/self/fd`)
+	if r.code != 0 {
+		t.Fatalf("hold run --slots 2 beside the kept slot: exit %d: %s", r.code, r.stderr)
+	}
+	for _, fd := range []string{"3", "4", "5"} {
+		if !strings.Contains(" "+strings.Join(strings.Fields(r.stdout), " ")+" ", " "+fd+" ") {
+			t.Errorf("a slot's command lacks fd %s: %q", fd, r.stdout)
+		}
+	}
+	// The command ends: the path is a plain lock's again.
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	deadline := time.Now().Add(hangLimit)
+	for {
+		r := runHold(t, dir, "run", "-n", "T", "--", "true")
+		if r.code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plain lock stayed busy after the slot's command ended: exit %d: %s", r.code, r.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

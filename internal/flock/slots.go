@@ -557,6 +557,14 @@ type slotHandle struct {
 // Slot returns the place held, from 0 to N-1.
 func (h *slotHandle) Slot() int { return h.slot }
 
+// KeepingFiles returns the lock file and the count file, whose shared holds
+// the slot needs beside the slot file's own lock (lock.FileKeeper): a
+// command given only the slot file would, once its hold run died, hold a
+// slot that a plain lock of the path no longer waits for.
+func (h *slotHandle) KeepingFiles() []*os.File {
+	return []*os.File{h.gate.file(), h.count.file()}
+}
+
 // Release lets go of the slot, then of the lock file and the count file.
 // It is idempotent, as the slot's own Release is.
 func (h *slotHandle) Release() error {
