@@ -170,9 +170,14 @@ type reply struct {
 	Token    uint64 `json:"token,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
-	// Slot is the slot held of a semaphore (Lock.Slot); absent means 0.
-	Slot  int         `json:"slot,omitempty"`
-	Owner *hold.Owner `json:"owner,omitempty"`
+	// ReleaseAhead (acquire, try; version 3): the client may write this
+	// lock's release without waiting for its reply (hello's "pipeline").
+	// Only a kernel lock's: its release leaves nothing on disk that a
+	// program could look for the moment release returns, as a portable
+	// lock's directory is, and it is answered at once, as a network
+	// lock's is not.
+	ReleaseAhead bool        `json:"release_ahead,omitempty"`
+	Owner        *hold.Owner `json:"owner,omitempty"`
 
 	// update: the update's number and the file's old content.
 	Update uint64 `json:"update,omitempty"`
