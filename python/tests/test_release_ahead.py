@@ -5,16 +5,32 @@ of it."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import subprocess
+import time
 
 from helpers import HANG, TempDirTest, hold
 
 
 def _lose(lk: "hold.Lock") -> None:
-    """Makes the agent find lk, a portable lock, lost at its release: its
-    lock directory goes."""
-    shutil.rmtree(lk.path)
+    """Makes the agent find the kernel lock lk lost at its release, before
+    this process has heard of the loss: its lock file goes, the agent
+    notices (its watch looks once a second) and says so, and the test
+    forgets what it said, as a release that comes before the agent's word
+    does not know it."""
+    os.remove(lk.path)
+    deadline = time.monotonic() + HANG
+    while lk.lost is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the agent did not find {lk.path} lost")
+        time.sleep(0.01)
+    lk._lost = None
+
+
+def _ahead() -> bool:
+    """Whether this process's kernel locks are released ahead of their
+    replies: where it has the synchronous channel."""
+    return hold._agent.get_agent().sync is not None
 
 
 class ReleaseAheadTest(TempDirTest):
@@ -49,13 +65,14 @@ class ReleaseAheadTest(TempDirTest):
 
     def test_failed_release_is_raised_by_the_next_call(self) -> None:
         t, other = self.path("data"), self.path("other")
-        l = hold.lock(t, protocol="dir")
+        l = hold.lock(t)
         _lose(l)
-        try:
-            l.release()  # written ahead: its outcome comes with the next reply
-        except hold.Lost as e:  # on the standard channel the reply is awaited
-            err = e
+        if not _ahead():  # on the standard channel the reply is awaited
+            with self.assertRaises(hold.Lost) as cm:
+                l.release()
+            err = cm.exception
         else:
+            l.release()  # written ahead: its outcome comes with the next reply
             with self.assertRaises(hold.Lost) as cm:
                 hold.try_lock(other)
             err = cm.exception
@@ -68,7 +85,7 @@ class ReleaseAheadTest(TempDirTest):
 
     def test_failed_release_is_raised_before_a_request_of_the_standard_channel(self) -> None:
         t = self.path("data")
-        l = hold.lock(t, protocol="dir")
+        l = hold.lock(t)
         _lose(l)
         with self.assertRaises(hold.Lost):
             l.release()
@@ -78,15 +95,18 @@ class ReleaseAheadTest(TempDirTest):
     def test_failed_release_is_warned_of_at_exit(self) -> None:
         p = self.python(
             """
-            import shutil, sys, hold
-            l = hold.lock(sys.argv[1], protocol="dir")
-            shutil.rmtree(l.path)
+            import sys, hold
+            sys.path.insert(0, sys.argv[2])
+            from test_release_ahead import _lose
+            l = hold.lock(sys.argv[1])
+            _lose(l)
             try:
                 l.release()
             except hold.Lost as e:
                 print("raised:", e)
             """,
             self.path("data"),
+            os.path.dirname(os.path.abspath(__file__)),
         )
         out, err = p.communicate(timeout=HANG)
         self.assertEqual(p.returncode, 0, err)
@@ -94,6 +114,13 @@ class ReleaseAheadTest(TempDirTest):
         self.assertIn(self.path("data.lock"), told)
         if "raised:" not in out:
             self.assertIn("HoldWarning", err)
+
+    def test_portable_release_is_waited_for(self) -> None:
+        # Its directory goes with the release: gone when release() returns.
+        l = hold.lock(self.path("data"), protocol="dir")
+        self.assertTrue(os.path.isdir(l.path))
+        l.release()
+        self.assertFalse(os.path.exists(l.path))
 
     def test_many_releases_ahead(self) -> None:
         # More locks released in a row than may wait for their replies.

@@ -83,6 +83,9 @@ class Lock:
         self.token: int = int(reply.get("token") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
+        # Whether the agent lets its release be written ahead of the reply
+        # (see release()).
+        self._ahead = bool(reply.get("release_ahead"))
         # A reply of the synchronous channel keeps the record undecoded
         # (_agent.OWNER_RAW): most locks never read it, and decoding it
         # was most of the cost of parsing the reply.
@@ -135,10 +138,11 @@ class Lock:
         ``Lost`` if the lock is known lost. In a child process made by
         fork() it does nothing: the lock is the parent's.
 
-        On the synchronous channel the release is written to the agent and
-        not waited for: it is in the agent's input when this returns, so
-        it comes before anything this process asks next, and the next
-        call reads its outcome. A release that failed (the lock was lost
+        A kernel lock's release on the synchronous channel is written to
+        the agent and not waited for (the agent says which locks may be so
+        released): it is in the agent's input when this returns, so it
+        comes before anything this process asks next, and the next call
+        reads its outcome. A release that failed (the lock was lost
         while held) is raised by that next call as ``Lost``, and recorded
         as this lock's ``lost``; at exit, it is warned of."""
         run(self._release_steps(), _perform)
@@ -158,7 +162,7 @@ class Lock:
             ag.locks.pop(self._number, None)
         if lost is not None:
             raise lost
-        if ag.release_later(self):
+        if self._ahead and ag.release_later(self):
             ag.raise_failed()
             return
         if ag.dead is not None:
@@ -503,9 +507,8 @@ def _take(op: str, req: Dict[str, Any]) -> Lock:
 
 def lock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
-    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None, make_dirs: bool = False,
+    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -602,9 +605,8 @@ async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str, queued: int 
 
 def alock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
-    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None, make_dirs: bool = False,
+    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
