@@ -21,20 +21,20 @@ T = TypeVar("T")
 Steps = Generator[Any, Any, T]
 
 
-def _drive(steps: "Steps[T]", perform: Callable[[Any], Iterator[Any]]) -> Generator[Any, Any, T]:
-    """Feeds steps the outcome of each of its steps, as perform delegates
-    it (at once for run, through the event loop for arun)."""
-    outcome: Any = None
-    error: Optional[BaseException] = None
+def _drive(steps: "Steps[T]", perform: Callable[[Any], Iterator[Any]], step: Any) -> Generator[Any, Any, T]:
+    """Performs step, the first that steps yielded, and every step after
+    it, as perform delegates them (at once for run, through the event loop
+    for arun), feeding steps each outcome."""
     while True:
+        error: Optional[BaseException] = None
+        try:
+            outcome = yield from perform(step)
+        except BaseException as e:  # the operation decides what to do with it
+            outcome, error = None, e
         try:
             step = steps.send(outcome) if error is None else steps.throw(error)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        try:
-            outcome, error = (yield from perform(step)), None
-        except BaseException as e:  # the operation decides what to do with it
-            outcome, error = None, e
 
 
 def _at_once(outcome: Any) -> Iterator[Any]:
@@ -45,9 +45,14 @@ def _at_once(outcome: Any) -> Iterator[Any]:
 
 def run(steps: "Steps[T]", perform: Callable[[Any], Any]) -> T:
     """Drives steps to their end, performing each with perform, which
-    blocks until its outcome; returns the operation's result."""
+    blocks until its outcome; returns the operation's result. An operation
+    that needs no step (a lock free at once) costs one send."""
     try:
-        _drive(steps, lambda step: _at_once(perform(step))).send(None)
+        step = steps.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    try:
+        _drive(steps, lambda s: _at_once(perform(s)), step).send(None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     raise RuntimeError("a blocking step yielded to an event loop")
@@ -59,4 +64,8 @@ _adrive = types.coroutine(_drive)
 
 async def arun(steps: "Steps[T]", perform: Callable[[Any], Awaitable[Any]]) -> T:
     """run(), awaiting each step's outcome."""
-    return await _adrive(steps, lambda step: perform(step).__await__())  # type: ignore[no-any-return]
+    try:
+        step = steps.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    return await _adrive(steps, lambda s: perform(s).__await__(), step)  # type: ignore[no-any-return]
