@@ -728,6 +728,8 @@ class Agent:
             self.sync = None
         self.pending.clear()
         self.locks.clear()
+        self.unread.clear()  # the parent's releases: the parent reads their replies
+        self.failed = []
         # Not this process's child: nothing here may wait for it.
         self.proc.returncode = 0
 
