@@ -145,16 +145,22 @@ class Lock:
         reads its outcome. A release that failed (the lock was lost
         while held) is raised by that next call as ``Lost``, and recorded
         as this lock's ``lost``; at exit, it is warned of."""
-        run(self._release_steps(), _perform)
+        msg = self._release_start()
+        if msg is not None:
+            run(self._release_waited(msg), _perform)
 
     async def _arelease(self) -> None:
         """release(), awaiting a reply that comes on the standard channel."""
-        await arun(self._release_steps(), _aperform)
+        msg = self._release_start()
+        if msg is not None:
+            await arun(self._release_waited(msg), _aperform)
 
-    def _release_steps(self) -> "Steps[None]":
+    def _release_start(self) -> Optional[Dict[str, Any]]:
+        """Releases the lock, or returns the release to send and wait for
+        on the standard channel."""
         with self._mu:
             if self._released or self._foreign():
-                return
+                return None
             self._released = True
             lost = self._lost
         ag = self._agent
@@ -164,11 +170,14 @@ class Lock:
             raise lost
         if self._ahead and ag.release_later(self):
             ag.raise_failed()
-            return
+            return None
         if ag.dead is not None:
             raise Lost(f"lock {self.path} lost: {ag.dead}")
+        return {"op": "release", "lock": self._number}
+
+    def _release_waited(self, msg: Dict[str, Any]) -> "Steps[None]":
         try:
-            yield _Call(ag, {"op": "release", "lock": self._number})
+            yield _Call(self._agent, msg)
         except AgentError as e:
             raise Lost(f"lock {self.path} lost: {e}") from e
 
@@ -357,10 +366,10 @@ def _request(
         ("allow_empty", allow_empty),
         ("make_dirs", make_dirs),
     ):
-        if not isinstance(flag, bool):
-            raise Invalid(f"{key} must be True or False, not {flag!r}")
-        if flag:
+        if flag is True:
             req[key] = True
+        elif flag is not False:
+            raise Invalid(f"{key} must be True or False, not {flag!r}")
     if protocol is not None:
         if not isinstance(protocol, str) or not protocol:
             raise Invalid(f"protocol must be a non-empty string ('flock' or 'dir'), not {protocol!r}")
@@ -481,10 +490,10 @@ def _with_held_by(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]],
-                thread: Optional[int]) -> "Steps[Lock]":
-    """Takes a lock: tried on the synchronous channel, waited for where the
-    agent says (or on the standard channel, where there is no other)."""
-    reply = _sync_take(ag, op, req, held)
+                thread: Optional[int], reply: Optional[Reply]) -> "Steps[Lock]":
+    """Takes a lock, given reply, that of its try on the synchronous
+    channel (_sync_take): waited for where the agent says, or on the
+    standard channel, where there is no other."""
     if reply is None:
         msg = {"op": op, **req}
         if held:
@@ -498,7 +507,11 @@ def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int
 def _take(op: str, req: Dict[str, Any]) -> Lock:
     ag = get_agent()
     held = _thread_locks(ag) if op == "acquire" else None
-    return run(_take_steps(ag, op, req, held, threading.get_ident()), _perform)
+    thread = threading.get_ident()
+    reply = _sync_take(ag, op, req, held)
+    if reply is not None and not reply.get("queued"):
+        return _held(ag, reply, thread)  # taken at once: no step to drive
+    return run(_take_steps(ag, op, req, held, thread, reply), _perform)
 
 
 # The API. The faces of each operation take the same options; the checks
@@ -574,7 +587,9 @@ class _AsyncAcquire:
     async def _acquire(self) -> Lock:
         # No held_by: the tasks of an event loop may release locks for
         # one another while one of them waits.
-        return await arun(_take_steps(get_agent(), "acquire", self._req, None, None), _aperform)
+        ag = get_agent()
+        reply = _sync_take(ag, "acquire", self._req, None)
+        return await arun(_take_steps(ag, "acquire", self._req, None, None, reply), _aperform)
 
 
 async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str, queued: int = 0) -> Reply:
