@@ -167,6 +167,9 @@ class _Context:
         self.held: Any = None  # the hold.Lock while held
         self.fd: Optional[int] = None  # the descriptor lent to on_acquired
         self.lock_counter = 0
+        # The path checked (_check_path) and hold.lock()'s options for it,
+        # at the first acquisition: the same for every one after.
+        self.kw: Optional[Dict[str, Any]] = None
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -497,11 +500,13 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         for the thread classes and the asyncio ones (see hold._steps)."""
         ctx = self._context
         path = ctx.lock_file
-        _check_path(path, self._soft)
+        kw = ctx.kw
+        if kw is None:
+            _check_path(path, self._soft)
+            kw = ctx.kw = self._hold_kwargs()
         lock_id = id(self)
         key = self._holder_key(path)
         start = time.perf_counter()
-        kw = self._hold_kwargs()
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
             wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, poll_interval, cancel_check)
