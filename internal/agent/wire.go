@@ -170,7 +170,7 @@ type reply struct {
 	Token    uint64 `json:"token,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
-	// ReleaseAhead (acquire, try; version 3): the client may write this
+	// ReleaseAhead (acquire, try; version 4): the client may write this
 	// lock's release without waiting for its reply (hello's "pipeline").
 	// Only a kernel lock's: its release leaves nothing on disk that a
 	// program could look for the moment release returns, as a portable

@@ -40,11 +40,11 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from ._errors import AgentError, HoldError, HoldWarning, Lost, from_reply
 
-#: The agent protocol version this package speaks: 3, for releases
+#: The agent protocol version this package speaks: 4, for releases
 #: written ahead of their replies (hello's "pipeline"; see
-#: Agent.release_later). An agent of version 2 serves it too: it reads the
-#: releases' replies in order all the same, and only polls as before.
-PROTOCOL_VERSION = 3
+#: Agent.release_later). An agent of version 2 or 3 serves it too: its lock
+#: replies say no release may be written ahead, so each is waited for.
+PROTOCOL_VERSION = 4
 MIN_PROTOCOL_VERSION = 2
 
 _EXE = "hold.exe" if os.name == "nt" else "hold"
