@@ -144,7 +144,7 @@ func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error)
 		return nil, nil
 	}
 	if al.lazy {
-		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), ReleaseAhead: releaseAhead(l)},
+		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot(), ReleaseAhead: releaseAhead(l)},
 			func() { a.watchLoss(n, al) }
 	}
 	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
@@ -165,7 +165,7 @@ func abortCause(ctx context.Context, err error) error {
 func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *reply {
 	owner := l.Owner()
 	return &reply{ID: id, OK: true, Lock: n, Token: l.Token(), Path: l.Path(), Protocol: l.Protocol(),
-		ReleaseAhead: releaseAhead(l), Owner: &owner}
+		Slot: l.Slot(), ReleaseAhead: releaseAhead(l), Owner: &owner}
 }
 
 // releaseAhead says whether a client may write l's release without

@@ -170,6 +170,8 @@ type reply struct {
 	Token    uint64 `json:"token,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
+	// Slot is the slot held of a semaphore (Lock.Slot); absent means 0.
+	Slot int `json:"slot,omitempty"`
 	// ReleaseAhead (acquire, try; version 4): the client may write this
 	// lock's release without waiting for its reply (hello's "pipeline").
 	// Only a kernel lock's: its release leaves nothing on disk that a

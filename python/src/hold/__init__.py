@@ -81,6 +81,8 @@ class Lock:
         self._lost: Optional[HoldError] = None
         self._released = False
         self.token: int = int(reply.get("token") or 0)
+        #: The slot held of a semaphore (``slots=n``), 0 to n-1; 0 for a lock.
+        self.slot: int = int(reply.get("slot") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
         # Whether the agent lets its release be written ahead of the reply
@@ -351,6 +353,7 @@ def _request(
     allow_empty: bool = False,
     make_dirs: bool = False,
     mode: Optional[int] = None,
+    slots: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
@@ -384,6 +387,10 @@ def _request(
         if isinstance(mode, bool) or not isinstance(mode, int) or not 0 < mode <= 0o777:
             raise Invalid(f"mode must be permission bits such as 0o644, not {mode!r}")
         req["mode"] = mode
+    if slots is not None:
+        if isinstance(slots, bool) or not isinstance(slots, int):
+            raise Invalid(f"slots must be a number of slots, not {slots!r}")
+        req["slots"] = slots
     if fields is not None:
         req["fields"] = _strings("fields", fields)
     if settings is not None:
@@ -522,6 +529,7 @@ def lock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
     protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
     fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
+    slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -538,7 +546,9 @@ def lock(
     umask; 0o666 otherwise). A missing parent directory of the lock file is
     an error (``NotFound``), as for the hold command, Go and Node, unless
     ``make_dirs`` is True, which makes it (mode 0777 under the umask), as
-    filelock does.
+    filelock does. ``slots=n`` takes one of n slots of a counting semaphore
+    instead (at most n holders at once, as ``hold run --slots n``); the
+    Lock's ``slot`` says which, 0 to n-1.
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
@@ -548,7 +558,7 @@ def lock(
     the same Lock again instead: it is re-entrant.)
     """
     req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
-                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode)
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _take("acquire", req)
 
 
@@ -556,12 +566,12 @@ def try_lock(
     target: Optional[PathLike] = None, *, shared: bool = False, fair: bool = False,
     protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None,
     fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None, make_dirs: bool = False,
+    mode: Optional[int] = None, make_dirs: bool = False, slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
     req = _request(target, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
-                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode)
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _take("try", req)
 
 
@@ -622,13 +632,14 @@ def alock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
     protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
     fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
+    slots: Optional[int] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
     loop, and cancelling the task ends it (a free lock is taken with a
     blocking call of a few µs, as release() is)."""
     req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
-                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode)
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _AsyncAcquire(req)
 
 
