@@ -76,6 +76,7 @@ func impls() []impl {
 		impl{name: "proper-lockfile drop-in seed", about: "Node, proper-lockfile seed's code with its import switched to @hold-dev/hold/proper-lockfile (js/): lockSync + release, the portable protocol's <file>.lock directory", node: nodeDropInSeedMode},
 		impl{name: "filelock", about: "Python, py-filelock FileLock (default settings: a busy lock is retried every 50 ms), acquire + release", python: "filelock"},
 		impl{name: "hold (Python)", about: "Python, hold-lock (python/) hold.lock() + release() through its hold agent, kernel lock", python: pythonHoldMode},
+		impl{name: "hold.filelock", about: "Python, filelock's FileLock code with its import switched to hold.filelock (python/): acquire + release, the same kernel lock through the hold agent", python: pythonDropInMode},
 	)
 	return list
 }

@@ -10,6 +10,8 @@ and released per cycle, the way a program keeps one lock object.
 MODE "hold": this repository's Python package (its source in $HOLD_PY, its
 agent in $HOLD_BIN): hold.lock(DIR/target) and release(), a kernel lock held
 by the process's hold agent.
+MODE "hold.filelock": the filelock mode's code with its import switched to
+the package's drop-in, hold.filelock: the same lock file, through the agent.
 
 It writes "r" when warmed up, starts when stdin closes, takes the lock M
 times or until BUDGET_MS is spent, and writes its report to stdout as
@@ -36,8 +38,12 @@ def critical_section():
     os.pwrite(counter, b"%020d\n" % (n + 1), 0)
 
 
-if mode == "filelock":
-    import filelock
+if mode in ("filelock", "hold.filelock"):
+    if mode == "filelock":
+        import filelock
+    else:
+        sys.path.insert(0, os.environ["HOLD_PY"])
+        import hold.filelock as filelock
 
     fl = filelock.FileLock(target + ".lock")
 
@@ -72,10 +78,12 @@ os.write(1, b"r")
 sys.stdin.buffer.read()
 def agent_cpu():
     """CPU seconds the hold agent of this process has used (0 for filelock)."""
-    if mode != "hold":
+    if mode == "filelock":
         return 0.0
     try:
-        with open("/proc/%d/stat" % hold._agent.get_agent().proc.pid) as f:
+        from hold import _agent
+
+        with open("/proc/%d/stat" % _agent.get_agent().proc.pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):

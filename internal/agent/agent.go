@@ -252,7 +252,7 @@ func (a *agent) hello(req *request) {
 	if req.Sync {
 		// A client that cannot have the channel (another system, a full
 		// disk) is answered without it and keeps to this one.
-		r.Sync = a.openSync(req.SyncDir)
+		r.Sync = a.openSync(req.SyncDir, req.Pipeline)
 	}
 	a.send(r)
 }

@@ -144,7 +144,8 @@ func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error)
 		return nil, nil
 	}
 	if al.lazy {
-		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot()}, func() { a.watchLoss(n, al) }
+		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot(), ReleaseAhead: releaseAhead(l)},
+			func() { a.watchLoss(n, al) }
 	}
 	return lockReply(id, n, l), func() { a.watchLoss(n, al) }
 }
@@ -163,8 +164,13 @@ func abortCause(ctx context.Context, err error) error {
 
 func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *reply {
 	owner := l.Owner()
-	return &reply{ID: id, OK: true, Lock: n, Token: l.Token(), Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot(), Owner: &owner}
+	return &reply{ID: id, OK: true, Lock: n, Token: l.Token(), Path: l.Path(), Protocol: l.Protocol(),
+		Slot: l.Slot(), ReleaseAhead: releaseAhead(l), Owner: &owner}
 }
+
+// releaseAhead says whether a client may write l's release without
+// waiting for its reply (reply.ReleaseAhead): a kernel lock's.
+func releaseAhead(l *hold.Lock) bool { return l.Protocol() == "flock" }
 
 // addLock files a lock under a new number; false if the agent is closing.
 func (a *agent) addLock(al *heldLock) (uint64, bool) {

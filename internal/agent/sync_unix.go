@@ -27,6 +27,13 @@ type syncChannel struct {
 	replies  int        // the replies FIFO, written
 	wake     int        // the requests FIFO again, written without blocking
 	closing  bool
+
+	// pipelined: the client writes releases ahead of their replies
+	// (hello's "pipeline"), so a lock's cycle is one round trip, the
+	// release's reply coming with the next request's. Neither side
+	// polls then: the agent's polling for the next request and the
+	// client's for a reply kept two CPUs busy for one lock.
+	pipelined bool
 }
 
 // The FIFOs' names in the channel's directory.
@@ -36,7 +43,8 @@ const (
 )
 
 // openSync makes the synchronous channel and starts serving it: in dir if
-// the client gave one, else in a new directory of its own. It returns nil
+// the client gave one, else in a new directory of its own; pipelined as
+// the client's hello says (syncChannel.pipelined). It returns nil
 // if the agent has one already, is closing, or cannot make one (dir is not
 // a directory private to this user).
 //
@@ -48,7 +56,7 @@ const (
 // FIFO (which fails with ENXIO before the agent reads it) finds the
 // replies open too, which is how a client that did not wait for the
 // hello's reply knows that the channel is ready.
-func (a *agent) openSync(dir string) *syncPaths {
+func (a *agent) openSync(dir string, pipelined bool) *syncPaths {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sync != nil || a.closed {
@@ -63,7 +71,7 @@ func (a *agent) openSync(dir string) *syncPaths {
 		return nil
 	}
 	paths := &syncPaths{Requests: filepath.Join(dir, requestsFIFO), Replies: filepath.Join(dir, repliesFIFO)}
-	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1}
+	ch := &syncChannel{dir: dir, requests: -1, replies: -1, wake: -1, pipelined: pipelined}
 	var err error
 	if ch.replies, err = openFIFO(paths.Replies, true); err == nil {
 		if ch.requests, err = openFIFO(paths.Requests, true); err == nil {
@@ -114,12 +122,16 @@ func openFIFO(path string, create bool) (int, error) {
 // runtime's poller in between.
 func (a *agent) serveSync(ch *syncChannel) {
 	defer ch.closeFiles()
-	in := newSyncReader(ch.requests)
+	cpus := runtime.NumCPU()
+	if ch.pipelined {
+		cpus = 1 // no polling on either side: see syncChannel.pipelined
+	}
+	in := newSyncReader(ch.requests, cpus)
 	// The channel's first reply tells the client its polling budget
 	// (replySpin): a client that opens the channel before it has read
 	// the hello's reply (Node's synchronous API) learns it there too.
 	spin := new(int)
-	*spin = replySpin(runtime.NumCPU())
+	*spin = replySpin(cpus)
 	readLines(in, func(line []byte) bool {
 		ch.remove() // the client has opened both ends
 		if ch.isClosing() {
@@ -250,8 +262,9 @@ func replySpin(cpus int) int {
 // Node client nothing against 200.
 const replySpinBudget = 50 * time.Microsecond
 
-func newSyncReader(fd int) *syncReader {
-	return &syncReader{fd: fd, multi: runtime.NumCPU() > 1}
+// newSyncReader reads fd, polling only where cpus > 1.
+func newSyncReader(fd, cpus int) *syncReader {
+	return &syncReader{fd: fd, multi: cpus > 1}
 }
 
 // Read reads the next requests, polling first when one is likely to

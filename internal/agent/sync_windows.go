@@ -4,6 +4,6 @@ package agent
 // without the synchronous channel, and clients keep to the standard one.
 type syncChannel struct{}
 
-func (a *agent) openSync(string) *syncPaths { return nil }
+func (a *agent) openSync(string, bool) *syncPaths { return nil }
 
 func (a *agent) closeSync() {}

@@ -16,14 +16,15 @@ import (
 // written, and the error codes replies carry (docs/agent.md).
 
 // protocolVersion is the highest protocol version this agent speaks
-// (docs/agent.md). Version 2 added the synchronous channel's queued
+// (docs/agent.md). Version 4 added hello's "pipeline" (request.Pipeline)
+// and the lock reply's "release_ahead". Version 2 added the synchronous channel's queued
 // replies (request.Queue) and the reply poll budget in the channel's
 // first reply (reply.SpinMicros); version 3 the lazy acquisition
 // (request.Lazy), whose reply leaves out the token and the owner record
 // until a "token" request asks for them. An older client sends none of
 // these fields and reads none, so this agent still serves it, down to
 // minProtocolVersion.
-const protocolVersion = 3
+const protocolVersion = 4
 
 // minProtocolVersion is the oldest protocol version this agent serves.
 const minProtocolVersion = 1
@@ -69,6 +70,11 @@ type request struct {
 	// agent's own. A client that knows where they will be can open them
 	// without waiting for the hello's reply.
 	SyncDir string `json:"sync_dir"`
+	// hello: the client writes its releases on the synchronous channel
+	// without waiting for their replies, which it reads with its next
+	// request's (version 4). Its cycle then has one round trip, which
+	// neither side polls for (syncChannel.pipelined).
+	Pipeline bool `json:"pipeline"`
 
 	// acquire, try, status, update, append: what to lock and how.
 	Target   string            `json:"target"`
@@ -165,8 +171,15 @@ type reply struct {
 	Path     string `json:"path,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
 	// Slot is the slot held of a semaphore (Lock.Slot); absent means 0.
-	Slot  int         `json:"slot,omitempty"`
-	Owner *hold.Owner `json:"owner,omitempty"`
+	Slot int `json:"slot,omitempty"`
+	// ReleaseAhead (acquire, try; version 4): the client may write this
+	// lock's release without waiting for its reply (hello's "pipeline").
+	// Only a kernel lock's: its release leaves nothing on disk that a
+	// program could look for the moment release returns, as a portable
+	// lock's directory is, and it is answered at once, as a network
+	// lock's is not.
+	ReleaseAhead bool        `json:"release_ahead,omitempty"`
+	Owner        *hold.Owner `json:"owner,omitempty"`
 
 	// update: the update's number and the file's old content.
 	Update uint64 `json:"update,omitempty"`

@@ -108,6 +108,9 @@ class InteropTest(TempDirTest):
         with hold.lock(self.path("T")):
             with self.assertRaises(filelock.Timeout):
                 filelock.FileLock(lf, timeout=0).acquire()
+        # hold's release is in its agent's input: a call of hold's confirms
+        # it before filelock, which does not go through the agent, looks.
+        self.assertEqual(hold.status(self.path("T"))["state"], "free")
         fl = filelock.FileLock(lf, timeout=0)
         fl.acquire()
         fl.release()

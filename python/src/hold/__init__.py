@@ -26,13 +26,14 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
-from . import _agent
+from . import _agent, _errors
 from ._agent import Agent, Reply, Request, decode, encode, get_agent
 from ._errors import (
     Aborted, AgentError, Busy, Deadlock, Foreign, HoldError, HoldWarning, Invalid, IsADirectory, Lost, NoSpace,
     NotFound, NotRegular, PermissionDenied, ReadOnly, Timeout, from_reply,
 )
 from ._owner import Owner
+from ._steps import Steps, arun, run
 from ._version import __version__
 
 __all__ = [
@@ -47,22 +48,7 @@ __all__ = [
     "astatus",
     "Lock",
     "Owner",
-    "HoldError",
-    "Busy",
-    "Timeout",
-    "Lost",
-    "Aborted",
-    "Foreign",
-    "Invalid",
-    "AgentError",
-    "Deadlock",
-    "NotFound",
-    "PermissionDenied",
-    "IsADirectory",
-    "NotRegular",
-    "NoSpace",
-    "ReadOnly",
-    "HoldWarning",
+    *_errors.__all__,
     "__version__",
 ]
 
@@ -99,6 +85,9 @@ class Lock:
         self.slot: int = int(reply.get("slot") or 0)
         self.path: str = str(reply.get("path", ""))
         self.protocol: str = str(reply.get("protocol", ""))
+        # Whether the agent lets its release be written ahead of the reply
+        # (see release()).
+        self._ahead = bool(reply.get("release_ahead"))
         # A reply of the synchronous channel keeps the record undecoded
         # (_agent.OWNER_RAW): most locks never read it, and decoding it
         # was most of the cost of parsing the reply.
@@ -148,31 +137,32 @@ class Lock:
 
     def release(self) -> None:
         """Gives the lock up. Idempotent: later calls do nothing. Raises
-        ``Lost`` if the lock was lost meanwhile. In a child process made by
-        fork() it does nothing: the lock is the parent's."""
-        queued = self._release()
-        if queued:
-            try:
-                self._agent.call({}, queued=queued)
-            except AgentError as e:
-                raise Lost(f"lock {self.path} lost: {e}") from e
+        ``Lost`` if the lock is known lost. In a child process made by
+        fork() it does nothing: the lock is the parent's.
+
+        A kernel lock's release on the synchronous channel is written to
+        the agent and not waited for (the agent says which locks may be so
+        released): it is in the agent's input when this returns, so it
+        comes before anything this process asks next, and the next call
+        reads its outcome. A release that failed (the lock was lost
+        while held) is raised by that next call as ``Lost``, and recorded
+        as this lock's ``lost``; at exit, it is warned of."""
+        msg = self._release_start()
+        if msg is not None:
+            run(self._release_waited(msg), _perform)
 
     async def _arelease(self) -> None:
-        """release(), awaiting a reply that the agent queued."""
-        queued = self._release()
-        if queued:
-            try:
-                await _await_request(self._agent, {}, "", queued)
-            except AgentError as e:
-                raise Lost(f"lock {self.path} lost: {e}") from e
+        """release(), awaiting a reply that comes on the standard channel."""
+        msg = self._release_start()
+        if msg is not None:
+            await arun(self._release_waited(msg), _aperform)
 
-    def _release(self) -> int:
-        """Starts release(): returns 0 once done (raising its error), or the
-        id of the release request whose reply the agent queued, to come on
-        the standard channel."""
+    def _release_start(self) -> Optional[Dict[str, Any]]:
+        """Releases the lock, or returns the release to send and wait for
+        on the standard channel."""
         with self._mu:
             if self._released or self._foreign():
-                return 0
+                return None
             self._released = True
             lost = self._lost
         ag = self._agent
@@ -180,21 +170,18 @@ class Lock:
             ag.locks.pop(self._number, None)
         if lost is not None:
             raise lost
-        msg = {"op": "release", "lock": self._number}
-        reply = ag.sync_call(msg)
-        if reply is None:
-            if ag.dead is not None:
-                raise Lost(f"lock {self.path} lost: {ag.dead}")
-            try:
-                ag.call(msg)
-            except AgentError as e:
-                raise Lost(f"lock {self.path} lost: {e}") from e
-            return 0
-        if reply.get("queued"):
-            return int(reply["id"])
-        if not reply.get("ok"):
-            raise from_reply(reply.get("error"))
-        return 0
+        if self._ahead and ag.release_later(self):
+            ag.raise_failed()
+            return None
+        if ag.dead is not None:
+            raise Lost(f"lock {self.path} lost: {ag.dead}")
+        return {"op": "release", "lock": self._number}
+
+    def _release_waited(self, msg: Dict[str, Any]) -> "Steps[None]":
+        try:
+            yield _Call(self._agent, msg)
+        except AgentError as e:
+            raise Lost(f"lock {self.path} lost: {e}") from e
 
     def check(self) -> None:
         """Returns while the lock is held; raises ``Lost`` otherwise."""
@@ -227,46 +214,83 @@ class Lock:
             if self._lost is not None and self._lost is not e:
                 raise self._lost from None
             raise
+        ag.raise_failed()  # a release written ahead failed: see release()
 
     def __enter__(self) -> "Lock":
         with self._mu:
             self._depth += 1
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def _leave(self) -> bool:
+        """Leaves a with block: whether it was the outermost one."""
         with self._mu:
             self._depth -= 1
-            if self._depth > 0:
-                return  # an inner block of a re-entered lock
-        if exc_type is None:
-            self.release()
-            return
-        # The body's error is the one to see; the lock goes either way.
-        try:
-            self.release()
-        except HoldError:
-            pass
+            return self._depth <= 0
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._leave():
+            try:
+                self.release()
+            except HoldError:
+                if exc_type is None:
+                    raise  # else the body's error is the one to see; the lock goes either way
 
     async def __aenter__(self) -> "Lock":
         return self.__enter__()
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._agent.sync is not None:
-            # A release on the synchronous channel takes µs, or is queued
-            # by the agent and awaited: no hop.
-            with self._mu:
-                self._depth -= 1
-                if self._depth > 0:
-                    return  # an inner block of a re-entered lock
+        # A release on the synchronous channel is written, not waited for;
+        # on the standard channel its reply is awaited.
+        if self._leave():
             try:
                 await self._arelease()
             except HoldError:
                 if exc_type is None:
-                    raise  # else the body's error is the one to see
-            return
-        # On the standard channel the release is a round trip: in a
-        # thread, so that the event loop runs meanwhile.
-        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, exc_type, exc, tb)
+                    raise
+
+
+# The steps of the operations (see _steps): one core that the thread face
+# (run, _perform) and the asyncio face (arun, _aperform) both drive.
+
+
+class _Call:
+    """A step: a request on the standard channel, whose reply is the
+    outcome; or, with queued, the reply to that request, which the
+    synchronous channel queued. held: with this thread's locks as
+    held_by, for a thread that blocks until the reply (see _thread_locks)."""
+
+    __slots__ = ("ag", "msg", "kind", "queued", "held")
+
+    def __init__(self, ag: Agent, msg: Dict[str, Any], kind: str = "", queued: int = 0, held: bool = False) -> None:
+        self.ag, self.msg, self.kind, self.queued, self.held = ag, msg, kind, queued, held
+
+
+class _Content:
+    """A step: the new content that an update's function returned, which
+    the asyncio face awaits if it is a coroutine."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _perform(step: Any) -> Any:
+    """Performs a step in the calling thread, blocking it until the outcome."""
+    if type(step) is _Content:
+        if asyncio.iscoroutine(step.value):
+            step.value.close()  # refused below, as any other non-content: never awaited
+        return step.value
+    msg = _with_held_by(step.ag, step.msg) if step.held else step.msg
+    return step.ag.call(msg, kind=step.kind, queued=step.queued)
+
+
+async def _aperform(step: Any) -> Any:
+    """Performs a step without blocking the event loop."""
+    if type(step) is _Content:
+        v = step.value
+        return await v if asyncio.iscoroutine(v) or isinstance(v, asyncio.Future) else v
+    return await _await_request(step.ag, step.msg, step.kind, step.queued)
 
 
 # Options.
@@ -345,10 +369,10 @@ def _request(
         ("allow_empty", allow_empty),
         ("make_dirs", make_dirs),
     ):
-        if not isinstance(flag, bool):
-            raise Invalid(f"{key} must be True or False, not {flag!r}")
-        if flag:
+        if flag is True:
             req[key] = True
+        elif flag is not False:
+            raise Invalid(f"{key} must be True or False, not {flag!r}")
     if protocol is not None:
         if not isinstance(protocol, str) or not protocol:
             raise Invalid(f"protocol must be a non-empty string ('flock' or 'dir'), not {protocol!r}")
@@ -391,6 +415,9 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
     else:
         msg = _ENCODED
     r = ag.sync_call(msg, body)
+    if ag.failed:
+        _undo_take(ag, r)
+        ag.raise_failed()
     if r is None:
         if ag.dead is not None:
             raise ag.dead
@@ -398,6 +425,20 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
     if r.get("ok"):
         return r
     raise from_reply(r.get("error"))
+
+
+def _undo_take(ag: Agent, r: Optional[Reply]) -> None:
+    """Gives back what a take got, when the reply came with the failure of
+    a release written ahead, which the call raises instead."""
+    if r is None or not r.get("ok"):
+        return
+    if r.get("queued"):
+        req = Request("acquire", lambda _: None)
+        req.id = int(r["id"])
+        ag.adopt(req)
+        ag.abandon(req)
+    elif "lock" in r and not ag.release_later(Lock(ag, r)):
+        ag.send_quietly({"op": "release", "lock": r["lock"]})
 
 
 #: What sync_call is given for a request whose line it is given encoded.
@@ -455,36 +496,39 @@ def _with_held_by(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
     return msg
 
 
-def _take(op: str, req: Dict[str, Any]) -> Lock:
-    ag = get_agent()
-    held = _thread_locks(ag) if op == "acquire" else None
-    reply = _sync_take(ag, op, req, held)
+def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]],
+                thread: Optional[int], reply: Optional[Reply]) -> "Steps[Lock]":
+    """Takes a lock, given reply, that of its try on the synchronous
+    channel (_sync_take): waited for where the agent says, or on the
+    standard channel, where there is no other."""
     if reply is None:
         msg = {"op": op, **req}
         if held:
             msg["held_by"] = held
-        reply = ag.call(msg, kind="acquire")
+        reply = yield _Call(ag, msg, "acquire")
     elif reply.get("queued"):
-        reply = ag.call({}, kind="acquire", queued=int(reply["id"]))
-    return _held(ag, reply, threading.get_ident())
+        reply = yield _Call(ag, {}, "acquire", int(reply["id"]))
+    return _held(ag, reply, thread)
 
 
-# The API.
+def _take(op: str, req: Dict[str, Any]) -> Lock:
+    ag = get_agent()
+    held = _thread_locks(ag) if op == "acquire" else None
+    thread = threading.get_ident()
+    reply = _sync_take(ag, op, req, held)
+    if reply is not None and not reply.get("queued"):
+        return _held(ag, reply, thread)  # taken at once: no step to drive
+    return run(_take_steps(ag, op, req, held, thread, reply), _perform)
+
+
+# The API. The faces of each operation take the same options; the checks
+# and the steps are shared (_request, the *_steps functions).
 
 
 def lock(
-    target: Optional[PathLike] = None,
-    *,
-    timeout: Optional[float] = None,
-    shared: bool = False,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None,
-    make_dirs: bool = False,
+    target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
+    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
     slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
@@ -513,35 +557,21 @@ def lock(
     ``Deadlock`` at once, since the thread could never release it. (Enter
     the same Lock again instead: it is re-entrant.)
     """
-    req = _request(
-        target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
-        slots=slots,
-    )
+    req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _take("acquire", req)
 
 
 def try_lock(
-    target: Optional[PathLike] = None,
-    *,
-    shared: bool = False,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None,
-    make_dirs: bool = False,
-    slots: Optional[int] = None,
+    target: Optional[PathLike] = None, *, shared: bool = False, fair: bool = False,
+    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
+    mode: Optional[int] = None, make_dirs: bool = False, slots: Optional[int] = None,
 ) -> Lock:
     """Takes the lock if it is free; raises ``Busy``, naming the holder,
     otherwise. The options are lock()'s."""
-    req = _request(
-        target, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
-        slots=slots,
-    )
+    req = _request(target, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _take("try", req)
 
 
@@ -562,17 +592,14 @@ class _AsyncAcquire:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self._lock is not None:
-            self._lock.__exit__(exc_type, exc, tb)
+            await self._lock.__aexit__(exc_type, exc, tb)
 
     async def _acquire(self) -> Lock:
-        req = self._req
+        # No held_by: the tasks of an event loop may release locks for
+        # one another while one of them waits.
         ag = get_agent()
-        reply = _sync_take(ag, "acquire", req, None)
-        if reply is None:
-            reply = await _await_request(ag, {"op": "acquire", **req}, "acquire")
-        elif reply.get("queued"):
-            reply = await _await_request(ag, {}, "acquire", int(reply["id"]))
-        return _held(ag, reply)
+        reply = _sync_take(ag, "acquire", self._req, None)
+        return await arun(_take_steps(ag, "acquire", self._req, None, None, reply), _aperform)
 
 
 async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str, queued: int = 0) -> Reply:
@@ -595,63 +622,89 @@ async def _await_request(ag: Agent, msg: Dict[str, Any], kind: str, queued: int 
             pass  # the loop is closed: nobody waits any more
 
     req = Request(kind, wake)
-    try:
-        if queued:
-            req.id = queued
-            ag.adopt(req)
-        else:
-            ag.send(msg, req)
+    with ag.abandoning(req):
+        ag.submit(msg, req, queued)
         await fut
-    except BaseException:
-        if req.id:
-            ag.abandon(req)
-        raise
     return req.result()
 
 
 def alock(
-    target: Optional[PathLike] = None,
-    *,
-    timeout: Optional[float] = None,
-    shared: bool = False,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-    mode: Optional[int] = None,
-    make_dirs: bool = False,
+    target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
+    protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
     slots: Optional[int] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
     loop, and cancelling the task ends it (a free lock is taken with a
     blocking call of a few µs, as release() is)."""
-    req = _request(
-        target, timeout=timeout, shared=shared, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode,
-        slots=slots,
-    )
+    req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
     return _AsyncAcquire(req)
 
 
+def _file_request(path: PathLike, **options: Any) -> Dict[str, Any]:
+    """The request of update or append: its options checked."""
+    return _request(_path_field("path", path), **options)
+
+
+def _new_content(new: Any) -> bytes:
+    if isinstance(new, str):
+        return new.encode("utf-8")
+    if isinstance(new, (bytes, bytearray, memoryview)):
+        return bytes(new)
+    raise Invalid(
+        f"the update function returned {type(new).__name__}: return the new content "
+        "(str or bytes), or raise to write nothing"
+    )
+
+
+def _update_steps(fn: Callable[[Any], Any], binary: bool, req: Dict[str, Any]) -> "Steps[Reply]":
+    """update(): the file's content under its lock, fn's result committed,
+    or the update aborted (nothing written) if fn fails."""
+    if not callable(fn):
+        raise Invalid("update needs a function from the old content to the new")
+    if not isinstance(binary, bool):
+        raise Invalid(f"binary must be True or False, not {binary!r}")
+    ag = get_agent()
+    reply = yield _Call(ag, {"op": "update", **req}, "update", held=True)
+    number = reply["update"]
+    old = decode(reply.get("data"))
+    try:
+        new = fn(old if binary else old.decode("utf-8"))
+        if asyncio.iscoroutine(new) or isinstance(new, asyncio.Future):
+            new = yield _Content(new)
+        data = _new_content(new)
+    except Exception:
+        # Wait for the abort, so that the lock is free when the error is seen.
+        try:
+            yield _Call(ag, {"op": "abort", "update": number})
+        except HoldError:
+            pass
+        raise
+    except BaseException:
+        ag.send_quietly({"op": "abort", "update": number})
+        raise
+    done: Reply = yield _Call(ag, {"op": "commit", "update": number, "data": encode(data)})
+    return done
+
+
+def _written(done: Reply) -> bool:
+    """An update's outcome: whether the file was written; what ``hold
+    update`` would print as a warning is issued as a HoldWarning, naming
+    the file, at the caller of update() or aupdate()."""
+    warning = done.get("warning")
+    if isinstance(warning, str) and warning:
+        warnings.warn(warning, HoldWarning, stacklevel=3)
+    return bool(done.get("written"))
+
+
 def update(
-    path: PathLike,
-    fn: Callable[[Any], Union[str, bytes]],
-    *,
-    binary: bool = False,
-    must_exist: bool = False,
-    allow_split: bool = False,
-    allow_owner_change: bool = False,
-    allow_empty: bool = False,
-    timeout: Optional[float] = None,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
+    path: PathLike, fn: Callable[[Any], Union[str, bytes]], *, binary: bool = False, must_exist: bool = False,
+    allow_split: bool = False, allow_owner_change: bool = False, allow_empty: bool = False,
+    timeout: Optional[float] = None, fair: bool = False, protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None, name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
 ) -> bool:
     """Changes the file under its lock (``<path>.lock`` unless lock_file or
     name): fn gets the old content (a str, or bytes with ``binary=True``;
@@ -671,199 +724,88 @@ def update(
     What ``hold update`` would print as a warning once the file is replaced
     (the owner changed, the directory could not be synced) is issued as a
     ``HoldWarning`` with ``warnings.warn``."""
-    if not callable(fn):
-        raise Invalid("update needs a function from the old content to the new")
-    if not isinstance(binary, bool):
-        raise Invalid(f"binary must be True or False, not {binary!r}")
-    req = _request(
-        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-        allow_split=allow_split, allow_owner_change=allow_owner_change, allow_empty=allow_empty,
-    )
-    ag = get_agent()
-    reply = ag.call(_with_held_by(ag, {"op": "update", **req}), kind="update")
-    number = reply["update"]
-    old = decode(reply.get("data"))
-    try:
-        new = fn(old if binary else old.decode("utf-8"))
-        if isinstance(new, str):
-            data = new.encode("utf-8")
-        elif isinstance(new, (bytes, bytearray, memoryview)):
-            data = bytes(new)
-        else:
-            raise Invalid(
-                f"the update function returned {type(new).__name__}: return the new content "
-                "(str or bytes), or raise to write nothing"
-            )
-    except Exception:
-        # Wait for the abort, so that the lock is free when the error is seen.
-        try:
-            ag.call({"op": "abort", "update": number})
-        except HoldError:
-            pass
-        raise
-    except BaseException:
-        ag.send_quietly({"op": "abort", "update": number})
-        raise
-    done = ag.call({"op": "commit", "update": number, "data": encode(data)})
-    warning = done.get("warning")
-    if isinstance(warning, str) and warning:
-        # It names the file; stacklevel points at the caller's update().
-        warnings.warn(warning, HoldWarning, stacklevel=2)
-    return bool(done.get("written"))
+    req = _file_request(path, timeout=timeout, fair=fair, protocol=protocol, lock_file=lock_file, name=name,
+                        fields=fields, settings=settings, must_exist=must_exist, allow_split=allow_split,
+                        allow_owner_change=allow_owner_change, allow_empty=allow_empty)
+    return _written(run(_update_steps(fn, binary, req), _perform))
 
 
-def append(
-    path: PathLike,
-    data: Union[str, bytes],
-    *,
-    must_exist: bool = False,
-    timeout: Optional[float] = None,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-) -> None:
-    """Appends data (str, as UTF-8, or bytes) to the file under its lock, in
-    one write followed by an fsync, so concurrent appenders never
-    interleave."""
+async def aupdate(
+    path: PathLike, fn: Callable[[Any], Any], *, binary: bool = False, must_exist: bool = False,
+    allow_split: bool = False, allow_owner_change: bool = False, allow_empty: bool = False,
+    timeout: Optional[float] = None, fair: bool = False, protocol: Optional[str] = None,
+    lock_file: Optional[PathLike] = None, name: Optional[str] = None,
+    fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
+) -> bool:
+    """update() for asyncio: the wait and the round trips never block the
+    event loop, and fn may be a coroutine function. Cancelling the task
+    ends the wait, or aborts the update (nothing is written)."""
+    req = _file_request(path, timeout=timeout, fair=fair, protocol=protocol, lock_file=lock_file, name=name,
+                        fields=fields, settings=settings, must_exist=must_exist, allow_split=allow_split,
+                        allow_owner_change=allow_owner_change, allow_empty=allow_empty)
+    return _written(await arun(_update_steps(fn, binary, req), _aperform))
+
+
+def _append_steps(data: Union[str, bytes], req: Dict[str, Any]) -> "Steps[None]":
+    """append(): data written under the lock, in one write and an fsync."""
     if isinstance(data, str):
         raw = data.encode("utf-8")
     elif isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
     else:
         raise Invalid(f"data must be str or bytes, not {type(data).__name__}")
-    req = _request(
-        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-    )
-    req["data"] = encode(raw)
-    ag = get_agent()
-    ag.call(_with_held_by(ag, {"op": "append", **req}), kind="append")
+    yield _Call(get_agent(), {"op": "append", **req, "data": encode(raw)}, "append", held=True)
+
+
+def append(
+    path: PathLike, data: Union[str, bytes], *, must_exist: bool = False, timeout: Optional[float] = None,
+    fair: bool = False, protocol: Optional[str] = None, lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None, fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> None:
+    """Appends data (str, as UTF-8, or bytes) to the file under its lock, in
+    one write followed by an fsync, so concurrent appenders never
+    interleave."""
+    req = _file_request(path, must_exist=must_exist, timeout=timeout, fair=fair, protocol=protocol,
+                        lock_file=lock_file, name=name, fields=fields, settings=settings)
+    run(_append_steps(data, req), _perform)
+
+
+async def aappend(
+    path: PathLike, data: Union[str, bytes], *, must_exist: bool = False, timeout: Optional[float] = None,
+    fair: bool = False, protocol: Optional[str] = None, lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None, fields: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, str]] = None,
+) -> None:
+    """append() for asyncio: the wait never blocks the event loop."""
+    req = _file_request(path, must_exist=must_exist, timeout=timeout, fair=fair, protocol=protocol,
+                        lock_file=lock_file, name=name, fields=fields, settings=settings)
+    await arun(_append_steps(data, req), _aperform)
+
+
+def _status_steps(req: Dict[str, Any]) -> "Steps[Dict[str, Any]]":
+    """status(): the lock's state, without taking it."""
+    reply = yield _Call(get_agent(), {"op": "status", **req})
+    st = reply.get("status")
+    return dict(st) if isinstance(st, dict) else {}
 
 
 def status(
-    target: Optional[PathLike] = None,
-    *,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    settings: Optional[Mapping[str, str]] = None,
+    target: Optional[PathLike] = None, *, protocol: Optional[str] = None, lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None, settings: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """Reports the lock's state without taking it, as ``hold status --json``
     does: ``lock_file``, ``protocol``, ``state`` ("free", "held exclusive",
     "held shared" or "stale"), ``held``, ``token``, ``holder`` (pid, host,
     alive, command, started_at, held_seconds), ..."""
     req = _request(target, protocol=protocol, lock_file=lock_file, name=name, settings=settings)
-    reply = get_agent().call({"op": "status", **req})
-    st = reply.get("status")
-    return dict(st) if isinstance(st, dict) else {}
-
-
-
-# The async forms of update, append and status: the waits and round trips
-# are awaited, never blocking the event loop.
-
-
-def _new_content(new: Any) -> bytes:
-    if isinstance(new, str):
-        return new.encode("utf-8")
-    if isinstance(new, (bytes, bytearray, memoryview)):
-        return bytes(new)
-    raise Invalid(
-        f"the update function returned {type(new).__name__}: return the new content "
-        "(str or bytes), or raise to write nothing"
-    )
-
-
-async def aupdate(
-    path: PathLike,
-    fn: Callable[[Any], Any],
-    *,
-    binary: bool = False,
-    must_exist: bool = False,
-    allow_split: bool = False,
-    allow_owner_change: bool = False,
-    allow_empty: bool = False,
-    timeout: Optional[float] = None,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-) -> bool:
-    """update() for asyncio: the wait and the round trips never block the
-    event loop, and fn may be a coroutine function. Cancelling the task
-    ends the wait, or aborts the update (nothing is written)."""
-    if not callable(fn):
-        raise Invalid("update needs a function from the old content to the new")
-    if not isinstance(binary, bool):
-        raise Invalid(f"binary must be True or False, not {binary!r}")
-    req = _request(
-        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-        allow_split=allow_split, allow_owner_change=allow_owner_change, allow_empty=allow_empty,
-    )
-    ag = get_agent()
-    reply = await _await_request(ag, {"op": "update", **req}, "update")
-    number = reply["update"]
-    old = decode(reply.get("data"))
-    try:
-        new = fn(old if binary else old.decode("utf-8"))
-        if asyncio.iscoroutine(new) or isinstance(new, asyncio.Future):
-            new = await new
-        data = _new_content(new)
-    except BaseException:
-        ag.send_quietly({"op": "abort", "update": number})
-        raise
-    done = await _await_request(ag, {"op": "commit", "update": number, "data": encode(data)}, "")
-    warning = done.get("warning")
-    if isinstance(warning, str) and warning:
-        warnings.warn(warning, HoldWarning, stacklevel=2)
-    return bool(done.get("written"))
-
-
-async def aappend(
-    path: PathLike,
-    data: Union[str, bytes],
-    *,
-    must_exist: bool = False,
-    timeout: Optional[float] = None,
-    fair: bool = False,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    fields: Optional[Mapping[str, str]] = None,
-    settings: Optional[Mapping[str, str]] = None,
-) -> None:
-    """append() for asyncio: the wait never blocks the event loop."""
-    if isinstance(data, str):
-        raw = data.encode("utf-8")
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        raw = bytes(data)
-    else:
-        raise Invalid(f"data must be str or bytes, not {type(data).__name__}")
-    req = _request(
-        _path_field("path", path), timeout=timeout, fair=fair, protocol=protocol,
-        lock_file=lock_file, name=name, fields=fields, settings=settings, must_exist=must_exist,
-    )
-    req["data"] = encode(raw)
-    await _await_request(get_agent(), {"op": "append", **req}, "append")
+    return run(_status_steps(req), _perform)
 
 
 async def astatus(
-    target: Optional[PathLike] = None,
-    *,
-    protocol: Optional[str] = None,
-    lock_file: Optional[PathLike] = None,
-    name: Optional[str] = None,
-    settings: Optional[Mapping[str, str]] = None,
+    target: Optional[PathLike] = None, *, protocol: Optional[str] = None, lock_file: Optional[PathLike] = None,
+    name: Optional[str] = None, settings: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """status() for asyncio."""
     req = _request(target, protocol=protocol, lock_file=lock_file, name=name, settings=settings)
-    reply = await _await_request(get_agent(), {"op": "status", **req}, "")
-    st = reply.get("status")
-    return dict(st) if isinstance(st, dict) else {}
+    return await arun(_status_steps(req), _aperform)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import atexit
 import base64
+import collections
+import contextlib
 import itertools
 import json
 import os
@@ -32,14 +34,18 @@ import shutil
 import subprocess
 import sys
 import threading
+import warnings
 from time import perf_counter
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
-from ._errors import AgentError, HoldError, Lost, from_reply
+from ._errors import AgentError, HoldError, HoldWarning, Lost, from_reply
 
-#: The agent protocol version this package speaks: 2, for the synchronous
-#: channel's queued replies.
-PROTOCOL_VERSION = 2
+#: The agent protocol version this package speaks: 4, for releases
+#: written ahead of their replies (hello's "pipeline"; see
+#: Agent.release_later). An agent of version 2 or 3 serves it too: its lock
+#: replies say no release may be written ahead, so each is waited for.
+PROTOCOL_VERSION = 4
+MIN_PROTOCOL_VERSION = 2
 
 _EXE = "hold.exe" if os.name == "nt" else "hold"
 
@@ -158,15 +164,19 @@ class Request:
 
 class SyncChannel:
     """This side of the agent's synchronous channel: two FIFO descriptors,
-    neither blocking (the agent may die at any moment; a blocking read of a
-    dead agent's FIFO would still end, but an open would not)."""
+    both opened without blocking (the agent may die at any moment, and an
+    open of a dead agent's FIFO would never end). The replies are then
+    read blocking, one system call a reply: a blocking read of a dead
+    agent's FIFO ends (end of file), as its only writer is gone."""
 
     def __init__(self, requests: int, replies: int) -> None:
         self.requests = requests
         self.replies = replies
-        # How long to poll for a reply before sleeping in poll(2), in
+        os.set_blocking(replies, True)
+        # How long to poll for a reply before sleeping in a read, in
         # seconds: the agent tells it in the channel's first reply.
         self.spin = 0.0
+        self.rest = b""  # what a read gave after the line it was for
         # Never made on Windows, which has no FIFOs and no poll(): the
         # flags are looked up, so that type checks for Windows pass.
         self.poll_in = select.poll()
@@ -191,26 +201,52 @@ class SyncChannel:
                 continue
             view = view[n:]
 
-    def read_line(self, spin: float) -> bytes:
-        """Reads one reply line; raises EOFError if the agent is gone."""
-        parts: List[bytes] = []
-        deadline = perf_counter() + spin
+    def read_line(self, spin: float, timeout: Optional[float] = None) -> bytes:
+        """Reads one reply line; raises EOFError if the agent is gone, and
+        TimeoutError if timeout (seconds) passes without one. Replies of
+        releases written ahead may come in one read with the next: what
+        follows the line is kept for the next call."""
+        buf = self.rest
+        nl = buf.find(b"\n")
+        if nl >= 0:
+            self.rest = buf[nl + 1 :]
+            return buf[: nl + 1]
+        parts: List[bytes] = [buf] if buf else []
+        self.rest = b""
         while True:
-            try:
-                chunk = os.read(self.replies, 65536)
-            except BlockingIOError:
-                if spin and perf_counter() < deadline:
-                    continue
-                self.poll_in.poll()
-                continue
+            if spin or timeout is not None:
+                self._wait_readable(spin, timeout)
+                spin = 0.0
+            chunk = os.read(self.replies, 65536)
             if not chunk:
                 raise EOFError("end of file")
-            if chunk[-1:] == b"\n":
-                if not parts:
-                    return chunk
+            nl = chunk.find(b"\n")
+            if nl < 0:
                 parts.append(chunk)
-                return b"".join(parts)
+                continue
+            if nl + 1 < len(chunk):
+                self.rest = chunk[nl + 1 :]
+                chunk = chunk[: nl + 1]
+            if not parts:
+                return chunk
             parts.append(chunk)
+            return b"".join(parts)
+
+    def _wait_readable(self, spin: float, timeout: Optional[float]) -> None:
+        """Polls the replies for up to spin seconds, then, with a timeout,
+        waits for them that long at most (TimeoutError after it)."""
+        deadline = perf_counter() + spin
+        while spin and perf_counter() < deadline:
+            if self.poll_in.poll(0):
+                return
+        if timeout is not None and not self.poll_in.poll(timeout * 1000):
+            raise TimeoutError("the hold agent did not answer")
+
+
+#: How many releases may be written ahead of their replies (see
+#: Agent.release_later): far fewer than the replies FIFO holds, so that
+#: the agent never blocks writing one.
+_UNREAD_MAX = 64
 
 
 class Agent:
@@ -226,6 +262,12 @@ class Agent:
         # for them: a queued request's (see adopt), by id.
         self.early: Dict[int, Reply] = {}
         self.locks: Dict[int, Any] = {}  # lock number -> Lock
+        # Releases written on the synchronous channel whose replies are
+        # not read yet, in order: (request id, Lock). See release_later.
+        self.unread: Deque[Tuple[int, Any]] = collections.deque()
+        # The errors of releases whose replies said they failed, to be
+        # raised by the next call (see failures).
+        self.failed: List[HoldError] = []
         # Request ids, for both channels: a request the synchronous channel
         # queues gets its reply on the standard one under its id.
         self.ids = itertools.count(1)
@@ -257,7 +299,7 @@ class Agent:
         self.reader.start()
         want_sync = os.name != "nt" and os.environ.get("HOLD_AGENT_SYNC") != "0"
         try:
-            hello = self.call({"op": "hello", "version": PROTOCOL_VERSION, "sync": want_sync})
+            hello = self.call({"op": "hello", "version": PROTOCOL_VERSION, "sync": want_sync, "pipeline": want_sync})
         except AgentError:
             raise
         except HoldError as e:
@@ -267,10 +309,10 @@ class Agent:
             # Interrupted while starting: no agent is left behind.
             self.kill(AgentError(f"the hold agent ({self.bin}) was not started: interrupted"))
             raise
-        if hello.get("version") != PROTOCOL_VERSION:
+        if hello.get("version") not in range(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION + 1):
             err = AgentError(
                 f"{self.bin} speaks agent protocol {hello.get('version')}, this package "
-                f"{PROTOCOL_VERSION}: install matching versions"
+                f"{MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}: install matching versions"
             )
             self.kill(err)
             raise err
@@ -408,20 +450,35 @@ class Agent:
         done = threading.Lock()
         done.acquire()
         req = Request(kind, lambda r: done.release())
-        try:
-            # An interrupt can come while send() writes, after the request
-            # went out: it is abandoned then too (req.id is set by then).
-            if queued:
-                req.id = queued
-                self.adopt(req)
-            else:
-                self.send(msg, req)
+        # An interrupt can come while send() writes, after the request
+        # went out: it is abandoned then too (req.id is set by then).
+        with self.abandoning(req):
+            self.submit(msg, req, queued)
             done.acquire()
+        return req.result()
+
+    def submit(self, msg: Dict[str, Any], req: Request, queued: int = 0) -> None:
+        """Sends msg on the standard channel for req, after the replies of
+        the releases written ahead (barrier); or, with queued, makes req
+        wait for the reply to that request, which the synchronous channel
+        queued (msg is then not sent)."""
+        if queued:
+            req.id = queued
+            self.adopt(req)
+        else:
+            self.barrier()
+            self.send(msg, req)
+
+    @contextlib.contextmanager
+    def abandoning(self, req: Request) -> Iterator[None]:
+        """Abandons req (see abandon) if the block ends with an exception:
+        an interrupt, a cancelled task."""
+        try:
+            yield
         except BaseException:
             if req.id:
                 self.abandon(req)
             raise
-        return req.result()
 
     def abandon(self, req: Request) -> None:
         """Gives up on req: cancels its wait, and undoes its success if it
@@ -444,18 +501,17 @@ class Agent:
         reply is to come on the standard channel under the reply's id (see
         call and adopt). Returns None if there is no such channel (or it
         just broke: the agent is then dead, with the error the caller will
-        meet)."""
+        meet). The replies of releases written before it are read first
+        (release_later); a failure among them is for the caller to raise
+        (failures)."""
         with self.sync_mu:
             ch = self.sync
             if ch is None:
                 return None
             # The commonest lines and replies need no JSON encoder or parser.
             rid = next(self.ids)
-            lock = msg.get("lock")
             if body is not None:
                 line = b'{"id":%d,' % rid + body
-            elif len(msg) == 2 and type(lock) is int:
-                line = b'{"id":%d,"op":"%s","lock":%d,"queue":true}\n' % (rid, msg["op"].encode(), lock)
             else:
                 line = json.dumps({"id": rid, **msg, "queue": True}, separators=(",", ":")).encode() + b"\n"
             try:
@@ -464,6 +520,7 @@ class Agent:
                 self._sync_broke(e)
                 return None
             try:
+                self._read_unread(ch, ch.spin)
                 raw = ch.read_line(ch.spin)
             except (OSError, EOFError) as e:
                 self._sync_broke(e)
@@ -474,6 +531,10 @@ class Agent:
                 # back a lock taken meanwhile.
                 self._sync_drain(ch)
                 raise
+        return self._sync_reply(ch, rid, raw)
+
+    def _sync_reply(self, ch: SyncChannel, rid: int, raw: bytes) -> Optional[Reply]:
+        """Decodes the synchronous channel's reply raw to request rid."""
         if raw == _SYNC_OK % rid:
             return {"id": rid, "ok": True}
         if raw.startswith(_LOCK_REPLY % rid):
@@ -492,8 +553,96 @@ class Agent:
             ch.spin = float(reply["spin_us"]) / 1e6
         return reply
 
+    def release_later(self, lock: Any) -> bool:
+        """Writes the release of lock on the synchronous channel without
+        waiting for its reply, which the next call on the channel reads
+        (sync_call), or the next call on the standard channel (barrier),
+        or close: a failed release is kept (failures) and raised there,
+        never dropped. The release is in the agent's input when this
+        returns, so it comes before anything this process asks next.
+        Returns False where there is no synchronous channel."""
+        with self.sync_mu:
+            ch = self.sync
+            if ch is None:
+                return False
+            rid = next(self.ids)
+            try:
+                ch.write(b'{"id":%d,"op":"release","lock":%d,"queue":true}\n' % (rid, lock._number))
+            except OSError as e:
+                self._sync_broke(e)
+                return False
+            self.unread.append((rid, lock))
+            if len(self.unread) >= _UNREAD_MAX:
+                try:
+                    self._read_unread(ch, 0)
+                except (OSError, EOFError) as e:
+                    self._sync_broke(e)
+        return True
+
+    def _read_unread(self, ch: SyncChannel, spin: float, timeout: Optional[float] = None) -> None:
+        """Reads the replies of the releases written ahead (sync_mu held),
+        keeping the error of each that failed."""
+        while self.unread:
+            rid, lock = self.unread[0]
+            raw = ch.read_line(spin, timeout)
+            self.unread.popleft()
+            if raw == _SYNC_OK % rid:
+                continue
+            reply = self._sync_reply(ch, rid, raw)
+            if reply is None or reply.get("id") != rid:
+                raise OSError(f"the reply {raw[:80]!r} does not answer the release {rid}")
+            if reply.get("queued"):
+                # Served on the standard channel (a network lock): its
+                # reply comes there, and is kept in the same way.
+                req = Request("", lambda r, lock=lock: self._released(lock, r.reply, r.error))
+                req.id = rid
+                self.adopt(req)
+            else:
+                self._released(lock, reply, None)
+
+    def _released(self, lock: Any, reply: Optional[Reply], error: Optional[HoldError]) -> None:
+        """Keeps the failure of a release written ahead, for failures()."""
+        if error is None and reply is not None and reply.get("ok"):
+            return
+        err = error or from_reply(reply.get("error") if reply else None)
+        if not isinstance(err, Lost):
+            err = Lost(f"lock {lock.path} was not released cleanly: {err}", holder=err.holder, hint=err.hint)
+        lock._lost = err
+        with self.mu:
+            self.failed.append(err)
+
+    def barrier(self) -> None:
+        """Reads the replies of the releases written ahead, before a
+        request on the standard channel, so that the agent has served them
+        first; then raises a failure among them (failures)."""
+        if self.unread:
+            with self.sync_mu:
+                ch = self.sync
+                if ch is not None:
+                    try:
+                        self._read_unread(ch, 0)
+                    except (OSError, EOFError) as e:
+                        self._sync_broke(e)
+        self.raise_failed()
+
+    def failures(self) -> List[HoldError]:
+        """Takes the errors of the releases written ahead that failed."""
+        with self.mu:
+            failed, self.failed = self.failed, []
+        return failed
+
+    def raise_failed(self) -> None:
+        """Raises the first failure of a release written ahead, if any
+        (the others are raised by the calls after)."""
+        if self.failed:
+            with self.mu:
+                err = self.failed.pop(0) if self.failed else None
+            if err is not None:
+                raise err
+
     def _sync_drain(self, ch: SyncChannel) -> None:
         try:
+            self._read_unread(ch, 0)
             reply = json.loads(ch.read_line(0))
             if reply.get("queued"):
                 # Its wait goes on: end it, and undo a success.
@@ -542,9 +691,19 @@ class Agent:
 
     def close(self) -> None:
         """Ends the agent the way the protocol asks: its standard input
-        ends, and it releases every lock and exits. Does not wait."""
+        ends, and it releases every lock and exits. Waits only for the
+        replies of releases written ahead (a few µs, a second at most),
+        and warns (HoldWarning) of each that failed: nothing is left to
+        raise it."""
         with self.sync_mu:
             ch, self.sync = self.sync, None
+            if ch is not None:
+                try:
+                    self._read_unread(ch, 0, timeout=1.0)
+                except (OSError, EOFError):
+                    pass
+        for err in self.failures():
+            warnings.warn(f"{err} (the release's reply came as this process closed its agent)", HoldWarning)
         if ch is not None:
             ch.close()
         try:
@@ -569,6 +728,8 @@ class Agent:
             self.sync = None
         self.pending.clear()
         self.locks.clear()
+        self.unread.clear()  # the parent's releases: the parent reads their replies
+        self.failed = []
         # Not this process's child: nothing here may wait for it.
         self.proc.returncode = 0
 

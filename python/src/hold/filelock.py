@@ -48,9 +48,26 @@ Where an option cannot mean what it means under filelock:
 - Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
   filesystem failures do not reach hold: the files are opened by the agent.
 - Subclasses that override filelock's private ``_acquire`` and ``_release``
-  get no say: hold takes the lock. filelock's read-write locks
-  (``ReadWriteLock``) and leases are not here (``hold.lock(shared=True)``
-  takes a reader lock), nor is its ``__version__``.
+  get no say: hold takes the lock. filelock's leases, its async and soft
+  read-write locks and its ``__version__`` are not here.
+- ``ReadWriteLock`` has filelock's API (``read_lock()``, ``write_lock()``,
+  ``acquire_read``, ``acquire_write``, ``release(force=)``, ``close``,
+  ``get_lock``, one object per path by default) on hold's shared and
+  exclusive kernel locks of the file, which ``hold.lock(lock_file=...,
+  shared=...)``, ``hold run --shared`` and flock(1) share. It cannot
+  exclude filelock's own ``ReadWriteLock``, which holds SQLite
+  transactions in an SQLite database at the path, locks that kernel locks
+  do not see. So the two refuse each other's file instead: hold's raises
+  ``ValueError`` for an SQLite database, and gives a missing or empty lock
+  file its owner record when it is made, which filelock's then refuses
+  (``sqlite3.DatabaseError``: the file is not a database). Switch every
+  process of one lock file at once; a filelock holder that holds a path at
+  the very moment hold's object for it is made is not excluded.
+- A kernel lock's release is written to the agent and not waited for (see
+  ``hold.Lock.release``): another process, or filelock in this one, may
+  find the lock held for the µs the agent takes to release it; every call
+  of hold's in this process comes after it. A ``SoftFileLock``'s release
+  is waited for: its lock directory is gone when ``release()`` returns.
 - A ``SoftFileLock`` of filelock (a plain file) that is left behind is judged
   by hold's portable protocol as a leftover without a heartbeat, which it
   takes over once stale (10 s by default); filelock never breaks it.
@@ -69,11 +86,12 @@ import time
 import warnings
 from abc import ABCMeta
 from types import TracebackType
-from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
+from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple, Type, Union
 from weakref import WeakValueDictionary
 
-from . import _errors, alock as _hold_alock, lock as _hold_lock
+from . import _errors, alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
 from ._errors import Deadlock
+from ._steps import Steps, arun, run
 
 __all__ = [
     "AcquireReturnProxy",
@@ -83,6 +101,7 @@ __all__ = [
     "BaseAsyncFileLock",
     "BaseFileLock",
     "FileLock",
+    "ReadWriteLock",
     "SoftFileLock",
     "Timeout",
     "UnixFileLock",
@@ -143,15 +162,14 @@ class _Context:
 
     def __init__(self, lock_file: str, timeout: float, mode: int, blocking: bool, poll_interval: float,
                  lifetime: Optional[float]) -> None:
-        self.lock_file = lock_file
-        self.timeout = timeout
-        self.mode = mode
-        self.blocking = blocking
-        self.poll_interval = poll_interval
-        self.lifetime = lifetime
+        self.lock_file, self.timeout, self.mode = lock_file, timeout, mode
+        self.blocking, self.poll_interval, self.lifetime = blocking, poll_interval, lifetime
         self.held: Any = None  # the hold.Lock while held
         self.fd: Optional[int] = None  # the descriptor lent to on_acquired
         self.lock_counter = 0
+        # The path checked (_check_path) and hold.lock()'s options for it,
+        # at the first acquisition: the same for every one after.
+        self.kw: Optional[Dict[str, Any]] = None
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -165,17 +183,9 @@ class _Meta(ABCMeta):
     def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("is_singleton", False):
             return super().__call__(lock_file, *args, **kwargs)
-        registry: WeakValueDictionary[str, Any] = cls.__dict__.get("_singletons")  # type: ignore[assignment]
-        if registry is None:
-            registry = WeakValueDictionary()
-            setattr(cls, "_singletons", registry)
-        key = _canonical(os.fspath(lock_file))
-        with _singleton_mu:
-            existing = registry.get(key)
-            if existing is None:
-                obj = super().__call__(lock_file, *args, **kwargs)
-                registry[key] = obj
-                return obj
+        existing, made = _singleton(cls, lock_file, lambda: super(_Meta, cls).__call__(lock_file, *args, **kwargs))
+        if made:
+            return existing
         fresh = object.__new__(cls)
         cls.__init__(fresh, lock_file, *args, **kwargs)  # the arguments, as an object would keep them
         differing = [
@@ -197,6 +207,22 @@ class _Meta(ABCMeta):
 
 
 _singleton_mu = threading.Lock()
+
+
+def _singleton(cls: type, lock_file: Union[str, "os.PathLike[str]"], make: Callable[[], Any]) -> Tuple[Any, bool]:
+    """The live object of cls for lock_file's path, made by make if there
+    is none; and whether it was made now."""
+    registry: WeakValueDictionary[str, Any] = cls.__dict__.get("_singletons")  # type: ignore[assignment]
+    if registry is None:
+        registry = WeakValueDictionary()
+        setattr(cls, "_singletons", registry)
+    key = _canonical(os.fspath(lock_file))
+    with _singleton_mu:
+        obj = registry.get(key)
+        if obj is not None:
+            return obj, False
+        obj = registry[key] = make()
+        return obj, True
 _SINGLETON_OPTIONS = (
     "thread_local", "timeout", "mode", "blocking", "poll_interval", "lifetime",
     "context_error_policy", "close_error_policy", "fallback_to_soft", "preserve_lock_file",
@@ -233,6 +259,22 @@ def _missed(lock_id: int, path: str, blocking: bool, timeout: float, start: floa
         _LOGGER.debug("Timeout on acquiring lock %s on %s", lock_id, path)
         raise Timeout(path)
     _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", lock_id, path, poll_interval)
+
+
+def _setting(attr: str, doc: str, *, in_context: bool = False, kind: Optional[Callable[[Any], Any]] = None) -> Any:
+    """A property of a lock object that reads attr: the object's (an
+    option as given) or, with in_context, its _Context's (shared or per
+    thread, as the object is); kind makes it settable, converting the
+    value as filelock does."""
+
+    def get(self: Any) -> Any:
+        return getattr(self._context if in_context else self, attr)
+
+    def put(self: Any, value: Any) -> None:
+        assert kind is not None
+        setattr(self._context, attr, kind(value))
+
+    return property(get, put if kind is not None else None, doc=doc)
 
 
 class AcquireReturnProxy:
@@ -284,31 +326,6 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         settings); ``is_singleton`` one object per path; the others as
         filelock documents them (see the module's doc for what each means
         under hold)."""
-        self._configure(
-            lock_file, timeout, mode, thread_local, blocking=blocking, is_singleton=is_singleton,
-            poll_interval=poll_interval, lifetime=lifetime, context_error_policy=context_error_policy,
-            close_error_policy=close_error_policy, fallback_to_soft=fallback_to_soft,
-            preserve_lock_file=preserve_lock_file, on_acquired=on_acquired,
-        )
-
-    def _configure(
-        self,
-        lock_file: Union[str, "os.PathLike[str]"],
-        timeout: float = -1,
-        mode: int = _UNSET_MODE,
-        thread_local: bool = True,
-        *,
-        blocking: bool = True,
-        is_singleton: bool = False,
-        poll_interval: float = 0.05,
-        lifetime: Optional[float] = None,
-        context_error_policy: str = "chain",
-        close_error_policy: str = "default",
-        fallback_to_soft: bool = True,
-        preserve_lock_file: bool = False,
-        on_acquired: Optional[Callable[[int], None]] = None,
-        **extra: Any,
-    ) -> None:
         self._context = None  # __del__ of an object whose checks failed finds nothing to release
         cls = type(self).__name__
         if context_error_policy not in _CONTEXT_ERROR_POLICIES:
@@ -337,24 +354,16 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             warnings.warn(
                 f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
                 "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
-                stacklevel=4,
+                stacklevel=3 + self._async,  # the caller's line, past the async class's __init__
             )
             lifetime = None
-        if self._async and thread_local and extra.get("run_in_executor", True):
-            raise ValueError("run_in_executor is not supported when thread_local is True")
-        self._opt_thread_local = bool(thread_local)
-        self._opt_timeout = timeout
-        self._opt_mode = mode
-        self._opt_blocking = blocking
-        self._opt_poll_interval = poll_interval
-        self._opt_lifetime = lifetime
-        self._opt_context_error_policy = context_error_policy
-        self._opt_close_error_policy = close_error_policy
-        self._opt_fallback_to_soft = fallback_to_soft
-        self._opt_preserve_lock_file = preserve_lock_file
+        # The options as given, as _opt_NAME: what is_singleton compares (_Meta).
+        given = (bool(thread_local), timeout, mode, blocking, poll_interval, lifetime, context_error_policy,
+                 close_error_policy, fallback_to_soft, preserve_lock_file)
+        for name, value in zip(_SINGLETON_OPTIONS, given):
+            setattr(self, "_opt_" + name, value)
         self._is_singleton = is_singleton
         self._on_acquired = on_acquired
-        self._extra = extra
         self._mu = threading.RLock()
         make = _ThreadLocalContext if thread_local else _Context
         self._context = make(os.fspath(lock_file), timeout, mode, blocking, poll_interval, lifetime)
@@ -365,74 +374,33 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         """Whether each thread has its own state of this lock."""
         return self._opt_thread_local
 
-    @property
-    def is_singleton(self) -> bool:
-        """Whether this is the one object of its path (``is_singleton=True``)."""
-        return self._is_singleton
-
-    @property
-    def context_error_policy(self) -> str:
+    is_singleton = _setting("_is_singleton", "Whether this is the one object of its path (``is_singleton=True``).")
+    context_error_policy = _setting(
+        "_opt_context_error_policy",
         """``"chain"``: a release error at the end of a ``with`` raises with the
-        body's error as its context; ``"group"``: both in an exception group."""
-        return self._opt_context_error_policy
-
-    @property
-    def close_error_policy(self) -> str:
-        """What closing the descriptor lent to ``on_acquired`` does with an error."""
-        return self._opt_close_error_policy
-
-    @property
-    def fallback_to_soft(self) -> bool:
-        """Kept as given: hold never changes protocol by itself."""
-        return self._opt_fallback_to_soft
-
-    @property
-    def preserve_lock_file(self) -> bool:
-        """Kept as given: a kernel lock's file is never unlinked on release."""
-        return self._opt_preserve_lock_file
-
-    @property
-    def on_acquired(self) -> Optional[Callable[[int], None]]:
-        """The callback run with a descriptor of the lock file at each first acquisition."""
-        return self._on_acquired
-
-    @property
-    def lock_file(self) -> str:
-        """The path of the lock file."""
-        return self._context.lock_file
-
-    @property
-    def timeout(self) -> float:
-        """The default timeout of ``acquire``, in seconds."""
-        return self._context.timeout
-
-    @timeout.setter
-    def timeout(self, value: Union[float, str]) -> None:
-        self._context.timeout = float(value)
-
-    @property
-    def blocking(self) -> bool:
-        """The default ``blocking`` of ``acquire``."""
-        return self._context.blocking
-
-    @blocking.setter
-    def blocking(self, value: bool) -> None:
-        self._context.blocking = value
-
-    @property
-    def poll_interval(self) -> float:
+        body's error as its context; ``"group"``: both in an exception group.""",
+    )
+    close_error_policy = _setting(
+        "_opt_close_error_policy", "What closing the descriptor lent to ``on_acquired`` does with an error."
+    )
+    fallback_to_soft = _setting("_opt_fallback_to_soft", "Kept as given: hold never changes protocol by itself.")
+    preserve_lock_file = _setting(
+        "_opt_preserve_lock_file", "Kept as given: a kernel lock's file is never unlinked on release."
+    )
+    on_acquired = _setting(
+        "_on_acquired", "The callback run with a descriptor of the lock file at each first acquisition."
+    )
+    lock_file = _setting("lock_file", "The path of the lock file.", in_context=True)
+    timeout = _setting("timeout", "The default timeout of ``acquire``, in seconds.", in_context=True, kind=float)
+    blocking = _setting("blocking", "The default ``blocking`` of ``acquire``.", in_context=True, kind=bool)
+    poll_interval = _setting(
+        "poll_interval",
         """The default ``poll_interval`` of ``acquire``, in seconds: how often
-        ``cancel_check`` is asked (hold's own waits do not poll)."""
-        return self._context.poll_interval
-
-    @poll_interval.setter
-    def poll_interval(self, value: float) -> None:
-        self._context.poll_interval = value
-
-    @property
-    def lifetime(self) -> Optional[float]:
-        """Always None under hold (see the module's doc)."""
-        return self._context.lifetime
+        ``cancel_check`` is asked (hold's own waits do not poll).""",
+        in_context=True,
+        kind=float,
+    )
+    lifetime = _setting("lifetime", "Always None under hold (see the module's doc).", in_context=True)
 
     @property
     def mode(self) -> int:
@@ -511,36 +479,61 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             ctx.lock_counter += 1
             try:
                 if ctx.held is None:
-                    self._take(timeout, poll_interval, blocking, cancel_check)
+                    run(self._take_steps(timeout, poll_interval, blocking, cancel_check), _perform)
             except BaseException:
                 ctx.lock_counter = max(0, ctx.lock_counter - 1)
                 raise
         return AcquireReturnProxy(lock=self)
 
-    def _take(self, timeout: float, poll_interval: float, blocking: bool,
-              cancel_check: Optional[Callable[[], bool]]) -> None:
+    #: Which lock object holds the path in the caller's asyncio task (the
+    #: async classes: see _task_holders); None for the thread classes,
+    #: whose agent tells a lock held by another object of the thread.
+    _held_key: Optional[Tuple[int, str]] = None
+
+    def _holder_key(self, path: str) -> Optional[Tuple[int, str]]:
+        return None
+
+    def _take_steps(self, timeout: float, poll_interval: float, blocking: bool,
+                    cancel_check: Optional[Callable[[], bool]]) -> "Steps[None]":
+        """The acquisition, as filelock makes it: attempts until one gets
+        the lock, the wait is spent or cancel_check says to stop; one core
+        for the thread classes and the asyncio ones (see hold._steps)."""
         ctx = self._context
         path = ctx.lock_file
-        _check_path(path, self._soft)
+        kw = ctx.kw
+        if kw is None:
+            _check_path(path, self._soft)
+            kw = ctx.kw = self._hold_kwargs()
         lock_id = id(self)
+        key = self._holder_key(path)
         start = time.perf_counter()
-        kw = self._hold_kwargs()
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
             wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, poll_interval, cancel_check)
             try:
-                held = _hold_lock(None, timeout=wait, **kw)
+                if ctx.held is None:  # else another task of a shared object took it meanwhile
+                    if key is not None and _task_holders.get(key, lock_id) != lock_id:
+                        # This task holds it in another object, which it
+                        # cannot release while it waits here.
+                        raise self._deadlock(None)
+                    held = yield _Take(wait, kw)
+                    if ctx.held is not None:  # another task of a shared object got there first
+                        yield _Release(held)
+                    else:
+                        self._acquired(held)
+                        self._held_key = key
+                        if key is not None:
+                            _task_holders[key] = lock_id
             except (_errors.Busy, _errors.Timeout):
                 pass
             except Deadlock as e:
-                # Another object of this thread holds it: filelock waits out
-                # a finite timeout, and an endless wait could never end.
+                # Another object of this thread (task) holds it: filelock
+                # waits out a finite timeout, and an endless wait could never end.
                 if blocking and timeout < 0 and cancel_check is None:
                     raise self._deadlock(e) from e
                 if wait:
-                    time.sleep(min(wait, poll_interval))
+                    yield _Sleep(min(wait, poll_interval))
             else:
-                self._acquired(held)
                 _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
                 return
             _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
@@ -558,7 +551,9 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                 ctx.fd = os.open(ctx.lock_file, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
                 self._on_acquired(ctx.fd)
         except BaseException:
-            self._give_up()
+            # A release on the synchronous channel is written, not waited
+            # for: this never blocks an event loop for long.
+            run(self._give_up(), _perform)
             raise
 
     def _close_fd(self, fd: Optional[int]) -> None:
@@ -572,31 +567,39 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             if self._opt_close_error_policy == "raise":
                 raise
 
-    def _give_up(self) -> None:
+    def _give_up(self) -> "Steps[None]":
+        """Lets the lock go, whatever the counter says."""
         ctx = self._context
         held, fd = ctx.held, ctx.fd
         ctx.held, ctx.fd, ctx.lock_counter = None, None, 0
+        key, self._held_key = self._held_key, None
+        if key is not None and _task_holders.get(key) == id(self):
+            del _task_holders[key]
         try:
             self._close_fd(fd)
         finally:
-            held.release()
+            yield _Release(held)
+
+    def _release_steps(self, force: bool) -> "Steps[None]":
+        """release(): counts down; gives the lock up at 0, or with force."""
+        ctx = self._context
+        if ctx is None or ctx.held is None:
+            return
+        if not force and ctx.lock_counter > 1:
+            ctx.lock_counter -= 1
+            return
+        lock_id, path = id(self), ctx.lock_file
+        _LOGGER.debug("Attempting to release lock %s on %s", lock_id, path)
+        yield from self._give_up()
+        _LOGGER.debug("Lock %s released on %s", lock_id, path)
 
     def release(self, force: bool = False) -> None:
         """Counts down; gives the lock up when the count reaches 0, or at
         once with ``force``. Does nothing if this object does not hold it."""
-        ctx = self._context
-        if ctx is None:
+        if self._context is None:
             return
         with self._mu if not self._opt_thread_local else contextlib.nullcontext():
-            if ctx.held is None:
-                return
-            if not force and ctx.lock_counter > 1:
-                ctx.lock_counter -= 1
-                return
-            lock_id, path = id(self), ctx.lock_file
-            _LOGGER.debug("Attempting to release lock %s on %s", lock_id, path)
-            self._give_up()
-            _LOGGER.debug("Lock %s released on %s", lock_id, path)
+            run(self._release_steps(force), _perform)
 
     def __enter__(self) -> "BaseFileLock":
         self.acquire()
@@ -604,7 +607,10 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        _release_in_context(self.release, exc, self._opt_context_error_policy)
+        try:
+            self.release()
+        except BaseException as release_error:
+            _raise_in_context(release_error, exc, self._opt_context_error_policy)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -614,14 +620,62 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         return f"<{type(self).__name__} {self.lock_file!r} {'locked' if self.is_locked else 'unlocked'}>"
 
 
-def _release_in_context(release: Callable[[], None], body_error: Optional[BaseException], policy: str) -> None:
-    try:
-        release()
-    except BaseException as release_error:
-        if body_error is None or policy == "chain":
-            raise
-        assert _exception_group is not None  # checked when the lock was made
-        raise _exception_group("lock body and release both failed", [body_error, release_error]) from None
+def _raise_in_context(release_error: BaseException, body_error: Optional[BaseException], policy: str) -> None:
+    """Raises the error of a release at the end of a with block, as
+    context_error_policy says: itself ("chain", or when the body did not
+    fail), or with the body's in an exception group ("group")."""
+    if body_error is None or policy == "chain":
+        raise release_error
+    assert _exception_group is not None  # checked when the lock was made
+    raise _exception_group("lock body and release both failed", [body_error, release_error]) from None
+
+
+# The steps of an acquisition and a release (see hold._steps).
+
+
+class _Take:
+    """A step: one hold.lock() of the lock file, waiting wait seconds at most."""
+
+    __slots__ = ("wait", "kw")
+
+    def __init__(self, wait: Optional[float], kw: Dict[str, Any]) -> None:
+        self.wait, self.kw = wait, kw
+
+
+class _Sleep:
+    """A step: a pause between attempts."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class _Release:
+    """A step: the release of a hold.Lock."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: Any) -> None:
+        self.held = held
+
+
+def _perform(step: Any) -> Any:
+    """Performs a step, blocking the thread."""
+    if type(step) is _Take:
+        return _hold_lock(None, timeout=step.wait, **step.kw)
+    if type(step) is _Sleep:
+        return time.sleep(step.seconds)
+    return step.held.release()
+
+
+async def _aperform(step: Any) -> Any:
+    """Performs a step without blocking the event loop."""
+    if type(step) is _Take:
+        return await _hold_alock(None, timeout=step.wait, **step.kw)
+    if type(step) is _Sleep:
+        return await asyncio.sleep(step.seconds)
+    return await step.held._arelease()
 
 
 class FileLock(BaseFileLock):
@@ -674,35 +728,21 @@ class BaseAsyncFileLock(BaseFileLock):
     _holder_desc = "lock instance in this task"
 
     def __init__(
-        self,
-        lock_file: Union[str, "os.PathLike[str]"],
-        timeout: float = -1,
-        mode: int = _UNSET_MODE,
-        thread_local: bool = False,
-        *,
-        blocking: bool = True,
-        is_singleton: bool = False,
-        poll_interval: float = 0.05,
-        lifetime: Optional[float] = None,
-        context_error_policy: str = "chain",
-        close_error_policy: str = "default",
-        fallback_to_soft: bool = True,
-        preserve_lock_file: bool = False,
-        on_acquired: Optional[Callable[[int], None]] = None,
-        loop: Optional[asyncio.AbstractEventLoop] = None,
-        run_in_executor: bool = True,
-        executor: Any = None,
+        self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, mode: int = _UNSET_MODE,
+        thread_local: bool = False, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+        run_in_executor: bool = True, executor: Any = None, **options: Any,
     ) -> None:
-        """As ``BaseFileLock``; ``loop``, ``run_in_executor`` and
+        """As ``BaseFileLock``, with its keyword options (``blocking``,
+        ``is_singleton``, ...); ``loop``, ``run_in_executor`` and
         ``executor`` are kept and reported (no executor is needed)."""
-        self._configure(
-            lock_file, timeout, mode, thread_local, blocking=blocking, is_singleton=is_singleton,
-            poll_interval=poll_interval, lifetime=lifetime, context_error_policy=context_error_policy,
-            close_error_policy=close_error_policy, fallback_to_soft=fallback_to_soft,
-            preserve_lock_file=preserve_lock_file, on_acquired=on_acquired,
-            loop=loop, run_in_executor=run_in_executor, executor=executor,
-        )
-        self._task_key: Optional[Tuple[int, str]] = None
+        self._context = None  # __del__ of an object whose checks failed finds nothing to release
+        if thread_local and run_in_executor:
+            raise ValueError("run_in_executor is not supported when thread_local is True")
+        self._extra = {"loop": loop, "run_in_executor": run_in_executor, "executor": executor}
+        super().__init__(lock_file, timeout, mode, thread_local, **options)
+
+    def _holder_key(self, path: str) -> Optional[Tuple[int, str]]:
+        return _task_key(path)
 
     @property
     def run_in_executor(self) -> bool:
@@ -735,67 +775,13 @@ class BaseAsyncFileLock(BaseFileLock):
         if ctx.held is None:
             # Counted once taken: a task of a shared object that waits here
             # meanwhile must not keep a holder's release from releasing.
-            await self._atake(timeout, poll_interval, blocking, cancel_check)
+            await arun(self._take_steps(timeout, poll_interval, blocking, cancel_check), _aperform)
         ctx.lock_counter += 1
         return AsyncAcquireReturnProxy(lock=self)
 
-    async def _atake(self, timeout: float, poll_interval: float, blocking: bool,
-                     cancel_check: Optional[Callable[[], bool]]) -> None:
-        ctx = self._context
-        path = ctx.lock_file
-        _check_path(path, self._soft)
-        lock_id = id(self)
-        key = _task_key(path)
-        start = time.perf_counter()
-        kw = self._hold_kwargs()
-        while True:
-            _LOGGER.debug("Attempting to acquire lock %s on %s", lock_id, path)
-            wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, poll_interval, cancel_check)
-            mine = key is not None and _task_holders.get(key, lock_id) != lock_id
-            if mine:
-                # This task holds it in another object, which it cannot
-                # release while it waits here.
-                if blocking and timeout < 0 and cancel_check is None:
-                    raise self._deadlock(None)
-                if wait:
-                    await asyncio.sleep(min(wait, poll_interval))
-            else:
-                try:
-                    if ctx.held is None:
-                        held = await _hold_alock(None, timeout=wait, **kw)
-                        if ctx.held is not None:  # another task of a shared object got there first
-                            await held._arelease()
-                        else:
-                            self._acquired(held)
-                            self._task_key = key
-                            if key is not None:
-                                _task_holders[key] = lock_id
-                    _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
-                    return
-                except (_errors.Busy, _errors.Timeout):
-                    pass
-            _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
-
     async def release(self, force: bool = False) -> None:  # type: ignore[override]
         """``BaseFileLock.release``, awaited."""
-        ctx = self._context
-        if ctx is None or ctx.held is None:
-            return
-        if not force and ctx.lock_counter > 1:
-            ctx.lock_counter -= 1
-            return
-        lock_id, path = id(self), ctx.lock_file
-        _LOGGER.debug("Attempting to release lock %s on %s", lock_id, path)
-        held, fd = ctx.held, ctx.fd
-        ctx.held, ctx.fd, ctx.lock_counter = None, None, 0
-        key, self._task_key = self._task_key, None
-        if key is not None and _task_holders.get(key) == lock_id:
-            del _task_holders[key]
-        try:
-            self._close_fd(fd)
-        finally:
-            await held._arelease()
-        _LOGGER.debug("Lock %s released on %s", lock_id, path)
+        await arun(self._release_steps(force), _aperform)
 
     def __enter__(self) -> "BaseFileLock":
         raise NotImplementedError("Do not use `with` for asyncio locks, use `async with` instead.")
@@ -811,10 +797,7 @@ class BaseAsyncFileLock(BaseFileLock):
         try:
             await self.release()
         except BaseException as release_error:
-            if exc is None or self._opt_context_error_policy == "chain":
-                raise
-            assert _exception_group is not None  # checked when the lock was made
-            raise _exception_group("lock body and release both failed", [exc, release_error]) from None
+            _raise_in_context(release_error, exc, self._opt_context_error_policy)
 
     def __del__(self) -> None:
         ctx = getattr(self, "_context", None)
@@ -834,6 +817,245 @@ class AsyncSoftFileLock(BaseAsyncFileLock):
 
     _protocol = "dir"
     _soft = True
+
+
+# Read-write locks.
+
+#: How an SQLite database file starts: the lock file of filelock's own
+#: ReadWriteLock, which hold's cannot exclude (see the module's doc).
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _refuse_sqlite(path: str) -> None:
+    """Refuses a lock file that filelock's ReadWriteLock made: its holders
+    hold SQLite transactions in it, which hold's kernel locks do not see."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_HEADER))
+    except OSError:
+        return  # missing, or not readable: the lock's own error says so
+    if head == _SQLITE_HEADER:
+        raise ValueError(
+            f"{path} is an SQLite database, the lock file of filelock's ReadWriteLock: its holders hold SQLite "
+            "transactions, which hold's kernel locks neither see nor exclude; switch every process that locks "
+            "it to hold.filelock, and give hold's ReadWriteLock a file of its own (or remove this one once no "
+            "process of filelock uses it)"
+        )
+
+
+def _claim(path: str) -> None:
+    """Gives a lock file that is missing or empty hold's owner record, by
+    taking and releasing its write lock once, if it is free: filelock's
+    ReadWriteLock then refuses the file (it is not an SQLite database),
+    where it would take an empty one that only hold's readers have locked,
+    without excluding them. A failure here is left for the acquisition to
+    report."""
+    try:
+        if os.path.getsize(path) > 0:
+            return
+    except OSError:
+        pass
+    with contextlib.suppress(_errors.HoldError):
+        _hold_try_lock(lock_file=path, make_dirs=True).release()
+
+
+class _ReadWriteMeta(type):
+    """Makes ``is_singleton=True`` (ReadWriteLock's default, as filelock's)
+    return the one live object of a path, refusing other defaults."""
+
+    def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True) -> Any:
+        if not is_singleton:
+            return super().__call__(lock_file, timeout, blocking=blocking)
+        obj, _ = _singleton(cls, lock_file, lambda: super(_ReadWriteMeta, cls).__call__(lock_file, timeout, blocking=blocking))
+        if (obj.timeout < 0) != (timeout < 0) or (timeout >= 0 and obj.timeout != timeout) or obj.blocking != blocking:
+            raise ValueError(
+                f"Singleton lock created with timeout={obj.timeout}, blocking={obj.blocking}, "
+                f"cannot be changed to timeout={timeout}, blocking={blocking}"
+            )
+        return obj
+
+
+class ReadWriteLock(metaclass=_ReadWriteMeta):
+    """filelock's ReadWriteLock, on hold: ``read_lock()`` holds a shared
+    lock, which readers in any number of processes hold together;
+    ``write_lock()`` an exclusive one, held alone. They are hold's shared
+    and exclusive kernel locks (flock) of ``lock_file`` exactly, the ones
+    ``hold.lock(lock_file=..., shared=...)``, ``hold run --shared`` and
+    flock(1) ``-s`` take, so all of those exclude each other; not filelock's
+    own ReadWriteLock, whose lock file is an SQLite database (refused here:
+    see the module's doc).
+
+    As filelock's: one object per path unless ``is_singleton=False``; a
+    thread may take the mode it holds again (each acquisition needs its
+    release), a read lock's levels are shared by the threads of the
+    object, a write lock is its thread's alone, and changing mode raises
+    ``RuntimeError``; ``timeout`` (seconds, -1: as long as it takes) and
+    ``blocking`` are the defaults of each acquisition, which raises
+    ``Timeout`` when it cannot get the lock."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *,
+                 blocking: bool = True, is_singleton: bool = True) -> None:
+        if not isinstance(blocking, bool):
+            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
+            raise ValueError(f"timeout must be a number of seconds, not {timeout!r}")
+        #: The lock file (filelock's attribute).
+        self.lock_file = os.fspath(lock_file)
+        #: The default timeout of an acquisition, in seconds (-1: as long as it takes).
+        self.timeout = timeout
+        #: Whether an acquisition waits by default.
+        self.blocking = blocking
+        self._mu = threading.Lock()  # the state below
+        self._taking = threading.Lock()  # one acquisition of the hold lock at a time
+        self._held: Any = None  # the hold.Lock while held
+        self._mode: Optional[str] = None  # "read" or "write"
+        self._level = 0
+        self._writer: Optional[int] = None
+        self._readers: Dict[int, int] = {}
+        self._closed = False
+        _refuse_sqlite(self.lock_file)
+        _claim(self.lock_file)
+
+    @classmethod
+    def get_lock(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *,
+                 blocking: bool = True) -> "ReadWriteLock":
+        """The one object of this path (filelock's spelling)."""
+        return cls(lock_file, timeout, blocking=blocking)  # type: ignore[no-any-return]
+
+    def read_lock(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> ContextManager[None]:
+        """Holds a read (shared) lock for the ``with`` block."""
+        return self._holding("read", timeout, blocking)
+
+    def write_lock(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> ContextManager[None]:
+        """Holds the write (exclusive) lock for the ``with`` block."""
+        return self._holding("write", timeout, blocking)
+
+    @contextlib.contextmanager
+    def _holding(self, mode: str, timeout: Optional[float], blocking: Optional[bool]) -> Iterator[None]:
+        self._acquire(mode, timeout, blocking)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def acquire_read(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> AcquireReturnProxy:
+        """Takes a read lock (or one more level of it); ``with`` on the
+        returned proxy releases it. ``Timeout`` if it cannot be had in time."""
+        return self._acquire("read", timeout, blocking)
+
+    def acquire_write(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> AcquireReturnProxy:
+        """Takes the write lock (or one more level of it, in its thread)."""
+        return self._acquire("write", timeout, blocking)
+
+    def _acquire(self, mode: str, timeout: Optional[float], blocking: Optional[bool]) -> AcquireReturnProxy:
+        timeout = self.timeout if timeout is None else timeout
+        blocking = self.blocking if blocking is None else blocking
+        me = threading.get_ident()
+        start = time.perf_counter()
+        if self._closed:
+            raise RuntimeError(f"ReadWriteLock on {self.lock_file} is closed")
+        if self._nest(mode, me):
+            return AcquireReturnProxy(lock=self)  # type: ignore[arg-type]
+        left = -1 if timeout < 0 else timeout
+        if not self._taking.acquire(blocking, left):
+            raise Timeout(self.lock_file)
+        try:
+            if self._nest(mode, me):  # another thread took it meanwhile
+                return AcquireReturnProxy(lock=self)  # type: ignore[arg-type]
+            _refuse_sqlite(self.lock_file)
+            held = self._take(mode, timeout, blocking, start)
+            with self._mu:
+                self._held, self._mode, self._level = held, mode, 1
+                self._writer, self._readers = (me, {}) if mode == "write" else (None, {me: 1})
+        finally:
+            self._taking.release()
+        return AcquireReturnProxy(lock=self)  # type: ignore[arg-type]
+
+    def _nest(self, mode: str, me: int) -> bool:
+        """One more level of the held lock, if it is held: False if not;
+        RuntimeError if it cannot be had in this mode or thread."""
+        with self._mu:
+            if self._level == 0:
+                return False
+            if self._mode != mode:
+                opposite = "write" if mode == "read" else "read"
+                if me == self._writer or me in self._readers:
+                    reason = f"already holding a {opposite} lock ({'downgrade' if mode == 'read' else 'upgrade'} not allowed)"
+                else:
+                    reason = (f"another thread holds a {opposite} lock on this instance, which coordinates processes "
+                              "rather than threads; give each thread its own instance with is_singleton=False")
+                raise RuntimeError(f"Cannot acquire {mode} lock on {self.lock_file} (lock id: {id(self)}): {reason}")
+            if mode == "write" and me != self._writer:
+                raise RuntimeError(
+                    f"Cannot acquire write lock on {self.lock_file} (lock id: {id(self)}) "
+                    f"from thread {me} while it is held by thread {self._writer}"
+                )
+            if mode == "read":
+                self._readers[me] = self._readers.get(me, 0) + 1
+            self._level += 1
+            return True
+
+    def _take(self, mode: str, timeout: float, blocking: bool, start: float) -> Any:
+        """The hold lock, shared for "read": waited for as filelock waits
+        (a lock this thread holds on another object is waited out for a
+        finite timeout, and raises ``hold.Deadlock`` for an endless one)."""
+        kw: Dict[str, Any] = {"lock_file": self.lock_file, "shared": mode == "read", "make_dirs": True}
+        while True:
+            wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, 0.05, None)
+            try:
+                return _hold_lock(None, timeout=wait, **kw)
+            except (_errors.Busy, _errors.Timeout):
+                raise Timeout(self.lock_file) from None
+            except Deadlock:
+                if blocking and timeout < 0:
+                    raise
+                if not wait:
+                    raise Timeout(self.lock_file) from None
+                time.sleep(min(wait, 0.05))
+
+    def release(self, *, force: bool = False) -> None:
+        """Releases one level this thread holds; the lock goes with the
+        last. ``force`` releases every level, of every thread.
+        ``RuntimeError`` if this thread holds none (and not force)."""
+        me = threading.get_ident()
+        with self._mu:
+            if not force:
+                if self._mode == "write" and me != self._writer:
+                    raise RuntimeError(
+                        f"Cannot release write lock on {self.lock_file} (lock id: {id(self)}) "
+                        f"from thread {me} while it is held by thread {self._writer}"
+                    )
+                if self._mode == "read" and me not in self._readers:
+                    raise RuntimeError(
+                        f"Cannot release read lock on {self.lock_file} (lock id: {id(self)}) "
+                        f"from thread {me}, which does not hold it"
+                    )
+                if self._level == 0:
+                    raise RuntimeError(
+                        f"Cannot release a lock on {self.lock_file} (lock id: {id(self)}) that is not held"
+                    )
+                if self._level > 1:
+                    self._level -= 1
+                    if self._mode == "read":
+                        depth = self._readers.pop(me) - 1
+                        if depth:
+                            self._readers[me] = depth
+                    return
+            held, self._held, self._mode, self._level = self._held, None, None, 0
+            self._writer, self._readers = None, {}
+        if held is not None:
+            held.release()
+
+    def close(self) -> None:
+        """Releases every level, of every thread, and closes the object:
+        acquisitions then raise ``RuntimeError``."""
+        self.release(force=True)
+        self._closed = True
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.release(force=True)
 
 
 #: filelock's names of its platform classes: under hold, the agent takes
