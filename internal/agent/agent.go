@@ -300,7 +300,7 @@ func (a *agent) shutdown() {
 	a.cancel(errClientGone)
 	for _, al := range locks {
 		if al.remote == 0 {
-			al.release()
+			al.release(0)
 		}
 	}
 	if sub != nil {

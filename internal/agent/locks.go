@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/lockspec"
+	"github.com/hold-dev/hold/lock"
 )
 
 // The lock table: taking a lock for the client, filing it under a number,
@@ -32,6 +34,9 @@ type heldLock struct {
 	// lazy: the client asked for the lock without its token and record
 	// (request.Lazy); it asks for them with a token request.
 	lazy bool
+	// lostAt is when the agent heard that the lock was lost, on the
+	// monotonic clock of request.Sent; 0 while it has not.
+	lostAt atomic.Int64
 }
 
 // acquire serves acquire and try on the standard channel: the first
@@ -169,8 +174,10 @@ func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *reply {
 }
 
 // releaseAhead says whether a client may write l's release without
-// waiting for its reply (reply.ReleaseAhead): a kernel lock's.
-func releaseAhead(l *hold.Lock) bool { return l.Protocol() == "flock" }
+// waiting for its reply (reply.ReleaseAhead): a kernel lock's, where the
+// client's monotonic clock is the agent's (monoNow), so that the release
+// can say when the client let go (request.Sent).
+func releaseAhead(l *hold.Lock) bool { return monoClock && l.Protocol() == "flock" }
 
 // addLock files a lock under a new number; false if the agent is closing.
 func (a *agent) addLock(al *heldLock) (uint64, bool) {
@@ -213,15 +220,32 @@ func (a *agent) release(req *request) {
 		a.forwardRelease(req, al)
 		return
 	}
-	a.answer(req.ID, al.release())
+	a.answer(req.ID, al.release(req.Sent))
+}
+
+// lostBefore says whether the agent heard of al's loss before sent (on
+// the monotonic clock of request.Sent). A loss the library found but whose
+// news has not reached the agent yet was found a moment ago: after.
+func (al *heldLock) lostBefore(sent int64) bool {
+	at := al.lostAt.Load()
+	return at != 0 && at <= sent
 }
 
 // release gives up one of the agent's own locks, already taken out of
-// the table.
-func (al *heldLock) release() error {
+// the table. sent is when a client that wrote the release ahead let go
+// (request.Sent), 0 for a release it waits for.
+func (al *heldLock) release(sent int64) error {
 	al.stopWatching()
 	err := al.l.Release()
 	al.spec.Close()
+	if sent > 0 && errors.Is(err, lock.ErrLost) && !al.lostBefore(sent) {
+		// A release written ahead (releaseAhead): the client's hold ended
+		// when it sent the release, and the loss was heard of only after,
+		// when the client may have removed the lock file itself, as
+		// filelock's users do. A waited release would not have reported it
+		// either: it reports the losses found while the lock was held.
+		return nil
+	}
 	return err
 }
 

@@ -12,6 +12,7 @@ package agent
 // times as long).
 func (a *agent) watchLoss(n uint64, al *heldLock) {
 	stop := al.l.AfterLost(func() {
+		al.lostAt.Store(monoNow())
 		a.mu.Lock()
 		// Released meanwhile, or the agent is closing (and releases
 		// it): nobody is to be told.

@@ -87,7 +87,7 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 			return failed(req.ID, e), nil
 		case al == nil: // the sub-agent's
 		case req.Op == "release":
-			return replyTo(req.ID, al.release()), nil
+			return replyTo(req.ID, al.release(req.Sent)), nil
 		case req.Op == "token":
 			return tokenReply(req.ID, al.l), nil
 		default:

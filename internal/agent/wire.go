@@ -127,6 +127,12 @@ type request struct {
 
 	// release, check, token: the lock's number.
 	Lock uint64 `json:"lock"`
+	// release written ahead (version 4): when the client let go of the
+	// lock, in nanoseconds of the system's monotonic clock
+	// (CLOCK_MONOTONIC). A loss the agent heard of only after that moment
+	// came after the client's hold ended and is not the release's failure
+	// (see releasedBefore).
+	Sent int64 `json:"sent"`
 	// commit, abort: the update's number.
 	Update uint64 `json:"update"`
 	// cancel: the id of the request whose wait to end.

@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from time import perf_counter
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
@@ -567,7 +568,13 @@ class Agent:
                 return False
             rid = next(self.ids)
             try:
-                ch.write(b'{"id":%d,"op":"release","lock":%d,"queue":true}\n' % (rid, lock._number))
+                # "sent": when this process let go, on the clock the agent
+                # reads too (CLOCK_MONOTONIC), so that a loss the agent hears
+                # of after it is not reported as this release's failure.
+                ch.write(
+                    b'{"id":%d,"op":"release","lock":%d,"queue":true,"sent":%d}\n'
+                    % (rid, lock._number, time.monotonic_ns())
+                )
             except OSError as e:
                 self._sync_broke(e)
                 return False
