@@ -105,6 +105,10 @@ type Subject struct {
 	// reason.
 	Lose     func(t *testing.T, l *hold.Lock)
 	LoseSkip string
+	// StressSkip, when set, skips RunSemaphore's stress check (AtMostN),
+	// saying why: a platform where the shared log of stays that its killed
+	// workers append to cannot be trusted.
+	StressSkip string
 
 	// LockPath, for protocols whose locks are files or directories at a
 	// path derived from the target, returns that path, for the check that

@@ -46,6 +46,10 @@ const slowSuffix = ".slow"
 // Worker parameters of the semaphore checks.
 const (
 	slotsEnv = "HOLDTEST_SLOTS" // the N of hold.Slots
+	// slotWorkerEnv names a stress worker in the log of stays: a name of its
+	// own, as pids are reused (on Windows within moments), and a killed
+	// worker's finished stays are counted by it.
+	slotWorkerEnv = "HOLDTEST_SLOT_WORKER"
 	// killsEnv sets how many holders the stress check kills.
 	killsEnv = "HOLD_TEST_SLOT_KILLS"
 )
@@ -98,6 +102,7 @@ func (s Subject) slotWork(role string, opts []hold.Option) (int, bool) {
 			fmt.Fprintln(os.Stderr, "holdtest worker:", err)
 			return 1, true
 		}
+		name := os.Getenv(slotWorkerEnv)
 		for range times {
 			l, err := hold.Acquire(ctx, target, opts...)
 			if err != nil {
@@ -107,7 +112,7 @@ func (s Subject) slotWork(role string, opts []hold.Option) (int, bool) {
 			r := slotReport{PID: os.Getpid(), Event: "in", Slot: l.Slot(), Token: l.Token()}
 			// The log is appended to by every worker, one write a line,
 			// so its order is the order of the stays inside.
-			fmt.Fprintf(log, "in %d %d %d\n", r.PID, r.Slot, r.Token)
+			fmt.Fprintf(log, "in %s %d %d\n", name, r.Slot, r.Token)
 			out.Encode(r)
 			// Long enough for the stress check to find holders inside;
 			// longer while it asks (slowFile: its kills lag behind).
@@ -116,7 +121,7 @@ func (s Subject) slotWork(role string, opts []hold.Option) (int, bool) {
 				stay = 50 * time.Millisecond
 			}
 			time.Sleep(stay)
-			fmt.Fprintf(log, "out %d %d\n", r.PID, r.Slot)
+			fmt.Fprintf(log, "out %s %d\n", name, r.Slot)
 			r.Event = "out"
 			out.Encode(r)
 			if err := l.Release(); err != nil {
@@ -180,6 +185,9 @@ func stressCounts() (workers, each, kills int) {
 // it is dead, a moment later, so the replay could miss an overlap only in
 // that moment, one kill at a time.
 func (c *checker) atMostN(t *testing.T) {
+	if c.s.StressSkip != "" {
+		t.Skip(c.s.StressSkip)
+	}
 	const n = 4
 	workers, each, kills := stressCounts()
 	target := c.s.target(t)
@@ -195,6 +203,7 @@ func (c *checker) atMostN(t *testing.T) {
 		quota  int // acquisitions to make
 		left   int // of them, still to make, as its reports say
 		pid    int
+		name   string // in the log (slotWorkerEnv)
 		inside bool
 		done   chan error
 	}
@@ -204,9 +213,10 @@ func (c *checker) atMostN(t *testing.T) {
 	var mu sync.Mutex
 	var all []*running
 	start := func(left int) *running {
+		name := fmt.Sprint("w", len(all))
 		w := c.s.start(t, "slots", targetEnv+"="+target, slotsEnv+"="+strconv.Itoa(n),
-			logEnv+"="+logPath, nEnv+"="+strconv.Itoa(left))
-		r := &running{w: w, quota: left, left: left, pid: w.cmd.Process.Pid, done: make(chan error, 1)}
+			logEnv+"="+logPath, nEnv+"="+strconv.Itoa(left), slotWorkerEnv+"="+name)
+		r := &running{w: w, quota: left, left: left, pid: w.cmd.Process.Pid, name: name, done: make(chan error, 1)}
 		go func() {
 			var failure error
 			for w.out.Scan() {
@@ -292,7 +302,7 @@ func (c *checker) atMostN(t *testing.T) {
 			continue
 		}
 		r := inside[rand.IntN(len(inside))]
-		fmt.Fprintf(logf, "kill %d\n", r.pid)
+		fmt.Fprintf(logf, "kill %s\n", r.name)
 		r.w.killedByTest = true
 		r.w.cmd.Process.Kill()
 		// The kill is complete when the worker is reaped (its reader
@@ -302,7 +312,7 @@ func (c *checker) atMostN(t *testing.T) {
 		_ = err
 		delete(live, r)
 		killed++
-		if left := r.quota - outsOf(r.pid); left > 0 {
+		if left := r.quota - outsOf(r.name); left > 0 {
 			nr := start(left)
 			all = append(all, nr)
 			live[nr] = true
@@ -320,11 +330,11 @@ func (c *checker) atMostN(t *testing.T) {
 
 // logOuts returns a function that counts the "out" lines of a pid in the
 // log at path, reading only what was appended since its last call.
-func logOuts(path string) func(pid int) int {
+func logOuts(path string) func(name string) int {
 	var off int64
 	var partial string
 	outs := map[string]int{}
-	return func(pid int) int {
+	return func(name string) int {
 		if f, err := os.Open(path); err == nil {
 			if _, err := f.Seek(off, io.SeekStart); err == nil {
 				b, _ := io.ReadAll(f)
@@ -340,7 +350,7 @@ func logOuts(path string) func(pid int) int {
 			}
 			f.Close()
 		}
-		return outs[strconv.Itoa(pid)]
+		return outs[name]
 	}
 }
 
@@ -354,8 +364,8 @@ func checkStays(t *testing.T, path string, n int) int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	inside := map[string]string{} // pid -> slot
-	onSlot := map[string]string{} // slot -> pid
+	inside := map[string]string{} // worker -> slot
+	onSlot := map[string]string{} // slot -> worker
 	lastToken := map[string]uint64{}
 	seen := map[uint64]bool{}
 	outs, line := 0, 0
@@ -366,16 +376,16 @@ func checkStays(t *testing.T, path string, n int) int {
 		if len(fields) < 2 {
 			t.Fatalf("line %d of the log is torn: %q", line, sc.Text())
 		}
-		pid := fields[1]
+		who := fields[1]
 		switch fields[0] {
 		case "in":
 			slot := fields[2]
 			tok, _ := strconv.ParseUint(fields[3], 10, 64)
 			if other, ok := onSlot[slot]; ok {
-				t.Fatalf("line %d: pid %s entered slot %s, which pid %s holds", line, pid, slot, other)
+				t.Fatalf("line %d: worker %s entered slot %s, which worker %s holds", line, who, slot, other)
 			}
 			if len(inside) >= n {
-				t.Fatalf("line %d: pid %s entered while %d were inside (%v): more than %d", line, pid, len(inside), inside, n)
+				t.Fatalf("line %d: worker %s entered while %d were inside (%v): more than %d", line, who, len(inside), inside, n)
 			}
 			if tok != 0 {
 				if tok <= lastToken[slot] || seen[tok] {
@@ -383,15 +393,15 @@ func checkStays(t *testing.T, path string, n int) int {
 				}
 				lastToken[slot], seen[tok] = tok, true
 			}
-			inside[pid], onSlot[slot] = slot, pid
+			inside[who], onSlot[slot] = slot, who
 		case "out":
-			delete(onSlot, inside[pid])
-			delete(inside, pid)
+			delete(onSlot, inside[who])
+			delete(inside, who)
 			outs++
 		case "kill":
-			if slot, ok := inside[pid]; ok {
+			if slot, ok := inside[who]; ok {
 				delete(onSlot, slot)
-				delete(inside, pid)
+				delete(inside, who)
 			}
 		}
 	}

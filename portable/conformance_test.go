@@ -7,6 +7,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/holdtest"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
 
@@ -45,5 +46,8 @@ func TestConformancePortable(t *testing.T) { holdtest.Run(t, subject) }
 func TestSemaphorePortable(t *testing.T) {
 	s := subject
 	s.NoTokens = ""
+	if testenv.UnderWine() {
+		s.StressSkip = "wine: the log of stays that the stress's workers append to, while some are killed mid-write, came out with an empty line, and once with 150 of its 3,200 completed stays missing, where Linux's never has: the replay cannot be trusted there (the other semaphore checks run)"
+	}
 	holdtest.RunSemaphore(t, s)
 }

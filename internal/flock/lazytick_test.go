@@ -16,6 +16,9 @@ import (
 // smaller. Looking every recordDelay, as before, made about five times as
 // many.
 func TestLazyTimerLooksEveryLazyTick(t *testing.T) {
+	if !kernelNamesHolders {
+		t.Skip("records are written at once where the kernel cannot name a lock's holders (kernelNamesHolders): no lazy timer runs")
+	}
 	path := filepath.Join(t.TempDir(), "t.lock")
 	var p Protocol
 	cycle := func(hold time.Duration) {
