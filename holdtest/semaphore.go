@@ -302,6 +302,14 @@ func (c *checker) atMostN(t *testing.T) {
 			continue
 		}
 		r := inside[rand.IntN(len(inside))]
+		// Frozen first (where the system can), so that every line the
+		// worker writes comes before its "kill" line: its reports on
+		// stdout lag behind its log, and one that had left and come in
+		// again between its last report and the kill would otherwise be
+		// inside after its "kill" line, which the replay would take for
+		// a second holder of its slot. A frozen holder keeps its slot
+		// until it is killed, after the line.
+		freeze(r.w.cmd.Process)
 		fmt.Fprintf(logf, "kill %s\n", r.name)
 		r.w.killedByTest = true
 		r.w.cmd.Process.Kill()
