@@ -73,7 +73,7 @@ func buildBaseline(dir, rev string) (exe, commit string, err error) {
 		return "", "", fmt.Errorf("go mod edit: %v: %s", err, out)
 	}
 	exe = filepath.Join(dir, "bench-"+commit[:12])
-	if out, err := goCommand("build", "-modfile", modFile, "-mod=mod", "-o", exe, ".").CombinedOutput(); err != nil {
+	if out, err := goCommand("build", "-modfile", modFile, "-mod=mod", "-tags", "hold_baseline", "-o", exe, ".").CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("building this suite against hold at %s: %v: %s\n(the suite must build against that revision's API; choose a later one)", rev, err, out)
 	}
 	return exe, commit, nil

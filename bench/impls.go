@@ -58,8 +58,11 @@ func impls() []impl {
 	list := []impl{
 		{name: "hold", about: "hold.Acquire / Release, kernel lock (default)", cycle: holdCycle()},
 		{name: "hold fair", about: "hold.Acquire with hold.Fair()", cycle: holdCycle(hold.Fair())},
-		{name: "hold search off", about: "hold.Acquire with hold.DeadlockAfter(0): no deadlock search, to compare hold's rows with", cycle: holdCycle(hold.DeadlockAfter(0))},
-		{name: "hold holding another", about: "hold.Acquire by a worker that holds a lock of its own meanwhile, so that each wait is watched for a deadlock", cycle: holdHoldingCycle()},
+	}
+	if off, ok := searchOffOption(); ok {
+		list = append(list,
+			impl{name: "hold search off", about: "hold.Acquire with hold.DeadlockAfter(0): no deadlock search, to compare hold's rows with", cycle: holdCycle(off)},
+			impl{name: "hold holding another", about: "hold.Acquire by a worker that holds a lock of its own meanwhile, so that each wait is watched for a deadlock", cycle: holdHoldingCycle()})
 	}
 	if opts := portableOptions(); opts != nil {
 		list = append(list, impl{name: "hold portable", about: "hold's portable directory protocol", cycle: holdCycle(opts...)})

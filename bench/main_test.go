@@ -102,6 +102,23 @@ func TestHandoffs(t *testing.T) {
 	}
 }
 
+// TestBaselineBuildsAgainstOldestRevision builds the suite against the
+// oldest revision the comparison is meant for (newapi.go): rows that use a
+// newer API must stay behind the hold_baseline tag, or -baseline 8a1b227
+// stops building.
+func TestBaselineBuildsAgainstOldestRevision(t *testing.T) {
+	const rev = "8a1b227"
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.MissingTool(t, "git", "building the suite against a revision of hold")
+	}
+	if err := exec.Command("git", "-C", "..", "rev-parse", "--verify", "--quiet", rev+"^{commit}").Run(); err != nil {
+		testenv.MissingTool(t, "a git clone of hold with revision "+rev, "building the suite against that revision")
+	}
+	if _, _, err := buildBaseline(t.TempDir(), rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBaselineSmoke builds the suite against hold at HEAD and runs the
 // baseline comparison briefly: every row gets its figures from both
 // builds and the report is written. (It checks the report's shape only:
