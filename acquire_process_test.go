@@ -452,20 +452,10 @@ func TestReleaseAndCheck(t *testing.T) {
 // TestDo: Do returns fn's error, releases when fn panics, and does not run
 // fn when it cannot get the lock.
 func TestDo(t *testing.T) {
-	target := filepath.Join(t.TempDir(), "t")
 	// The wait that times out below is abandoned, not ended: its own
-	// goroutine closes the lock file once it is granted the lock after the
-	// holder lets go (internal/flock's waitLock). On Windows a file that
-	// is still open keeps its name, and TempDir's cleanup cannot remove
-	// the directory: let that close happen first (cleanups run last in,
-	// first out).
-	t.Cleanup(func() {
-		testenv.Eventually(t, hangBound, "the abandoned wait to close the lock file", func() bool {
-			os.Remove(target + ".lock")
-			_, err := os.Lstat(target + ".lock")
-			return errors.Is(err, os.ErrNotExist)
-		})
-	})
+	// goroutine closes the lock file once it is granted the lock, after
+	// the test's last release (internal/flock's waitLock).
+	target := filepath.Join(testenv.TempDir(t), "t")
 	ctx := context.Background()
 	errFn := errors.New("fn failed")
 	ran := false

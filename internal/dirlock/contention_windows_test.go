@@ -60,7 +60,8 @@ func winRequest(path string) *lock.Request {
 // of a dead holder's lock, keeps waiting instead of failing, and gets the
 // lock once the directory is closed.
 func TestWindowsOpenDirectoryIsContention(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.lock")
+	// The other processes' handles close as they exit.
+	path := filepath.Join(testenv.TempDir(t), "t.lock")
 	p := New(Config{Stale: 300 * time.Millisecond, Grace: 150 * time.Millisecond, Heartbeat: 50 * time.Millisecond, MaxPoll: 20 * time.Millisecond})
 
 	// A dead holder's lock, its directory held open by another process.

@@ -27,6 +27,30 @@ func Eventually(t testing.TB, bound time.Duration, what string, cond func() bool
 	}
 }
 
+// TempDir is t.TempDir for a test whose files may still be open, for a
+// moment after it ends, in a goroutine or process it started: an abandoned
+// wait closes its lock file only once it is granted the lock, a child's
+// handles close as it exits. On Windows an open file keeps its name until
+// it is closed, and TempDir's own clean-up would fail on the directory
+// ("Directory is not empty"): this clean-up, which runs first, removes
+// what is inside until nothing is left, up to a bound that only turns a
+// hang into a failure.
+func TempDir(t testing.TB) string {
+	dir := t.TempDir()
+	if runtime.GOOS == "windows" {
+		t.Cleanup(func() {
+			Eventually(t, 30*time.Second, "the files in "+dir+" to be closed", func() bool {
+				entries, err := os.ReadDir(dir)
+				for _, e := range entries {
+					os.RemoveAll(filepath.Join(dir, e.Name()))
+				}
+				return err == nil && len(entries) == 0
+			})
+		})
+	}
+	return dir
+}
+
 // names counts UniqueName's calls, so that two calls within one tick of
 // the clock still differ.
 var names atomic.Uint64
