@@ -217,7 +217,21 @@ func (c *checker) atMostN(t *testing.T) {
 		w := c.s.start(t, "slots", targetEnv+"="+target, slotsEnv+"="+strconv.Itoa(n),
 			logEnv+"="+logPath, nEnv+"="+strconv.Itoa(left), slotWorkerEnv+"="+name)
 		r := &running{w: w, quota: left, left: left, pid: w.cmd.Process.Pid, name: name, done: make(chan error, 1)}
+		// The goroutine below owns w's output until the worker exits. If
+		// the check fails first, w's own clean-up (which reads the rest of
+		// that output) must not run beside it: this one, registered later,
+		// runs first, kills the worker and waits for the goroutine.
+		finished := make(chan struct{})
+		t.Cleanup(func() {
+			select {
+			case <-finished:
+			default:
+				w.cmd.Process.Kill()
+				<-finished
+			}
+		})
 		go func() {
+			defer close(finished)
 			var failure error
 			for w.out.Scan() {
 				var rep slotReport
