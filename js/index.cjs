@@ -612,7 +612,10 @@ function syncWrite(ch, line) {
  */
 function syncReadLine(ch, limitMs) {
   const start = performance.now();
-  let fd = ch.replies;
+  // Without a polling budget (spin_us 0: a pipelined channel, or one
+  // CPU) a poll would only fail, at the cost of a system call and an
+  // exception: the read blocks at once.
+  let fd = limitMs === undefined && ch.spinMs === 0 ? ch.blocking : ch.replies;
   for (;;) {
     const nl = ch.rest.indexOf(0x0a);
     if (nl >= 0) {
@@ -647,7 +650,18 @@ function syncReadLine(ch, limitMs) {
     }
     if (n === 0) throw new Error('end of file');
     const got = ch.buffer.subarray(0, n);
-    ch.rest = ch.rest.length === 0 ? Buffer.from(got) : Buffer.concat([ch.rest, got]);
+    if (ch.rest.length === 0) {
+      // The usual case, a whole line or more: taken from the read
+      // buffer itself, only what follows it copied.
+      const end = got.indexOf(0x0a);
+      if (end >= 0) {
+        if (end + 1 < n) ch.rest = Buffer.from(got.subarray(end + 1));
+        return got.toString('utf8', 0, end);
+      }
+      ch.rest = Buffer.from(got);
+    } else {
+      ch.rest = Buffer.concat([ch.rest, got]);
+    }
     if (limitMs === undefined) fd = ch.blocking; // the rest of a long reply is on its way
   }
 }
