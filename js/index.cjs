@@ -805,8 +805,10 @@ class Lock {
   }
 
   /**
-   * Gives back a lock just taken for a call that throws instead (a
-   * release written ahead failed); its own failure is ignored.
+   * Gives the lock back for a call that throws another error (fn's, or a
+   * failure of an earlier release written ahead): its own release's
+   * failure is ignored, and no other failure taken. On the synchronous
+   * channel the release is done when this returns.
    */
   _giveBack() {
     if (!this.#released) this.#letGo();
@@ -1071,7 +1073,7 @@ async function takeLock(op, target, opts = {}) {
   }
   if (opts.signal?.aborted) {
     // Granted just as the caller gave up: they will not release it.
-    await lock.release().catch(() => {});
+    await lock._giveBack();
     throw new HoldError('EABORT', `${what} aborted`);
   }
   return lock;
@@ -1102,7 +1104,9 @@ async function withLock(target, fn, opts) {
   try {
     result = await fn(l);
   } catch (err) {
-    await l.release().catch(() => {});
+    // fn's error wins; a failure of an earlier release written ahead
+    // is left for the next call, not swallowed here.
+    await l._giveBack();
     throw err;
   }
   await l.release();
@@ -1278,7 +1282,7 @@ function withLockSync(target, fn, opts) {
   try {
     result = fn(l);
   } catch (err) {
-    try { l.releaseSync(); } catch { /* fn's error wins */ }
+    l._giveBack(); // as withLock does
     throw err;
   }
   l.releaseSync();

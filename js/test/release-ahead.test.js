@@ -83,13 +83,22 @@ test('a release written ahead that finds its lock lost is thrown by the next cal
     }
     // The call that threw kept nothing, and threw it once.
     hold.tryLockSync(OTHER).releaseSync();
-    // The async API: release() resolves; tryLock() rejects.
+    // The async API: release() resolves; tryLock() rejects. In withLock,
+    // whose function reads a token, and with it the release's reply, then
+    // throws: withLock throws the function's error and leaves the failure
+    // for the next call.
     for (let ms = 1500; !out.async; ms *= 2) {
-      if (ms > 30000) throw new Error('the agent never found a removed lock file lost');
-      const l = await hold.lock(T);
-      loseUnheard(l, ms);
-      await l.release();
-      await l.release(); // idempotent, as ever
+      if (ms > 30000) throw new Error('the agent never found a removed lock file lost, or a failure was dropped');
+      let l;
+      const mine = await hold.withLock(OTHER, async (k) => {
+        l = await hold.lock(T);
+        loseUnheard(l, ms);
+        await l.release();
+        await l.release(); // idempotent, as ever
+        if (!(k.token > 0)) throw new Error('no token');
+        throw new Error('mine');
+      }).catch((err) => err);
+      if (mine.message !== 'mine') throw new Error('withLock threw ' + mine.message + ", not its function's error");
       try {
         await (await hold.tryLock(OTHER)).release();
       } catch (err) {
