@@ -283,5 +283,6 @@ func writeHeadline(b *strings.Builder, h *headline, results []*result, counts []
 				row.what, fmtDur(median(p[row.name])), fmtDur(median(p["floor"])), medianRatio(p[row.name], p["floor"]))
 		}
 	}
+	writeNodeHeadline(b, results)
 	b.WriteString("\n")
 }

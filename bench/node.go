@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -151,4 +152,33 @@ func (se *suiteEnv) leaveOut(list []impl, why string, drop func(impl) bool) []im
 		kept = append(kept, im)
 	}
 	return kept
+}
+
+// writeNodeHeadline writes the headline's Node rows when the run has
+// them: the Node package's uncontended cycle (N = 1) against
+// proper-lockfile's in the same run, lock() + release() against its
+// lock() + release() (the retry row), and lockSync() + releaseSync()
+// against its lockSync() + unlockSync() (the seed row, which never
+// sleeps uncontended), each with its CPU per cycle (the agent's
+// included).
+func writeNodeHeadline(b *strings.Builder, results []*result) {
+	for _, row := range []struct {
+		subject, peer, what, peerWhat, goal string
+		max                                 float64
+	}{
+		{"hold (Node)", "proper-lockfile retry", "Node `lock()` + `release()`, uncontended (N = 1): time per cycle (CPU per cycle)",
+			"proper-lockfile `lock()` + release", "≤ 0.33 (3× faster)", 1.0 / 3},
+		{"hold (Node sync)", "proper-lockfile seed", "Node `lockSync()` + `releaseSync()`, the same",
+			"proper-lockfile `lockSync()` + release", "≤ 1", 1},
+	} {
+		h, p := find(results, 1, row.subject), find(results, 1, row.peer)
+		if h == nil || p == nil || h.acquired == 0 || p.acquired == 0 {
+			continue
+		}
+		cycle := func(r *result) time.Duration { return r.elapsed / time.Duration(r.acquired) }
+		cpu := func(r *result) time.Duration { return r.cpu / time.Duration(r.acquired) }
+		r := ratio(cycle(h), cycle(p))
+		fmt.Fprintf(b, "| %s | %s (%s) | %s %s (%s) | %.2f | %s: %s |\n", row.what,
+			fmtDur(cycle(h)), fmtDur(cpu(h)), row.peerWhat, fmtDur(cycle(p)), fmtDur(cpu(p)), r, row.goal, verdict(r <= row.max))
+	}
 }

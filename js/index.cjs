@@ -46,11 +46,22 @@ const { performance } = require('perf_hooks');
 const { isAbortSignal, newAbortController } = require('./abort.cjs');
 
 /**
- * The agent protocol version this package speaks: 3, for the synchronous
- * channel's queued replies (2) and lazy acquisitions, whose token and
- * owner record are asked for when first read (3).
+ * The agent protocol version this package speaks: 4, for the synchronous
+ * channel's queued replies (2), lazy acquisitions, whose token and owner
+ * record are asked for when first read (3), and releases written ahead of
+ * their replies (4, see Agent.releaseAhead).
  */
-const PROTOCOL_VERSION = 3;
+const PROTOCOL_VERSION = 4;
+
+/**
+ * How many releases may be written ahead of their replies before the
+ * next one reads them: far fewer than the replies FIFO holds, so that the
+ * agent never blocks writing one.
+ */
+const UNREAD_MAX = 64;
+
+/** How long a process that exits waits for the replies of its releases written ahead, in ms. */
+const EXIT_READ_MS = 1000;
 
 // Whether Error.stackTraceLimit may be set (not under --frozen-intrinsics),
 // which the synchronous channel's polling does (see syncRequest).
@@ -198,7 +209,16 @@ class Agent {
         // no channel: every request keeps to the standard one
       }
     }
-    const hello = { op: 'hello', version: PROTOCOL_VERSION, sync: this.syncDir !== null };
+    // Releases written ahead of their replies (releaseAhead): [{ id, lock }],
+    // oldest first; and the errors of those that failed, for the next
+    // call to throw (takeFailed).
+    this.unread = [];
+    this.failed = [];
+    // "pipeline": a kernel lock's release is written on the synchronous
+    // channel without waiting for its reply, which comes with the next
+    // request's, so a lock's cycle costs one round trip.
+    const sync = this.syncDir !== null;
+    const hello = { op: 'hello', version: PROTOCOL_VERSION, sync, pipeline: sync };
     if (this.syncDir) hello.sync_dir = this.syncDir;
     // Settles once the hello is answered (and the synchronous channel
     // opened, if there is one); never rejects.
@@ -249,6 +269,7 @@ class Agent {
         blocking,
         buffer: Buffer.alloc(64 * 1024),
         nap: new Int32Array(new SharedArrayBuffer(4)), // for Atomics.wait
+        rest: Buffer.alloc(0), // what was read of the replies beyond the last line taken
         // How long to poll for a reply before blocking in a read, in
         // ms: the agent tells it in the channel's first reply.
         spinMs: 0,
@@ -316,55 +337,133 @@ class Agent {
     const ch = this.sync;
     const line = Buffer.from(JSON.stringify({ id: this.nextId++, ...msg }) + '\n');
     try {
-      for (let off = 0; off < line.length;) {
-        try {
-          off += writeSync(ch.requests, line, off);
-        } catch (err) {
-          // Full: the agent is reading; EPIPE (it died) is thrown on.
-          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
-          Atomics.wait(ch.nap, 0, 0, 0.05);
-        }
-      }
-      const parts = [];
-      // A reply that is due in µs (a try, a release) is polled for, for
-      // as long as the agent said (spin_us): waking a thread asleep in a
-      // read costs tens of µs on a virtual machine. After that the thread
-      // blocks in a read of the blocking descriptor, however long a wait
-      // lasts, burning no CPU; the agent's death ends it (end of file: it
-      // was the only writer).
-      const start = performance.now();
-      let fd = ch.replies;
-      for (;;) {
-        let n;
-        // A poll that finds nothing throws EAGAIN, and the stack trace
-        // Node captures for every failed call is most of what that
-        // costs (about half, measured): none is taken for these, whose
-        // only use is their code. (The limit is put back at once; no
-        // other code runs meanwhile.)
-        const limit = Error.stackTraceLimit;
-        const mute = fd === ch.replies && STACK_LIMIT_WRITABLE;
-        if (mute) Error.stackTraceLimit = 0;
-        try {
-          n = readSync(fd, ch.buffer, 0, ch.buffer.length, null);
-        } catch (err) {
-          if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
-          if (err.code === 'EAGAIN' && performance.now() - start > ch.spinMs) fd = ch.blocking;
-          continue;
-        } finally {
-          if (mute) Error.stackTraceLimit = limit;
-        }
-        if (n === 0) throw new Error('end of file');
-        parts.push(Buffer.from(ch.buffer.subarray(0, n)));
-        if (ch.buffer[n - 1] === 0x0a) break;
-        fd = ch.blocking; // the rest of a long reply is on its way
-      }
-      const r = JSON.parse(Buffer.concat(parts).toString('utf8'));
-      if (r.spin_us !== undefined) ch.spinMs = r.spin_us / 1000;
-      return r;
+      syncWrite(ch, line);
+      // The agent answers in order: the releases written ahead first.
+      this.readUnread(ch);
+      return syncReply(ch, syncReadLine(ch));
     } catch (err) {
-      this.closeSyncChannel();
-      this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) stopped answering: ${err.message}`, { cause: err }));
+      this.syncBroke(err);
       return null;
+    }
+  }
+
+  /** Marks the agent dead: its synchronous channel failed with err. */
+  syncBroke(err) {
+    this.closeSyncChannel();
+    this.kill(new HoldError('EAGENT', `the hold agent (pid ${this.child.pid}) stopped answering: ${err.message}`, { cause: err }));
+  }
+
+  /**
+   * Writes lock's release (lock number) on the synchronous channel
+   * without waiting for its reply: the next request there reads it
+   * (readUnread), and so does the next one on the standard channel
+   * (barrier), so that the agent has served the release first. The
+   * release is in the agent's input when this returns: the lock is
+   * free for the next holder at once, whatever this process does next.
+   * A failed release is kept (failed) for the next call to throw. Only
+   * for a lock whose reply allowed it ("release_ahead": a kernel lock).
+   * Returns false if the channel broke (the agent is then dead).
+   */
+  releaseAhead(lock, number) {
+    const ch = this.sync;
+    const id = this.nextId++;
+    // "sent": when this process let go, on the clock the agent reads too
+    // (CLOCK_MONOTONIC, which process.hrtime reads on Linux, the only
+    // system whose agent lets a release go ahead), so that a loss the
+    // agent hears of after it is not this release's failure.
+    const line = Buffer.from(`{"id":${id},"op":"release","lock":${number},"queue":true,"sent":${process.hrtime.bigint()}}\n`);
+    try {
+      syncWrite(ch, line);
+      this.unread.push({ id, lock });
+      if (this.unread.length >= UNREAD_MAX) this.readUnread(ch);
+    } catch (err) {
+      this.syncBroke(err);
+      return false;
+    }
+    watchExit();
+    return true;
+  }
+
+  /**
+   * Reads the replies of the releases written ahead, oldest first,
+   * keeping the error of each that failed. limitMs bounds the wait (for
+   * a process that exits); otherwise a reply due in µs is waited for.
+   */
+  readUnread(ch, limitMs) {
+    while (this.unread.length > 0) {
+      const text = syncReadLine(ch, limitMs);
+      const { id, lock } = this.unread.shift();
+      if (text === `{"id":${id},"ok":true}`) continue; // the usual reply, without a parser
+      const r = syncReply(ch, text);
+      if (r.id !== id) throw new Error(`the reply ${text.slice(0, 80)} does not answer the release ${id}`);
+      if (r.queued) {
+        // Served on the standard channel after all: its reply comes there.
+        this.expect(id).catch((err) => this.releaseFailed(lock, err));
+      } else if (!r.ok) {
+        this.releaseFailed(lock, fromReply(r.error));
+      }
+    }
+  }
+
+  /** Keeps the failure err of lock's release written ahead, for the next call to throw. */
+  releaseFailed(lock, err) {
+    // The agent's death releases every lock: no failure of this one.
+    if (err.code === 'EAGENT') return;
+    const lost = err.code === 'ELOST' ? err : new HoldError('ELOST', `lock ${lock.path} was not released cleanly: ${err.message}`, { holder: err.holder, hint: err.hint });
+    lock._releaseFailed(lost);
+    this.failed.push(lost);
+  }
+
+  /**
+   * Reads the replies of the releases written ahead, so that a request
+   * on the standard channel comes after them. The standard channel's
+   * requests are served on another thread of the agent than the
+   * synchronous channel's, in no order with them.
+   */
+  barrier() {
+    if (this.unread.length === 0 || !this.sync) return;
+    try {
+      this.readUnread(this.sync);
+    } catch (err) {
+      this.syncBroke(err);
+    }
+  }
+
+  /**
+   * Takes the first failure of a release written ahead that no call has
+   * thrown yet, or null: each call that could throw one throws it.
+   */
+  takeFailed() {
+    return this.failed.length > 0 ? this.failed.shift() : null;
+  }
+
+  /** barrier(), then throws a failure of a release written ahead. */
+  throwFailed() {
+    this.barrier();
+    const err = this.takeFailed();
+    if (err) throw err;
+  }
+
+  /**
+   * For a process that exits: reads the replies of its releases written
+   * ahead (a few µs, a second at most) and warns on stderr of each that
+   * failed and of the failures no call threw: nothing is left to throw
+   * them. (A warning emitted now would never be printed.)
+   */
+  exiting() {
+    if (this.sync && this.unread.length > 0) {
+      try {
+        this.readUnread(this.sync, EXIT_READ_MS);
+      } catch {
+        // no answer: the agent, its stdin ending, releases everything
+      }
+    }
+    for (const err of this.failed.splice(0)) {
+      try {
+        writeSync(2, `(node:${process.pid}) HoldWarning: ${err.message} (the failure of a release written ahead, which no call was left to throw as the process exited)\n`);
+      } catch {
+        // no stderr
+      }
     }
   }
 
@@ -405,6 +504,7 @@ class Agent {
 
   /** Sends msg with a fresh id; resolves with the reply, rejects with its error. */
   request(msg, onSent) {
+    this.barrier();
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
     const p = new Promise((resolve, reject) => {
@@ -471,6 +571,8 @@ class Agent {
     if (this.dead) return;
     this.dead = err;
     this.closeSyncChannel();
+    // Its death released them, written ahead or not.
+    this.unread = [];
     if (agent === this) agent = null;
     for (const { reject } of this.pending.values()) reject(err);
     this.pending.clear();
@@ -485,6 +587,104 @@ class Agent {
     this.child.kill();
   }
 }
+
+/** Writes line on the synchronous channel's requests FIFO, all of it. */
+function syncWrite(ch, line) {
+  for (let off = 0; off < line.length;) {
+    try {
+      off += writeSync(ch.requests, line, off);
+    } catch (err) {
+      // Full: the agent is reading; EPIPE (it died) is thrown on.
+      if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+      Atomics.wait(ch.nap, 0, 0, 0.05);
+    }
+  }
+}
+
+/**
+ * Reads the synchronous channel's next reply line (without its newline).
+ * A reply that is due in µs (a try, a release) is polled for, for as long
+ * as the agent said (spin_us): waking a thread asleep in a read costs
+ * tens of µs on a virtual machine. After that the thread blocks in a read
+ * of the blocking descriptor, however long a wait lasts, burning no CPU;
+ * the agent's death ends it (end of file: it was the only writer). With
+ * limitMs, it polls in naps instead, and throws once limitMs have passed.
+ */
+function syncReadLine(ch, limitMs) {
+  const start = performance.now();
+  // Without a polling budget (spin_us 0: a pipelined channel, or one
+  // CPU) a poll would only fail, at the cost of a system call and an
+  // exception: the read blocks at once.
+  let fd = limitMs === undefined && ch.spinMs === 0 ? ch.blocking : ch.replies;
+  for (;;) {
+    const nl = ch.rest.indexOf(0x0a);
+    if (nl >= 0) {
+      const text = ch.rest.toString('utf8', 0, nl);
+      ch.rest = ch.rest.subarray(nl + 1);
+      return text;
+    }
+    let n;
+    // A poll that finds nothing throws EAGAIN, and the stack trace
+    // Node captures for every failed call is most of what that
+    // costs (about half, measured): none is taken for these, whose
+    // only use is their code. (The limit is put back at once; no
+    // other code runs meanwhile.)
+    const limit = Error.stackTraceLimit;
+    const mute = fd === ch.replies && STACK_LIMIT_WRITABLE;
+    if (mute) Error.stackTraceLimit = 0;
+    try {
+      n = readSync(fd, ch.buffer, 0, ch.buffer.length, null);
+    } catch (err) {
+      if (err.code !== 'EAGAIN' && err.code !== 'EINTR') throw err;
+      if (err.code !== 'EAGAIN') continue;
+      const waited = performance.now() - start;
+      if (limitMs !== undefined) {
+        if (waited > limitMs) throw new Error(`no reply within ${limitMs} ms`);
+        Atomics.wait(ch.nap, 0, 0, 1);
+      } else if (waited > ch.spinMs) {
+        fd = ch.blocking;
+      }
+      continue;
+    } finally {
+      if (mute) Error.stackTraceLimit = limit;
+    }
+    if (n === 0) throw new Error('end of file');
+    const got = ch.buffer.subarray(0, n);
+    if (ch.rest.length === 0) {
+      // The usual case, a whole line or more: taken from the read
+      // buffer itself, only what follows it copied.
+      const end = got.indexOf(0x0a);
+      if (end >= 0) {
+        if (end + 1 < n) ch.rest = Buffer.from(got.subarray(end + 1));
+        return got.toString('utf8', 0, end);
+      }
+      ch.rest = Buffer.from(got);
+    } else {
+      ch.rest = Buffer.concat([ch.rest, got]);
+    }
+    if (limitMs === undefined) fd = ch.blocking; // the rest of a long reply is on its way
+  }
+}
+
+/** Parses a reply line of the synchronous channel, keeping its spin_us. */
+function syncReply(ch, text) {
+  const r = JSON.parse(text);
+  if (r.spin_us !== undefined) ch.spinMs = r.spin_us / 1000;
+  return r;
+}
+
+// One exit listener for whichever agent this process has then.
+let exitWatched = false;
+
+/** Makes this process's exit read its releases written ahead (Agent.exiting). */
+function watchExit() {
+  if (exitWatched) return;
+  exitWatched = true;
+  process.on('exit', () => agent?.exiting());
+}
+
+/** The promise of every release that succeeded at once. */
+const RELEASED = Promise.resolve();
 
 let agent = null;
 
@@ -503,10 +703,12 @@ class Lock {
   #releasedSync = null; // { error }: how releaseSync ended
 
   #record = null; // { token, owner }, once known
+  #ahead; // whether its release may be written ahead of its reply (Agent.releaseAhead)
 
   constructor(ag, reply) {
     this.#agent = ag;
     this.#number = reply.lock;
+    this.#ahead = reply.release_ahead === true;
     /** The slot held of a semaphore ({ slots: n }), 0 to n-1; 0 for a lock. */
     this.slot = reply.slot ?? 0;
     /** The lock path (for etcd, the key). */
@@ -571,40 +773,91 @@ class Lock {
     this.#controller?.abort(err);
   }
 
+  /** Its release, written ahead, found it lost (Agent.releaseFailed). */
+  _releaseFailed(err) {
+    if (this.#lost) return;
+    this.#lost = err;
+    this.#controller?.abort(err);
+  }
+
   /**
    * Gives the lock up. Idempotent: later calls return the first call's
    * promise. Rejects with 'ELOST' if the lock was lost meanwhile.
+   *
+   * A kernel lock's release is written to the agent without waiting for
+   * its reply (Linux; see releaseAhead): the lock is free for the next
+   * holder as soon as the agent reads it, µs later, and the promise is
+   * settled at once. Should that release find the lock lost (the agent
+   * heard of the loss before this call, this process not yet), the
+   * next call of this package (lock, tryLock, release, check, status,
+   * update, append, or their synchronous forms) throws that 'ELOST';
+   * one that comes as the process exits is printed on stderr.
    */
   release() {
     if (this.#released) return this.#released;
+    this.#letGo();
+    const failed = this.#released === RELEASED ? this.#agent.takeFailed() : null;
+    if (failed) {
+      this.#released = Promise.reject(failed);
+      this.#released.catch(() => {});
+    }
+    return this.#released;
+  }
+
+  /**
+   * Gives the lock back for a call that throws another error (fn's, or a
+   * failure of an earlier release written ahead): its own release's
+   * failure is ignored, and no other failure taken. On the synchronous
+   * channel the release is done when this returns.
+   */
+  _giveBack() {
+    if (!this.#released) this.#letGo();
+    return this.#released.catch(() => {});
+  }
+
+  /** The body of release(), without the throwing of failures written ahead: sets #released. */
+  #letGo() {
     if (this.#lost) {
       this.#released = Promise.reject(this.#lost);
       this.#released.catch(() => {});
-      return this.#released;
+      return;
     }
     const ag = this.#agent;
+    if (ag.sync && this.#ahead) {
+      if (ag.releaseAhead(this, this.#number)) {
+        ag.locks.delete(this.#number);
+        ag.updateRef();
+        this.#releasedSync = { error: null };
+        this.#released = RELEASED;
+        return;
+      }
+      // The channel broke: the agent is dead, which lost the lock.
+      this.#releasedSync = { error: this.#lost ?? ag.dead };
+      this.#released = Promise.reject(this.#releasedSync.error);
+      this.#released.catch(() => {});
+      return;
+    }
     if (ag.sync) {
       const reply = ag.syncRequest({ op: 'release', lock: this.#number, queue: true });
       if (reply?.queued) {
         // The agent queued it (for instance a network lock, which its
         // sub-agent holds): the reply comes on the standard channel.
         this.#released = this.#releasing(ag, ag.expect(reply.id));
-        return this.#released;
+        return;
       }
       ag.locks.delete(this.#number);
       ag.updateRef();
       this.#releasedSync = { error: reply?.ok ? null : (reply ? fromReply(reply.error) : this.#lost) };
       if (reply?.ok) {
-        this.#released = Promise.resolve();
+        this.#released = RELEASED;
       } else {
         // reply is null when the agent died, which lost the lock.
         this.#released = Promise.reject(reply ? fromReply(reply.error) : this.#lost);
         this.#released.catch(() => {});
       }
-      return this.#released;
+      return;
     }
     this.#released = this.#releasing(ag, ag.request({ op: 'release', lock: this.#number }));
-    return this.#released;
   }
 
   /** The promise of a release whose reply p is to come on the standard channel. */
@@ -636,6 +889,13 @@ class Lock {
     if (this.#released) return; // an async release is on its way
     const ag = this.#agent;
     ag.openSyncNow('releaseSync');
+    if (this.#ahead) {
+      this.#letGo(); // written ahead, as release() does
+      if (this.#releasedSync.error) throw this.#releasedSync.error;
+      const failed = ag.takeFailed();
+      if (failed) throw failed;
+      return;
+    }
     const reply = ag.syncRequest({ op: 'release', lock: this.#number });
     ag.locks.delete(this.#number);
     ag.updateRef();
@@ -654,7 +914,10 @@ class Lock {
     const ag = this.#agent;
     ag.openSyncNow('checkSync');
     const reply = ag.syncRequest({ op: 'check', lock: this.#number });
-    if (reply?.ok) return;
+    if (reply?.ok) {
+      ag.throwFailed();
+      return;
+    }
     const err = reply ? fromReply(reply.error) : this.#lost ?? ag.dead;
     if (err.code === 'ELOST') this._lose(err);
     throw err;
@@ -676,7 +939,10 @@ class Lock {
     } catch (err) {
       reply = { ok: false, error: err };
     }
-    if (reply.ok) return;
+    if (reply.ok) {
+      ag.throwFailed();
+      return;
+    }
     const err = reply.error instanceof HoldError ? reply.error : fromReply(reply.error);
     if (err.code === 'ELOST') this._lose(err);
     throw err;
@@ -799,9 +1065,15 @@ async function takeLock(op, target, opts = {}) {
   const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
   ag.updateRef();
+  const failed = ag.takeFailed();
+  if (failed) {
+    // A release written ahead failed: this call throws it (Lock.release).
+    await lock._giveBack();
+    throw failed;
+  }
   if (opts.signal?.aborted) {
     // Granted just as the caller gave up: they will not release it.
-    await lock.release().catch(() => {});
+    await lock._giveBack();
     throw new HoldError('EABORT', `${what} aborted`);
   }
   return lock;
@@ -832,7 +1104,9 @@ async function withLock(target, fn, opts) {
   try {
     result = await fn(l);
   } catch (err) {
-    await l.release().catch(() => {});
+    // fn's error wins; a failure of an earlier release written ahead
+    // is left for the next call, not swallowed here.
+    await l._giveBack();
     throw err;
   }
   await l.release();
@@ -870,6 +1144,7 @@ async function update(file, fn, opts = {}) {
   if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
   if (opts.signal?.aborted) throw abortError(`update(${JSON.stringify(file)})`, opts.signal);
   const ag = getAgent();
+  ag.throwFailed();
   const reply = await waitingRequest(ag, { op: 'update', ...req }, opts.signal);
   const old = Buffer.from(reply.data ?? '', 'base64');
   let data;
@@ -904,7 +1179,9 @@ async function append(file, data, opts = {}) {
   const req = requestOptions(file, opts, APPEND_OPTIONS);
   req.data = toBytes(data, 'data').toString('base64');
   if (opts.signal?.aborted) throw abortError(`append(${JSON.stringify(file)})`, opts.signal);
-  await waitingRequest(getAgent(), { op: 'append', ...req }, opts.signal);
+  const ag = getAgent();
+  ag.throwFailed();
+  await waitingRequest(ag, { op: 'append', ...req }, opts.signal);
 }
 
 /**
@@ -913,7 +1190,9 @@ async function append(file, data, opts = {}) {
  */
 async function status(target, opts = {}) {
   const req = requestOptions(target, opts, STATUS_OPTIONS);
-  const reply = await getAgent().request({ op: 'status', ...req });
+  const ag = getAgent();
+  ag.throwFailed();
+  const reply = await ag.request({ op: 'status', ...req });
   return reply.status;
 }
 
@@ -947,7 +1226,12 @@ function syncAgent(what) {
   return ag;
 }
 
-/** Sends msg on the synchronous channel; returns the reply, throws its error. */
+/**
+ * Sends msg on the synchronous channel; returns the reply, throws its
+ * error. A failure of a release written ahead that comes with the reply
+ * is left for the caller to throw (after giving back a lock taken), or
+ * for the next call.
+ */
 function syncCall(ag, msg) {
   const r = ag.syncRequest(msg);
   if (r === null) throw ag.dead;
@@ -962,6 +1246,12 @@ function takeLockSync(op, target, opts = {}) {
   const reply = syncCall(ag, { op, ...req, lazy: true });
   const lock = new Lock(ag, reply);
   ag.locks.set(reply.lock, lock);
+  const failed = ag.takeFailed();
+  if (failed) {
+    // A release written ahead failed: this call throws it (Lock.release).
+    lock._giveBack();
+    throw failed;
+  }
   return lock;
 }
 
@@ -992,7 +1282,7 @@ function withLockSync(target, fn, opts) {
   try {
     result = fn(l);
   } catch (err) {
-    try { l.releaseSync(); } catch { /* fn's error wins */ }
+    l._giveBack(); // as withLock does
     throw err;
   }
   l.releaseSync();
@@ -1014,6 +1304,7 @@ function updateSync(file, fn, opts = {}) {
   const encoding = opts.encoding ?? 'utf8';
   if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
   const ag = syncAgent(what);
+  ag.throwFailed();
   const reply = syncCall(ag, { op: 'update', ...req });
   const old = Buffer.from(reply.data ?? '', 'base64');
   let data;
@@ -1041,13 +1332,17 @@ function appendSync(file, data, opts = {}) {
   const what = `appendSync(${JSON.stringify(file)})`;
   const req = syncOptions(file, opts, SYNC_APPEND_OPTIONS, what);
   req.data = toBytes(data, 'data').toString('base64');
-  syncCall(syncAgent(what), { op: 'append', ...req });
+  const ag = syncAgent(what);
+  ag.throwFailed();
+  syncCall(ag, { op: 'append', ...req });
 }
 
 /** status(), synchronously. */
 function statusSync(target, opts = {}) {
   const req = requestOptions(target, opts, STATUS_OPTIONS);
-  return syncCall(syncAgent(`statusSync(${JSON.stringify(target)})`), { op: 'status', ...req }).status;
+  const ag = syncAgent(`statusSync(${JSON.stringify(target)})`);
+  ag.throwFailed();
+  return syncCall(ag, { op: 'status', ...req }).status;
 }
 
 module.exports = {

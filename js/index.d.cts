@@ -175,7 +175,12 @@ export interface Lock {
   readonly owner: Owner;
   /** Aborts, with a HoldError 'ELOST' as its reason, if the lock is lost. */
   readonly signal: AbortSignal;
-  /** Gives the lock up; idempotent. Rejects with 'ELOST' if the lock was lost. */
+  /**
+   * Gives the lock up; idempotent. Rejects with 'ELOST' if the lock was
+   * lost. A kernel lock's release is written without waiting for its
+   * reply (Linux): should it find the lock lost, the package's next call
+   * throws that 'ELOST' (one that comes as the process exits is printed).
+   */
   release(): Promise<void>;
   /** Resolves while the lock is held; rejects with 'ELOST' otherwise. */
   check(): Promise<void>;

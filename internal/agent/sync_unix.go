@@ -127,6 +127,8 @@ func (a *agent) serveSync(ch *syncChannel) {
 		cpus = 1 // no polling on either side: see syncChannel.pipelined
 	}
 	in := newSyncReader(ch.requests, cpus)
+	out := &replyBatch{fd: ch.replies}
+	in.flush = out.flush
 	// The channel's first reply tells the client its polling budget
 	// (replySpin): a client that opens the channel before it has read
 	// the hello's reply (Node's synchronous API) learns it there too.
@@ -151,7 +153,17 @@ func (a *agent) serveSync(ch *syncChannel) {
 		// A queued reply's real one comes on stdout, later: the
 		// client has nothing to send meanwhile.
 		in.expect = r.OK && !r.Queued
-		if writeAll(ch.replies, encodeReply(r)) != nil {
+		if ch.pipelined && req != nil && req.Op == "release" && req.Sent > 0 {
+			// A release written ahead: its client reads the reply with
+			// the next one's, so it goes with it, in one write that
+			// wakes the client once (see replyBatch).
+			err := out.hold(encodeReply(r))
+			if after != nil {
+				after()
+			}
+			return err == nil
+		}
+		if out.write(encodeReply(r)) != nil {
 			// The client closed its end: it is leaving. Its locks
 			// are released when its standard input ends.
 			if after != nil {
@@ -214,6 +226,51 @@ func (ch *syncChannel) closeFiles() {
 	}
 }
 
+// replyBatch writes the synchronous channel's replies. It holds back
+// those of releases written ahead (request.Sent on a pipelined channel),
+// which their client reads only with the reply to its next request: they
+// go out with the next reply written, in one write, or before the agent
+// next waits for a request (syncReader.flush), so that a client that
+// reads them without sending anything (before a request on the standard
+// channel, or as it exits) gets them at once. A client that wrote a
+// release and its next request before the agent woke is then woken once
+// for both replies, not once for each.
+type replyBatch struct {
+	fd   int
+	held []byte
+}
+
+// heldMax bounds the replies held back: one write of them stays atomic.
+const heldMax = 4096
+
+// hold keeps the reply b back.
+func (w *replyBatch) hold(b []byte) error {
+	w.held = append(w.held, b...)
+	if len(w.held) >= heldMax {
+		return w.flush()
+	}
+	return nil
+}
+
+// write writes the replies held back and b.
+func (w *replyBatch) write(b []byte) error {
+	if len(w.held) > 0 {
+		b = append(w.held, b...)
+		w.held = w.held[:0]
+	}
+	return writeAll(w.fd, b)
+}
+
+// flush writes the replies held back.
+func (w *replyBatch) flush() error {
+	if len(w.held) == 0 {
+		return nil
+	}
+	err := writeAll(w.fd, w.held)
+	w.held = w.held[:0]
+	return err
+}
+
 // syncReader reads the requests FIFO in blocking mode. When requests come
 // in quick succession (a lock, a short critical section, its release), it
 // polls for the next one for up to syncSpin before it blocks: a thread
@@ -231,6 +288,9 @@ type syncReader struct {
 	// expect: the last reply was a success, so another request is
 	// likely to follow (set by the server).
 	expect bool
+	// flush, if set, writes the replies held back before a read that
+	// may wait (replyBatch).
+	flush func() error
 }
 
 // syncSpin bounds the polling for the next request. It covers what a
@@ -270,6 +330,11 @@ func newSyncReader(fd, cpus int) *syncReader {
 // Read reads the next requests, polling first when one is likely to
 // follow at once (see syncReader).
 func (r *syncReader) Read(b []byte) (int, error) {
+	if r.flush != nil {
+		if err := r.flush(); err != nil {
+			return 0, err
+		}
+	}
 	start := time.Now()
 	if r.multi && r.quick && r.expect {
 		pfd := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}

@@ -85,3 +85,19 @@ test('the proper-lockfile drop-in works, onCompromised included', async () => {
   releaseSync();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60000);
+
+test('a kernel lock, released ahead of its reply, is free again at once', async () => {
+  // The release ahead reads the monotonic clock (process.hrtime) and
+  // watches the exit (process.on): both as Jest's environment has them.
+  const dir = scratch();
+  const target = path.join(dir, 't');
+  for (let i = 0; i < 3; i++) {
+    const l = await hold.lock(target);
+    expect(l.protocol).toBe('flock');
+    await l.release();
+    const s = hold.lockSync(target);
+    s.releaseSync();
+  }
+  expect((await hold.status(target)).state).toBe('free');
+  fs.rmSync(dir, { recursive: true, force: true });
+}, 60000);
