@@ -1,6 +1,6 @@
 // Package resched keeps the Go runtime's monitor thread quiet in a process
-// whose goroutines do little but block in system calls, as lock waiters
-// do.
+// whose goroutines do little but make system calls, as lock waiters and
+// loops that take a free lock over and over do.
 package resched
 
 import (
@@ -51,10 +51,41 @@ func (g *yieldGate) due(now time.Duration) bool {
 // watches the process's Ps, not its goroutines.
 var processYield yieldGate
 
+// The same holds for a goroutine that takes a free lock again and again:
+// an uncontended kernel lock is open, flock, statx and close, none of
+// which blocks in Go, so that goroutine too runs only between system
+// calls and never passes through the scheduler. After 10 ms the monitor
+// takes its P away in every system call it finds it in, the goroutine
+// carries on with the process's other, idle P without being
+// rescheduled, which then looks hogged in its turn, and the monitor,
+// back to waking every 20 µs, hands the Ps back and forth, starting a
+// thread to poll the network at each hand-over. That cost an uncontended
+// Acquire + Release about a tenth of its time (docs/bench.md). So every
+// kernel lock's acquisition passes the same gate (BeforeCycle).
+
+// passes counts the callers let through the gate (Passes).
+var passes atomic.Uint64
+
 // BeforeBlocking is called just before a blocking system call made on the
 // caller's goroutine (a wait that no context can end).
-func BeforeBlocking() {
+func BeforeBlocking() { pass() }
+
+// BeforeCycle is called at the start of an acquisition that makes its
+// system calls on the caller's goroutine, whether it will wait or not:
+// a loop of them never passes through the scheduler otherwise. It costs a
+// read of the monotonic clock, and once per yieldEvery per process a pass
+// through the scheduler.
+func BeforeCycle() { pass() }
+
+// pass lets the caller through the scheduler if the process's gate is due.
+func pass() {
 	if processYield.due(time.Since(epoch)) {
+		passes.Add(1)
 		runtime.Gosched()
 	}
 }
+
+// Passes returns how many times this process's callers of BeforeBlocking
+// and BeforeCycle were let through the scheduler: what tests count to
+// show that a path passes the gate.
+func Passes() uint64 { return passes.Load() }
