@@ -14,13 +14,17 @@ import (
 // goroutine; unless it passes through the Go scheduler now and then, the
 // runtime's monitor thread takes its processor away in them after 10 ms,
 // again and again (internal/resched), which cost the cycle a tenth of its
-// time (docs/bench.md). The gate lets a process through once per 5 ms, so
-// a loop that lasts longer than that must have been let through.
+// time (docs/bench.md). A process is let through once per 5 ms, looked
+// for every 64 cycles, so a loop that lasts longer than both must have
+// been let through.
 
-// passSpan is how long the loops below run at least: several times the
-// gate's 5 ms, so that one of their cycles finds it due whatever passed it
-// before.
-const passSpan = 30 * time.Millisecond
+// passCycles and passSpan are how long the loops below run at most
+// without a pass before they fail: many times both bounds, so that the
+// gate was due at one of their looks whatever passed it before.
+const (
+	passCycles = 5000
+	passSpan   = 50 * time.Millisecond
+)
 
 func TestUncontendedCyclePassesScheduler(t *testing.T) {
 	for _, c := range []struct {
@@ -47,7 +51,7 @@ func TestUncontendedCyclePassesScheduler(t *testing.T) {
 			before := resched.Passes()
 			start := time.Now()
 			n := 0
-			for ; n < 100 || time.Since(start) < passSpan; n++ {
+			for ; resched.Passes() == before && (n < passCycles || time.Since(start) < passSpan); n++ {
 				if err := c.cycle(target); err != nil {
 					t.Fatal(err)
 				}

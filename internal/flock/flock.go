@@ -391,7 +391,7 @@ func (h *handle) Release() error {
 		// monitor thread would take its processor away in every one of
 		// them (internal/resched). A hold that waited does not pass:
 		// see waitLock.
-		resched.BeforeCycle()
+		resched.AfterCycle()
 	}
 	return err
 }

@@ -60,8 +60,21 @@ var processYield yieldGate
 // rescheduled, which then looks hogged in its turn, and the monitor,
 // back to waking every 20 µs, hands the Ps back and forth, starting a
 // thread to poll the network at each hand-over. That cost an uncontended
-// Acquire + Release about a tenth of its time (docs/bench.md). So every
-// kernel lock's acquisition passes the same gate (BeforeCycle).
+// Acquire + Release about a tenth of its time (docs/bench.md). So a
+// kernel lock's hold that did not wait passes the gate too, on its
+// release (AfterCycle), but only every cycleEvery-th does so much as
+// read the clock: a process handing a lock around with 30 others on 2
+// CPUs makes a few hundred cycles a second, and a pass every 5 ms there
+// was a pass every few cycles, each waking a thread (about half a context
+// switch more per acquisition), where a loop of free locks makes
+// thousands of cycles in 5 ms.
+
+// cycleEvery is how many cycles (AfterCycle) go by between two looks at
+// the gate.
+const cycleEvery = 64
+
+// cycles counts AfterCycle's calls.
+var cycles atomic.Uint64
 
 // passes counts the callers let through the gate (Passes).
 var passes atomic.Uint64
@@ -70,12 +83,15 @@ var passes atomic.Uint64
 // caller's goroutine (a wait that no context can end).
 func BeforeBlocking() { pass() }
 
-// BeforeCycle is called at the start of an acquisition that makes its
-// system calls on the caller's goroutine, whether it will wait or not:
-// a loop of them never passes through the scheduler otherwise. It costs a
-// read of the monotonic clock, and once per yieldEvery per process a pass
-// through the scheduler.
-func BeforeCycle() { pass() }
+// AfterCycle is called at the end of a lock cycle whose system calls ran
+// on the caller's goroutine without waiting: a loop of them never passes
+// through the scheduler otherwise. Every cycleEvery-th call looks at the
+// gate, which lets a process through once per yieldEvery.
+func AfterCycle() {
+	if cycles.Add(1)%cycleEvery == 0 {
+		pass()
+	}
+}
 
 // pass lets the caller through the scheduler if the process's gate is due.
 func pass() {
@@ -86,6 +102,6 @@ func pass() {
 }
 
 // Passes returns how many times this process's callers of BeforeBlocking
-// and BeforeCycle were let through the scheduler: what tests count to
+// and AfterCycle were let through the scheduler: what tests count to
 // show that a path passes the gate.
 func Passes() uint64 { return passes.Load() }

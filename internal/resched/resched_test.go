@@ -25,3 +25,22 @@ func TestYieldGate(t *testing.T) {
 		t.Fatal("let through twice in a row")
 	}
 }
+
+// TestAfterCycleLooksEvery: AfterCycle looks at the gate only every
+// cycleEvery-th call, and is let through there when the gate is due.
+func TestAfterCycleLooksEvery(t *testing.T) {
+	cycles.Store(0)
+	// Due: the last pass long before any time since epoch.
+	processYield.last.Store(int64(-time.Hour))
+	before := Passes()
+	for range cycleEvery - 1 {
+		AfterCycle()
+	}
+	if got := Passes() - before; got != 0 {
+		t.Fatalf("%d passes after %d cycles, want none before the %dth", got, cycleEvery-1, cycleEvery)
+	}
+	AfterCycle()
+	if got := Passes() - before; got != 1 {
+		t.Fatalf("%d passes after %d cycles with the gate due, want 1", got, cycleEvery)
+	}
+}
