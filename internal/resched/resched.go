@@ -67,11 +67,14 @@ var processYield yieldGate
 // CPUs makes a few hundred cycles a second, and a pass every 5 ms there
 // was a pass every few cycles, each waking a thread (about half a context
 // switch more per acquisition), where a loop of free locks makes
-// thousands of cycles in 5 ms.
+// thousands of cycles in 5 ms. (16 cycles fit in 5 ms unless a cycle
+// takes 300 µs, a hundred times its time on a quiet machine; with 64, a
+// loop run under valgrind, 200 µs a cycle, was no longer let through in
+// time.)
 
 // cycleEvery is how many cycles (AfterCycle) go by between two looks at
 // the gate.
-const cycleEvery = 64
+const cycleEvery = 16
 
 // cycles counts AfterCycle's calls.
 var cycles atomic.Uint64
