@@ -384,14 +384,18 @@ func (h *handle) Check() error {
 // Once Check has found the lock lost, every Release says so.
 func (h *handle) Release() error {
 	first, err := h.release()
-	if first && !h.waited {
+	switch {
+	case first && !h.waited:
 		// A loop taking a free lock makes all its system calls on its
-		// goroutine and, unlike a wait, nothing else: it would never
-		// pass through the Go scheduler, and after 10 ms the runtime's
-		// monitor thread would take its processor away in every one of
-		// them (internal/resched). A hold that waited does not pass:
-		// see waitLock.
+		// goroutine and nothing else: it would never pass through the
+		// Go scheduler, and after 10 ms the runtime's monitor thread
+		// would take its processor away in every one of them
+		// (internal/resched).
 		resched.AfterCycle()
+	case first:
+		// A hold that waited does not pass (see waitLock), and tells
+		// the gate that this process's locks are contended.
+		resched.AfterWait()
 	}
 	return err
 }

@@ -62,22 +62,33 @@ var processYield yieldGate
 // thread to poll the network at each hand-over. That cost an uncontended
 // Acquire + Release about a tenth of its time (docs/bench.md). So a
 // kernel lock's hold that did not wait passes the gate too, on its
-// release (AfterCycle), but only every cycleEvery-th does so much as
-// read the clock: a process handing a lock around with 30 others on 2
-// CPUs makes a few hundred cycles a second, and a pass every 5 ms there
-// was a pass every few cycles, each waking a thread (about half a context
-// switch more per acquisition), where a loop of free locks makes
-// thousands of cycles in 5 ms. (16 cycles fit in 5 ms unless a cycle
-// takes 300 µs, a hundred times its time on a quiet machine; with 64, a
-// loop run under valgrind, 200 µs a cycle, was no longer let through in
-// time.)
+// release (AfterCycle), but only from a loop that does little else: every
+// cycleEvery-th cycle reads the clock, and the process passes only when
+// those cycleEvery cycles took less than yieldEvery and none of its last
+// quietCycles cycles waited for its lock (AfterWait). Processes handing a
+// lock around wait now and then, and there a pass costs more than it
+// saves: 30 of them on 2 CPUs, passing once per 80 or so cycles, made 1.2
+// to 1.8 context switches per acquisition against 1.0 to 1.2 without the
+// pass, and used more CPU per acquisition. A loop of free locks makes 16
+// cycles in well under 5 ms, unless a cycle takes 300 µs, a hundred times
+// its time on a quiet machine.
 
 // cycleEvery is how many cycles (AfterCycle) go by between two looks at
-// the gate.
-const cycleEvery = 16
+// the clock; quietCycles is how many cycles without a wait (AfterWait)
+// make a loop of free locks.
+const (
+	cycleEvery  = 16
+	quietCycles = 1024
+)
 
-// cycles counts AfterCycle's calls.
-var cycles atomic.Uint64
+// cycles counts AfterCycle's and AfterWait's calls; lastWait is the
+// count at the last AfterWait; lastLook is when the last look at the
+// clock was, as since epoch.
+var (
+	cycles   atomic.Uint64
+	lastWait atomic.Uint64
+	lastLook atomic.Int64
+)
 
 // passes counts the callers let through the gate (Passes).
 var passes atomic.Uint64
@@ -89,12 +100,24 @@ func BeforeBlocking() { pass() }
 // AfterCycle is called at the end of a lock cycle whose system calls ran
 // on the caller's goroutine without waiting: a loop of them never passes
 // through the scheduler otherwise. Every cycleEvery-th call looks at the
-// gate, which lets a process through once per yieldEvery.
+// clock, and passes the gate (once per yieldEvery per process) when the
+// cycles since the last look were a loop's: all within yieldEvery, and
+// none of the last quietCycles waited.
 func AfterCycle() {
-	if cycles.Add(1)%cycleEvery == 0 {
-		pass()
+	n := cycles.Add(1)
+	if n%cycleEvery != 0 || n-lastWait.Load() < quietCycles {
+		return
+	}
+	now := time.Since(epoch)
+	if prev := time.Duration(lastLook.Swap(int64(now))); now-prev < yieldEvery && processYield.due(now) {
+		passes.Add(1)
+		runtime.Gosched()
 	}
 }
+
+// AfterWait is called at the end of a lock cycle that waited for its lock
+// (see AfterCycle).
+func AfterWait() { lastWait.Store(cycles.Add(1)) }
 
 // pass lets the caller through the scheduler if the process's gate is due.
 func pass() {

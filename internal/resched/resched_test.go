@@ -26,12 +26,15 @@ func TestYieldGate(t *testing.T) {
 	}
 }
 
-// TestAfterCycleLooksEvery: AfterCycle looks at the gate only every
-// cycleEvery-th call, and is let through there when the gate is due.
+// TestAfterCycleLooksEvery: AfterCycle looks at the clock only every
+// cycleEvery-th call, and passes there when the gate is due and the
+// cycles since the last look were quick; not when they were slow.
 func TestAfterCycleLooksEvery(t *testing.T) {
-	cycles.Store(0)
+	cycles.Store(quietCycles)
+	lastWait.Store(0)
 	// Due: the last pass long before any time since epoch.
 	processYield.last.Store(int64(-time.Hour))
+	lastLook.Store(int64(time.Since(epoch)))
 	before := Passes()
 	for range cycleEvery - 1 {
 		AfterCycle()
@@ -41,6 +44,39 @@ func TestAfterCycleLooksEvery(t *testing.T) {
 	}
 	AfterCycle()
 	if got := Passes() - before; got != 1 {
-		t.Fatalf("%d passes after %d cycles with the gate due, want 1", got, cycleEvery)
+		t.Fatalf("%d passes after %d quick cycles with the gate due, want 1", got, cycleEvery)
+	}
+	// Slow cycles: the last look an hour ago.
+	processYield.last.Store(int64(-time.Hour))
+	lastLook.Store(int64(time.Since(epoch) - time.Hour))
+	for range cycleEvery {
+		AfterCycle()
+	}
+	if got := Passes() - before; got != 1 {
+		t.Fatalf("%d passes after %d cycles that took an hour, want none more", got-1, cycleEvery)
+	}
+}
+
+// TestAfterWaitQuiets: no pass for quietCycles cycles after a wait, the
+// cycles quick and the gate due; then a pass.
+func TestAfterWaitQuiets(t *testing.T) {
+	cycles.Store(0)
+	AfterWait()
+	before := Passes()
+	for range quietCycles - cycleEvery {
+		processYield.last.Store(int64(-time.Hour))
+		lastLook.Store(int64(time.Since(epoch)))
+		AfterCycle()
+	}
+	if got := Passes() - before; got != 0 {
+		t.Fatalf("%d passes within %d cycles of a wait, want none", got, quietCycles)
+	}
+	for range 2 * cycleEvery {
+		processYield.last.Store(int64(-time.Hour))
+		lastLook.Store(int64(time.Since(epoch)))
+		AfterCycle()
+	}
+	if got := Passes() - before; got == 0 {
+		t.Fatalf("no pass %d cycles after a wait", quietCycles+cycleEvery)
 	}
 }
