@@ -15,7 +15,7 @@ import (
 // runtime's monitor thread takes its processor away in them after 10 ms,
 // again and again (internal/resched), which cost the cycle a tenth of its
 // time (docs/bench.md). A process is let through once per 5 ms, looked
-// for every 16 cycles when those took less than 5 ms, so a loop that
+// for every 16 cycles when none of its last 1,024 waited, so a loop that
 // lasts longer than that must have been let through.
 
 // passCycles and passSpan are how long the loops below run at most

@@ -62,16 +62,14 @@ var processYield yieldGate
 // thread to poll the network at each hand-over. That cost an uncontended
 // Acquire + Release about a tenth of its time (docs/bench.md). So a
 // kernel lock's hold that did not wait passes the gate too, on its
-// release (AfterCycle), but only from a loop that does little else: every
-// cycleEvery-th cycle reads the clock, and the process passes only when
-// those cycleEvery cycles took less than yieldEvery and none of its last
+// release (AfterCycle), but only from a loop of free locks: every
+// cycleEvery-th cycle looks at the gate, unless one of the process's last
 // quietCycles cycles waited for its lock (AfterWait). Processes handing a
-// lock around wait now and then, and there a pass costs more than it
-// saves: 30 of them on 2 CPUs, passing once per 80 or so cycles, made 1.2
-// to 1.8 context switches per acquisition against 1.0 to 1.2 without the
-// pass, and used more CPU per acquisition. A loop of free locks makes 16
-// cycles in well under 5 ms, unless a cycle takes 300 µs, a hundred times
-// its time on a quiet machine.
+// lock around make bursts of quick cycles too, but wait now and then, and
+// there a pass costs more than it saves: 30 of them on 2 CPUs, passing
+// once per 80 or so cycles, made 1.2 to 1.8 context switches per
+// acquisition against 0.8 to 1.3 without the pass, and used more CPU per
+// acquisition.
 
 // cycleEvery is how many cycles (AfterCycle) go by between two looks at
 // the clock; quietCycles is how many cycles without a wait (AfterWait)
@@ -82,12 +80,10 @@ const (
 )
 
 // cycles counts AfterCycle's and AfterWait's calls; lastWait is the
-// count at the last AfterWait; lastLook is when the last look at the
-// clock was, as since epoch.
+// count at the last AfterWait.
 var (
 	cycles   atomic.Uint64
 	lastWait atomic.Uint64
-	lastLook atomic.Int64
 )
 
 // passes counts the callers let through the gate (Passes).
@@ -100,19 +96,14 @@ func BeforeBlocking() { pass() }
 // AfterCycle is called at the end of a lock cycle whose system calls ran
 // on the caller's goroutine without waiting: a loop of them never passes
 // through the scheduler otherwise. Every cycleEvery-th call looks at the
-// clock, and passes the gate (once per yieldEvery per process) when the
-// cycles since the last look were a loop's: all within yieldEvery, and
-// none of the last quietCycles waited.
+// gate (once per yieldEvery per process), unless one of the last
+// quietCycles cycles waited.
 func AfterCycle() {
 	n := cycles.Add(1)
 	if n%cycleEvery != 0 || n-lastWait.Load() < quietCycles {
 		return
 	}
-	now := time.Since(epoch)
-	if prev := time.Duration(lastLook.Swap(int64(now))); now-prev < yieldEvery && processYield.due(now) {
-		passes.Add(1)
-		runtime.Gosched()
-	}
+	pass()
 }
 
 // AfterWait is called at the end of a lock cycle that waited for its lock
