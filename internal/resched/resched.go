@@ -80,7 +80,7 @@ const (
 )
 
 // cycles counts AfterCycle's and AfterWait's calls; lastWait is the
-// count at the last AfterWait.
+// count at the last AfterWait, 0 before the first.
 var (
 	cycles   atomic.Uint64
 	lastWait atomic.Uint64
@@ -100,7 +100,10 @@ func BeforeBlocking() { pass() }
 // quietCycles cycles waited.
 func AfterCycle() {
 	n := cycles.Add(1)
-	if n%cycleEvery != 0 || n-lastWait.Load() < quietCycles {
+	if n%cycleEvery != 0 {
+		return
+	}
+	if w := lastWait.Load(); w != 0 && n-w < quietCycles {
 		return
 	}
 	pass()
