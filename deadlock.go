@@ -39,14 +39,16 @@ func noteHeld(l *Lock, p Protocol, shared bool) {
 	heldHere.Unlock()
 }
 
-// forgetHeld takes l out of the table, once.
+// forgetHeld takes l out of the table, once: the call that marks l
+// released does (a sync.Once would cost every cycle its slow path, since
+// every Lock's is new).
 func forgetHeld(l *Lock) {
-	l.forget.Do(func() {
-		l.released.Store(true)
-		heldHere.Lock()
-		delete(heldHere.m, l)
-		heldHere.Unlock()
-	})
+	if !l.released.CompareAndSwap(false, true) {
+		return
+	}
+	heldHere.Lock()
+	delete(heldHere.m, l)
+	heldHere.Unlock()
 }
 
 // conflicts reports whether l, still held, is the lock id in a mode that

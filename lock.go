@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hold-dev/hold/internal/proc"
@@ -28,10 +27,10 @@ type Lock struct {
 
 	// This Lock's entry in the table of the locks this process holds
 	// (see FailIfHeldHere): its mode, whether its protocol keeps locks
-	// on a server, and whether Release was called.
+	// on a server, and whether Release was called (which forgetHeld
+	// sets, taking it out of the table).
 	sharedHold bool
 	network    bool
-	forget     sync.Once
 	released   atomic.Bool // Release was called
 }
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/resched"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -131,6 +132,7 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 // before; and a contended acquisition tries once without blocking before
 // it waits, as it must to look at the file before any wait.
 func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile, writable, wait, readOnly bool) (h *handle, eager bool, err error) {
+	waited := false
 	err = f.lock(req.Shared, false)
 	if ierr := f.identify(req.Explicit); ierr != nil {
 		f.release()
@@ -172,6 +174,7 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 			// What identify saw came before the wait.
 			f.refresh()
 		}
+		waited = true
 	}
 	if err != nil {
 		f.close()
@@ -186,7 +189,7 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 		f.release()
 		return p.take(ctx, req, wait, readOnly)
 	}
-	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove}
+	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove, waited: waited}
 	h.owner.StartedAt = time.Now()
 	h.owner.Shared = req.Shared
 	h.owner.Protocol = "flock"
@@ -210,14 +213,15 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 //
 // Otherwise the caller keeps f, locked when err is nil.
 //
-// A wait nothing can end blocks on the caller's goroutine, without first
+// A wait nothing can end blocks on the caller's goroutine, without
 // passing through the Go scheduler as the fair queue's waits do
-// (internal/resched). A process that takes a kernel lock in a loop seldom
-// waits (its releaser usually takes the lock straight back), and the
-// runtime's monitor thread was measured to wake no more often without the
-// pass; the pass itself wakes an idle thread of the runtime, which cost 8
-// or 30 processes handing a lock around on 2 CPUs a tenth to a fifth of
-// their CPU time (docs/bench.md).
+// (internal/resched), and the hold it gets passes nothing on its release
+// either, as a hold taken without a wait does (see handle.Release). A
+// process that takes a kernel lock in a loop seldom waits (its releaser
+// usually takes the lock straight back), and the pass, which wakes an idle
+// thread of the runtime and parks the waiter's, was measured to cost 8 or
+// 30 processes handing a lock around on 2 CPUs a tenth to a fifth of their
+// CPU time when made before each wait.
 func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, err error) {
 	if ctx.Done() == nil {
 		return false, f.lock(shared, true)
@@ -278,6 +282,9 @@ type handle struct {
 	// watched: Lost put the handle in watch (see watch.go), which Release
 	// takes it out of.
 	watched bool
+	// waited: the lock was busy and this acquisition waited for it
+	// (see Release).
+	waited bool
 	// lost is marked when Check, or the watch's look, finds the lock file
 	// removed or replaced.
 	lost lock.LostState
@@ -376,10 +383,30 @@ func (h *handle) Check() error {
 // handed to a command, closing alone would leave the lock with the command).
 // Once Check has found the lock lost, every Release says so.
 func (h *handle) Release() error {
+	first, err := h.release()
+	switch {
+	case first && !h.waited:
+		// A loop taking a free lock makes all its system calls on its
+		// goroutine and nothing else: it would never pass through the
+		// Go scheduler, and after 10 ms the runtime's monitor thread
+		// would take its processor away in every one of them
+		// (internal/resched).
+		resched.AfterCycle()
+	case first:
+		// A hold that waited does not pass (see waitLock), and tells
+		// the gate that this process's locks are contended.
+		resched.AfterWait()
+	}
+	return err
+}
+
+// release is Release, but for the pass through the scheduler; first is
+// false when the hold was released already.
+func (h *handle) release() (first bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		return h.lost.Err("release", h.path)
+		return false, h.lost.Err("release", h.path)
 	}
 	h.released = true
 	h.unlist()
@@ -392,12 +419,12 @@ func (h *handle) Release() error {
 	}
 	uerr, cerr := h.f.release()
 	if uerr != nil {
-		return &lock.Error{Op: "release", Path: h.path, Err: uerr}
+		return true, &lock.Error{Op: "release", Path: h.path, Err: uerr}
 	}
 	if cerr != nil {
-		return &lock.Error{Op: "release", Path: h.path, Err: cerr}
+		return true, &lock.Error{Op: "release", Path: h.path, Err: cerr}
 	}
-	return h.lost.Err("release", h.path)
+	return true, h.lost.Err("release", h.path)
 }
 
 // DiscardOnRelease makes Release also remove the lock file when this
