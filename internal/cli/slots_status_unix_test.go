@@ -74,9 +74,15 @@ func slotsHeldBy(t *testing.T, dir string) map[int]int {
 // kernel granted such a wait before it let go).
 func TestSlotStatusNamesOnlyHolders(t *testing.T) {
 	t.Parallel()
+	eachSlotProtocol(t, slotStatusNamesOnlyHolders)
+}
+
+// eachSlotProtocol runs test once for each protocol of this machine that
+// keeps semaphores, one after another, with the flags that choose it.
+func eachSlotProtocol(t *testing.T, test func(t *testing.T, proto []string)) {
 	for _, proto := range [][]string{nil, {"--fair"}, {"--protocol", "dir"}} {
 		t.Run(strings.Join(append([]string{"kernel"}, proto...), " "), func(t *testing.T) {
-			slotStatusNamesOnlyHolders(t, proto)
+			test(t, proto)
 		})
 	}
 }
@@ -151,11 +157,7 @@ func slotStatusNamesOnlyHolders(t *testing.T, proto []string) {
 // portable try found the waiting gate taken by a holder on its way in.
 func TestSlotTryBusyOnlyWhenAllHeld(t *testing.T) {
 	t.Parallel()
-	for _, proto := range [][]string{nil, {"--fair"}, {"--protocol", "dir"}} {
-		t.Run(strings.Join(append([]string{"kernel"}, proto...), " "), func(t *testing.T) {
-			slotTryBusyOnlyWhenAllHeld(t, proto)
-		})
-	}
+	eachSlotProtocol(t, slotTryBusyOnlyWhenAllHeld)
 }
 
 func slotTryBusyOnlyWhenAllHeld(t *testing.T, proto []string) {
