@@ -80,10 +80,11 @@ func TestSlotStatusNamesOnlyHolders(t *testing.T) {
 // eachSlotProtocol runs test once for each protocol of this machine that
 // keeps semaphores, one after another, with the flags that choose it.
 func eachSlotProtocol(t *testing.T, test func(t *testing.T, proto []string)) {
-	for _, proto := range [][]string{nil, {"--fair"}, {"--protocol", "dir"}} {
-		t.Run(strings.Join(append([]string{"kernel"}, proto...), " "), func(t *testing.T) {
-			test(t, proto)
-		})
+	for _, c := range []struct {
+		name  string
+		proto []string
+	}{{"kernel", nil}, {"fair", []string{"--fair"}}, {"portable", []string{"--protocol", "dir"}}} {
+		t.Run(c.name, func(t *testing.T) { test(t, c.proto) })
 	}
 }
 
