@@ -4,14 +4,43 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // The helpers every system's tests share (main_test.go and
 // main_windows_test.go hold each system's own).
+
+// holdBin is the hold binary the tests run as real processes (hold.exe
+// on Windows), built once by TestMain (runTests), or under wine copied
+// from the executables scripts/wine-test built.
+var holdBin string
+
+// runTests is TestMain's body once this binary is known to run tests, not
+// a role: hold and its companions are built side by side, as `go install`
+// puts them, so that hold finds hold-postgres and hold-remote for network
+// targets.
+func runTests(m *testing.M) int {
+	return testenv.RunWithExecutables(m, "../..", func(dir string) {
+		holdBin = filepath.Join(dir, testenv.Exe("hold"))
+	})
+}
+
+// readFile returns the content of the file at path, failing the test when
+// it cannot be read.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // result is what a command run to its end left: its exit status and
 // output.

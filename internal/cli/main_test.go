@@ -18,10 +18,6 @@ import (
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
-// holdBin is the hold binary the tests run as real processes, built once
-// by TestMain.
-var holdBin string
-
 // testRoles are roles this test binary plays when re-run with roleEnv
 // set to one of them (registered from init), instead of running tests.
 var testRoles = map[string]func() int{}
@@ -33,22 +29,7 @@ func TestMain(m *testing.M) {
 	if run, ok := testRoles[os.Getenv(roleEnv)]; ok {
 		os.Exit(run())
 	}
-	dir, err := os.MkdirTemp("", "hold-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// hold and its companions go side by side, as `go install` puts them,
-	// so that hold finds hold-postgres and hold-remote for network targets.
-	holdBin = filepath.Join(dir, "hold")
-	if err := testenv.BuildExecutables("../..", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := testenv.Run(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(runTests(m))
 }
 
 // hangLimit bounds every wait in these tests. It only catches hangs: the
@@ -118,15 +99,6 @@ func waitFor(t *testing.T, path string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // startGatedFlock starts flock(1) holding lockFile in dir while it runs

@@ -115,6 +115,27 @@ func BuildExecutables(root, dir string) error {
 	return nil
 }
 
+// RunWithExecutables is TestMain's body for the tests that run hold as a
+// real process: it builds hold and its companions from the module at
+// root (BuildExecutables) into a fresh directory, calls ready with that
+// directory, runs the tests of m (Run), removes the directory, and returns
+// the exit status for os.Exit. A failed build is said on stderr and is
+// status 1, with no test run.
+func RunWithExecutables(m *testing.M, root string, ready func(dir string)) int {
+	dir, err := os.MkdirTemp("", "hold-executables-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := BuildExecutables(root, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ready(dir)
+	return Run(m)
+}
+
 // ExecutablesEnv names the environment variable that gives
 // BuildExecutables a directory of executables built already.
 const ExecutablesEnv = "HOLD_TEST_EXECUTABLES"
