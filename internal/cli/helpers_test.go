@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,5 +95,40 @@ func waitBounded(t *testing.T, cmd *exec.Cmd) {
 	case <-time.After(hangLimit):
 		cmd.Process.Kill()
 		t.Fatalf("%v did not exit within %v", cmd.Args, hangLimit)
+	}
+}
+
+// startRuns runs the command that cmd makes for (i, j), to its end, runs
+// times one after another (j) in each of procs goroutines (i), and sends
+// each goroutine's outcome to errs: nil once all its runs succeeded, or
+// its first failure, with the command's output.
+func startRuns(errs chan<- error, procs, runs int, cmd func(i, j int) *exec.Cmd) {
+	for i := range procs {
+		go func() {
+			for j := range runs {
+				c := cmd(i, j)
+				if out, err := c.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("%s %v: %v: %s", filepath.Base(c.Path), c.Args[1:], err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+}
+
+// collect waits for n outcomes on errs and fails on the first error, or
+// when one takes longer than limit to come.
+func collect(t *testing.T, errs <-chan error, n int, limit time.Duration) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(limit):
+			t.Fatal("runs did not finish")
+		}
 	}
 }

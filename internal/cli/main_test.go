@@ -154,35 +154,11 @@ const incrementCommand = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) 
 // or the first failure.
 func runIncrementers(dir string, n, runs int, errs chan<- error, args ...string) {
 	args = append(args, "-c", incrementCommand)
-	for range n {
-		go func() {
-			for range runs {
-				cmd := exec.Command(holdBin, args...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold %s: %v: %s", args[0], err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-}
-
-// collect waits for n results on errs and fails on the first error, or
-// when one takes longer than limit to come.
-func collect(t *testing.T, errs <-chan error, n int, limit time.Duration) {
-	t.Helper()
-	for range n {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(limit):
-			t.Fatal("runs did not finish")
-		}
-	}
+	startRuns(errs, n, runs, func(int, int) *exec.Cmd {
+		cmd := exec.Command(holdBin, args...)
+		cmd.Dir = dir
+		return cmd
+	})
 }
 
 func TestConcurrentRunsLoseNoIncrement(t *testing.T) {

@@ -153,26 +153,6 @@ func gatedHolder(t *testing.T, dir string, args ...string) *exec.Cmd {
 func parallelRuns(t *testing.T, dir, role string, procs, n int, args func(i, j int) []string) {
 	t.Helper()
 	errs := make(chan error, procs)
-	for i := range procs {
-		go func() {
-			for j := range n {
-				a := args(i, j)
-				if out, err := holdCmd(dir, role, a...).CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold %v: %v: %s", a, err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range procs {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * hangLimit):
-			t.Fatal("the runs did not finish")
-		}
-	}
+	startRuns(errs, procs, n, func(i, j int) *exec.Cmd { return holdCmd(dir, role, args(i, j)...) })
+	collect(t, errs, procs, 5*hangLimit)
 }
