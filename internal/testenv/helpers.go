@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +114,24 @@ func BuildExecutables(root, dir string) error {
 		}
 	}
 	return nil
+}
+
+// StartPiped starts cmd with pipes to its stdin and from its stdout, as a
+// test talks to a worker process, and fails t when it cannot.
+func StartPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, stdout
 }
 
 // RunWithExecutables is TestMain's body for the tests that run hold as a
