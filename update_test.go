@@ -362,32 +362,42 @@ func TestUpdateRefusesReadOnlyFile(t *testing.T) {
 	}
 }
 
-func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
-	cases := []struct {
-		name string
-		fs   *faultFS
-		want error
-	}{
-		{"disk full on write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
+// faultCase is a fault of faultFS and the error it must surface.
+type faultCase struct {
+	name string
+	fs   *faultFS
+	want error
+}
+
+// eachWriteFault runs test as a subtest for each fault that a write of a
+// guarded file meets (a full disk, a failing device, a read-only file
+// system), then for each of more.
+func eachWriteFault(t *testing.T, more []faultCase, test func(t *testing.T, c faultCase)) {
+	cases := append([]faultCase{
+		{"disk full mid-write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
 		{"fsync fails", &faultFS{syncErr: syscall.EIO}, syscall.EIO},
 		{"read-only file system", &faultFS{createErr: syscall.EROFS}, syscall.EROFS},
-		{"rename fails", &faultFS{renameErr: syscall.EXDEV}, syscall.EXDEV},
-	}
+	}, more...)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f")
-			writeFile(t, path, "original", 0o644)
-			err := update(context.Background(), c.fs, path, setTo(strings.Repeat("new ", 10000)), nil)
-			checkHoldError(t, err, "update", c.want)
-			if s := readFile(t, path); s != "original" {
-				t.Errorf("original changed to %d bytes", len(s))
-			}
-			if tmp := tempFiles(t, path); len(tmp) > 0 {
-				t.Errorf("temp files left: %v", tmp)
-			}
-			checkNotLocked(t, path)
-		})
+		t.Run(c.name, func(t *testing.T) { test(t, c) })
 	}
+}
+
+func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
+	rename := []faultCase{{"rename fails", &faultFS{renameErr: syscall.EXDEV}, syscall.EXDEV}}
+	eachWriteFault(t, rename, func(t *testing.T, c faultCase) {
+		path := filepath.Join(t.TempDir(), "f")
+		writeFile(t, path, "original", 0o644)
+		err := update(context.Background(), c.fs, path, setTo(strings.Repeat("new ", 10000)), nil)
+		checkHoldError(t, err, "update", c.want)
+		if s := readFile(t, path); s != "original" {
+			t.Errorf("original changed to %d bytes", len(s))
+		}
+		if tmp := tempFiles(t, path); len(tmp) > 0 {
+			t.Errorf("temp files left: %v", tmp)
+		}
+		checkNotLocked(t, path)
+	})
 }
 
 // lostProtocol is the kernel lock, except that its locks report being
