@@ -19,6 +19,7 @@ import (
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -89,24 +90,11 @@ func (f *faultFile) Sync() error {
 	return f.File.Sync()
 }
 
-func writeFile(t testing.TB, path, content string, perm fs.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), perm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, perm); err != nil { // not subject to umask
-		t.Fatal(err)
-	}
-}
-
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// readFile and writeFile are testenv's, by the names these tests use.
+var (
+	readFile  = testenv.ReadFile
+	writeFile = testenv.WriteFile
+)
 
 func setTo(s string) func([]byte) ([]byte, error) {
 	return func([]byte) ([]byte, error) { return []byte(s), nil }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -32,16 +31,8 @@ func runTests(m *testing.M) int {
 	})
 }
 
-// readFile returns the content of the file at path, failing the test when
-// it cannot be read.
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// readFile is testenv's, by the name these tests use.
+var readFile = testenv.ReadFile
 
 // result is what a command run to its end left: its exit status and
 // output.

@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,6 +115,30 @@ func BuildExecutables(root, dir string) error {
 		}
 	}
 	return nil
+}
+
+// ReadFile returns the content of the file at path, failing t when it
+// cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// WriteFile writes content to the file at path with exactly the mode perm
+// (set again after the write, since the umask applies to a new file's),
+// failing t when it cannot.
+func WriteFile(t testing.TB, path, content string, perm fs.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // StartPiped starts cmd with pipes to its stdin and from its stdout, as a
