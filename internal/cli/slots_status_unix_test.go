@@ -179,7 +179,7 @@ func slotTryBusyOnlyWhenAllHeld(t *testing.T, proto []string) {
 	}()
 	defer func() { looking.Store(false); <-looked }()
 	busy := 0
-	const tries = 60
+	const tries = 40
 	for range tries {
 		args := append([]string{"run", "-n", "--slots", strconv.Itoa(n)}, proto...)
 		r := runHold(t, dir, append(args, "T", "--", "true")...)
