@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -713,6 +714,20 @@ func slotHolder(f *lockFile) *lock.Holder {
 		h = holderOf(f, true)
 		if !heldExclusively(f) {
 			return nil
+		}
+		if h.Owner == nil && len(h.PIDs) > 0 {
+			// Named by the kernel's lock table alone, which lists
+			// shared locks too: a parked wait's instant grant, between
+			// a release and the next holder's lock, must not be taken
+			// for the holder. Only pids a second look names again are.
+			again := holderOf(f, true)
+			h.PIDs = slices.DeleteFunc(h.PIDs, func(pid int) bool {
+				gone := !slices.Contains(again.PIDs, pid)
+				if gone {
+					delete(h.Commands, pid)
+				}
+				return gone
+			})
 		}
 		if h.Owner != nil || len(h.PIDs) > 0 {
 			break
