@@ -69,27 +69,16 @@ func TestAppendThroughSymlink(t *testing.T) {
 
 // A failed or short write, or a failed fsync, must leave no partial record.
 func TestAppendFailureTruncatesBack(t *testing.T) {
-	cases := []struct {
-		name string
-		fs   *faultFS
-		want error
-	}{
-		{"disk full mid-write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
-		{"fsync fails", &faultFS{syncErr: syscall.EIO}, syscall.EIO},
-		{"read-only file system", &faultFS{createErr: syscall.EROFS}, syscall.EROFS},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "log")
-			writeFile(t, path, "first record\n", 0o644)
-			err := appendTo(context.Background(), c.fs, path, []byte(strings.Repeat("torn? ", 1000)+"\n"), nil)
-			checkHoldError(t, err, "append", c.want)
-			if s := readFile(t, path); s != "first record\n" {
-				t.Errorf("after a failed append the file is %d bytes, want the original 13", len(s))
-			}
-			checkNotLocked(t, path)
-		})
-	}
+	eachWriteFault(t, nil, func(t *testing.T, c faultCase) {
+		path := filepath.Join(t.TempDir(), "log")
+		writeFile(t, path, "first record\n", 0o644)
+		err := appendTo(context.Background(), c.fs, path, []byte(strings.Repeat("torn? ", 1000)+"\n"), nil)
+		checkHoldError(t, err, "append", c.want)
+		if s := readFile(t, path); s != "first record\n" {
+			t.Errorf("after a failed append the file is %d bytes, want the original 13", len(s))
+		}
+		checkNotLocked(t, path)
+	})
 }
 
 // TestAppendConcurrentProcesses: 16 processes append 100 records each to

@@ -19,6 +19,7 @@ import (
 	"github.com/hold-dev/hold/internal/atomicfile"
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -89,24 +90,11 @@ func (f *faultFile) Sync() error {
 	return f.File.Sync()
 }
 
-func writeFile(t testing.TB, path, content string, perm fs.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), perm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, perm); err != nil { // not subject to umask
-		t.Fatal(err)
-	}
-}
-
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// readFile and writeFile are testenv's, by the names these tests use.
+var (
+	readFile  = testenv.ReadFile
+	writeFile = testenv.WriteFile
+)
 
 func setTo(s string) func([]byte) ([]byte, error) {
 	return func([]byte) ([]byte, error) { return []byte(s), nil }
@@ -362,32 +350,42 @@ func TestUpdateRefusesReadOnlyFile(t *testing.T) {
 	}
 }
 
-func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
-	cases := []struct {
-		name string
-		fs   *faultFS
-		want error
-	}{
-		{"disk full on write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
+// faultCase is a fault of faultFS and the error it must surface.
+type faultCase struct {
+	name string
+	fs   *faultFS
+	want error
+}
+
+// eachWriteFault runs test as a subtest for each fault that a write of a
+// guarded file meets (a full disk, a failing device, a read-only file
+// system), then for each of more.
+func eachWriteFault(t *testing.T, more []faultCase, test func(t *testing.T, c faultCase)) {
+	cases := append([]faultCase{
+		{"disk full mid-write", &faultFS{writeErr: syscall.ENOSPC}, syscall.ENOSPC},
 		{"fsync fails", &faultFS{syncErr: syscall.EIO}, syscall.EIO},
 		{"read-only file system", &faultFS{createErr: syscall.EROFS}, syscall.EROFS},
-		{"rename fails", &faultFS{renameErr: syscall.EXDEV}, syscall.EXDEV},
-	}
+	}, more...)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f")
-			writeFile(t, path, "original", 0o644)
-			err := update(context.Background(), c.fs, path, setTo(strings.Repeat("new ", 10000)), nil)
-			checkHoldError(t, err, "update", c.want)
-			if s := readFile(t, path); s != "original" {
-				t.Errorf("original changed to %d bytes", len(s))
-			}
-			if tmp := tempFiles(t, path); len(tmp) > 0 {
-				t.Errorf("temp files left: %v", tmp)
-			}
-			checkNotLocked(t, path)
-		})
+		t.Run(c.name, func(t *testing.T) { test(t, c) })
 	}
+}
+
+func TestUpdateWriteFailuresLeaveOriginal(t *testing.T) {
+	rename := []faultCase{{"rename fails", &faultFS{renameErr: syscall.EXDEV}, syscall.EXDEV}}
+	eachWriteFault(t, rename, func(t *testing.T, c faultCase) {
+		path := filepath.Join(t.TempDir(), "f")
+		writeFile(t, path, "original", 0o644)
+		err := update(context.Background(), c.fs, path, setTo(strings.Repeat("new ", 10000)), nil)
+		checkHoldError(t, err, "update", c.want)
+		if s := readFile(t, path); s != "original" {
+			t.Errorf("original changed to %d bytes", len(s))
+		}
+		if tmp := tempFiles(t, path); len(tmp) > 0 {
+			t.Errorf("temp files left: %v", tmp)
+		}
+		checkNotLocked(t, path)
+	})
 }
 
 // lostProtocol is the kernel lock, except that its locks report being

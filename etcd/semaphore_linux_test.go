@@ -11,7 +11,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/etcd"
 	"github.com/hold-dev/hold/internal/slottest"
 	"github.com/hold-dev/hold/lock"
@@ -37,9 +36,8 @@ func init() {
 	})
 }
 
-func slotReq(key string, n int) *lock.Request {
-	return &lock.Request{Path: key, Slots: n, Owner: lock.Owner{PID: os.Getpid()}}
-}
+// semDial is dial for the shared semaphore checks.
+func semDial(t testing.TB) slottest.Protocol { return dial(t) }
 
 // TestSlotsUnderKills: workers take places in a 4-slot semaphore while
 // holders are killed with SIGKILL; half of the killed holders' keys are
@@ -91,52 +89,9 @@ func deleteKeysOf(t testing.TB, c *clientv3.Client, key string, pid int) {
 // request gets the fourth without waiting for any of them.
 func TestFourthSlotAtOnce(t *testing.T) {
 	key := uniqueKey(t)
-	used := map[int]bool{}
-	for i := 0; i < 3; i++ {
-		h := slottest.StartHolder(t, key, 4, endpointEnv+"="+testEndpoint)
-		if used[h.Slot] {
-			t.Fatalf("place %d handed out twice", h.Slot)
-		}
-		used[h.Slot] = true
-	}
 	p := dial(t)
-	// The bound only catches a hang: the holders keep their places
-	// until the test ends.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	h, err := p.AcquireSlot(ctx, slotReq(key, 4))
-	if err != nil {
-		t.Fatalf("the fourth place: %v", err)
-	}
-	t.Logf("the fourth place took %v", time.Since(start))
+	h, _ := slottest.FourthAtOnce(t, p, key, endpointEnv+"="+testEndpoint)
 	defer h.Release()
-	if s := h.(lock.SlotHandle).Slot(); used[s] || s < 0 || s > 3 {
-		t.Errorf("the fourth holder got place %d; the others hold %v", s, used)
-	}
-	st, err := p.InspectSlots(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Slots != 4 || st.State != hold.HeldShared || len(st.SlotHolders) != 4 {
-		t.Fatalf("InspectSlots: %+v", st)
-	}
-	for i, sh := range st.SlotHolders {
-		if sh == nil || sh.Owner == nil || sh.Owner.PID == 0 {
-			t.Errorf("slot %d: holder %+v, want every place named", i, sh)
-		}
-	}
-	// All four held: a try is busy and names every holder.
-	_, err = p.TryAcquireSlot(slotReq(key, 4))
-	var he *lock.Error
-	if !errors.Is(err, lock.ErrBusy) || !errors.As(err, &he) {
-		t.Fatalf("TryAcquireSlot with every place held = %v, want ErrBusy", err)
-	}
-	for i := 0; i < 4; i++ {
-		if !strings.Contains(he.Hint, "slot "+strconv.Itoa(i)+" by pid") {
-			t.Errorf("busy error does not name the holder of slot %d: %v", i, err)
-		}
-	}
 	var listed []*lock.Status
 	var waiting []int
 	if err := p.List(context.Background(), key[:strings.LastIndexByte(key, '/')], func(st *lock.Status, w int) {
@@ -156,16 +111,8 @@ func TestFourthSlotAtOnce(t *testing.T) {
 // across places.
 func TestSlotWaitersFIFOAndTokens(t *testing.T) {
 	key := uniqueKey(t)
-	p := dial(t)
 	ctx := context.Background()
-	var held []lock.Handle
-	for i := 0; i < 2; i++ {
-		h, err := p.AcquireSlot(ctx, slotReq(key, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, h)
-	}
+	held := slottest.HoldAll(t, dial(t), key, 2)
 	if a, b := held[0].(lock.SlotHandle).Slot(), held[1].(lock.SlotHandle).Slot(); a != 0 || b != 1 {
 		t.Fatalf("places %d and %d, want 0 and 1", a, b)
 	}
@@ -173,7 +120,7 @@ func TestSlotWaitersFIFOAndTokens(t *testing.T) {
 	got := make(chan lock.Handle, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
-			h, err := dial(t).AcquireSlot(ctx, slotReq(key, 2))
+			h, err := dial(t).AcquireSlot(ctx, slottest.Req(key, 2))
 			if err != nil {
 				t.Error(err)
 			}
@@ -209,79 +156,23 @@ func TestSlotWaitersFIFOAndTokens(t *testing.T) {
 	held[1].Release()
 }
 
-// TestSlotCount: while a semaphore is held with 3 slots, a request with
-// another N, or for a plain lock, is refused with ErrSlotCount naming the
-// 3 in use; once it is free, another N just works.
 // TestReadersBesideSlots: readers hold beside a semaphore's places, as on
 // kernel locks, and a plain lock waits for both.
 func TestReadersBesideSlots(t *testing.T) {
-	key := uniqueKey(t)
-	p := dial(t)
-	h, err := p.AcquireSlot(context.Background(), slotReq(key, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := dial(t).TryAcquire(&lock.Request{Path: key, Shared: true})
-	if err != nil {
-		t.Fatalf("a reader beside a semaphore's holder: %v", err)
-	}
-	h2, err := dial(t).TryAcquireSlot(slotReq(key, 2))
-	if err != nil {
-		t.Fatalf("a second place beside a reader: %v", err)
-	}
-	if _, err := p.TryAcquire(&lock.Request{Path: key}); !errors.Is(err, lock.ErrBusy) {
-		t.Errorf("a plain try beside readers and places: %v, want ErrBusy", err)
-	}
-	st, err := p.InspectSlots(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Slots != 2 || st.SlotHolders[0] == nil || st.SlotHolders[1] == nil {
-		t.Errorf("InspectSlots beside a reader: %+v", st)
-	}
-	r.Release()
-	h.Release()
-	h2.Release()
+	slottest.ReadersBeside(t, semDial, uniqueKey(t))
 }
 
+// TestSlotCount: while a semaphore is held with 3 slots, a request with
+// another N, or for a plain lock, is refused with ErrSlotCount naming the
+// 3 in use; once it is free, another N just works.
 func TestSlotCount(t *testing.T) {
 	key := uniqueKey(t)
-	p := dial(t)
-	h, err := p.AcquireSlot(context.Background(), slotReq(key, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{2, 4} {
-		_, err := p.AcquireSlot(context.Background(), slotReq(key, n))
-		if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "3 slots") {
-			t.Errorf("%d slots while 3 are in use: %v, want ErrSlotCount naming 3", n, err)
+	err := slottest.Count(t, dial(t), key, func() {
+		if n := countKeys(t, rawClient(t), key); n != 1 {
+			t.Errorf("refused requests left keys: %d, want the holder's only", n)
 		}
-		if _, err := p.TryAcquireSlot(slotReq(key, n)); !errors.Is(err, lock.ErrSlotCount) {
-			t.Errorf("try of %d slots while 3 are in use: %v, want ErrSlotCount", n, err)
-		}
-	}
-	// A plain lock waits for the semaphore's holders.
-	if _, err := p.TryAcquire(&lock.Request{Path: key}); !errors.Is(err, lock.ErrBusy) {
-		t.Errorf("a plain try while the semaphore is held: %v, want ErrBusy", err)
-	}
-	if n := countKeys(t, rawClient(t), key); n != 1 {
-		t.Errorf("refused requests left keys: %d, want the holder's only", n)
-	}
-	if err := h.Release(); err != nil {
-		t.Fatal(err)
-	}
-	h, err = p.AcquireSlot(context.Background(), slotReq(key, 5))
-	if err != nil {
-		t.Fatalf("5 slots once the semaphore is free: %v", err)
-	}
-	// And a semaphore request while a plain lock is held is refused.
-	h.Release()
-	l, err := p.Acquire(context.Background(), &lock.Request{Path: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	if _, err := p.TryAcquireSlot(slotReq(key, 2)); !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "plain") {
+	})
+	if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "plain") {
 		t.Errorf("a semaphore try while a plain lock is held: %v, want ErrSlotCount naming the plain lock", err)
 	}
 }
@@ -378,26 +269,14 @@ func TestSharedReadersThenWriter(t *testing.T) {
 // key behind, and Close ends a wait too.
 func TestSlotWaitEnds(t *testing.T) {
 	key := uniqueKey(t)
-	p := dial(t)
-	var held []lock.Handle
-	for i := 0; i < 2; i++ {
-		h, err := p.AcquireSlot(context.Background(), slotReq(key, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, h)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if _, err := dial(t).AcquireSlot(ctx, slotReq(key, 2)); !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a wait past its deadline = %v, want ErrTimeout", err)
-	}
+	held := slottest.HoldAll(t, dial(t), key, 2)
+	slottest.WaitTimesOut(t, dial(t), key, 2)
 	c := rawClient(t)
 	waitKeys(t, c, key, 2)
 	q := dial(t)
 	done := make(chan error, 1)
 	go func() {
-		_, err := q.AcquireSlot(context.Background(), slotReq(key, 2))
+		_, err := q.AcquireSlot(context.Background(), slottest.Req(key, 2))
 		done <- err
 	}()
 	waitKeys(t, c, key, 3)
@@ -412,10 +291,9 @@ func TestSlotWaitEnds(t *testing.T) {
 	}
 	waitKeys(t, c, key, 2)
 	held[0].Release()
-	h, err := dial(t).TryAcquireSlot(slotReq(key, 2))
+	h, err := dial(t).TryAcquireSlot(slottest.Req(key, 2))
 	if err != nil {
 		t.Fatalf("a try once a place is free: %v", err)
 	}
 	h.Release()
-	held[1].Release()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +27,8 @@ func init() {
 	})
 }
 
-func slotReq(name string, n int) *lock.Request {
-	return &lock.Request{Path: name, Slots: n, Owner: lock.Owner{PID: os.Getpid()}}
-}
+// semDial is dial for the shared semaphore checks.
+func semDial(t testing.TB) slottest.Protocol { return dial(t) }
 
 // TestSlotsUnderKills: workers take places in a 4-slot semaphore while
 // holders are killed with SIGKILL, whose sessions the server ends (and
@@ -57,52 +55,11 @@ func TestSlotsUnderKills(t *testing.T) {
 func TestFourthSlotAtOnce(t *testing.T) {
 	s := needServer(t)
 	name := uniqueName(t)
-	env := connEnv + "=" + s.ConnString()
-	used := map[int]bool{}
-	var holders []*slottest.Holder
-	for i := 0; i < 3; i++ {
-		h := slottest.StartHolder(t, name, 4, env)
-		if used[h.Slot] {
-			t.Fatalf("place %d handed out twice", h.Slot)
-		}
-		used[h.Slot] = true
-		holders = append(holders, h)
-	}
 	p := dial(t)
+	h, holders := slottest.FourthAtOnce(t, p, name, connEnv+"="+s.ConnString())
+	defer h.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
-	h, err := p.AcquireSlot(ctx, slotReq(name, 4))
-	if err != nil {
-		t.Fatalf("the fourth place: %v", err)
-	}
-	t.Logf("the fourth place took %v", time.Since(start))
-	defer h.Release()
-	if s := h.(lock.SlotHandle).Slot(); used[s] || s < 0 || s > 3 {
-		t.Errorf("the fourth holder got place %d; the others hold %v", s, used)
-	}
-	st, err := p.InspectSlots(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Slots != 4 || st.State != lock.HeldShared || len(st.SlotHolders) != 4 {
-		t.Fatalf("InspectSlots: %+v", st)
-	}
-	for i, sh := range st.SlotHolders {
-		if sh == nil || sh.Owner == nil || sh.Owner.PID == 0 {
-			t.Errorf("slot %d: holder %+v, want every place named", i, sh)
-		}
-	}
-	_, err = p.TryAcquireSlot(slotReq(name, 4))
-	var he *lock.Error
-	if !errors.Is(err, lock.ErrBusy) || !errors.As(err, &he) {
-		t.Fatalf("TryAcquireSlot with every place held = %v, want ErrBusy", err)
-	}
-	for i := 0; i < 4; i++ {
-		if !strings.Contains(he.Hint, "slot "+strconv.Itoa(i)+" by pid") {
-			t.Errorf("busy error does not name the holder of slot %d: %v", i, err)
-		}
-	}
 	var listed []*lock.Status
 	if err := p.List(context.Background(), name, func(st *lock.Status, w int) {
 		if st.Path == name {
@@ -117,7 +74,7 @@ func TestFourthSlotAtOnce(t *testing.T) {
 	// A waiter, then a holder killed: the waiter gets its place.
 	got := make(chan lock.Handle, 1)
 	go func() {
-		h, err := dial(t).AcquireSlot(ctx, slotReq(name, 4))
+		h, err := dial(t).AcquireSlot(ctx, slottest.Req(name, 4))
 		if err != nil {
 			t.Error(err)
 		}
@@ -147,77 +104,17 @@ func TestFourthSlotAtOnce(t *testing.T) {
 	}
 }
 
-// TestSlotCount: while a semaphore is held with 3 slots, a request with
-// another N is refused with ErrSlotCount naming the 3 in use; a plain
-// lock waits for the semaphore; once it is free, another N just works.
 // TestReadersBesideSlots: readers hold beside a semaphore's places, as on
 // kernel locks, and a plain lock waits for both.
 func TestReadersBesideSlots(t *testing.T) {
-	name := uniqueName(t)
-	p := dial(t)
-	h, err := p.AcquireSlot(context.Background(), slotReq(name, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := dial(t).TryAcquire(&lock.Request{Path: name, Shared: true})
-	if err != nil {
-		t.Fatalf("a reader beside a semaphore's holder: %v", err)
-	}
-	h2, err := dial(t).TryAcquireSlot(slotReq(name, 2))
-	if err != nil {
-		t.Fatalf("a second place beside a reader: %v", err)
-	}
-	if _, err := p.TryAcquire(&lock.Request{Path: name}); !errors.Is(err, lock.ErrBusy) {
-		t.Errorf("a plain try beside readers and places: %v, want ErrBusy", err)
-	}
-	st, err := p.InspectSlots(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Slots != 2 || st.SlotHolders[0] == nil || st.SlotHolders[1] == nil {
-		t.Errorf("InspectSlots beside a reader: %+v", st)
-	}
-	r.Release()
-	h.Release()
-	h2.Release()
+	slottest.ReadersBeside(t, semDial, uniqueName(t))
 }
 
+// TestSlotCount: while a semaphore is held with 3 slots, a request with
+// another N is refused with ErrSlotCount naming the 3 in use; a plain
+// lock waits for the semaphore; once it is free, another N just works.
 func TestSlotCount(t *testing.T) {
-	name := uniqueName(t)
-	p := dial(t)
-	h, err := p.AcquireSlot(context.Background(), slotReq(name, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{2, 4} {
-		_, err := p.AcquireSlot(context.Background(), slotReq(name, n))
-		if !errors.Is(err, lock.ErrSlotCount) || !strings.Contains(err.Error(), "3 slots") {
-			t.Errorf("%d slots while 3 are in use: %v, want ErrSlotCount naming 3", n, err)
-		}
-		if _, err := p.TryAcquireSlot(slotReq(name, n)); !errors.Is(err, lock.ErrSlotCount) {
-			t.Errorf("try of %d slots while 3 are in use: %v, want ErrSlotCount", n, err)
-		}
-	}
-	if _, err := p.TryAcquire(&lock.Request{Path: name}); !errors.Is(err, lock.ErrBusy) {
-		t.Errorf("a plain try while the semaphore is held: %v, want ErrBusy", err)
-	}
-	if err := h.Release(); err != nil {
-		t.Fatal(err)
-	}
-	h, err = p.AcquireSlot(context.Background(), slotReq(name, 5))
-	if err != nil {
-		t.Fatalf("5 slots once the semaphore is free: %v", err)
-	}
-	// A plain holder excludes the semaphore's places.
-	h.Release()
-	l, err := p.Acquire(context.Background(), &lock.Request{Path: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.TryAcquireSlot(slotReq(name, 2)); err == nil {
-		t.Error("a semaphore's place was taken while a plain lock is held")
-	}
-	l.Release()
+	slottest.Count(t, dial(t), uniqueName(t), nil)
 }
 
 // TestSharedReadersNamed: readers hold together, each named by Inspect
@@ -265,27 +162,14 @@ func TestSharedReadersNamed(t *testing.T) {
 // after it.
 func TestSlotWaitEnds(t *testing.T) {
 	name := uniqueName(t)
-	p := dial(t)
-	var held []lock.Handle
-	for i := 0; i < 2; i++ {
-		h, err := p.AcquireSlot(context.Background(), slotReq(name, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, h)
-	}
-	for i := 0; i < 2; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, err := dial(t).AcquireSlot(ctx, slotReq(name, 2))
-		cancel()
-		if !errors.Is(err, lock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("a wait past its deadline = %v, want ErrTimeout", err)
-		}
+	held := slottest.HoldAll(t, dial(t), name, 2)
+	for range 2 {
+		slottest.WaitTimesOut(t, dial(t), name, 2)
 	}
 	held[0].Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := dial(t).AcquireSlot(ctx, slotReq(name, 2))
+	h, err := dial(t).AcquireSlot(ctx, slottest.Req(name, 2))
 	if err != nil {
 		t.Fatalf("a place once one is free: %v", err)
 	}
@@ -293,5 +177,4 @@ func TestSlotWaitEnds(t *testing.T) {
 		t.Errorf("got place %d, want the freed %d", s, held[0].(lock.SlotHandle).Slot())
 	}
 	h.Release()
-	held[1].Release()
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // faultFS is the real file system with chosen steps failing, to show what
@@ -180,24 +182,11 @@ func (f *faultFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
-func writeFile(t testing.TB, path, content string, perm fs.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), perm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, perm); err != nil { // not subject to umask
-		t.Fatal(err)
-	}
-}
-
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// readFile and writeFile are testenv's, by the names these tests use.
+var (
+	readFile  = testenv.ReadFile
+	writeFile = testenv.WriteFile
+)
 
 func setTo(s string) func([]byte) ([]byte, error) {
 	return func([]byte) ([]byte, error) { return []byte(s), nil }

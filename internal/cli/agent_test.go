@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/portable"
 )
 
@@ -44,17 +45,7 @@ func startAgentAs(t *testing.T, bin string, cred *syscall.Credential, dir string
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testenv.StartPiped(t, cmd)
 	c := &agentClient{t: t, cmd: cmd, in: in, replies: make(chan map[string]any, 100)}
 	go func() {
 		defer close(c.replies)

@@ -210,12 +210,3 @@ func TestWindowsAppendUnderContention(t *testing.T) {
 		t.Errorf("%d lines, want %d:\n%s", len(lines), procs*each, strings.Join(lines, "\n"))
 	}
 }
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}

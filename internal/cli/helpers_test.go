@@ -4,14 +4,35 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/testenv"
 )
 
 // The helpers every system's tests share (main_test.go and
 // main_windows_test.go hold each system's own).
+
+// holdBin is the hold binary the tests run as real processes (hold.exe
+// on Windows), built once by TestMain (runTests), or under wine copied
+// from the executables scripts/wine-test built.
+var holdBin string
+
+// runTests is TestMain's body once this binary is known to run tests, not
+// a role: hold and its companions are built side by side, as `go install`
+// puts them, so that hold finds hold-postgres and hold-remote for network
+// targets.
+func runTests(m *testing.M) int {
+	return testenv.RunWithExecutables(m, "../..", func(dir string) {
+		holdBin = filepath.Join(dir, testenv.Exe("hold"))
+	})
+}
+
+// readFile is testenv's, by the name these tests use.
+var readFile = testenv.ReadFile
 
 // result is what a command run to its end left: its exit status and
 // output.
@@ -65,5 +86,40 @@ func waitBounded(t *testing.T, cmd *exec.Cmd) {
 	case <-time.After(hangLimit):
 		cmd.Process.Kill()
 		t.Fatalf("%v did not exit within %v", cmd.Args, hangLimit)
+	}
+}
+
+// startRuns runs the command that cmd makes for (i, j), to its end, runs
+// times one after another (j) in each of procs goroutines (i), and sends
+// each goroutine's outcome to errs: nil once all its runs succeeded, or
+// its first failure, with the command's output.
+func startRuns(errs chan<- error, procs, runs int, cmd func(i, j int) *exec.Cmd) {
+	for i := range procs {
+		go func() {
+			for j := range runs {
+				c := cmd(i, j)
+				if out, err := c.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("%s %v: %v: %s", filepath.Base(c.Path), c.Args[1:], err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+}
+
+// collect waits for n outcomes on errs and fails on the first error, or
+// when one takes longer than limit to come.
+func collect(t *testing.T, errs <-chan error, n int, limit time.Duration) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(limit):
+			t.Fatal("runs did not finish")
+		}
 	}
 }

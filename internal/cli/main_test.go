@@ -18,10 +18,6 @@ import (
 	"github.com/hold-dev/hold/internal/testenv"
 )
 
-// holdBin is the hold binary the tests run as real processes, built once
-// by TestMain.
-var holdBin string
-
 // testRoles are roles this test binary plays when re-run with roleEnv
 // set to one of them (registered from init), instead of running tests.
 var testRoles = map[string]func() int{}
@@ -33,22 +29,7 @@ func TestMain(m *testing.M) {
 	if run, ok := testRoles[os.Getenv(roleEnv)]; ok {
 		os.Exit(run())
 	}
-	dir, err := os.MkdirTemp("", "hold-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// hold and its companions go side by side, as `go install` puts them,
-	// so that hold finds hold-postgres and hold-remote for network targets.
-	holdBin = filepath.Join(dir, "hold")
-	if err := testenv.BuildExecutables("../..", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := testenv.Run(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(runTests(m))
 }
 
 // hangLimit bounds every wait in these tests. It only catches hangs: the
@@ -120,15 +101,6 @@ func waitFor(t *testing.T, path string) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // startGatedFlock starts flock(1) holding lockFile in dir while it runs
 // gatedCommand, and returns once the command runs; the test's end lets
 // it finish and waits for it.
@@ -182,35 +154,11 @@ const incrementCommand = `n=$(cat counter 2>/dev/null || echo 0); echo $((n+1)) 
 // or the first failure.
 func runIncrementers(dir string, n, runs int, errs chan<- error, args ...string) {
 	args = append(args, "-c", incrementCommand)
-	for range n {
-		go func() {
-			for range runs {
-				cmd := exec.Command(holdBin, args...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold %s: %v: %s", args[0], err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-}
-
-// collect waits for n results on errs and fails on the first error, or
-// when one takes longer than limit to come.
-func collect(t *testing.T, errs <-chan error, n int, limit time.Duration) {
-	t.Helper()
-	for range n {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(limit):
-			t.Fatal("runs did not finish")
-		}
-	}
+	startRuns(errs, n, runs, func(int, int) *exec.Cmd {
+		cmd := exec.Command(holdBin, args...)
+		cmd.Dir = dir
+		return cmd
+	})
 }
 
 func TestConcurrentRunsLoseNoIncrement(t *testing.T) {

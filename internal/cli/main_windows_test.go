@@ -19,9 +19,6 @@ import (
 // to). scripts/wine-test runs them under wine in CI; they run on Windows
 // as they are.
 
-// holdBin is hold.exe, built (or, under wine, copied) once by TestMain.
-var holdBin string
-
 // childEnv names the role this binary plays when hold runs it as a
 // command (see child).
 const childEnv = "HOLD_CLI_TEST_CHILD"
@@ -30,20 +27,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(child(role))
 	}
-	dir, err := os.MkdirTemp("", "hold-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	holdBin = filepath.Join(dir, testenv.Exe("hold"))
-	if err := testenv.BuildExecutables("../..", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := testenv.Run(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(runTests(m))
 }
 
 // child is this binary run by hold as its command, in the directory of
@@ -169,26 +153,6 @@ func gatedHolder(t *testing.T, dir string, args ...string) *exec.Cmd {
 func parallelRuns(t *testing.T, dir, role string, procs, n int, args func(i, j int) []string) {
 	t.Helper()
 	errs := make(chan error, procs)
-	for i := range procs {
-		go func() {
-			for j := range n {
-				a := args(i, j)
-				if out, err := holdCmd(dir, role, a...).CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("hold %v: %v: %s", a, err, out)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range procs {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * hangLimit):
-			t.Fatal("the runs did not finish")
-		}
-	}
+	startRuns(errs, procs, n, func(i, j int) *exec.Cmd { return holdCmd(dir, role, args(i, j)...) })
+	collect(t, errs, procs, 5*hangLimit)
 }

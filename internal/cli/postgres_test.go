@@ -98,25 +98,7 @@ func testPostgresCompanions(t *testing.T, addr string) {
 // sessions waiting, and never shows the password.
 func testPostgresLs(t *testing.T, base, secret string) {
 	dir := t.TempDir()
-	holder, _ := startHold(t, dir, "run", base+"#ls-deploy", "-c", gatedCommand)
-	waitFor(t, filepath.Join(dir, "ready"))
-	waiter, _ := startHold(t, dir, "run", "-w", "60", base+"#ls-deploy", "--", "true")
-	deadline := time.Now().Add(hangLimit)
-	for {
-		got := lsJSON(t, dir, base+"#ls-")
-		l, ok := got["ls-deploy"]
-		if ok && l.Waiters != nil && *l.Waiters == 1 {
-			if len(got) != 1 || l.Protocol != "postgres" || l.State != "held exclusive" || l.Token == 0 ||
-				l.Holder == nil || l.Holder.PID != holder.Process.Pid {
-				t.Fatalf("hold ls %s#ls-: %+v", base, got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hold ls never showed ls-deploy with one waiter: %+v", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	holder, waiter := lsHolderAndWaiter(t, dir, base+"#ls-deploy", base+"#ls-", "ls-deploy", "postgres")
 	r := runHold(t, dir, "ls", base)
 	if r.code != 0 || !strings.Contains(r.stdout, "ls-deploy") || strings.Contains(r.stdout+r.stderr, secret) {
 		t.Errorf("hold ls (every lock): exit %d\n%s%s", r.code, r.stdout, r.stderr)

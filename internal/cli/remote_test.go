@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold/internal/report"
 )
@@ -120,5 +121,33 @@ func checkRemoteBreak(t *testing.T, addr string) {
 	}
 	if r := runHold(t, dir, "run", "-n", addr, "--", "true"); r.code != 0 {
 		t.Errorf("lock not free after break: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// lsHolderAndWaiter starts a holder of target (held until the test
+// creates "go" in dir) and a waiter for it, and waits until `hold ls
+// prefix` lists the lock as name, of protocol, held by that holder with
+// one waiter and a token. It returns the holder and the waiter, which the
+// caller lets go.
+func lsHolderAndWaiter(t *testing.T, dir, target, prefix, name, protocol string) (holder, waiter *exec.Cmd) {
+	t.Helper()
+	holder, _ = startHold(t, dir, "run", target, "-c", gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	waiter, _ = startHold(t, dir, "run", "-w", "60", target, "--", "true")
+	deadline := time.Now().Add(hangLimit)
+	for {
+		got := lsJSON(t, dir, prefix)
+		l, ok := got[name]
+		if ok && l.Waiters != nil && *l.Waiters == 1 {
+			if len(got) != 1 || l.Protocol != protocol || l.State != "held exclusive" || l.Token == 0 ||
+				l.Holder == nil || l.Holder.PID != holder.Process.Pid {
+				t.Fatalf("hold ls %s: %+v", prefix, got)
+			}
+			return holder, waiter
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hold ls %s never showed %s with one waiter: %+v", prefix, name, got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -53,7 +53,10 @@ import (
 // ends (MaxPoll): a slot whose holder died is found at that look. On a
 // network filesystem, waiters of different machines, and hold processes
 // that could not use the gate, contend for the slots with no order among
-// them, as they do for a plain lock.
+// them, as they do for a plain lock. A try (TryAcquireSlot) that finds
+// the gate taken is busy at once only when every slot has a live holder;
+// otherwise it waits for the gate (behindGate), since the waiter there is
+// taking a free slot, and is busy only if no slot is left.
 
 // Names inside a semaphore's directory.
 const (
@@ -187,7 +190,9 @@ func (p *Protocol) acquireSlots(ctx context.Context, req *lock.Request, n int, w
 		} else {
 			var busy bool
 			if l, busy = s.gate.tryGate(); busy {
-				return nil, s.busy()
+				if l, err = s.behindGate(pol); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if l != nil {
@@ -458,6 +463,44 @@ func (s *semAttempt) fingerprint() fingerprint {
 		b.WriteByte('/')
 	}
 	return fingerprint{fi: fi, token: b.String()}
+}
+
+// tryPass bounds how long a try waits behind the waiter at the gate
+// while a slot is free: that waiter is taking a free slot, which takes it
+// a moment, and then leaves the gate. Only a waiter that stops in the
+// gate (Ctrl-Z) makes the bound matter.
+const tryPass = 2 * time.Second
+
+// behindGate is a try's answer to a gate another waiter is in: busy,
+// naming every holder, when every slot has a live holder; otherwise the
+// try waits for the gate, as the waiter in it is taking a free slot, and
+// then looks at the slots itself, so that a try is busy only when the
+// waiters ahead of it leave no slot. It returns the gate's leave (nil
+// when the gate turned out unusable: go on without it).
+func (s *semAttempt) behindGate(pol *policy) (func(), error) {
+	if s.allHeld() {
+		return nil, s.busy()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tryPass)
+	defer cancel()
+	l, err := s.gate.enterGate(ctx, pol)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, s.busy()
+		}
+		return nil, s.named(err)
+	}
+	return l, nil
+}
+
+// allHeld says whether every slot has a live holder.
+func (s *semAttempt) allHeld() bool {
+	for _, a := range s.slots {
+		if s.p.judge(a.path).verdict != live {
+			return false
+		}
+	}
+	return true
 }
 
 // busy is the error of a try that found every slot held.

@@ -89,29 +89,19 @@ var pgServer *pgtest.Server
 const pgServerTool = "postgresql-server"
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hold-doctest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	if err := testenv.BuildExecutables(root, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	// The PostgreSQL examples run against a server of the test's own,
-	// which the PG* variables of their environment name.
-	if srv, err := pgtest.Start(); err == nil {
-		pgServer = srv
-	} else if !errors.Is(err, pgtest.ErrNoServer) {
-		fmt.Fprintln(os.Stderr, "starting PostgreSQL:", err)
-	}
-	code := testenv.Run(m)
+	code := testenv.RunWithExecutables(m, root, func(dir string) {
+		binDir = dir
+		// The PostgreSQL examples run against a server of the test's
+		// own, which the PG* variables of their environment name.
+		if srv, err := pgtest.Start(); err == nil {
+			pgServer = srv
+		} else if !errors.Is(err, pgtest.ErrNoServer) {
+			fmt.Fprintln(os.Stderr, "starting PostgreSQL:", err)
+		}
+	})
 	if pgServer != nil {
 		pgServer.Close()
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
@@ -78,8 +79,14 @@ func (p Protocol) AcquireSlot(ctx context.Context, req *lock.Request) (lock.Hand
 	return p.acquireSlot(ctx, req, true)
 }
 
-// TryAcquireSlot takes a slot only if no fair waiter is queued and a slot
-// is free; it never waits.
+// slotTryPass bounds how long a try waits behind the fair waiters queued
+// ahead of it while a slot is free: only a queue that does not move (a
+// first waiter stopped with Ctrl-Z) makes it matter.
+const slotTryPass = 2 * time.Second
+
+// TryAcquireSlot takes a free slot without waiting for a holder: busy
+// when every slot is held, or when the fair waiters queued ahead take the
+// slots that were free (it waits behind them, a moment, only then).
 func (p Protocol) TryAcquireSlot(req *lock.Request) (lock.Handle, error) {
 	return p.acquireSlot(context.Background(), req, false)
 }
@@ -103,7 +110,19 @@ func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool)
 	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
 		return nil, err
 	}
-	pl, err := front(ctx, req, wait, p.ticketFiles, slotFree(sem, req.Path))
+	free := slotFree(sem, req.Path)
+	pl, err := front(ctx, req, wait, p.ticketFiles, free)
+	if err == errQueued && free() {
+		// The waiters ahead are taking free slots, which takes them a
+		// moment: a try is busy only if they leave none, as a kernel
+		// semaphore's try is behind its own queue.
+		tctx, cancel := context.WithTimeout(context.Background(), slotTryPass)
+		pl, err = front(tctx, req, true, p.ticketFiles, free)
+		if err != nil && tctx.Err() != nil {
+			err = errQueued
+		}
+		cancel()
+	}
 	if err == errQueued {
 		e := busyError(p, req.Path)
 		if st, serr := sem.InspectSlots(req.Path); serr == nil && st.Slots > 0 {

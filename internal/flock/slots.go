@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,18 +54,30 @@ import (
 //  4. Tries slots 0 to N-1 without waiting and keeps the first it gets.
 //     When all are busy, it waits on all of them at once, one blocked
 //     flock(2) per slot on a goroutine of its own, and keeps the first
-//     granted; each of the others, once the kernel grants it (or at once,
-//     when it fails), lets go and closes its descriptor. The kernel wakes
-//     the waiter the moment a slot is released or its holder dies:
-//     nothing polls. (A blocked flock(2) cannot be called off, so these
-//     other waits stay parked, one thread each, until their slot is next
-//     released; a slot such a wait is granted is let go at once.)
+//     slot it takes. These waits ask for a shared lock of the slot file,
+//     which the kernel grants the moment no one holds the slot (its
+//     holder released it or died): nothing polls. A granted wait lets go
+//     at once and takes the slot exclusively without waiting, or waits
+//     again when someone else took it first. (A blocked flock(2) cannot
+//     be called off, so the waits on the other slots stay parked, one
+//     thread each, until their slot is next released; they then let go
+//     at once.)
 //  5. Writes its owner record into the slot with a token one above the
 //     count file's and every earlier token of the slot, records the token
 //     in the count file, and leaves the queue.
 //
 // Release lets go of the slot, then of P and the count file. A crash at
 // any step frees everything at once: all of it is kernel locks.
+//
+// A slot is held when its file is locked exclusively; that is all hold
+// status, hold ls and a try count (heldExclusively). A shared lock of a
+// slot file is never a holder: it is a parked wait's grant, let go the
+// instant it is made, or someone's look at the slot (hold status probes
+// with one). Such an instant can still refuse an exclusive try, which is
+// why a try that finds a slot free but for shared locks tries again
+// (takeFree), and why a parked wait never asks for the slot exclusively:
+// one granted to a wait that has no use for it made the slot look held,
+// by a process that did not hold it, until that wait let go.
 
 // SlotsSuffix is appended to a lock path to name its semaphore's count
 // file; slot K is the lock path with SlotSuffix and K appended.
@@ -429,17 +442,17 @@ func (p Protocol) takeSlot(ctx context.Context, req *lock.Request, m openMode, w
 				closeAll()
 				return nil, 0, err
 			}
-			err = f.lock(false, false)
-			if err == nil {
-				files, writable, won = append(files, f), append(writable, w), k
-				break
-			}
-			if !isBusy(err) {
+			busy, err := takeFree(f)
+			if err != nil {
 				f.close()
 				closeAll()
 				return nil, 0, lockError(SlotPath(req.Path, k), err)
 			}
 			files, writable = append(files, f), append(writable, w)
+			if !busy {
+				won = k
+				break
+			}
 		}
 		if won >= 0 {
 			for _, f := range files[:won] {
@@ -486,10 +499,60 @@ func (p Protocol) slotOpened(ctx context.Context, req *lock.Request, k int, f *l
 	return h, err
 }
 
+// tryFree bounds how long takeFree waits out shared locks of a slot
+// that no one holds: each is an instant's, so only a process stopped in
+// that instant (or a shared lock of the slot file taken by hand) makes
+// it matter.
+const tryFree = time.Second
+
+// heldExclusively says whether someone holds the slot file f exclusively,
+// that is, holds the slot: the kernel decides, by a non-blocking shared
+// lock of it (let go at once).
+func heldExclusively(f *lockFile) bool {
+	if f.lock(true, false) != nil {
+		return true
+	}
+	f.unlock()
+	return false
+}
+
+// takeFree locks the slot file f exclusively without waiting for a
+// holder: busy when someone holds the slot exclusively. Shared locks of
+// the file are no holders (see the top of this file), so a slot that
+// only they keep the lock from is tried again until they let go, for at
+// most tryFree.
+func takeFree(f *lockFile) (busy bool, err error) {
+	var deadline time.Time
+	pause := 20 * time.Microsecond
+	for {
+		err := f.lock(false, false)
+		if err == nil {
+			return false, nil
+		}
+		if !isBusy(err) {
+			return false, err
+		}
+		if heldExclusively(f) {
+			return true, nil
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(tryFree)
+		} else if now.After(deadline) {
+			return true, nil
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
 // waitAnySlot waits on every slot file at once and returns the index of the
-// first one granted, which the caller then holds; every other file belongs
-// from then on to its own wait, which lets go of its lock once granted and
-// closes it. When ctx ends first, no slot is kept.
+// first one taken, which the caller then holds; every other file belongs
+// from then on to its own wait, which closes it once its wait is granted
+// (or fails). Each wait is for a shared lock, granted when the slot has no
+// holder; it is let go at once, and the slot is then taken exclusively,
+// or waited for again when someone else got there first. When ctx ends
+// first, no slot is kept.
 func waitAnySlot(ctx context.Context, files []*lockFile) (int, error) {
 	type grant struct {
 		k   int
@@ -502,17 +565,31 @@ func waitAnySlot(ctx context.Context, files []*lockFile) (int, error) {
 	}
 	for k, f := range files {
 		go func() {
-			err := f.lock(false, true)
-			if err == nil && claimed.CompareAndSwap(false, true) {
-				granted <- grant{k, nil}
+			for {
+				err := f.lock(true, true)
+				if err == nil {
+					f.unlock()
+					if claimed.Load() {
+						f.close()
+						return
+					}
+					var busy bool
+					if busy, err = takeFree(f); err == nil && busy {
+						continue
+					}
+				}
+				if err == nil && claimed.CompareAndSwap(false, true) {
+					granted <- grant{k, nil}
+					return
+				}
+				if err == nil {
+					f.unlock()
+				}
+				f.close()
+				if err != nil {
+					granted <- grant{k, err}
+				}
 				return
-			}
-			if err == nil {
-				f.unlock()
-			}
-			f.close()
-			if err != nil {
-				granted <- grant{k, err}
 			}
 		}()
 	}
@@ -578,7 +655,9 @@ func (h *slotHandle) Release() error {
 
 // InspectSlots reports the semaphore at path: the N its count file
 // records, and who holds each slot (the kernel decides, by non-blocking
-// probes; a slot taken by hand with flock(1) counts as held). A path with
+// probes: a slot is held while its file is locked exclusively, so a slot
+// taken by hand with flock(1) counts as held, and a parked wait or
+// someone's look, which lock it shared for an instant, do not). A path with
 // no count file is no semaphore: Slots is 0. When no slot is held and the
 // lock file itself is held exclusively, that plain lock is reported.
 func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
@@ -604,10 +683,10 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 		if rec := readOwner(f); rec != nil && rec.Fence > st.Fence {
 			st.Fence = rec.Fence
 		}
-		if probe(f) != lock.Free {
-			st.SlotHolders[k] = holderOf(f, true)
+		if h := slotHolder(f); h != nil {
+			st.SlotHolders[k] = h
 			if held++; held == 1 {
-				st.Holder = st.SlotHolders[k]
+				st.Holder = h
 			}
 		}
 		f.close()
@@ -620,6 +699,43 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 		return plain, nil
 	}
 	return st, nil
+}
+
+// slotHolder says who holds the slot whose file f is, nil when no one
+// holds it exclusively. The kernel is asked again after the record is
+// read: a holder that let go meanwhile left its past record, which names
+// no holder of now, and the slot is free.
+func slotHolder(f *lockFile) *lock.Holder {
+	var h *lock.Holder
+	for range 3 {
+		if !heldExclusively(f) {
+			return nil
+		}
+		h = holderOf(f, true)
+		if !heldExclusively(f) {
+			return nil
+		}
+		if h.Owner == nil && len(h.PIDs) > 0 {
+			// Named by the kernel's lock table alone, which lists
+			// shared locks too: a parked wait's instant grant, between
+			// a release and the next holder's lock, must not be taken
+			// for the holder. Only pids a second look names again are.
+			again := holderOf(f, true)
+			h.PIDs = slices.DeleteFunc(h.PIDs, func(pid int) bool {
+				gone := !slices.Contains(again.PIDs, pid)
+				if gone {
+					delete(h.Commands, pid)
+				}
+				return gone
+			})
+		}
+		if h.Owner != nil || len(h.PIDs) > 0 {
+			break
+		}
+		// Released and taken again between the looks: look once more
+		// for the new holder's name.
+	}
+	return h
 }
 
 // slotsBusy is the error of a try that found every slot held: ErrBusy,

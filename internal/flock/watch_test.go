@@ -160,17 +160,7 @@ func startWorkerEnv(t *testing.T, env ...string) *worker {
 	t.Helper()
 	cmd := testenv.Command(env...)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := testenv.StartPiped(t, cmd)
 	w := &worker{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	go func() {
 		s := bufio.NewScanner(out)

@@ -149,17 +149,7 @@ func StartHolder(t testing.TB, target string, slots int, env ...string) *Holder 
 	t.Helper()
 	cmd := testenv.Command(append([]string{roleEnv + "=hold", targetEnv + "=" + target, slotsEnv + "=" + strconv.Itoa(slots)}, env...)...)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := testenv.StartPiped(t, cmd)
 	h := &Holder{cmd: cmd, stdin: stdin}
 	t.Cleanup(func() { h.Release() })
 	timer := time.AfterFunc(hangBound, func() { cmd.Process.Kill() })

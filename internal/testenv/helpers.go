@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +115,69 @@ func BuildExecutables(root, dir string) error {
 		}
 	}
 	return nil
+}
+
+// ReadFile returns the content of the file at path, failing t when it
+// cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// WriteFile writes content to the file at path with exactly the mode perm
+// (set again after the write, since the umask applies to a new file's),
+// failing t when it cannot.
+func WriteFile(t testing.TB, path, content string, perm fs.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartPiped starts cmd with pipes to its stdin and from its stdout, as a
+// test talks to a worker process, and fails t when it cannot.
+func StartPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, stdout
+}
+
+// RunWithExecutables is TestMain's body for the tests that run hold as a
+// real process: it builds hold and its companions from the module at
+// root (BuildExecutables) into a fresh directory, calls ready with that
+// directory, runs the tests of m (Run), removes the directory, and returns
+// the exit status for os.Exit. A failed build is said on stderr and is
+// status 1, with no test run.
+func RunWithExecutables(m *testing.M, root string, ready func(dir string)) int {
+	dir, err := os.MkdirTemp("", "hold-executables-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := BuildExecutables(root, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ready(dir)
+	return Run(m)
 }
 
 // ExecutablesEnv names the environment variable that gives
