@@ -318,9 +318,16 @@ class Agent:
             self.kill(err)
             raise err
         self.version = str(hello.get("agent", ""))
+        #: The protocol version both sides speak: the lower of the two.
+        self.protocol = int(hello["version"])
         paths = hello.get("sync")
         if want_sync and isinstance(paths, dict):
             self._open_sync(paths)
+        # Lazy acquisitions (protocol 3) where the synchronous channel is
+        # open: a lock's token and owner record are then asked for on it,
+        # in µs, when first read (Lock.token), and a lock nobody asks
+        # about costs the agent no record to write and none to erase.
+        self.lazy = self.sync is not None and self.protocol >= 3
 
     def _open_sync(self, paths: Dict[str, Any]) -> None:
         """Opens this side of the synchronous channel. Neither open blocks:

@@ -856,7 +856,11 @@ def _claim(path: str) -> None:
     except OSError:
         pass
     with contextlib.suppress(_errors.HoldError):
-        _hold_try_lock(lock_file=path, make_dirs=True).release()
+        held = _hold_try_lock(lock_file=path, make_dirs=True)
+        try:
+            held.token  # the record is written when the token is first read
+        finally:
+            held.release()
 
 
 class _ReadWriteMeta(type):
