@@ -180,7 +180,7 @@ class Lock:
     def _foreign(self) -> bool:
         # In a child made by fork(), the lock is still the parent's: it
         # belongs to the parent's agent, which the child must not use.
-        return self._agent.pid != os.getpid()
+        return self._agent.pid != _agent.pid
 
     def release(self) -> None:
         """Gives the lock up. Idempotent: later calls do nothing. Raises
