@@ -94,7 +94,8 @@ from types import TracebackType
 from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple, Type, Union
 from weakref import WeakValueDictionary
 
-from . import _errors, alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
+from . import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
+from . import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
 from ._errors import Deadlock
 from ._steps import Steps, arun, run
 
@@ -177,6 +178,9 @@ class _Context:
         # The path checked (_check_path) and hold.lock()'s options for it,
         # at the first acquisition: the same for every one after.
         self.kw: Optional[Dict[str, Any]] = None
+        # The request of an endless wait, or of no wait, checked once:
+        # hold.lock() with kw and that timeout (see _Take).
+        self.requests: Dict[Optional[float], Dict[str, Any]] = {}
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -523,7 +527,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                         # This task holds it in another object, which it
                         # cannot release while it waits here.
                         raise self._deadlock(None)
-                    held = yield _Take(wait, kw)
+                    held = yield _Take(wait, kw, ctx.requests)
                     if ctx.held is not None:  # another task of a shared object got there first
                         yield _Release(held)
                     else:
@@ -641,12 +645,21 @@ def _raise_in_context(release_error: BaseException, body_error: Optional[BaseExc
 
 
 class _Take:
-    """A step: one hold.lock() of the lock file, waiting wait seconds at most."""
+    """A step: one hold.lock() of the lock file, waiting wait seconds at
+    most: its request is hold.lock()'s for kw, checked once for an endless
+    wait and for none (kept in requests, the object's), and for every
+    attempt of a finite one, whose remaining time changes."""
 
-    __slots__ = ("wait", "kw")
+    __slots__ = ("wait", "req")
 
-    def __init__(self, wait: Optional[float], kw: Dict[str, Any]) -> None:
-        self.wait, self.kw = wait, kw
+    def __init__(self, wait: Optional[float], kw: Dict[str, Any], requests: Dict[Optional[float], Dict[str, Any]]) -> None:
+        self.wait = wait
+        req = requests.get(wait)
+        if req is None:
+            req = _hold_request(None, timeout=wait, **kw)
+            if wait is None or wait == 0:
+                requests[wait] = req
+        self.req = req
 
 
 class _Sleep:
@@ -670,7 +683,7 @@ class _Release:
 def _perform(step: Any) -> Any:
     """Performs a step, blocking the thread."""
     if type(step) is _Take:
-        return _hold_lock(None, timeout=step.wait, **step.kw)
+        return _hold_take("acquire", step.req)
     if type(step) is _Sleep:
         return time.sleep(step.seconds)
     return step.held.release()
@@ -679,7 +692,7 @@ def _perform(step: Any) -> Any:
 async def _aperform(step: Any) -> Any:
     """Performs a step without blocking the event loop."""
     if type(step) is _Take:
-        return await _hold_alock(None, timeout=step.wait, **step.kw)
+        return await _HoldAsyncAcquire(step.req)
     if type(step) is _Sleep:
         return await asyncio.sleep(step.seconds)
     return await step.held._arelease()
