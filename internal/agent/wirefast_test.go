@@ -161,3 +161,20 @@ func TestAppendCommonKnowsEveryField(t *testing.T) {
 		t.Fatalf("reply's fields are\n%s\nappendCommon knows\n%s", got, known)
 	}
 }
+
+// TestRecentRequestsKnowEveryField fails when request gains a field: a
+// copy of a remembered request shares what its fields point to, so a
+// field holding a map or a slice that the agent may change must keep the
+// request out of recentRequests (remember); then add it here.
+func TestRecentRequestsKnowEveryField(t *testing.T) {
+	known := "ID Op Version Sync SyncDir Pipeline Target Wait Shared Fair Protocol LockFile Name Fields Settings " +
+		"HeldBy MakeDirs Mode Stale Lazy Slots DeadlockAfter MustExist AllowSplit AllowOwnerChange AllowEmpty Data " +
+		"Lock Sent Update Request Queue syncCaller"
+	var fields []string
+	for f := range reflect.TypeFor[request]().Fields() {
+		fields = append(fields, f.Name)
+	}
+	if got := strings.Join(fields, " "); got != known {
+		t.Fatalf("request's fields are\n%s\nrecentRequests knows\n%s", got, known)
+	}
+}
