@@ -55,7 +55,8 @@ func TestSuiteSmoke(t *testing.T) {
 	}
 	if py, _ := findPython(); py != nil {
 		py.cleanup()
-		for _, want := range []string{"| 2 | filelock |", "| 2 | hold (Python) |", "| 2 | hold.filelock |", "## hold's Python package against filelock"} {
+		for _, want := range []string{"| 2 | filelock |", "| 2 | hold (Python) |", "| 2 | hold.filelock |", "## hold's Python package against filelock",
+			"| N | row | time per cycle | / filelock's | CPU per cycle | of which the agent |"} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("results.md lacks %q:\n%s", want, b)
 			}

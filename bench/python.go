@@ -140,8 +140,8 @@ func writeAgainstFilelock(b *strings.Builder, results []*result, counts []int) {
 			fmtDur(percentile(r.hold.handoffLat, 99)), fmtDur(percentile(r.fl.handoffLat, 99)),
 			fmtDur(hm), fmtDur(fm), div(float64(fm), float64(hm)))
 	}
-	fmt.Fprintf(b, "\nCPU time per acquisition over the measured cycles, each Python row's (the Python processes' own, plus their agents'; from os.times() and /proc/PID/stat):\n\n")
-	fmt.Fprintf(b, "| N | row | CPU per cycle | of which the agent | CPUs busy (CPU / wall) | / filelock's |\n|---:|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "\nTime and CPU time per acquisition over the measured cycles, each Python row's (time: the run's wall time over its acquisitions; CPU: the Python processes' own, plus their agents', from os.times() and /proc/PID/stat):\n\n")
+	fmt.Fprintf(b, "| N | row | time per cycle | / filelock's | CPU per cycle | of which the agent | CPUs busy (CPU / wall) | / filelock's |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range counts {
 		fl := find(results, n, "filelock")
 		for _, name := range []string{"filelock", "hold (Python)", "hold.filelock"} {
@@ -149,15 +149,18 @@ func writeAgainstFilelock(b *strings.Builder, results []*result, counts []int) {
 			if r == nil || r.acquired == 0 {
 				continue
 			}
-			busy, ratio := 0.0, "—"
+			busy, ratio, timeRatio := 0.0, "—", "—"
 			if r.elapsed > 0 {
 				busy = float64(r.cpu) / float64(r.elapsed)
 			}
 			if fl != nil && fl.acquired > 0 && fl.cpu > 0 {
 				ratio = div(float64(r.cpu)/float64(r.acquired), float64(fl.cpu)/float64(fl.acquired))
 			}
-			fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s |\n", n, name, fmtDur(r.cpu/time.Duration(r.acquired)),
-				fmtDur(r.agentCPU/time.Duration(r.acquired)), busy, ratio)
+			if fl != nil && fl.acquired > 0 && fl.elapsed > 0 {
+				timeRatio = div(float64(r.elapsed)/float64(r.acquired), float64(fl.elapsed)/float64(fl.acquired))
+			}
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %.2f | %s |\n", n, name, fmtDur(r.elapsed/time.Duration(r.acquired)), timeRatio,
+				fmtDur(r.cpu/time.Duration(r.acquired)), fmtDur(r.agentCPU/time.Duration(r.acquired)), busy, ratio)
 		}
 	}
 }

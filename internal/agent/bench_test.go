@@ -26,7 +26,7 @@ func BenchmarkAgentSpec(b *testing.B) {
 func BenchmarkAgentSyncCycle(b *testing.B) {
 	a := newAgent(io.Discard)
 	defer a.shutdown()
-	try := []byte(`{"id":1,"op":"try","target":"` + filepath.Join(b.TempDir(), "t") + `"}`)
+	try := []byte(`{"id":1,"op":"try","target":"` + filepath.Join(b.TempDir(), "t") + `","queue":true,"lazy":true}`)
 	for b.Loop() {
 		req, bad := parseRequest(try)
 		if bad != nil {

@@ -263,6 +263,9 @@ func parseRequest(line []byte) (*request, *reply) {
 	if len(trimSpace(line)) == 0 {
 		return nil, nil // blank lines are allowed, and ignored
 	}
+	if req, ok := parseCommon(line); ok {
+		return req, nil // a line of a lock's cycle (wirefast.go)
+	}
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
 		// Salvage the id, if there is one, so the client can match the error.
@@ -277,6 +280,9 @@ func parseRequest(line []byte) (*request, *reply) {
 	}
 	if validID(req.ID) == nil {
 		return nil, failed(nil, &replyError{Code: codeInvalid, Message: `"id" must be a string or a number`})
+	}
+	if _, rest, ok := splitID(line); ok {
+		recent.remember(rest, &req)
 	}
 	return &req, nil
 }
@@ -305,6 +311,9 @@ func trimSpace(b []byte) []byte {
 
 // encodeReply encodes r as one line, newline included.
 func encodeReply(r *reply) []byte {
+	if b, ok := appendCommon(make([]byte, 0, 128), r); ok {
+		return append(b, '\n') // a reply of a lock's cycle (wirefast.go)
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		// Only an unencodable error message could cause this.

@@ -118,7 +118,10 @@ def stage(version: str, binaries: Optional[List[str]]) -> str:
     shutil.copytree(
         PYTHON_DIR,
         tree,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info", "_bin", ".mypy_cache"),
+        ignore=shutil.ignore_patterns(
+            "__pycache__", "*.pyc", "build", "dist", "*.egg-info", "_bin", ".mypy_cache",
+            ".venv-filelock",  # the test environment .ci/run makes (PIP_PACKAGES)
+        ),
     )
     with open(os.path.join(tree, "src", "hold", "_version.py"), "w") as f:
         f.write(f'"""The package\'s version, written by the release build."""\n\n__version__ = "{version}"\n')

@@ -14,7 +14,7 @@ import subprocess
 import threading
 from typing import Any, List, Optional
 
-from helpers import HANG, TempDirTest, hold
+from helpers import HANG, TempDirTest, hold, need_filelock_feature
 
 import hold.filelock
 
@@ -137,10 +137,9 @@ class WithFilelockRW(ProjectRWTests, TempDirTest):
     MODULE = "filelock"
 
     def setUp(self) -> None:
-        if real_rw is None:
-            # Debian's filelock (3.9) predates ReadWriteLock (3.21): the
-            # same tests run against hold.filelock below all the same.
-            self.skipTest("the installed filelock has no ReadWriteLock (filelock 3.21 or later has)")
+        # Debian's filelock (3.9) predates ReadWriteLock (3.21): the same
+        # tests run against hold.filelock below all the same.
+        need_filelock_feature(self, real_rw is not None, "ReadWriteLock (filelock 3.21 or later has)")
         super().setUp()
 
 
@@ -174,8 +173,7 @@ class HoldRWTest(TempDirTest):
         self.assertIn("SQLite database", str(cm.exception))
 
     def test_a_path_filelock_used_first(self) -> None:
-        if real_rw is None:
-            self.skipTest("the installed filelock has no ReadWriteLock (filelock 3.21 or later has)")
+        need_filelock_feature(self, real_rw is not None, "ReadWriteLock (filelock 3.21 or later has)")
         path = self.path("data.rw")
         with real_rw(path, is_singleton=False).write_lock():
             pass

@@ -111,19 +111,20 @@ class ReentrancyTest(TempDirTest):
 
         def nested():
             with hold.lock(t) as outer:
+                pid = outer.owner["pid"]  # read while held: see Lock.token
                 try:
                     hold.lock(t)
                 except hold.Deadlock as e:
-                    return e, outer
-                return None, outer
+                    return e, pid
+                return None, pid
 
         out = self._bounded(nested)
         self.assertNotIn("error", out, out.get("error"))
-        e, outer = out["value"]
+        e, pid = out["value"]
         self.assertIsNotNone(e, "a second lock() of a lock this thread holds was granted")
         self.assertIsInstance(e, RuntimeError)
         self.assertEqual(e.code, "EDEADLK")
-        self.assertIn(f"held by pid {outer.owner['pid']}", str(e))
+        self.assertIn(f"held by pid {pid}", str(e))
         self.assertIn("the caller itself", str(e))
         # update and append of a file whose lock this thread holds, too.
         f = self.path("f")

@@ -37,11 +37,26 @@ class OwnerTypeTest(unittest.TestCase):
         for record in _records():
             raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
             line = b'{"id":7,"ok":true,"lock":3,"token":17,"path":"x.lock","protocol":"flock","owner":' + raw + b"}\n"
-            reply = _agent._lock_reply(line)
+            reply = _agent._lock_reply(line, 7, len(b'{"id":7,"ok":true,"lock":'))
             self.assertIsNotNone(reply, line)
             assert reply is not None
             lk = hold.Lock(None, reply)  # type: ignore[arg-type]
             self.assertEqual(lk.owner, record)
+
+    def test_lazy_lock_replies_decode_as_json(self) -> None:
+        # A lazy lock's reply has no record: what follows its lock number
+        # is decoded once per path, and every reply comes out as json
+        # decodes it, whatever its id and lock number.
+        for path in ("x.lock", '/tmp/a "b".lock', "/tmp/\u00e9.lock"):
+            for rid, number in ((7, 3), (8, 3), (123, 4567), (9, 0)):
+                line = (b'{"id":%d,"ok":true,"lock":%d,"path":%s,"protocol":"flock","release_ahead":true}\n'
+                        % (rid, number, json.dumps(path).encode()))
+                start = len(b'{"id":%d,"ok":true,"lock":' % rid)
+                self.assertEqual(_agent._lock_reply(line, rid, start), json.loads(line), line)
+        # A second "lock" after the first is not taken for what follows it.
+        line = b'{"id":5,"ok":true,"lock":1,"path":"y.lock","lock":2}\n'
+        for _ in range(2):
+            self.assertEqual(_agent._lock_reply(line, 5, len(b'{"id":5,"ok":true,"lock":')), json.loads(line))
 
 
 if __name__ == "__main__":

@@ -136,9 +136,10 @@ class InteropTest(TempDirTest):
         )
         env = dict(os.environ, HOLD_BIN=hold_binary())
         with hold.lock(self.path("T")) as l:
+            pid = l.owner["pid"]
             r = subprocess.run([node, "--input-type=module", "-e", script, os.path.abspath(js)],
                                cwd=self.dir, env=env, capture_output=True, text=True, timeout=HANG)
-        self.assertEqual(r.stdout.split(), ["EBUSY", str(l.owner["pid"])], r.stderr)
+        self.assertEqual(r.stdout.split(), ["EBUSY", str(pid)], r.stderr)
 
 
 class CrashTest(TempDirTest):

@@ -80,7 +80,11 @@ class Lock:
         self._mu = threading.Lock()
         self._lost: Optional[HoldError] = None
         self._released = False
-        self.token: int = int(reply.get("token") or 0)
+        # The fencing token, None until known: a lazy acquisition's reply
+        # has neither it nor the owner record (see token).
+        self._token: Optional[int] = (
+            int(reply.get("token") or 0) if "owner" in reply or _agent.OWNER_RAW in reply else None
+        )
         #: The slot held of a semaphore (``slots=n``), 0 to n-1; 0 for a lock.
         self.slot: int = int(reply.get("slot") or 0)
         self.path: str = str(reply.get("path", ""))
@@ -95,9 +99,51 @@ class Lock:
         self._owner_raw: Optional[bytes] = reply.get(_agent.OWNER_RAW)
 
     @property
+    def token(self) -> int:
+        """The fencing token: strictly increases with every exclusive
+        acquisition of this lock path. Read it while the lock is held: the
+        agent writes the owner record that backs it when it is first asked
+        for (one request of a few µs on the synchronous channel), or once
+        the lock has been held a while (10 to 60 ms); a lock released
+        before either has none (0), and its owner is empty."""
+        if self._token is None:
+            self._fetch_record()
+        return self._token or 0
+
+    def _fetch_record(self) -> None:
+        """Asks the agent for the token and owner record of a lock taken
+        lazily (Agent.lazy). Kept once final: a failed ask while the lock
+        is held (its agent is dying) says nothing of what a later read
+        would find."""
+        ag = self._agent
+        live = not self._released and self._lost is None and not self._foreign() and ag.sync is not None
+        reply: Optional[Reply] = None
+        if live:
+            msg = {"op": "token", "lock": self._number}
+            try:
+                reply = ag.sync_call(msg)
+                if reply is not None and reply.get("queued"):
+                    reply = ag.call(msg, queued=int(reply["id"]))
+            except HoldError:
+                reply = None
+        if reply is not None and reply.get("ok"):
+            self._token = int(reply.get("token") or 0)
+            owner = reply.get("owner")
+            if self._owner is None and self._owner_raw is None:
+                self._owner = owner if isinstance(owner, dict) else {}
+        elif not live:
+            self._token = 0
+            if self._owner is None and self._owner_raw is None:
+                self._owner = {}
+
+    @property
     def owner(self) -> Owner:
         """The owner record published for this lock, as ``hold status``
-        shows it (decoded at the first read; keys as in ``Owner``)."""
+        shows it (decoded at the first read; keys as in ``Owner``; empty
+        for a lock released before its token or record was read, see
+        ``token``)."""
+        if self._owner is None and self._owner_raw is None and self._token is None:
+            self._fetch_record()
         if self._owner is None:
             owner = None
             if self._owner_raw is not None:
@@ -115,7 +161,8 @@ class Lock:
 
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self._lost else "held"
-        return f"<hold.Lock {self.path!r} token={self.token} protocol={self.protocol!r} {state}>"
+        token = "unread" if self._token is None else self._token  # reading it would ask the agent
+        return f"<hold.Lock {self.path!r} token={token} protocol={self.protocol!r} {state}>"
 
     @property
     def lost(self) -> Optional[HoldError]:
@@ -133,7 +180,7 @@ class Lock:
     def _foreign(self) -> bool:
         # In a child made by fork(), the lock is still the parent's: it
         # belongs to the parent's agent, which the child must not use.
-        return self._agent.pid != os.getpid()
+        return self._agent.pid != _agent.pid
 
     def release(self) -> None:
         """Gives the lock up. Idempotent: later calls do nothing. Raises
@@ -407,11 +454,13 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
     decision."""
     if ag.sync is None:
         return None
-    body = None if held else _line_body(op, req)
+    body = None if held else _line_body(op, req, ag.lazy)
     if body is None:
         msg = {"op": op, **req}
         if held:
             msg["held_by"] = held
+        if ag.lazy:
+            msg["lazy"] = True
     else:
         msg = _ENCODED
     r = ag.sync_call(msg, body)
@@ -449,18 +498,21 @@ _ENCODED: Dict[str, Any] = {}
 _bodies: Dict[Tuple[Any, ...], bytes] = {}
 
 
-def _line_body(op: str, req: Dict[str, Any]) -> Optional[bytes]:
+def _line_body(op: str, req: Dict[str, Any], lazy: bool) -> Optional[bytes]:
     """The synchronous channel's line of the request, after its id, from
     the cache when it can be (None for requests with fields or settings:
-    sync_call encodes those)."""
+    sync_call encodes those); lazy asks for a lazy acquisition."""
     if "fields" in req or "settings" in req:
         return None
-    key = (op, *req.items())
+    key = (op, lazy, *req.items())
     body = _bodies.get(key)
     if body is None:
         if len(_bodies) >= 256:
             _bodies.clear()
-        body = json.dumps({"op": op, **req, "queue": True}, separators=(",", ":")).encode()[1:] + b"\n"
+        line = {"op": op, **req, "queue": True}
+        if lazy:
+            line["lazy"] = True
+        body = json.dumps(line, separators=(",", ":")).encode()[1:] + b"\n"
         _bodies[key] = body
     return body
 

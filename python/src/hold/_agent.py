@@ -111,12 +111,45 @@ _OWNER_KEY = b',"owner":'
 OWNER_RAW = "owner_raw"
 
 
-def _lock_reply(raw: bytes) -> Optional[Reply]:
+#: The lazy lock replies decoded lately, but for their id and lock number,
+#: by what follows the lock number: the same for every lock of one path.
+_lazy_tails: Dict[bytes, Reply] = {}
+
+
+def _lazy_reply(raw: bytes, rid: int, start: int) -> Optional[Reply]:
+    """Decodes the reply raw of a lock taken lazily (no owner record),
+    whose lock number starts at start: what follows the number is decoded
+    once per path (_lazy_tails)."""
+    end = raw.find(b",", start)
+    if end < 0:
+        end = raw.find(b"}", start)
+    tail = raw[end:]
+    known = _lazy_tails.get(tail)
+    if known is not None and raw[start:end].isdigit():
+        reply = dict(known)
+        reply["id"], reply["lock"] = rid, int(raw[start:end])
+        return reply
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(reply, dict):
+        return None
+    if raw[start:end].isdigit() and reply.get("id") == rid and reply.get("lock") == int(raw[start:end]) and len(tail) <= 1024:
+        if len(_lazy_tails) >= 64:
+            _lazy_tails.clear()
+        _lazy_tails[tail] = {k: v for k, v in reply.items() if k not in ("id", "lock")}
+    return reply
+
+
+def _lock_reply(raw: bytes, rid: int, start: int) -> Optional[Reply]:
     """Decodes a lock's reply but for its owner record, which it keeps as
     bytes under OWNER_RAW for Lock.owner to decode if it is ever read; None
-    if the line is not shaped so."""
+    if the line is not shaped so. start is where the lock number starts."""
     i = raw.find(_OWNER_KEY)
-    if i < 0 or not raw.endswith(b"}}\n"):
+    if i < 0:
+        return _lazy_reply(raw, rid, start)
+    if not raw.endswith(b"}}\n"):
         return None
     try:
         reply = json.loads(raw[:i] + b"}")
@@ -193,7 +226,13 @@ class SyncChannel:
                 pass
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
+        try:
+            n = os.write(self.requests, data)
+        except BlockingIOError:
+            n = 0
+        if n == len(data):
+            return  # the common case: a line is far shorter than the FIFO holds
+        view = memoryview(data)[n:]
         while view:
             try:
                 n = os.write(self.requests, view)
@@ -318,9 +357,16 @@ class Agent:
             self.kill(err)
             raise err
         self.version = str(hello.get("agent", ""))
+        #: The protocol version both sides speak: the lower of the two.
+        self.protocol = int(hello["version"])
         paths = hello.get("sync")
         if want_sync and isinstance(paths, dict):
             self._open_sync(paths)
+        # Lazy acquisitions (protocol 3) where the synchronous channel is
+        # open: a lock's token and owner record are then asked for on it,
+        # in µs, when first read (Lock.token), and a lock nobody asks
+        # about costs the agent no record to write and none to erase.
+        self.lazy = self.sync is not None and self.protocol >= 3
 
     def _open_sync(self, paths: Dict[str, Any]) -> None:
         """Opens this side of the synchronous channel. Neither open blocks:
@@ -538,8 +584,9 @@ class Agent:
         """Decodes the synchronous channel's reply raw to request rid."""
         if raw == _SYNC_OK % rid:
             return {"id": rid, "ok": True}
-        if raw.startswith(_LOCK_REPLY % rid):
-            reply = _lock_reply(raw)
+        prefix = _LOCK_REPLY % rid
+        if raw.startswith(prefix):
+            reply = _lock_reply(raw, rid, len(prefix))
             if reply is not None:
                 return reply
         elif raw == _QUEUED % rid:
@@ -744,19 +791,27 @@ class Agent:
 _agent: Optional[Agent] = None
 _agent_mu = threading.Lock()
 
+#: This process's pid. os.getpid() is a system call, which every lock and
+#: release would make to tell whether this process is the agent's client
+#: or a child made by fork() since; the pid changes only in such a child,
+#: where the at-fork hook below (which os.fork, multiprocessing and
+#: subprocess's preexec_fn run) sets it again. A child made by a C
+#: extension's own fork() that skips the hooks, which Python does not
+#: support either, must not use hold.
+pid = os.getpid()
+
 
 def get_agent() -> Agent:
     """This process's agent, started on first use (and again after it died,
     or in a child made by fork())."""
     global _agent
     ag = _agent
-    if ag is not None and ag.dead is None and ag.pid == os.getpid():
+    if ag is not None and ag.dead is None and ag.pid == pid:
         return ag
     with _agent_mu:
         ag = _agent
         if ag is not None and ag.pid != os.getpid():
-            # A fork() without the at-fork hook (it runs for os.fork and
-            # multiprocessing, not for every C-level fork).
+            # The hook did not run for this child (see pid).
             ag.forget_in_child()
             ag = _agent = None
         if ag is None or ag.dead is not None:
@@ -771,7 +826,8 @@ def _forget(ag: Agent) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _agent, _agent_mu
+    global _agent, _agent_mu, pid
+    pid = os.getpid()
     # The parent's threads, the reader among them, did not come along; a
     # lock one of them held would never be released here.
     _agent_mu = threading.Lock()
@@ -782,7 +838,7 @@ def _after_fork_in_child() -> None:
 
 def _close_at_exit() -> None:
     ag = _agent
-    if ag is not None and ag.pid == os.getpid():
+    if ag is not None and ag.pid == os.getpid():  # once: the exact answer
         ag.close()
 
 

@@ -23,8 +23,9 @@ Steps = Generator[Any, Any, T]
 
 def _drive(steps: "Steps[T]", perform: Callable[[Any], Iterator[Any]], step: Any) -> Generator[Any, Any, T]:
     """Performs step, the first that steps yielded, and every step after
-    it, as perform delegates them (at once for run, through the event loop
-    for arun), feeding steps each outcome."""
+    it, as perform delegates them (through the event loop, for arun),
+    feeding steps each outcome; run is the same loop for a blocking
+    perform."""
     while True:
         error: Optional[BaseException] = None
         try:
@@ -37,25 +38,24 @@ def _drive(steps: "Steps[T]", perform: Callable[[Any], Iterator[Any]], step: Any
             return done.value  # type: ignore[no-any-return]
 
 
-def _at_once(outcome: Any) -> Iterator[Any]:
-    """A step already performed, for _drive."""
-    return outcome
-    yield  # pragma: no cover (makes this a generator that never yields)
-
-
 def run(steps: "Steps[T]", perform: Callable[[Any], Any]) -> T:
     """Drives steps to their end, performing each with perform, which
     blocks until its outcome; returns the operation's result. An operation
-    that needs no step (a lock free at once) costs one send."""
+    that needs no step (a lock free at once) costs one send. This is
+    _drive's loop with perform called in place, which spares each
+    operation of a thread two generators (most operations are one or
+    two steps, a lock and a release)."""
     try:
         step = steps.send(None)
+        while True:
+            try:
+                outcome = perform(step)
+            except BaseException as e:  # the operation decides what to do with it
+                step = steps.throw(e)
+            else:
+                step = steps.send(outcome)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
-    try:
-        _drive(steps, lambda s: _at_once(perform(s)), step).send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    raise RuntimeError("a blocking step yielded to an event loop")
 
 
 #: _drive as an awaitable (a generator-based coroutine), for arun.

@@ -48,8 +48,8 @@ Where an option cannot mean what it means under filelock:
 - Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
   filesystem failures do not reach hold: the files are opened by the agent.
 - Subclasses that override filelock's private ``_acquire`` and ``_release``
-  get no say: hold takes the lock. filelock's leases, its async and soft
-  read-write locks and its ``__version__`` are not here.
+  get no say: hold takes the lock. filelock's leases, its soft read-write
+  locks and its ``__version__`` are not here.
 - ``ReadWriteLock`` has filelock's API (``read_lock()``, ``write_lock()``,
   ``acquire_read``, ``acquire_write``, ``release(force=)``, ``close``,
   ``get_lock``, one object per path by default) on hold's shared and
@@ -63,6 +63,11 @@ Where an option cannot mean what it means under filelock:
   (``sqlite3.DatabaseError``: the file is not a database). Switch every
   process of one lock file at once; a filelock holder that holds a path at
   the very moment hold's object for it is made is not excluded.
+  ``AsyncReadWriteLock`` is the same for asyncio, per task where
+  ``ReadWriteLock`` is per thread, with filelock's API (``read_lock()``,
+  ``write_lock()``, ``acquire_read``, ``acquire_write``, ``release(force=)``,
+  ``close``); its ``loop`` and ``executor`` are kept and reported, as
+  ``AsyncFileLock``'s are.
 - A kernel lock's release is written to the agent and not waited for (see
   ``hold.Lock.release``): another process, or filelock in this one, may
   find the lock held for the µs the agent takes to release it; every call
@@ -89,13 +94,16 @@ from types import TracebackType
 from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple, Type, Union
 from weakref import WeakValueDictionary
 
-from . import _errors, alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
+from . import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
+from . import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
 from ._errors import Deadlock
 from ._steps import Steps, arun, run
 
 __all__ = [
     "AcquireReturnProxy",
+    "AsyncAcquireReadWriteReturnProxy",
     "AsyncAcquireReturnProxy",
+    "AsyncReadWriteLock",
     "AsyncFileLock",
     "AsyncSoftFileLock",
     "BaseAsyncFileLock",
@@ -170,6 +178,9 @@ class _Context:
         # The path checked (_check_path) and hold.lock()'s options for it,
         # at the first acquisition: the same for every one after.
         self.kw: Optional[Dict[str, Any]] = None
+        # The request of an endless wait, or of no wait, checked once:
+        # hold.lock() with kw and that timeout (see _Take).
+        self.requests: Dict[Optional[float], Dict[str, Any]] = {}
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -516,7 +527,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                         # This task holds it in another object, which it
                         # cannot release while it waits here.
                         raise self._deadlock(None)
-                    held = yield _Take(wait, kw)
+                    held = yield _Take(wait, kw, ctx.requests)
                     if ctx.held is not None:  # another task of a shared object got there first
                         yield _Release(held)
                     else:
@@ -634,12 +645,21 @@ def _raise_in_context(release_error: BaseException, body_error: Optional[BaseExc
 
 
 class _Take:
-    """A step: one hold.lock() of the lock file, waiting wait seconds at most."""
+    """A step: one hold.lock() of the lock file, waiting wait seconds at
+    most: its request is hold.lock()'s for kw, checked once for an endless
+    wait and for none (kept in requests, the object's), and for every
+    attempt of a finite one, whose remaining time changes."""
 
-    __slots__ = ("wait", "kw")
+    __slots__ = ("wait", "req")
 
-    def __init__(self, wait: Optional[float], kw: Dict[str, Any]) -> None:
-        self.wait, self.kw = wait, kw
+    def __init__(self, wait: Optional[float], kw: Dict[str, Any], requests: Dict[Optional[float], Dict[str, Any]]) -> None:
+        self.wait = wait
+        req = requests.get(wait)
+        if req is None:
+            req = _hold_request(None, timeout=wait, **kw)
+            if wait is None or wait == 0:
+                requests[wait] = req
+        self.req = req
 
 
 class _Sleep:
@@ -663,7 +683,7 @@ class _Release:
 def _perform(step: Any) -> Any:
     """Performs a step, blocking the thread."""
     if type(step) is _Take:
-        return _hold_lock(None, timeout=step.wait, **step.kw)
+        return _hold_take("acquire", step.req)
     if type(step) is _Sleep:
         return time.sleep(step.seconds)
     return step.held.release()
@@ -672,7 +692,7 @@ def _perform(step: Any) -> Any:
 async def _aperform(step: Any) -> Any:
     """Performs a step without blocking the event loop."""
     if type(step) is _Take:
-        return await _hold_alock(None, timeout=step.wait, **step.kw)
+        return await _HoldAsyncAcquire(step.req)
     if type(step) is _Sleep:
         return await asyncio.sleep(step.seconds)
     return await step.held._arelease()
@@ -856,7 +876,11 @@ def _claim(path: str) -> None:
     except OSError:
         pass
     with contextlib.suppress(_errors.HoldError):
-        _hold_try_lock(lock_file=path, make_dirs=True).release()
+        held = _hold_try_lock(lock_file=path, make_dirs=True)
+        try:
+            held.token  # the record is written when the token is first read
+        finally:
+            held.release()
 
 
 class _ReadWriteMeta(type):
@@ -1056,6 +1080,240 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.release(force=True)
+
+
+class _AsyncRWState:
+    """What the AsyncReadWriteLock objects of one path share (one object's
+    own with ``is_singleton=False``): the hold lock, its mode, the levels
+    each task holds, and the tasks waiting for a change."""
+
+    def __init__(self) -> None:
+        self.held: Any = None  # the hold.Lock while held
+        self.mode: Optional[str] = None  # "read" or "write" while held
+        self.owners: Dict[Any, int] = {}  # task -> levels held
+        self.taking = False  # a task is taking the hold lock
+        self.writers = 0  # tasks waiting for the write lock
+        self.waiters: list = []  # futures, woken at every change
+
+    def changed(self) -> None:
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait(self, deadline: Optional[float]) -> bool:
+        """Waits for a change until deadline (perf_counter); False if it
+        passed first."""
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            return False
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        done, _ = await asyncio.wait({fut}, timeout=left)
+        if not done:
+            fut.cancel()
+            return False
+        return True
+
+
+#: The shared state of the singleton AsyncReadWriteLock objects, by path.
+_async_rw_states: "WeakValueDictionary[str, _AsyncRWState]" = WeakValueDictionary()
+
+
+class AsyncAcquireReadWriteReturnProxy:
+    """What AsyncReadWriteLock's ``acquire_read`` and ``acquire_write``
+    return: ``async with`` on it releases the level taken."""
+
+    def __init__(self, lock: "AsyncReadWriteLock") -> None:
+        self.lock = lock
+
+    async def __aenter__(self) -> "AsyncReadWriteLock":
+        return self.lock
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.lock.release()
+
+
+class AsyncReadWriteLock:
+    """filelock's AsyncReadWriteLock, on hold: ReadWriteLock for asyncio,
+    on the same shared and exclusive kernel locks of ``lock_file``, so it,
+    ReadWriteLock, ``hold.lock(lock_file=..., shared=...)`` and flock(1)
+    exclude each other across processes. No wait blocks the event loop.
+
+    As filelock's: each task holds its own levels; tasks share a read
+    lock, which is one shared kernel lock held while any of them holds it;
+    a task asking for the write lock waits until the other tasks have let
+    go, and while it waits new readers wait behind it; a task may take the
+    mode it holds again (each acquisition needs its release), and changing
+    mode raises ``RuntimeError``. Objects of one path share their tasks'
+    holds unless ``is_singleton=False``. ``timeout`` (seconds, -1: as long
+    as it takes) and ``blocking`` are each acquisition's defaults;
+    ``Timeout`` when the lock cannot be had. ``loop`` and ``executor`` are
+    kept and reported: hold's waits need no executor."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 executor: Any = None) -> None:
+        if not isinstance(blocking, bool):
+            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
+            raise ValueError(f"timeout must be a number of seconds, not {timeout!r}")
+        self._lock_file = os.fspath(lock_file)
+        self._timeout = timeout
+        self._blocking = blocking
+        self._loop = loop
+        self._executor = executor
+        self._closed = False
+        _refuse_sqlite(self._lock_file)
+        _claim(self._lock_file)
+        state: Optional[_AsyncRWState] = None
+        if is_singleton:
+            key = _canonical(self._lock_file)
+            with _singleton_mu:
+                state = _async_rw_states.get(key)
+                if state is None:
+                    state = _async_rw_states[key] = _AsyncRWState()
+        self._state = state or _AsyncRWState()
+
+    @property
+    def lock_file(self) -> str:
+        """The lock file."""
+        return self._lock_file
+
+    @property
+    def timeout(self) -> float:
+        """The default timeout of an acquisition, in seconds (-1: as long as it takes)."""
+        return self._timeout
+
+    @property
+    def blocking(self) -> bool:
+        """Whether an acquisition waits by default."""
+        return self._blocking
+
+    @property
+    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+        """The loop given, if any (hold needs none: see the class's doc)."""
+        return self._loop
+
+    @property
+    def executor(self) -> Any:
+        """The executor given, if any (never used: hold's waits need none)."""
+        return self._executor
+
+    @contextlib.asynccontextmanager
+    async def read_lock(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> Any:
+        """Holds a read (shared) lock for the ``async with`` block."""
+        await self.acquire_read(timeout, blocking=blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    @contextlib.asynccontextmanager
+    async def write_lock(self, timeout: Optional[float] = None, *, blocking: Optional[bool] = None) -> Any:
+        """Holds the write (exclusive) lock for the ``async with`` block."""
+        await self.acquire_write(timeout, blocking=blocking)
+        try:
+            yield
+        finally:
+            await self.release()
+
+    async def acquire_read(self, timeout: Optional[float] = None, *,
+                           blocking: Optional[bool] = None) -> AsyncAcquireReadWriteReturnProxy:
+        """Takes a read lock (or one more level of it, in this task)."""
+        await self._acquire("read", timeout, blocking)
+        return AsyncAcquireReadWriteReturnProxy(self)
+
+    async def acquire_write(self, timeout: Optional[float] = None, *,
+                            blocking: Optional[bool] = None) -> AsyncAcquireReadWriteReturnProxy:
+        """Takes the write lock (or one more level of it, in this task)."""
+        await self._acquire("write", timeout, blocking)
+        return AsyncAcquireReadWriteReturnProxy(self)
+
+    async def _acquire(self, mode: str, timeout: Optional[float], blocking: Optional[bool]) -> None:
+        if self._closed:
+            raise RuntimeError(f"AsyncReadWriteLock on {self._lock_file} is closed")
+        timeout = self._timeout if timeout is None else timeout
+        blocking = self._blocking if blocking is None else blocking
+        deadline = None if blocking and timeout < 0 else time.perf_counter() + (timeout if blocking else 0)
+        st, me = self._state, asyncio.current_task()
+        if st.owners.get(me):
+            if st.mode != mode:
+                reason = "downgrade" if mode == "read" else "upgrade"
+                raise RuntimeError(
+                    f"Cannot acquire {mode} lock on {self._lock_file} (lock id: {id(self)}): already holding a "
+                    f"{st.mode} lock ({reason} not allowed)"
+                )
+            st.owners[me] += 1
+            return
+        if mode == "write":
+            st.writers += 1
+        try:
+            while True:
+                if st.mode is None and not st.taking and (mode == "write" or not st.writers):
+                    await self._take(mode, deadline)
+                    st.owners[me] = 1
+                    return
+                if mode == "read" and st.mode == "read" and not st.writers and not st.taking:
+                    st.owners[me] = 1  # shares the read lock held
+                    return
+                if not await st.wait(deadline):
+                    raise Timeout(self._lock_file)
+        finally:
+            if mode == "write":
+                st.writers -= 1
+                st.changed()
+
+    async def _take(self, mode: str, deadline: Optional[float]) -> None:
+        """Takes the hold lock for the object's tasks."""
+        st = self._state
+        st.taking = True
+        try:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                st.held = await _hold_alock(None, lock_file=self._lock_file, shared=mode == "read", make_dirs=True,
+                                            timeout=wait)
+            except (_errors.Busy, _errors.Timeout):
+                raise Timeout(self._lock_file) from None
+            st.mode = mode
+        finally:
+            st.taking = False
+            st.changed()
+
+    async def release(self, *, force: bool = False) -> None:
+        """Releases one level this task holds (all of them with
+        ``force``); the lock goes when no task holds it. ``RuntimeError``
+        if this task holds none (and not force)."""
+        st, me = self._state, asyncio.current_task()
+        levels = st.owners.get(me, 0)
+        if not levels:
+            if force:
+                return
+            raise RuntimeError(f"Cannot release a lock on {self._lock_file} (lock id: {id(self)}) that is not held")
+        if levels > 1 and not force:
+            st.owners[me] = levels - 1
+            return
+        del st.owners[me]
+        if not st.owners:
+            await self._let_go()
+
+    async def _let_go(self) -> None:
+        st = self._state
+        held, st.held, st.mode = st.held, None, None
+        try:
+            if held is not None:
+                await held._arelease()
+        finally:
+            st.changed()
+
+    async def close(self) -> None:
+        """Releases every level, of every task, and closes the object:
+        acquisitions then raise ``RuntimeError``."""
+        st = self._state
+        if st.owners:
+            st.owners.clear()
+            await self._let_go()
+        self._closed = True
 
 
 #: filelock's names of its platform classes: under hold, the agent takes
