@@ -444,6 +444,7 @@ type queue struct {
 // the lock is taken, off the hand-off's path.
 func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 	p := w.p
+	ctx = w.watching(ctx)
 	for {
 		if q.pred == "" {
 			var err error

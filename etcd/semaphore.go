@@ -186,6 +186,9 @@ func (w *waiter) position(ctx context.Context) (int, string, error) {
 // wait it only looks: a place, or ErrBusy naming every holder.
 func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
+	if wait {
+		ctx = w.watching(ctx)
+	}
 	for {
 		ahead, pred, err := w.position(ctx)
 		if err != nil {

@@ -1,0 +1,145 @@
+package hold
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hold-dev/hold/internal/waits"
+	"github.com/hold-dev/hold/lock"
+)
+
+// Deadlocks between processes through a server's locks (etcd,
+// PostgreSQL): the search of deadlock_cycle.go, with the edges the server
+// knows. A protocol that implements lock.WaitGraph says, once a wait has
+// lasted DeadlockAfter, on the server what it waits for (the entry its
+// ServerWatcher publish writes, readable by the same server user's other
+// waiters only, gone with the waiter's lease or session), and lists the
+// waits published there, each with the holders of its lock in the
+// server's terms (Blockers) and what holds for its own process (Holds).
+//
+// The chain is followed as on this machine: from this wait to the one
+// wait whose process holds every blocker of its lock, and on. A blocker
+// that no published wait holds (a holder that does not wait, or waits
+// without saying so: DeadlockAfter(0), another version of hold, another
+// user), or blockers held for more than one wait, end the chain: no
+// claim. The rest is the same rule as on this machine: the cycle must be
+// found twice a moment apart, the youngest wait (the latest Order, then
+// the greatest ID) gives up with ErrDeadlock, and the message names every
+// process and lock.
+//
+// A cycle that crosses protocols (a kernel lock held by a process that
+// waits for an etcd lock, or locks of two servers) is not followed: each
+// search sees one server's waits, or this machine's, and the chain ends
+// where they meet. That cycle is not claimed; its waits hang as before.
+
+// WaitingOn starts the watch of a wait that its protocol can say on its
+// server (lock.ServerWatcher).
+func (w *cycleWatch) WaitingOn(ctx context.Context, publish func(context.Context) (string, func(), error)) context.Context {
+	if w.graph == nil {
+		return w.Waiting(ctx)
+	}
+	return w.waiting(ctx, publish)
+}
+
+// serverLook bounds each round trip of the search to the server: a look
+// that takes longer tells nothing this time.
+const serverLook = 5 * time.Second
+
+// beginServer publishes the wait on its server and returns it, as an
+// entry of the search, with the look for a cycle through it there and the
+// removal of the entry.
+func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep, func(), bool) {
+	ctx, cancel := context.WithTimeout(st.ctx, serverLook)
+	id, remove, err := st.publish(ctx)
+	cancel()
+	if err != nil {
+		return waits.Entry{}, nil, nil, false
+	}
+	me := waits.Self()
+	me.Proto = w.proto
+	me.Path = w.path
+	me.Shared = w.shared
+	me.Name = id
+	// Only its Order, from the server, compares it with the others':
+	// it is set from the list (serverCycle).
+	find := func() []cycleStep {
+		ctx, cancel := context.WithTimeout(st.ctx, serverLook)
+		defer cancel()
+		ws, err := w.graph.ServerWaits(ctx)
+		if err != nil {
+			return nil
+		}
+		cyc := serverCycle(ws, id)
+		if cyc != nil {
+			// This process's own words for itself, which the server's
+			// record may have shortened.
+			since := cyc[0].e.Since
+			cyc[0].e = me
+			cyc[0].e.Since = since
+		}
+		return cyc
+	}
+	return me, find, remove, true
+}
+
+// serverCycle follows the chain of server waits from the one called me
+// and returns the cycle through it, it first, or nil (see the top of
+// this file).
+func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
+	i := slices.IndexFunc(ws, func(w lock.ServerWait) bool { return w.ID == me })
+	if i < 0 || len(ws) < 2 {
+		return nil
+	}
+	cur := ws[i]
+	cyc := []cycleStep{{e: serverEntry(cur)}}
+	for range len(ws) + 1 {
+		if len(cur.Blockers) == 0 {
+			return nil
+		}
+		next := -1
+		for j := range ws {
+			if holdsAll(ws[j].Holds, cur.Blockers) {
+				if next >= 0 {
+					return nil // more than one wait: it may end
+				}
+				next = j
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		w := ws[next]
+		if w.ID == me {
+			if len(cyc) < 2 {
+				return nil // its own lock: not a cycle between processes
+			}
+			return cyc
+		}
+		if slices.ContainsFunc(cyc, func(s cycleStep) bool { return s.e.Name == w.ID }) {
+			return nil // a cycle that is not through this wait
+		}
+		cyc = append(cyc, cycleStep{e: serverEntry(w)})
+		cur = w
+	}
+	return nil
+}
+
+// holdsAll reports whether every blocker is one of holds.
+func holdsAll(holds, blockers []string) bool {
+	for _, b := range blockers {
+		if !slices.Contains(holds, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// serverEntry is a server's wait as a step of the search, for its rules
+// and its message.
+func serverEntry(w lock.ServerWait) waits.Entry {
+	o := w.Waiter
+	return waits.Entry{PID: o.PID, ProcStart: o.ProcStart, Host: o.Host, Command: strings.Join(o.Command, " "),
+		Path: w.Path, Since: w.Order, Name: w.ID}
+}

@@ -1,0 +1,258 @@
+// Package cycletest runs deadlocks between processes on a protocol, for
+// the tests of the network protocols (etcd, PostgreSQL): worker
+// processes (the test binary, run again) that take locks in given
+// orders, and the checks that a cycle ends with exactly one ErrDeadlock
+// naming it while locks taken in one global order never report one.
+package cycletest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/testenv"
+)
+
+// The worker's environment.
+const (
+	roleEnv   = "HOLD_CYCLETEST_ROLE"
+	locksEnv  = "HOLD_CYCLETEST_LOCKS"  // comma separated, in order
+	readyEnv  = "HOLD_CYCLETEST_READY"  // directory of the barrier
+	countEnv  = "HOLD_CYCLETEST_N"      // workers at the barrier
+	indexEnv  = "HOLD_CYCLETEST_INDEX"  // this worker's name there
+	afterEnv  = "HOLD_CYCLETEST_AFTER"  // DeadlockAfter
+	roundsEnv = "HOLD_CYCLETEST_ROUNDS" // ordered: rounds of random locks
+)
+
+// ExitDeadlock is a worker's exit status when an acquisition failed with
+// ErrDeadlock (the error on its stderr), as hold run's.
+const ExitDeadlock = 70
+
+// hangBound only catches a hang: a cycle that nothing ends, on today's
+// tree, or a worker stuck for another reason.
+const hangBound = 60 * time.Second
+
+// RunWorker runs this process as a worker if a test started it as one,
+// with the protocol dial makes, and reports its exit status.
+func RunWorker(dial func() (hold.Protocol, func(), error)) (code int, ok bool) {
+	role := os.Getenv(roleEnv)
+	if role == "" {
+		return 0, false
+	}
+	p, closeP, err := dial()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dial:", err)
+		return 1, true
+	}
+	defer closeP()
+	after, _ := time.ParseDuration(os.Getenv(afterEnv))
+	opts := []hold.Option{hold.WithProtocol(p), hold.DeadlockAfter(after)}
+	locks := strings.Split(os.Getenv(locksEnv), ",")
+	if role == "ordered" {
+		rounds, _ := strconv.Atoi(os.Getenv(roundsEnv))
+		return ordered(locks, rounds, opts), true
+	}
+	return cycle(locks, opts), true
+}
+
+// cycle takes locks in order, waiting at the barrier once it holds the
+// first. Exit 0: it got them all; ExitDeadlock; 1: anything else.
+func cycle(locks []string, opts []hold.Option) int {
+	var held []*hold.Lock
+	defer func() {
+		for _, l := range held {
+			l.Release()
+		}
+	}()
+	for i, key := range locks {
+		l, err := hold.Acquire(context.Background(), "", append(opts, hold.LockFile(key))...)
+		if err != nil {
+			return failure(err)
+		}
+		held = append(held, l)
+		if i == 0 {
+			barrier()
+		}
+	}
+	return 0
+}
+
+// barrier says this worker holds its first lock and waits until every
+// worker does.
+func barrier() {
+	ready := os.Getenv(readyEnv)
+	if ready == "" {
+		return
+	}
+	n, _ := strconv.Atoi(os.Getenv(countEnv))
+	os.WriteFile(filepath.Join(ready, os.Getenv(indexEnv)), nil, 0o644)
+	for {
+		ents, _ := os.ReadDir(ready)
+		if len(ents) >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ordered takes, rounds times, a random subset of locks in their order
+// (the global one), holding each a random moment, so that waits last
+// longer than DeadlockAfter and their searches run but no cycle can form.
+func ordered(locks []string, rounds int, opts []hold.Option) int {
+	for range rounds {
+		var held []*hold.Lock
+		for _, key := range locks {
+			if rand.IntN(3) == 0 {
+				continue
+			}
+			l, err := hold.Acquire(context.Background(), "", append(opts, hold.LockFile(key))...)
+			if err != nil {
+				for _, h := range held {
+					h.Release()
+				}
+				return failure(err)
+			}
+			held = append(held, l)
+			time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
+		}
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i].Release()
+		}
+	}
+	return 0
+}
+
+// failure prints err and returns the worker's exit status for it.
+func failure(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	if errors.Is(err, hold.ErrDeadlock) {
+		return ExitDeadlock
+	}
+	return 1
+}
+
+// Result is what one worker did.
+type Result struct {
+	PID  int
+	Code int
+	Out  string
+}
+
+// Cycle starts one worker per order (each a list of lock paths, taken in
+// turn; every worker holds its first before any waits for its second)
+// with DeadlockAfter after, and returns what each did and how long all
+// took. env is passed to the workers (where the server is).
+func Cycle(t *testing.T, orders [][]string, after time.Duration, env ...string) ([]Result, time.Duration) {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := os.Mkdir(ready, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envs := make([][]string, len(orders))
+	for i, order := range orders {
+		envs[i] = append([]string{roleEnv + "=cycle", locksEnv + "=" + strings.Join(order, ","), readyEnv + "=" + ready,
+			countEnv + "=" + strconv.Itoa(len(orders)), indexEnv + "=" + strconv.Itoa(i), afterEnv + "=" + after.String()}, env...)
+	}
+	return run(t, envs)
+}
+
+// Ordered starts workers that each take, rounds times, random subsets of
+// locks in the order given, with DeadlockAfter after.
+func Ordered(t *testing.T, locks []string, workers, rounds int, after time.Duration, env ...string) ([]Result, time.Duration) {
+	t.Helper()
+	envs := make([][]string, workers)
+	for i := range envs {
+		envs[i] = append([]string{roleEnv + "=ordered", locksEnv + "=" + strings.Join(locks, ","),
+			roundsEnv + "=" + strconv.Itoa(rounds), afterEnv + "=" + after.String()}, env...)
+	}
+	return run(t, envs)
+}
+
+// run starts one worker per environment and waits for them all.
+func run(t *testing.T, envs [][]string) ([]Result, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	cmds := make([]*exec.Cmd, len(envs))
+	outs := make([]*bytes.Buffer, len(envs))
+	for i, env := range envs {
+		cmds[i] = testenv.Command(env...)
+		outs[i] = &bytes.Buffer{}
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kill := time.AfterFunc(hangBound, func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+	})
+	defer kill.Stop()
+	res := make([]Result, len(envs))
+	for i, c := range cmds {
+		c.Wait()
+		res[i] = Result{PID: c.Process.Pid, Code: c.ProcessState.ExitCode(), Out: outs[i].String()}
+	}
+	if time.Since(start) >= hangBound {
+		t.Fatalf("the workers hung for %v and were killed: %+v", hangBound, res)
+	}
+	return res, time.Since(start)
+}
+
+// CheckOneDeadlock checks that exactly one worker failed with
+// ErrDeadlock, with an error naming every worker and every lock of
+// locks, and that the others got all their locks.
+func CheckOneDeadlock(t *testing.T, res []Result, locks []string) {
+	t.Helper()
+	failed := -1
+	for i, r := range res {
+		switch r.Code {
+		case 0:
+		case ExitDeadlock:
+			if failed >= 0 {
+				t.Errorf("workers %d and %d both gave up:\n%s\n%s", res[failed].PID, r.PID, res[failed].Out, r.Out)
+			}
+			failed = i
+		default:
+			t.Errorf("worker %d exited %d:\n%s", r.PID, r.Code, r.Out)
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("no worker reported the deadlock: %+v", res)
+	}
+	msg := res[failed].Out
+	t.Log(msg)
+	if !strings.Contains(msg, "deadlock") {
+		t.Errorf("the error does not say deadlock: %s", msg)
+	}
+	for _, r := range res {
+		if !strings.Contains(msg, "pid "+strconv.Itoa(r.PID)+" ") {
+			t.Errorf("the error does not name pid %d: %s", r.PID, msg)
+		}
+	}
+	for _, l := range locks {
+		if !strings.Contains(msg, l) {
+			t.Errorf("the error does not name %s: %s", l, msg)
+		}
+	}
+}
+
+// CheckNoDeadlock checks that every worker got all its locks.
+func CheckNoDeadlock(t *testing.T, res []Result) {
+	t.Helper()
+	for _, r := range res {
+		if r.Code != 0 {
+			t.Errorf("worker %d exited %d:\n%s", r.PID, r.Code, r.Out)
+		}
+	}
+}
