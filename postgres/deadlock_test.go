@@ -1,0 +1,172 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/cycletest"
+	"github.com/hold-dev/hold/postgres"
+)
+
+// Deadlocks between processes on PostgreSQL (postgres/waits.go, the
+// root's deadlock_remote.go): workers that take locks in opposite orders.
+
+func init() {
+	workers = append(workers, func() (int, bool) {
+		return cycletest.RunWorker(func() (hold.Protocol, func(), error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := postgres.Dial(ctx, os.Getenv(envConn))
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, func() { p.Close() }, nil
+		})
+	})
+}
+
+// cycleAfter is the workers' DeadlockAfter.
+const cycleAfter = 200 * time.Millisecond
+
+// TestDeadlockCycle: two and three workers, worker i holding lock i and
+// waiting for lock i+1: exactly one gives up with ErrDeadlock naming every
+// worker and lock, the others get both locks.
+func TestDeadlockCycle(t *testing.T) {
+	s := needServer(t)
+	for _, n := range []int{2, 3} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			base := uniqueName(t)
+			locks := make([]string, n)
+			for i := range locks {
+				locks[i] = fmt.Sprintf("%s-l%d", base, i)
+			}
+			orders := make([][]string, n)
+			for i := range orders {
+				orders[i] = []string{locks[i], locks[(i+1)%n]}
+			}
+			res, took := cycletest.Cycle(t, orders, cycleAfter, envConn+"="+s.ConnString())
+			t.Logf("%d-process cycle on PostgreSQL ended in %v", n, took)
+			cycletest.CheckOneDeadlock(t, res, locks)
+		})
+	}
+}
+
+// TestDeadlockGlobalOrder: workers that take random locks in one order,
+// with waits longer than DeadlockAfter, never report a deadlock.
+func TestDeadlockGlobalOrder(t *testing.T) {
+	s := needServer(t)
+	base := uniqueName(t)
+	locks := []string{base + "-a", base + "-b", base + "-c"}
+	res, took := cycletest.Ordered(t, locks, 3, 100, 5*time.Millisecond, envConn+"="+s.ConnString())
+	t.Logf("300 runs in a global order took %v", took)
+	cycletest.CheckNoDeadlock(t, res)
+}
+
+// TestDeadlockPlantedByOtherRole: another role, which may use hold's
+// tables, holds the lock this process waits for in one session and waits
+// for the lock this process holds in another, and says so in a row of
+// hold_waits (as itself; the row's role cannot name another). The wait
+// never reports a deadlock; the same sessions and row of this role do.
+func TestDeadlockPlantedByOtherRole(t *testing.T) {
+	s := needServer(t)
+	p := dial(t)
+	admin := rawConn(t)
+	ctx := context.Background()
+	if _, err := admin.Exec(ctx, postgres.Schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`DO $$ BEGIN CREATE ROLE mallory LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON hold_locks, hold_holders, hold_waits TO mallory`,
+		`GRANT USAGE ON SEQUENCE hold_locks_fence TO mallory`,
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := uniqueName(t)
+	for _, c := range []struct {
+		by      string
+		planted bool // by another role: no report
+	}{{"mallory", true}, {"hold", false}} {
+		t.Run(c.by, func(t *testing.T) {
+			l1, l2 := base+"-"+c.by+"-1", base+"-"+c.by+"-2"
+			held, err := hold.Acquire(ctx, "", hold.WithProtocol(p), hold.LockFile(l1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release()
+			plantWait(t, s.URLAs(c.by, "postgres"), l2, l1)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			l, err := hold.Acquire(wctx, "", hold.WithProtocol(p), hold.LockFile(l2), hold.DeadlockAfter(100*time.Millisecond))
+			if err == nil {
+				l.Release()
+				t.Fatal("the lock held by the planted session was granted")
+			}
+			switch {
+			case c.planted && errors.Is(err, hold.ErrDeadlock):
+				t.Fatalf("another role's planted wait produced a report: %v", err)
+			case c.planted && !errors.Is(err, hold.ErrTimeout):
+				t.Fatalf("the wait ended with %v, want a timeout", err)
+			case !c.planted && !errors.Is(err, hold.ErrDeadlock):
+				t.Fatalf("this role's own wait (the control) was not reported: %v", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// plantWait connects twice to url: one session holds the advisory lock of
+// holds, the other waits for that of waits, and a row of hold_waits says
+// so, naming the first session as holding for the second's process; one
+// more row tries to pass for the test's own role's, which the table
+// refuses.
+func plantWait(t *testing.T, url, holds, waits string) {
+	t.Helper()
+	ctx := context.Background()
+	connect := func() *pgx.Conn {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	holder, waiter := connect(), connect()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, postgres.Key(holds)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(wctx, `SELECT pg_advisory_lock($1)`, postgres.Key(waits))
+		waited <- err
+	}()
+	t.Cleanup(func() { cancel(); <-waited })
+	writer := connect()
+	var waiting bool
+	for !waiting {
+		if err := writer.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)`,
+			int32(waiter.PgConn().PID())).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	record := `{"pid":1,"host":"elsewhere","started_at":"2026-01-01T00:00:00Z","released":false,"protocol":"postgres"}`
+	if _, err := writer.Exec(ctx, `INSERT INTO hold_waits (backend_pid, backend_start, key, name, owner, holds)
+		SELECT pid, backend_start, $2, $3, $4, ARRAY[$5::integer] FROM pg_stat_activity WHERE pid = $1`,
+		int32(waiter.PgConn().PID()), postgres.Key(waits), waits, record, int32(holder.PgConn().PID())); err != nil {
+		t.Fatal(err)
+	}
+	_, err := writer.Exec(ctx, `UPDATE hold_waits SET role = 'hold' WHERE backend_pid = $1`, int32(waiter.PgConn().PID()))
+	t.Logf("passing the row for the role hold's: %v", err)
+}
