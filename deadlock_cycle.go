@@ -88,7 +88,7 @@ type cycleWait struct {
 	timer  *time.Timer
 	// publish says the wait on its server (lock.ServerWatcher), nil
 	// for a wait on this machine.
-	publish func(ctx context.Context) (string, func(), error)
+	publish func(ctx context.Context, keeps []lock.Handle) (string, func(), error)
 	done    chan struct{} // closed when the wait ended
 	exited  chan struct{} // closed when the search ended
 }
@@ -132,7 +132,7 @@ func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
 
 // waiting starts the watch of a wait that begins, said on its server by
 // publish when not nil.
-func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context) (string, func(), error)) context.Context {
+func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, []lock.Handle) (string, func(), error)) context.Context {
 	if w.st != nil {
 		return w.st.ctx
 	}

@@ -13,18 +13,19 @@ import (
 // Deadlocks between processes through a server's locks (etcd,
 // PostgreSQL): the search of deadlock_cycle.go, with the edges the server
 // knows. A protocol that implements lock.WaitGraph says, once a wait has
-// lasted DeadlockAfter, on the server what it waits for (the entry its
-// ServerWatcher publish writes, readable by the same server user's other
-// waiters only, gone with the waiter's lease or session), and lists the
-// waits published there, each with the holders of its lock in the
-// server's terms (Blockers) and what holds for its own process (Holds).
+// lasted DeadlockAfter, on the server what it waits for and which of its
+// holds the wait keeps (the entry its ServerWatcher publish writes,
+// readable by the same server user's other waiters only, gone with the
+// waiter's lease or session), and lists the waits published there, each
+// with the holds of its lock in the server's terms (Blockers) and the
+// holds it keeps (Holds).
 //
 // The chain is followed as on this machine: from this wait to the one
-// wait whose process holds every blocker of its lock, and on. A blocker
-// that no published wait holds (a holder that does not wait, or waits
-// without saying so: DeadlockAfter(0), another version of hold, another
-// user), or blockers held for more than one wait, end the chain: no
-// claim. The rest is the same rule as on this machine: the cycle must be
+// wait that keeps every blocker of its lock, and on. A blocker that no
+// published wait keeps (a holder that does not wait, or waits without
+// saying so: DeadlockAfter(0), another version of hold, another user, or
+// a lock the wait does not keep), or blockers kept by more than one wait,
+// end the chain: no claim. The rest is the same rule as on this machine: the cycle must be
 // found twice a moment apart, the youngest wait (the latest Order, then
 // the greatest ID) gives up with ErrDeadlock, and the message names every
 // process and lock.
@@ -36,7 +37,7 @@ import (
 
 // WaitingOn starts the watch of a wait that its protocol can say on its
 // server (lock.ServerWatcher).
-func (w *cycleWatch) WaitingOn(ctx context.Context, publish func(context.Context) (string, func(), error)) context.Context {
+func (w *cycleWatch) WaitingOn(ctx context.Context, publish func(context.Context, []lock.Handle) (string, func(), error)) context.Context {
 	if w.graph == nil {
 		return w.Waiting(ctx)
 	}
@@ -52,7 +53,7 @@ const serverLook = 5 * time.Second
 // removal of the entry.
 func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep, func(), bool) {
 	ctx, cancel := context.WithTimeout(st.ctx, serverLook)
-	id, remove, err := st.publish(ctx)
+	id, remove, err := st.publish(ctx, keptHandles())
 	cancel()
 	if err != nil {
 		return waits.Entry{}, nil, nil, false
@@ -124,6 +125,20 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 		cur = w
 	}
 	return nil
+}
+
+// keptHandles returns the handles of the locks a wait of this process
+// keeps until it ends: every lock it holds (see DeadlockAfter).
+func keptHandles() []lock.Handle {
+	heldHere.Lock()
+	defer heldHere.Unlock()
+	var out []lock.Handle
+	for l := range heldHere.m {
+		if !l.released.Load() {
+			out = append(out, l.h)
+		}
+	}
+	return out
 }
 
 // holdsAll reports whether every blocker is one of holds.

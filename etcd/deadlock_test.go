@@ -106,29 +106,31 @@ func TestDeadlockPlantedByOtherUser(t *testing.T) {
 	}{{"mallory", true}, {"alice", false}} {
 		t.Run(c.by, func(t *testing.T) {
 			l1, l2 := base+"-"+c.by+"-1", base+"-"+c.by+"-2"
-			held, err := hold.Acquire(ctx, "", hold.WithProtocol(alice), hold.LockFile(l1))
+			// The wait for l2 keeps l1: it runs inside l1's Do.
+			err := hold.Do(ctx, "", func(dctx context.Context) error {
+				other := userClient(t, eps, c.by)
+				plantWait(t, other, l2, l1)
+				wctx, cancel := context.WithTimeout(dctx, 5*time.Second)
+				defer cancel()
+				l, err := hold.Acquire(wctx, "", hold.WithProtocol(alice), hold.LockFile(l2), hold.DeadlockAfter(100*time.Millisecond))
+				if err == nil {
+					l.Release()
+					t.Fatal("the lock held by the planted key was granted")
+				}
+				switch {
+				case c.planted && errors.Is(err, hold.ErrDeadlock):
+					t.Fatalf("another user's planted wait produced a report: %v", err)
+				case c.planted && !errors.Is(err, hold.ErrTimeout):
+					t.Fatalf("the wait ended with %v, want a timeout", err)
+				case !c.planted && !errors.Is(err, hold.ErrDeadlock):
+					t.Fatalf("this user's own wait (the control) was not reported: %v", err)
+				}
+				t.Log(err)
+				return nil
+			}, hold.WithProtocol(alice), hold.LockFile(l1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer held.Release()
-			other := userClient(t, eps, c.by)
-			plantWait(t, other, l2, l1)
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			l, err := hold.Acquire(wctx, "", hold.WithProtocol(alice), hold.LockFile(l2), hold.DeadlockAfter(100*time.Millisecond))
-			if err == nil {
-				l.Release()
-				t.Fatal("the lock held by the planted key was granted")
-			}
-			switch {
-			case c.planted && errors.Is(err, hold.ErrDeadlock):
-				t.Fatalf("another user's planted wait produced a report: %v", err)
-			case c.planted && !errors.Is(err, hold.ErrTimeout):
-				t.Fatalf("the wait ended with %v, want a timeout", err)
-			case !c.planted && !errors.Is(err, hold.ErrDeadlock):
-				t.Fatalf("this user's own wait (the control) was not reported: %v", err)
-			}
-			t.Log(err)
 		})
 	}
 }
@@ -163,7 +165,7 @@ func dialAs(t *testing.T, eps []string, name string) *etcd.Protocol {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := etcd.Dial(ctx, etcd.Config{Endpoints: eps, Username: name, Password: name + "pw"})
+	p, err := etcd.Dial(ctx, etcd.Config{Endpoints: eps, Username: name, Password: name + "pw", DialTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func dialAs(t *testing.T, eps []string, name string) *etcd.Protocol {
 // userClient is a plain client of user name of addUser.
 func userClient(t *testing.T, eps []string, name string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
+	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 30 * time.Second, Logger: zap.NewNop(),
 		Username: name, Password: name + "pw"})
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +187,8 @@ func userClient(t *testing.T, eps []string, name string) *clientv3.Client {
 
 // plantWait makes, on a lease of c's, a key that holds lock holds and one
 // that waits for lock waits (behind its holder), laid out as hold's, and
-// a wait entry for the latter in the prefix of each of the two users
-// (only c's own may be written).
+// a wait entry for the latter, keeping the former, in the prefix of each
+// of the two users (only c's own may be written).
 func plantWait(t *testing.T, c *clientv3.Client, holds, waits string) {
 	t.Helper()
 	ctx := context.Background()
@@ -196,9 +198,14 @@ func plantWait(t *testing.T, c *clientv3.Client, holds, waits string) {
 	}
 	t.Cleanup(func() { c.Revoke(context.Background(), lease.ID) })
 	record := `{"pid":1,"host":"elsewhere","started_at":"2026-01-01T00:00:00Z","released":false,"protocol":"etcd"}` + "\n"
+	var heldRev int64
 	for _, prefix := range []string{holds, waits} {
-		if _, err := c.Put(ctx, fmt.Sprintf("%s/%x-0", prefix, int64(lease.ID)), record, clientv3.WithLease(lease.ID)); err != nil {
+		put, err := c.Put(ctx, fmt.Sprintf("%s/%x-0", prefix, int64(lease.ID)), record, clientv3.WithLease(lease.ID))
+		if err != nil {
 			t.Fatal(err)
+		}
+		if prefix == holds {
+			heldRev = put.Header.Revision
 		}
 	}
 	key := fmt.Sprintf("%s/%x-0", waits, int64(lease.ID))
@@ -206,7 +213,7 @@ func plantWait(t *testing.T, c *clientv3.Client, holds, waits string) {
 	if err != nil || len(kv.Kvs) != 1 {
 		t.Fatalf("the planted waiting key: %v %v", kv, err)
 	}
-	entry := fmt.Sprintf(`{"key":%q,"rev":%d}`, key, kv.Kvs[0].CreateRevision)
+	entry := fmt.Sprintf(`{"key":%q,"rev":%d,"keeps":["%s/%x-0@%d"]}`, key, kv.Kvs[0].CreateRevision, holds, int64(lease.ID), heldRev)
 	for _, user := range []string{"alice", "mallory"} {
 		name := fmt.Sprintf("hold/waits/user:%s/%x-%x", user, int64(lease.ID), kv.Kvs[0].CreateRevision)
 		if _, err := c.Put(ctx, name, entry, clientv3.WithLease(lease.ID)); err != nil {

@@ -24,14 +24,16 @@ var _ lock.WaitGraph = (*Protocol)(nil)
 //
 // (both in hex: the waiter's lease, and its waiting key's create
 // revision), bound to its lease and holding the name and create revision
-// of its waiting key. The waiting key itself, with its owner record, is
-// most of what another waiter needs; the entry adds the one thing the
-// lock's keys cannot say: that the waiter looks for deadlocks, and so
-// will give up if its wait is the youngest of a cycle. (A waiter that
-// does not look, DeadlockAfter(0) or another version of hold, has no
-// entry, and a chain through it ends there: its wait would never give
-// up.) The entry goes when the wait ends, and with the lease if the
-// waiter crashes.
+// of its waiting key and of the held keys the wait keeps. The waiting key
+// itself, with its owner record, is most of what another waiter needs;
+// the entry adds what the lock's keys cannot say: that the waiter looks
+// for deadlocks, and so will give up if its wait is the youngest of a
+// cycle (a waiter that does not look, DeadlockAfter(0) or another version
+// of hold, has no entry, and a chain through it ends there: its wait
+// would never give up), and which of its process's locks cannot be let
+// go before the wait ends (a lease holds every lock of its process,
+// whichever goroutine or agent client took it). The entry goes when the
+// wait ends, and with the lease if the waiter crashes.
 //
 // Only the entries under this client's own user's prefix are read: an
 // administrator who enables auth gives each user write permission on its
@@ -40,9 +42,10 @@ var _ lock.WaitGraph = (*Protocol)(nil)
 // reader takes an entry only if etcd says it is bound to the lease its
 // name gives, and its waiting key still exists with that lease and
 // revision; the holders of that key's lock are read from the lock's keys,
-// and each is named by its lease, which stands for every lock of its
-// process (keys bound to a lease only its own process, or a user who may
-// write all of its keys, can make).
+// each named by its key and create revision, and the entry's claim to
+// keep a key counts only for a key of its own lease (keys bound to a
+// lease only its own process, or a user who may write all of its keys,
+// can make).
 
 // waitsPrefix is the prefix of the wait entries of this client's etcd
 // user.
@@ -51,11 +54,17 @@ func (p *Protocol) waitsPrefix() string {
 }
 
 // waitEntry is the value of a wait entry: the waiting key, by name and
-// create revision.
+// create revision, and the held keys the wait keeps, as holdName names
+// them.
 type waitEntry struct {
-	Key string `json:"key"`
-	Rev int64  `json:"rev"`
+	Key   string   `json:"key"`
+	Rev   int64    `json:"rev"`
+	Keeps []string `json:"keeps,omitempty"`
 }
+
+// holdName names a held key in a wait entry and in ServerWait: its name
+// and create revision, so that a key name used again later is another.
+func holdName(key string, rev int64) string { return key + "@" + strconv.FormatInt(rev, 10) }
 
 // watching starts the request's deadlock watch, if any, for a wait that
 // begins with the waiter's current key (see lock.ServerWatcher), and
@@ -66,11 +75,36 @@ func (w *waiter) watching(ctx context.Context) context.Context {
 		return ctx
 	case lock.ServerWatcher:
 		p, lease, e := w.p, w.sess.id, waitEntry{Key: w.key, Rev: w.rev}
-		return watch.WaitingOn(ctx, func(ctx context.Context) (string, func(), error) {
+		return watch.WaitingOn(ctx, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
+			e := e
+			for _, k := range keeps {
+				if h := p.own(k); h != nil {
+					e.Keeps = append(e.Keeps, holdName(h.key, h.rev))
+				}
+			}
 			return p.publishWait(ctx, lease, e)
 		})
 	default:
 		return watch.Waiting(ctx)
+	}
+}
+
+// own returns k's etcd handle if it is a lock of p's, nil otherwise.
+func (p *Protocol) own(k lock.Handle) *handle {
+	for {
+		switch h := k.(type) {
+		case *handle:
+			if h.p == p {
+				return h
+			}
+			return nil
+		case *slotHandle:
+			k = h.handle
+		case lock.Wrapper:
+			k = h.Unwrap()
+		default:
+			return nil
+		}
 	}
 }
 
@@ -106,8 +140,8 @@ func (p *Protocol) publishWait(ctx context.Context, lease clientv3.LeaseID, e wa
 const maxWaits = 100
 
 // ServerWaits lists the published waits of this client's etcd user that
-// still wait, each with the leases of the holders it waits for: two round
-// trips, one for the entries and one for the keys of their locks.
+// still wait, each with the held keys it waits for: two round trips, one
+// for the entries and one for the keys of their locks.
 func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 	prefix := p.waitsPrefix()
 	rctx, cancel := p.rpc(ctx)
@@ -184,11 +218,18 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 		var blockers []string
 		for _, kv := range kvs {
 			if held[kv] && kv.CreateRevision < mine.CreateRevision && ahead.has(string(kv.Key)) {
-				blockers = append(blockers, leaseName(kv))
+				blockers = append(blockers, blockerName(kv))
+			}
+		}
+		var keeps []string
+		for _, k := range en.e.Keeps {
+			key, _, _ := strings.Cut(k, "@")
+			if l, ok := leaseOfKey(key[strings.LastIndexByte(key, '/')+1:]); ok && l == en.lease {
+				keeps = append(keeps, k)
 			}
 		}
 		sw := lock.ServerWait{ID: en.id, Path: strings.TrimSuffix(en.prefix, "/"), Order: mine.CreateRevision,
-			Blockers: blockers, Holds: []string{strconv.FormatInt(en.lease, 16)}}
+			Blockers: blockers, Holds: keeps}
 		if o, ok := lock.DecodeOwner(mine.Value); ok {
 			sw.Waiter = *o
 		}
@@ -237,13 +278,15 @@ func aheadRange(prefix, key string) keyRange {
 // has reports whether key is in r.
 func (r keyRange) has(key string) bool { return key >= r.start && key < r.end }
 
-// leaseName names the holder of kv by its lease, in hex as keys do; a key
-// with no lease (another tool's) by its own name, which no wait holds.
-func leaseName(kv *mvccpb.KeyValue) string {
-	if kv.Lease == 0 {
-		return "key " + string(kv.Key)
+// blockerName names the held key kv as holdName does, when it is bound
+// to the lease its name gives; another (a key of another tool's) by a
+// name no wait keeps.
+func blockerName(kv *mvccpb.KeyValue) string {
+	key := string(kv.Key)
+	if l, ok := leaseOfKey(key[strings.LastIndexByte(key, '/')+1:]); !ok || l != kv.Lease {
+		return "foreign " + key
 	}
-	return strconv.FormatInt(kv.Lease, 16)
+	return holdName(key, kv.CreateRevision)
 }
 
 // leaseOfEntry reads the lease from a wait entry's name,

@@ -20,11 +20,13 @@ type ServerWatcher interface {
 	WaitWatcher
 	// WaitingOn is Waiting for a wait that publish can say on the server:
 	// publish, called at most once and only if the wait lasts, writes the
-	// wait's entry and returns the ServerWait.ID the entry is listed
-	// under and the function that removes it (called once the wait ends).
-	// publish must stay valid after the wait ended: it then fails or
-	// writes an entry nobody trusts.
-	WaitingOn(ctx context.Context, publish func(ctx context.Context) (id string, remove func(), err error)) context.Context
+	// wait's entry, claiming the locks of keeps that are the protocol's
+	// own (the held locks this wait keeps until it ends: their holders
+	// cannot let go before), and returns the ServerWait.ID the entry is
+	// listed under and the function that removes it (called once the
+	// wait ends). publish must stay valid after the wait ended: it then
+	// fails or writes an entry nobody trusts.
+	WaitingOn(ctx context.Context, publish func(ctx context.Context, keeps []Handle) (id string, remove func(), err error)) context.Context
 }
 
 // WaitGraph is implemented by protocols whose server can list the waits of
@@ -51,11 +53,12 @@ type ServerWait struct {
 	// Order places the start of the wait among the others', by the
 	// server's clock or counter: the greater, the later.
 	Order int64
-	// Blockers names, in the server's terms (an etcd lease, a PostgreSQL
-	// session), each holder of Path that the wait waits for.
+	// Blockers names, in the server's terms (an etcd key, a PostgreSQL
+	// session), each hold of Path that the wait waits for.
 	Blockers []string
-	// Holds names, in the same terms, what holds locks for the waiter's
-	// process on the server: a blocker that one of them names is this
-	// wait's process, which cannot let go before this wait ends.
+	// Holds names, in the same terms, the holds on the server that the
+	// wait keeps (its entry's claim, as far as the server confirms it):
+	// a blocker that one of them names cannot be let go before this wait
+	// ends.
 	Holds []string
 }

@@ -84,7 +84,6 @@ func newHandle(p *Protocol, c *conn, name string, key int64, owner lock.Owner, b
 	h.beatMu.Lock() // a beat due at once waits for h.beat to be set
 	h.beat = time.AfterFunc(time.Until(h.nextPing()), h.timedBeat)
 	h.beatMu.Unlock()
-	p.held.Store(h, backend)
 	return h
 }
 
@@ -413,7 +412,6 @@ func (h *handle) Release() error {
 		return h.relErr
 	}
 	h.released = true
-	h.p.held.Delete(h)
 	h.pauseWatch(true)
 	h.beatMu.Lock()
 	defer h.beatMu.Unlock()

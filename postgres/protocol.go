@@ -68,10 +68,6 @@ type Protocol struct {
 	mu     sync.Mutex
 	idle   []*conn
 	closed bool
-
-	// held has the server process of each held lock's session, by its
-	// handle: what a published wait says its process holds (waits.go).
-	held sync.Map
 }
 
 // An Option changes how a Protocol takes locks.

@@ -22,8 +22,8 @@ var _ lock.WaitGraph = (*Protocol)(nil)
 // So a waiter that has waited DeadlockAfter writes one row of
 // hold_waits, from another session of its own: its waiting session (pid
 // and start, so that a reused pid is not taken for it), the lock it waits
-// for, its owner record, and the sessions of the locks its process holds
-// through this Protocol. pg_locks stays the word on who waits and who
+// for, its owner record, and the sessions of the held locks the wait
+// keeps (those its process cannot let go before the wait ends). pg_locks stays the word on who waits and who
 // holds: a row whose session no longer waits for its lock (the wait
 // ended, the waiter crashed and its session with it) is a leftover,
 // never listed, and the next publication removes it.
@@ -95,18 +95,43 @@ func (p *Protocol) watching(ctx context.Context, req *lock.Request, c *conn, nam
 		return ctx
 	case lock.ServerWatcher:
 		backend := c.c.PgConn().PID()
-		return watch.WaitingOn(ctx, func(ctx context.Context) (string, func(), error) {
-			return p.publishWait(ctx, backend, name, key, owner)
+		return watch.WaitingOn(ctx, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
+			var sessions []int32
+			for _, k := range keeps {
+				if h := p.own(k); h != nil {
+					sessions = append(sessions, h.backend)
+				}
+			}
+			return p.publishWait(ctx, backend, name, key, owner, sessions)
 		})
 	default:
 		return watch.Waiting(ctx)
 	}
 }
 
-// publishWait writes the row of the wait of session backend, and returns
-// its ID among ServerWaits' and the function that removes it.
-func (p *Protocol) publishWait(ctx context.Context, backend uint32, name string, key int64, owner []byte) (string, func(), error) {
-	holds := p.heldSessions()
+// own returns k's handle if it is a lock of p's, nil otherwise.
+func (p *Protocol) own(k lock.Handle) *handle {
+	for {
+		switch h := k.(type) {
+		case *handle:
+			if h.p == p {
+				return h
+			}
+			return nil
+		case *slotHandle:
+			k = h.handle
+		case lock.Wrapper:
+			k = h.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// publishWait writes the row of the wait of session backend, which keeps
+// the locks of the sessions holds, and returns its ID among ServerWaits'
+// and the function that removes it.
+func (p *Protocol) publishWait(ctx context.Context, backend uint32, name string, key int64, owner []byte, holds []int32) (string, func(), error) {
 	var start time.Time
 	for created := false; ; created = true {
 		c, _, err := p.get(ctx)
@@ -184,15 +209,4 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 	}
 	p.put(c)
 	return out, nil
-}
-
-// heldSessions returns the server processes of the sessions of the locks
-// held through p.
-func (p *Protocol) heldSessions() []int32 {
-	var out []int32
-	p.held.Range(func(_, v any) bool {
-		out = append(out, v.(int32))
-		return true
-	})
-	return out
 }

@@ -65,26 +65,24 @@ func RunWorker(dial func() (hold.Protocol, func(), error)) (code int, ok bool) {
 	return cycle(locks, opts), true
 }
 
-// cycle takes locks in order, waiting at the barrier once it holds the
-// first. Exit 0: it got them all; ExitDeadlock; 1: anything else.
+// cycle takes locks in order, each inside the Do of the one before (so
+// that the wait for each keeps those before it), waiting at the barrier
+// once it holds the first. Exit 0: it got them all; ExitDeadlock; 1:
+// anything else.
 func cycle(locks []string, opts []hold.Option) int {
-	var held []*hold.Lock
-	defer func() {
-		for _, l := range held {
-			l.Release()
-		}
-	}()
-	for i, key := range locks {
-		l, err := hold.Acquire(context.Background(), "", append(opts, hold.LockFile(key))...)
-		if err != nil {
-			return failure(err)
-		}
-		held = append(held, l)
-		if i == 0 {
-			barrier()
-		}
+	return failure(nest(context.Background(), locks, opts, barrier))
+}
+
+// nest takes locks in order, each inside the Do of the one before, and
+// calls then each time it has taken one.
+func nest(ctx context.Context, locks []string, opts []hold.Option, then func()) error {
+	if len(locks) == 0 {
+		return nil
 	}
-	return 0
+	return hold.Do(ctx, "", func(ctx context.Context) error {
+		then()
+		return nest(ctx, locks[1:], opts, then)
+	}, append(opts, hold.LockFile(locks[0]))...)
 }
 
 // barrier says this worker holds its first lock and waits until every
@@ -110,30 +108,28 @@ func barrier() {
 // longer than DeadlockAfter and their searches run but no cycle can form.
 func ordered(locks []string, rounds int, opts []hold.Option) int {
 	for range rounds {
-		var held []*hold.Lock
+		var some []string
 		for _, key := range locks {
-			if rand.IntN(3) == 0 {
-				continue
+			if rand.IntN(3) != 0 {
+				some = append(some, key)
 			}
-			l, err := hold.Acquire(context.Background(), "", append(opts, hold.LockFile(key))...)
-			if err != nil {
-				for _, h := range held {
-					h.Release()
-				}
-				return failure(err)
-			}
-			held = append(held, l)
-			time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
 		}
-		for i := len(held) - 1; i >= 0; i-- {
-			held[i].Release()
+		err := nest(context.Background(), some, opts, func() {
+			time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
+		})
+		if err != nil {
+			return failure(err)
 		}
 	}
 	return 0
 }
 
-// failure prints err and returns the worker's exit status for it.
+// failure prints err, if any, and returns the worker's exit status for
+// it.
 func failure(err error) int {
+	if err == nil {
+		return 0
+	}
 	fmt.Fprintln(os.Stderr, err)
 	if errors.Is(err, hold.ErrDeadlock) {
 		return ExitDeadlock
