@@ -127,16 +127,26 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 	return nil
 }
 
-// keptHandles returns the handles of the locks a wait of this process
-// keeps until it ends: every lock it holds (see DeadlockAfter).
+// keptHandles returns the protocols' own handles (unwrapped) of the locks
+// a wait of this process keeps until it ends: every lock it holds (see
+// DeadlockAfter).
 func keptHandles() []lock.Handle {
 	heldHere.Lock()
 	defer heldHere.Unlock()
 	var out []lock.Handle
 	for l := range heldHere.m {
-		if !l.released.Load() {
-			out = append(out, l.h)
+		if l.released.Load() {
+			continue
 		}
+		h := l.h
+		for {
+			w, ok := h.(lock.Wrapper)
+			if !ok {
+				break
+			}
+			h = w.Unwrap()
+		}
+		out = append(out, h)
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package etcd_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -106,31 +105,7 @@ func TestDeadlockPlantedByOtherUser(t *testing.T) {
 	}{{"mallory", true}, {"alice", false}} {
 		t.Run(c.by, func(t *testing.T) {
 			l1, l2 := base+"-"+c.by+"-1", base+"-"+c.by+"-2"
-			// The wait for l2 keeps l1: it runs inside l1's Do.
-			err := hold.Do(ctx, "", func(dctx context.Context) error {
-				other := userClient(t, eps, c.by)
-				plantWait(t, other, l2, l1)
-				wctx, cancel := context.WithTimeout(dctx, 5*time.Second)
-				defer cancel()
-				l, err := hold.Acquire(wctx, "", hold.WithProtocol(alice), hold.LockFile(l2), hold.DeadlockAfter(100*time.Millisecond))
-				if err == nil {
-					l.Release()
-					t.Fatal("the lock held by the planted key was granted")
-				}
-				switch {
-				case c.planted && errors.Is(err, hold.ErrDeadlock):
-					t.Fatalf("another user's planted wait produced a report: %v", err)
-				case c.planted && !errors.Is(err, hold.ErrTimeout):
-					t.Fatalf("the wait ended with %v, want a timeout", err)
-				case !c.planted && !errors.Is(err, hold.ErrDeadlock):
-					t.Fatalf("this user's own wait (the control) was not reported: %v", err)
-				}
-				t.Log(err)
-				return nil
-			}, hold.WithProtocol(alice), hold.LockFile(l1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cycletest.WaitPlanted(t, alice, l1, l2, func() { plantWait(t, userClient(t, eps, c.by), l2, l1) }, !c.planted)
 		})
 	}
 }

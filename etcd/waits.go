@@ -89,23 +89,16 @@ func (w *waiter) watching(ctx context.Context) context.Context {
 	}
 }
 
-// own returns k's etcd handle if it is a lock of p's, nil otherwise.
+// own returns k's handle if it is a lock of p's, nil otherwise.
 func (p *Protocol) own(k lock.Handle) *handle {
-	for {
-		switch h := k.(type) {
-		case *handle:
-			if h.p == p {
-				return h
-			}
-			return nil
-		case *slotHandle:
-			k = h.handle
-		case lock.Wrapper:
-			k = h.Unwrap()
-		default:
-			return nil
-		}
+	h, _ := k.(*handle)
+	if s, ok := k.(*slotHandle); ok {
+		h = s.handle
 	}
+	if h == nil || h.p != p {
+		return nil
+	}
+	return h
 }
 
 // publishWait writes the wait entry of the waiting key e, bound to lease,

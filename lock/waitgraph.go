@@ -22,7 +22,8 @@ type ServerWatcher interface {
 	// publish, called at most once and only if the wait lasts, writes the
 	// wait's entry, claiming the locks of keeps that are the protocol's
 	// own (the held locks this wait keeps until it ends: their holders
-	// cannot let go before), and returns the ServerWait.ID the entry is
+	// cannot let go before; each the protocol's own Handle, with no
+	// Wrapper around it), and returns the ServerWait.ID the entry is
 	// listed under and the function that removes it (called once the
 	// wait ends). publish must stay valid after the wait ended: it then
 	// fails or writes an entry nobody trusts.

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -99,30 +98,7 @@ func TestDeadlockPlantedByOtherRole(t *testing.T) {
 	}{{"mallory", true}, {"hold", false}} {
 		t.Run(c.by, func(t *testing.T) {
 			l1, l2 := base+"-"+c.by+"-1", base+"-"+c.by+"-2"
-			// The wait for l2 keeps l1: it runs inside l1's Do.
-			err := hold.Do(ctx, "", func(dctx context.Context) error {
-				plantWait(t, s.URLAs(c.by, "postgres"), l2, l1)
-				wctx, cancel := context.WithTimeout(dctx, 5*time.Second)
-				defer cancel()
-				l, err := hold.Acquire(wctx, "", hold.WithProtocol(p), hold.LockFile(l2), hold.DeadlockAfter(100*time.Millisecond))
-				if err == nil {
-					l.Release()
-					t.Fatal("the lock held by the planted session was granted")
-				}
-				switch {
-				case c.planted && errors.Is(err, hold.ErrDeadlock):
-					t.Fatalf("another role's planted wait produced a report: %v", err)
-				case c.planted && !errors.Is(err, hold.ErrTimeout):
-					t.Fatalf("the wait ended with %v, want a timeout", err)
-				case !c.planted && !errors.Is(err, hold.ErrDeadlock):
-					t.Fatalf("this role's own wait (the control) was not reported: %v", err)
-				}
-				t.Log(err)
-				return nil
-			}, hold.WithProtocol(p), hold.LockFile(l1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cycletest.WaitPlanted(t, p, l1, l2, func() { plantWait(t, s.URLAs(c.by, "postgres"), l2, l1) }, !c.planted)
 		})
 	}
 }

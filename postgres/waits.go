@@ -111,21 +111,14 @@ func (p *Protocol) watching(ctx context.Context, req *lock.Request, c *conn, nam
 
 // own returns k's handle if it is a lock of p's, nil otherwise.
 func (p *Protocol) own(k lock.Handle) *handle {
-	for {
-		switch h := k.(type) {
-		case *handle:
-			if h.p == p {
-				return h
-			}
-			return nil
-		case *slotHandle:
-			k = h.handle
-		case lock.Wrapper:
-			k = h.Unwrap()
-		default:
-			return nil
-		}
+	h, _ := k.(*handle)
+	if s, ok := k.(*slotHandle); ok {
+		h = s.handle
 	}
+	if h == nil || h.p != p {
+		return nil
+	}
+	return h
 }
 
 // publishWait writes the row of the wait of session backend, which keeps

@@ -252,3 +252,38 @@ func CheckNoDeadlock(t *testing.T, res []Result) {
 		}
 	}
 }
+
+// WaitPlanted holds held through p and, inside its Do, calls plant (which
+// makes someone else hold wanted and wait for held, and say so) and then
+// waits for wanted with a short DeadlockAfter, for at most a few seconds.
+// With report the wait must fail with ErrDeadlock (the planted wait is
+// trusted: a control that shows the search would see it); without, it
+// must time out (the planted wait is another user's, and never trusted).
+func WaitPlanted(t *testing.T, p hold.Protocol, held, wanted string, plant func(), report bool) {
+	t.Helper()
+	ctx := context.Background()
+	// The wait for wanted keeps held: it runs inside held's Do.
+	err := hold.Do(ctx, "", func(ctx context.Context) error {
+		plant()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := hold.Acquire(wctx, "", hold.WithProtocol(p), hold.LockFile(wanted), hold.DeadlockAfter(100*time.Millisecond))
+		if err == nil {
+			l.Release()
+			return errors.New("the lock held by the planted wait was granted")
+		}
+		t.Log(err)
+		switch {
+		case !report && errors.Is(err, hold.ErrDeadlock):
+			return fmt.Errorf("another user's planted wait produced a report: %w", err)
+		case !report && !errors.Is(err, hold.ErrTimeout):
+			return fmt.Errorf("the wait ended with %w, want a timeout", err)
+		case report && !errors.Is(err, hold.ErrDeadlock):
+			return fmt.Errorf("the same user's wait (the control) was not reported: %w", err)
+		}
+		return nil
+	}, hold.WithProtocol(p), hold.LockFile(held))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
