@@ -34,40 +34,16 @@ func init() {
 	})
 }
 
-// cycleAfter is the workers' DeadlockAfter: short, so that the test
-// spends its time on the search, not on the delay.
-const cycleAfter = 200 * time.Millisecond
-
-// TestDeadlockCycle: two and three workers, worker i holding lock i and
-// waiting for lock i+1: exactly one gives up with ErrDeadlock naming every
-// worker and lock, the others get both locks.
+// TestDeadlockCycle: two- and three-process cycles end with exactly one
+// ErrDeadlock naming them; the others get their locks.
 func TestDeadlockCycle(t *testing.T) {
-	for _, n := range []int{2, 3} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			base := uniqueKey(t)
-			locks := make([]string, n)
-			for i := range locks {
-				locks[i] = fmt.Sprintf("%s-l%d", base, i)
-			}
-			orders := make([][]string, n)
-			for i := range orders {
-				orders[i] = []string{locks[i], locks[(i+1)%n]}
-			}
-			res, took := cycletest.Cycle(t, orders, cycleAfter, endpointEnv+"="+testEndpoint)
-			t.Logf("%d-process cycle on etcd ended in %v", n, took)
-			cycletest.CheckOneDeadlock(t, res, locks)
-		})
-	}
+	cycletest.Cycles(t, func(t *testing.T) string { return uniqueKey(t) }, endpointEnv+"="+testEndpoint)
 }
 
 // TestDeadlockGlobalOrder: workers that take random locks in one order,
 // with waits longer than DeadlockAfter, never report a deadlock.
 func TestDeadlockGlobalOrder(t *testing.T) {
-	base := uniqueKey(t)
-	locks := []string{base + "-a", base + "-b", base + "-c"}
-	res, took := cycletest.Ordered(t, locks, 3, 100, 5*time.Millisecond, endpointEnv+"="+testEndpoint)
-	t.Logf("300 runs in a global order took %v", took)
-	cycletest.CheckNoDeadlock(t, res)
+	cycletest.GlobalOrder(t, uniqueKey(t), endpointEnv+"="+testEndpoint)
 }
 
 // TestDeadlockPlantedByOtherUser: on a cluster with auth, another etcd

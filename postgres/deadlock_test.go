@@ -2,9 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -32,41 +30,18 @@ func init() {
 	})
 }
 
-// cycleAfter is the workers' DeadlockAfter.
-const cycleAfter = 200 * time.Millisecond
-
-// TestDeadlockCycle: two and three workers, worker i holding lock i and
-// waiting for lock i+1: exactly one gives up with ErrDeadlock naming every
-// worker and lock, the others get both locks.
+// TestDeadlockCycle: two- and three-process cycles end with exactly one
+// ErrDeadlock naming them; the others get their locks.
 func TestDeadlockCycle(t *testing.T) {
 	s := needServer(t)
-	for _, n := range []int{2, 3} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			base := uniqueName(t)
-			locks := make([]string, n)
-			for i := range locks {
-				locks[i] = fmt.Sprintf("%s-l%d", base, i)
-			}
-			orders := make([][]string, n)
-			for i := range orders {
-				orders[i] = []string{locks[i], locks[(i+1)%n]}
-			}
-			res, took := cycletest.Cycle(t, orders, cycleAfter, envConn+"="+s.ConnString())
-			t.Logf("%d-process cycle on PostgreSQL ended in %v", n, took)
-			cycletest.CheckOneDeadlock(t, res, locks)
-		})
-	}
+	cycletest.Cycles(t, func(t *testing.T) string { return uniqueName(t) }, envConn+"="+s.ConnString())
 }
 
 // TestDeadlockGlobalOrder: workers that take random locks in one order,
 // with waits longer than DeadlockAfter, never report a deadlock.
 func TestDeadlockGlobalOrder(t *testing.T) {
 	s := needServer(t)
-	base := uniqueName(t)
-	locks := []string{base + "-a", base + "-b", base + "-c"}
-	res, took := cycletest.Ordered(t, locks, 3, 100, 5*time.Millisecond, envConn+"="+s.ConnString())
-	t.Logf("300 runs in a global order took %v", took)
-	cycletest.CheckNoDeadlock(t, res)
+	cycletest.GlobalOrder(t, uniqueName(t), envConn+"="+s.ConnString())
 }
 
 // TestDeadlockPlantedByOtherRole: another role, which may use hold's

@@ -287,3 +287,40 @@ func WaitPlanted(t *testing.T, p hold.Protocol, held, wanted string, plant func(
 		t.Fatal(err)
 	}
 }
+
+// after is the workers' DeadlockAfter in Cycles: short, so that the test
+// spends its time on the search, not on the delay.
+const after = 200 * time.Millisecond
+
+// Cycles runs two and three workers, worker i holding lock i (named
+// base-l<i>) and waiting for lock i+1: exactly one must give up with
+// ErrDeadlock naming every worker and lock, and the others get both
+// locks. base makes each subtest's names.
+func Cycles(t *testing.T, base func(t *testing.T) string, env ...string) {
+	for _, n := range []int{2, 3} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			b := base(t)
+			locks := make([]string, n)
+			for i := range locks {
+				locks[i] = fmt.Sprintf("%s-l%d", b, i)
+			}
+			orders := make([][]string, n)
+			for i := range orders {
+				orders[i] = []string{locks[i], locks[(i+1)%n]}
+			}
+			res, took := Cycle(t, orders, after, env...)
+			t.Logf("%d-process cycle ended in %v", n, took)
+			CheckOneDeadlock(t, res, locks)
+		})
+	}
+}
+
+// GlobalOrder runs three workers that each take, 100 times, random locks
+// of three (named base-a, -b, -c) in that order, with waits longer than
+// their DeadlockAfter: none may report a deadlock.
+func GlobalOrder(t *testing.T, base string, env ...string) {
+	locks := []string{base + "-a", base + "-b", base + "-c"}
+	res, took := Ordered(t, locks, 3, 100, 5*time.Millisecond, env...)
+	t.Logf("300 runs in a global order took %v", took)
+	CheckNoDeadlock(t, res)
+}
