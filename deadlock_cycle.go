@@ -96,8 +96,10 @@ type cycleWait struct {
 // watchCycles prepares the deadlock watch of w's request, which acquire
 // gives the request for its wait (lock.Request.Watch) and takes back
 // after, so that no other use of the request can start a watch; unless the search is
-// off (DeadlockAfter(0), not Linux) or the protocol's locks are not ones
-// it can follow (kernel and portable locks of this machine).
+// off (DeadlockAfter(0)) or the protocol's locks are not ones it can
+// follow: kernel and portable locks of this machine, on Linux, and the
+// locks of a server whose protocol implements lock.WaitGraph
+// (deadlock_remote.go).
 func (c *config) watchCycles(w *watchedRequest) {
 	if c.deadlockAfter < 0 {
 		return

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/internal/waits"
 	"github.com/hold-dev/hold/lock"
 )
@@ -51,8 +52,18 @@ const serverLook = 5 * time.Second
 // beginServer publishes the wait on its server and returns it, as an
 // entry of the search, with the look for a cycle through it there and the
 // removal of the entry.
+//
+// Its round trips end when the wait does, so that a slow server never
+// holds up the Acquire that got its lock; the entry is removed in the
+// background for the same reason (until then it names a wait the server
+// shows ended, which no reader takes).
 func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep, func(), bool) {
-	ctx, cancel := context.WithTimeout(st.ctx, serverLook)
+	sctx, stop := context.WithCancel(st.ctx)
+	go func() {
+		<-st.done
+		stop()
+	}()
+	ctx, cancel := context.WithTimeout(sctx, serverLook)
 	id, remove, err := st.publish(ctx, keptHandles())
 	cancel()
 	if err != nil {
@@ -63,10 +74,13 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 	me.Path = w.path
 	me.Shared = w.shared
 	me.Name = id
+	if w.caller > 0 && w.caller != me.PID {
+		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
+	}
 	// Only its Order, from the server, compares it with the others':
 	// it is set from the list (serverCycle).
 	find := func() []cycleStep {
-		ctx, cancel := context.WithTimeout(st.ctx, serverLook)
+		ctx, cancel := context.WithTimeout(sctx, serverLook)
 		defer cancel()
 		ws, err := w.graph.ServerWaits(ctx)
 		if err != nil {
@@ -82,7 +96,7 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 		}
 		return cyc
 	}
-	return me, find, remove, true
+	return me, find, func() { go remove() }, true
 }
 
 // serverCycle follows the chain of server waits from the one called me
