@@ -64,7 +64,7 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 		stop()
 	}()
 	ctx, cancel := context.WithTimeout(sctx, serverLook)
-	id, remove, err := st.publish(ctx, keptHandles())
+	id, remove, err := st.publish(ctx, handlesOf(heldLocks()))
 	cancel()
 	if err != nil {
 		return waits.Entry{}, nil, nil, false
@@ -141,17 +141,24 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 	return nil
 }
 
-// keptHandles returns the protocols' own handles (unwrapped) of the locks
-// a wait of this process keeps until it ends: every lock it holds (see
-// DeadlockAfter).
-func keptHandles() []lock.Handle {
+// heldLocks returns the locks a wait of this process keeps until it
+// ends: every lock it holds (see DeadlockAfter).
+func heldLocks() []*Lock {
 	heldHere.Lock()
 	defer heldHere.Unlock()
-	var out []lock.Handle
+	var out []*Lock
 	for l := range heldHere.m {
-		if l.released.Load() {
-			continue
+		if !l.released.Load() {
+			out = append(out, l)
 		}
+	}
+	return out
+}
+
+// handlesOf returns the protocols' own handles (unwrapped) of locks.
+func handlesOf(locks []*Lock) []lock.Handle {
+	var out []lock.Handle
+	for _, l := range locks {
 		h := l.h
 		for {
 			w, ok := h.(lock.Wrapper)
