@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
@@ -89,8 +90,11 @@ type cycleWait struct {
 	// publish says the wait on its server (lock.ServerWatcher), nil
 	// for a wait on this machine.
 	publish func(ctx context.Context, keeps []lock.Handle) (string, func(), error)
-	done    chan struct{} // closed when the wait ended
-	exited  chan struct{} // closed when the search ended
+	// repub is the publish of the wait as it started again (a waiter
+	// that queued again on its server), until the search takes it.
+	repub  atomic.Pointer[func(context.Context, []lock.Handle) (string, func(), error)]
+	done   chan struct{} // closed when the wait ended
+	exited chan struct{} // closed when the search ended
 }
 
 // watchCycles prepares the deadlock watch of w's request, which acquire
@@ -136,6 +140,9 @@ func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
 // publish when not nil.
 func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, []lock.Handle) (string, func(), error)) context.Context {
 	if w.st != nil {
+		if publish != nil {
+			w.st.repub.Store(&publish)
+		}
 		return w.st.ctx
 	}
 	if !mayCloseCycle() {
@@ -198,7 +205,7 @@ func (st *cycleWait) search(w *cycleWatch) {
 		return
 	default:
 	}
-	me, find, cleanup, ok := st.begin(w)
+	find, cleanup, ok := st.begin(w)
 	if !ok {
 		return // nowhere to say it: no cycle can be told
 	}
@@ -206,9 +213,11 @@ func (st *cycleWait) search(w *cycleWatch) {
 	pause := min(max(w.delay/10, 10*time.Millisecond), 100*time.Millisecond)
 	var last []cycleStep
 	for {
+		// The cycle starts with this wait's entry, as it is now (a
+		// server's wait may have said itself again).
 		cyc := find()
-		if cyc != nil && sameCycle(cyc, last) && youngest(cyc) == me.Name {
-			st.cancel(cycleError(me, cyc))
+		if cyc != nil && sameCycle(cyc, last) && youngest(cyc) == cyc[0].e.Name {
+			st.cancel(cycleError(cyc[0].e, cyc))
 			return
 		}
 		last = cyc
@@ -224,14 +233,14 @@ func (st *cycleWait) search(w *cycleWatch) {
 }
 
 // begin publishes the wait's entry, on its server (beginServer) or in
-// this machine's wait entries, and returns it, the look for a cycle
-// through it and the removal of the entry; false when it could not be
-// published.
-func (st *cycleWait) begin(w *cycleWatch) (me waits.Entry, find func() []cycleStep, cleanup func(), ok bool) {
+// this machine's wait entries, and returns the look for a cycle through
+// it (the cycle starts with the entry) and the removal of the entry;
+// false when it could not be published.
+func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func(), ok bool) {
 	if st.publish != nil {
 		return st.beginServer(w)
 	}
-	me = waits.Self()
+	me := waits.Self()
 	me.Proto = w.proto
 	me.Path = canonicalPath(w.path)
 	me.Lock = idOf(w.proto, false, w.path).id
@@ -243,7 +252,7 @@ func (st *cycleWait) begin(w *cycleWatch) (me waits.Entry, find func() []cycleSt
 	me.Holds = heldPaths()
 	name, err := waits.Publish(&me)
 	if err != nil {
-		return me, nil, nil, false
+		return nil, nil, false
 	}
 	me.Name = name
 	find = func() []cycleStep {
@@ -252,7 +261,7 @@ func (st *cycleWait) begin(w *cycleWatch) (me waits.Entry, find func() []cycleSt
 		}
 		return nil
 	}
-	return me, find, func() { waits.Remove(name) }, true
+	return find, func() { waits.Remove(name) }, true
 }
 
 // heldPaths lists the paths of the locks this process holds.

@@ -57,7 +57,7 @@ const serverLook = 5 * time.Second
 // holds up the Acquire that got its lock; the entry is removed in the
 // background for the same reason (until then it names a wait the server
 // shows ended, which no reader takes).
-func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep, func(), bool) {
+func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), bool) {
 	sctx, stop := context.WithCancel(st.ctx)
 	go func() {
 		<-st.done
@@ -67,7 +67,7 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 	id, remove, err := st.publish(ctx, handlesOf(heldLocks()))
 	cancel()
 	if err != nil {
-		return waits.Entry{}, nil, nil, false
+		return nil, nil, false
 	}
 	me := waits.Self()
 	me.Proto = w.proto
@@ -82,6 +82,20 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 	find := func() []cycleStep {
 		ctx, cancel := context.WithTimeout(sctx, serverLook)
 		defer cancel()
+		if p := st.repub.Swap(nil); p != nil {
+			// The wait started again (queued again, on a new key or
+			// session): the entry says the new one.
+			go remove()
+			id, remove = "", func() {}
+			nid, nremove, err := (*p)(ctx, handlesOf(heldLocks()))
+			if err != nil {
+				return nil
+			}
+			id, remove, me.Name = nid, nremove, nid
+		}
+		if id == "" {
+			return nil
+		}
 		ws, err := w.graph.ServerWaits(ctx)
 		if err != nil {
 			return nil
@@ -96,7 +110,10 @@ func (st *cycleWait) beginServer(w *cycleWatch) (waits.Entry, func() []cycleStep
 		}
 		return cyc
 	}
-	return me, find, func() { go remove() }, true
+	return find, func() {
+		r := remove
+		go r()
+	}, true
 }
 
 // serverCycle follows the chain of server waits from the one called me
