@@ -63,8 +63,12 @@ func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), boo
 		<-st.done
 		stop()
 	}()
+	publish := st.publish
+	if p := st.repub.Swap(nil); p != nil {
+		publish = *p // it started again before the delay was over
+	}
 	ctx, cancel := context.WithTimeout(sctx, serverLook)
-	id, remove, err := st.publish(ctx, handlesOf(heldLocks()))
+	id, remove, err := publish(ctx, handlesOf(heldLocks()))
 	cancel()
 	if err != nil {
 		return nil, nil, false

@@ -123,3 +123,44 @@ func plantWait(t *testing.T, url, holds, waits string) {
 	_, err := writer.Exec(ctx, `UPDATE hold_waits SET role = 'hold' WHERE backend_pid = $1`, int32(waiter.PgConn().PID()))
 	t.Logf("passing the row for the role hold's: %v", err)
 }
+
+// TestDeadlockSessionEnded: a waiter of a cycle whose waiting session is
+// ended (pg_terminate_backend) before its search begins waits again on a
+// new session; its entry must name the new one, or no search could see
+// the cycle.
+func TestDeadlockSessionEnded(t *testing.T) {
+	s := needServer(t)
+	base := uniqueName(t)
+	l0, l1 := base+"-l0", base+"-l1"
+	admin := rawConn(t)
+	done, exited := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(done)
+		<-exited // before admin is closed
+	}()
+	go func() {
+		defer close(exited)
+		// Once both wait, end one waiting session.
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var ended int
+			if admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM (
+				SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND objid::bigint = $1 & 4294967295 AND classid::bigint = ($1 >> 32) & 4294967295
+				AND (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+					AND objid::bigint = $2 & 4294967295 AND classid::bigint = ($2 >> 32) & 4294967295) = 1) AS w`,
+				postgres.Key(l0), postgres.Key(l1)).Scan(&ended) == nil && ended == 1 {
+				return
+			}
+		}
+	}()
+	// The delay leaves the termination time to come first, even on a
+	// loaded machine.
+	res, took := cycletest.Cycle(t, [][]string{{l1, l0}, {l0, l1}}, 5*time.Second, envConn+"="+s.ConnString())
+	t.Logf("the cycle ended in %v", took)
+	cycletest.CheckOneDeadlock(t, res, []string{l0, l1})
+}
