@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hold-dev/hold/internal/proc"
@@ -73,6 +74,9 @@ type cycleWatch struct {
 	proto  string
 	path   string
 	shared bool
+	// graph is the protocol's, for a lock that lives on a server
+	// (deadlock_remote.go); nil for this machine's locks.
+	graph lock.WaitGraph
 	// st is the current wait's, nil between waits.
 	st *cycleWait
 }
@@ -83,6 +87,12 @@ type cycleWait struct {
 	cancel context.CancelCauseFunc
 	since  time.Time
 	timer  *time.Timer
+	// publish says the wait on its server (lock.ServerWatcher), nil
+	// for a wait on this machine.
+	publish func(ctx context.Context, keeps []lock.Handle) (string, func(), error)
+	// repub is the publish of the wait as it started again (a waiter
+	// that queued again on its server), until the search takes it.
+	repub  atomic.Pointer[func(context.Context, []lock.Handle) (string, func(), error)]
 	done   chan struct{} // closed when the wait ended
 	exited chan struct{} // closed when the search ended
 }
@@ -90,30 +100,49 @@ type cycleWait struct {
 // watchCycles prepares the deadlock watch of w's request, which acquire
 // gives the request for its wait (lock.Request.Watch) and takes back
 // after, so that no other use of the request can start a watch; unless the search is
-// off (DeadlockAfter(0), not Linux) or the protocol's locks are not ones
-// it can follow (kernel and portable locks of this machine).
+// off (DeadlockAfter(0)) or the protocol's locks are not ones it can
+// follow: kernel and portable locks of this machine, on Linux, and the
+// locks of a server whose protocol implements lock.WaitGraph
+// (deadlock_remote.go).
 func (c *config) watchCycles(w *watchedRequest) {
-	if !cycleSearch || c.deadlockAfter < 0 {
+	if c.deadlockAfter < 0 {
 		return
 	}
-	if _, network := c.protocol.(lock.Closer); network {
-		return
-	}
+	graph, _ := c.protocol.(lock.WaitGraph)
 	name := c.protocol.Name()
-	if name != "flock" && name != "dir" {
-		return
+	if graph == nil {
+		if _, network := c.protocol.(lock.Closer); network || !cycleSearch {
+			return
+		}
+		if name != "flock" && name != "dir" {
+			return
+		}
 	}
 	d := c.deadlockAfter
 	if d == 0 {
 		d = defaultDeadlockAfter
 	}
-	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared}
+	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph}
 	c.watch = &w.watch
 }
 
 // Waiting starts the watch of a wait that begins (lock.WaitWatcher).
 func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
+	if w.graph != nil {
+		// A server's wait is followed only by what the server says:
+		// without its entry there nothing can be told.
+		return ctx
+	}
+	return w.waiting(ctx, nil)
+}
+
+// waiting starts the watch of a wait that begins, said on its server by
+// publish when not nil.
+func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, []lock.Handle) (string, func(), error)) context.Context {
 	if w.st != nil {
+		if publish != nil {
+			w.st.repub.Store(&publish)
+		}
 		return w.st.ctx
 	}
 	if !mayCloseCycle() {
@@ -121,7 +150,7 @@ func (w *cycleWatch) Waiting(ctx context.Context) context.Context {
 		// the protocol's cheapest way of waiting.
 		return ctx
 	}
-	st := &cycleWait{since: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
+	st := &cycleWait{since: time.Now(), publish: publish, done: make(chan struct{}), exited: make(chan struct{})}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	search := *w
 	search.st = nil
@@ -176,31 +205,19 @@ func (st *cycleWait) search(w *cycleWatch) {
 		return
 	default:
 	}
-	me := waits.Self()
-	me.Proto = w.proto
-	me.Path = canonicalPath(w.path)
-	me.Lock = idOf(w.proto, false, w.path).id
-	me.Shared = w.shared
-	me.Since = st.since.UnixNano()
-	if w.caller > 0 && w.caller != me.PID {
-		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
-	}
-	me.Holds = heldPaths()
-	name, err := waits.Publish(&me)
-	if err != nil {
+	find, cleanup, ok := st.begin(w)
+	if !ok {
 		return // nowhere to say it: no cycle can be told
 	}
-	defer waits.Remove(name)
-	me.Name = name
+	defer cleanup()
 	pause := min(max(w.delay/10, 10*time.Millisecond), 100*time.Millisecond)
 	var last []cycleStep
 	for {
-		var cyc []cycleStep
-		if findCycle(me, false) != nil {
-			cyc = findCycle(me, true)
-		}
-		if cyc != nil && sameCycle(cyc, last) && youngest(cyc) == me.Name {
-			st.cancel(cycleError(me, cyc))
+		// The cycle starts with this wait's entry, as it is now (a
+		// server's wait may have said itself again).
+		cyc := find()
+		if cyc != nil && sameCycle(cyc, last) && youngest(cyc) == cyc[0].e.Name {
+			st.cancel(cycleError(cyc[0].e, cyc))
 			return
 		}
 		last = cyc
@@ -213,6 +230,38 @@ func (st *cycleWait) search(w *cycleWatch) {
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// begin publishes the wait's entry, on its server (beginServer) or in
+// this machine's wait entries, and returns the look for a cycle through
+// it (the cycle starts with the entry) and the removal of the entry;
+// false when it could not be published.
+func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func(), ok bool) {
+	if st.publish != nil {
+		return st.beginServer(w)
+	}
+	me := waits.Self()
+	me.Proto = w.proto
+	me.Path = canonicalPath(w.path)
+	me.Lock = idOf(w.proto, false, w.path).id
+	me.Shared = w.shared
+	me.Since = st.since.UnixNano()
+	if w.caller > 0 && w.caller != me.PID {
+		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
+	}
+	me.Holds = heldPaths()
+	name, err := waits.Publish(&me)
+	if err != nil {
+		return nil, nil, false
+	}
+	me.Name = name
+	find = func() []cycleStep {
+		if findCycle(me, false) != nil {
+			return findCycle(me, true)
+		}
+		return nil
+	}
+	return find, func() { waits.Remove(name) }, true
 }
 
 // heldPaths lists the paths of the locks this process holds.

@@ -458,9 +458,12 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // until it gets the second: a program whose other goroutine would soon
 // release the lock it holds should turn the search off. A process hold
 // cannot see into (a flock(1) that waits) ends the chain, so no cycle
-// through it is ever reported. The search runs on Linux only; locks on a
-// server (etcd, PostgreSQL) are not followed. It applies where
-// FailIfHeldHere does.
+// through it is ever reported. The search of this machine's locks runs on
+// Linux only. Locks on a server (etcd, PostgreSQL) are followed, on every
+// system, by what the server knows (a protocol that implements
+// lock.WaitGraph): waits of the same server user only, and a chain that
+// leaves the server (for another server or this machine's locks) ends
+// there, unreported. It applies where FailIfHeldHere does.
 func DeadlockAfter(d time.Duration) Option {
 	if d <= 0 {
 		d = -1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -443,6 +444,7 @@ type queue struct {
 // the lock is taken, off the hand-off's path.
 func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 	p := w.p
+	ctx = w.watching(ctx)
 	for {
 		if q.pred == "" {
 			var err error
@@ -462,7 +464,7 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 		wctx, wcancel := context.WithCancel(ctx)
 		wch := p.client.Watch(clientv3.WithRequireLeader(wctx), q.pred,
 			clientv3.WithCreatedNotify(), clientv3.WithFilterPut())
-		started, err := w.await(ctx, wch)
+		started, err := w.await(ctx, wch, nil)
 		if err != nil {
 			wcancel()
 			return nil, err
@@ -505,7 +507,7 @@ func (w *waiter) wait(ctx context.Context, q queue) (*handle, error) {
 			continue
 		}
 		q = now
-		gone, err := w.await(ctx, wch)
+		gone, err := w.await(ctx, wch, nil)
 		wcancel()
 		if err != nil {
 			return nil, err
@@ -547,11 +549,14 @@ func (w *waiter) check(ctx context.Context) (queue, error) {
 	return queue{pred: string(pred.Key), predHolds: first != nil && string(first.Key) == string(pred.Key)}, nil
 }
 
-// await waits for the next message on a watch of the predecessor: its
-// creation, or (puts being filtered) the predecessor's deletion. It
-// reports false when the watch ended without one, and an error when ctx
-// ended or the session did.
-func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error) {
+// await waits for the next message on a watch: its creation when
+// relevant is nil, otherwise an event relevant says matters (a plain
+// lock's waiter watches its predecessor with puts filtered, so any
+// message is the creation or the deletion; a semaphore's first waiter
+// watches a range). It reports false when the watch ended without one,
+// and an error when ctx ended or the session did. It is the one place an
+// etcd waiter blocks between two reads of its queue.
+func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan, relevant func(ev *clientv3.Event) bool) (bool, error) {
 	// The client's watch waits through an outage by itself; look at
 	// the connection now and then, to say so.
 	tick := time.NewTicker(time.Second)
@@ -578,7 +583,9 @@ func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan) (bool, error
 				return false, w.sessionError()
 			default:
 			}
-			return true, nil
+			if relevant == nil || slices.ContainsFunc(wr.Events, relevant) {
+				return true, nil
+			}
 		case <-ctx.Done():
 			return false, w.ctxError(ctx)
 		case <-w.sess.done:

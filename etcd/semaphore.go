@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -187,6 +186,9 @@ func (w *waiter) position(ctx context.Context) (int, string, error) {
 // wait it only looks: a place, or ErrBusy naming every holder.
 func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
+	if wait {
+		ctx = w.watching(ctx)
+	}
 	for {
 		ahead, pred, err := w.position(ctx)
 		if err != nil {
@@ -226,13 +228,13 @@ func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 			wch = p.client.Watch(clientv3.WithRequireLeader(wctx), pred, clientv3.WithCreatedNotify())
 			moved = func(*clientv3.Event) bool { return true }
 		}
-		started, err := w.awaitEvent(ctx, wch, nil)
+		started, err := w.await(ctx, wch, nil)
 		if err == nil && started {
 			// What happened before the watch started is read again.
 			var nowAhead int
 			var nowPred string
 			if nowAhead, nowPred, err = w.position(ctx); err == nil && nowAhead == ahead && nowPred == pred {
-				_, err = w.awaitEvent(ctx, wch, moved)
+				_, err = w.await(ctx, wch, moved)
 			}
 		}
 		wcancel()
@@ -260,73 +262,15 @@ func (w *waiter) waitSlots(ctx context.Context, wait bool) (*handle, error) {
 	}
 }
 
-// awaitEvent waits for a message on a watch: its creation when relevant
-// is nil, otherwise an event relevant says matters. It reports false when
-// the watch ended first.
-func (w *waiter) awaitEvent(ctx context.Context, wch clientv3.WatchChan, relevant func(ev *clientv3.Event) bool) (bool, error) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			if !w.p.connected() {
-				w.notify(&lock.Error{Op: "acquire", Path: w.req.Path, Err: fmt.Errorf("%w: %s", ErrUnreachable, connectionProblem(w.p.client))})
-			}
-		case wr, ok := <-wch:
-			if !ok || wr.Err() != nil || wr.Canceled {
-				if ctx.Err() != nil {
-					return false, w.ctxError(ctx)
-				}
-				return false, nil
-			}
-			select {
-			case <-w.sess.done:
-				return false, w.sessionError()
-			default:
-			}
-			if relevant == nil {
-				return true, nil
-			}
-			for _, ev := range wr.Events {
-				if relevant(ev) {
-					return true, nil
-				}
-			}
-		case <-ctx.Done():
-			return false, w.ctxError(ctx)
-		case <-w.sess.done:
-			return false, w.sessionError()
-		}
-	}
-}
-
 // busySlots is the error of a TryAcquireSlot that found every place held:
 // it names each holder.
 func (w *waiter) busySlots() error {
 	e := &lock.Error{Op: "acquire", Path: w.req.Path, Err: lock.ErrBusy, Holder: w.holder}
 	if st, err := w.p.Inspect(w.req.Path); err == nil && st.Slots > 0 {
 		e.Holder = st.Holder
-		e.Hint = describeSlots(st)
+		e.Hint = st.DescribeSlots()
 	}
 	return e
-}
-
-// describeSlots says who holds each place of a semaphore.
-func describeSlots(st *lock.Status) string {
-	var b strings.Builder
-	held := 0
-	for _, h := range st.SlotHolders {
-		if h != nil {
-			held++
-		}
-	}
-	fmt.Fprintf(&b, "%d of %d slots held", held, st.Slots)
-	for i, h := range st.SlotHolders {
-		if h != nil {
-			fmt.Fprintf(&b, "; slot %d by %s", i, h)
-		}
-	}
-	return b.String()
 }
 
 // retry decides what a failed round trip of a claim means: a waiter rides

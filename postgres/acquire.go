@@ -18,15 +18,17 @@ import (
 // records. The protocol runs it itself the first time it finds the table
 // missing; a database where its user may not create tables needs it run
 // once by someone who may (then grant the user SELECT, INSERT and UPDATE on
-// hold_locks, SELECT, INSERT, UPDATE and DELETE on hold_holders, and USAGE
-// on hold_locks_fence).
+// hold_locks, SELECT, INSERT, UPDATE and DELETE on hold_holders and
+// hold_waits, and USAGE on hold_locks_fence).
 //
 // hold_locks has one row per lock name: its last token and the record of
 // its exclusive holder. hold_holders has the records of the holders a lock
 // has more than one of, each beside its session's server process: shared
 // holders and semaphore holders (see sharedSQL and AcquireSlot). A row
 // whose session has ended is a leftover, never shown: a holder is shown
-// only while pg_locks says its session holds the lock.
+// only while pg_locks says its session holds the lock. hold_waits has the
+// waits that have lasted DeadlockAfter, for the search for deadlocks
+// between processes (see waits.go).
 //
 // The table is unlogged: an owner record is never written to the WAL, and a
 // server crash, which ends every lock anyway, empties it. The sequence is
@@ -47,7 +49,8 @@ CREATE UNLOGGED TABLE IF NOT EXISTS hold_holders (
 	backend_pid integer NOT NULL,
 	owner text NOT NULL,
 	PRIMARY KEY (key, backend_pid)
-);`
+);
+` + waitsSchema
 
 // schemaLockKey serializes concurrent creations of the schema, which would
 // otherwise collide in the catalogs ("duplicate key value").
@@ -182,8 +185,12 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		var fence int64
 		var backend int32
 		c.wh.cancelOnServer = wait
+		qctx := ctx
+		if wait {
+			qctx = p.watching(ctx, req, c, name, key, record[:len(record)-1])
+		}
 		sent := time.Now()
-		err = c.c.QueryRow(ctx, query, c.mode(query), key, name, string(record[:len(record)-1])).Scan(&fence, &backend)
+		err = c.c.QueryRow(qctx, query, c.mode(query), key, name, string(record[:len(record)-1])).Scan(&fence, &backend)
 		c.wh.cancelOnServer = false
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Busy (a try), or a collision: the session holds the
@@ -205,8 +212,8 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 			// session whose statement failed is closed: that frees
 			// whatever it may hold.
 			c.close()
-			if ctx.Err() != nil {
-				return nil, w.settle(ctx, err)
+			if qctx.Err() != nil {
+				return nil, w.settle(qctx, err)
 			}
 			var pgErr *pgconn.PgError
 			switch {

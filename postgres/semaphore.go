@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -459,7 +458,7 @@ func (s *slotEntry) allHeld(ctx context.Context, c *conn) (error, error) {
 	if st.Slots == 0 || held < st.Slots {
 		return nil, nil
 	}
-	return &lock.Error{Op: "acquire", Path: s.name, Err: lock.ErrBusy, Holder: st.Holder, Hint: describeSlots(st)}, nil
+	return &lock.Error{Op: "acquire", Path: s.name, Err: lock.ErrBusy, Holder: st.Holder, Hint: st.DescribeSlots()}, nil
 }
 
 // queryError turns a failed round trip into hold's error.
@@ -472,24 +471,6 @@ func (s *slotEntry) queryError(err error) error {
 		return errNoSchema
 	}
 	return s.p.queryError("acquire", s.name, err)
-}
-
-// describeSlots says who holds each place of a semaphore.
-func describeSlots(st *lock.Status) string {
-	var b strings.Builder
-	held := 0
-	for _, h := range st.SlotHolders {
-		if h != nil {
-			held++
-		}
-	}
-	fmt.Fprintf(&b, "%d of %d slots held", held, st.Slots)
-	for i, h := range st.SlotHolders {
-		if h != nil {
-			fmt.Fprintf(&b, "; slot %d by %s", i, h)
-		}
-	}
-	return b.String()
 }
 
 // slotHandle is a held place: the handle of its session, with the place.

@@ -176,6 +176,10 @@ func (m *Member) Start() error {
 	cfg.TickMs = m.tickMs
 	cfg.ElectionMs = m.electionMs
 	cfg.UnsafeNoFsync = true
+	// Passwords of test users need no strength: bcrypt's least cost (4)
+	// keeps a test that enables auth from spending seconds per login
+	// under the race detector.
+	cfg.BcryptCost = 4
 	cfg.LogLevel = "error"
 	// Stopping a member logs errors about its closed listeners: keep them
 	// out of the test output, in a file beside the data.

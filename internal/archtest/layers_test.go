@@ -40,6 +40,7 @@ var (
 	testSupport = []string{
 		"holdtest", "internal/testenv", "internal/faultnet", "internal/doctest",
 		"internal/archtest", "etcd/etcdtest", "postgres/pgtest", "internal/slottest",
+		"internal/cycletest",
 	}
 	// implementations are the library's internals that hold its rules (the
 	// kernel lock, the fair queue, the directory lock, the guarded update,

@@ -137,7 +137,7 @@ func (f *lockFlags) addTo(fs *gnuflag.FlagSet) {
 	fs.StringVar(&f.protocol, "protocol", lockspec.DefaultProtocolName(), "lock protocol `NAME`: "+strings.Join(lockspec.ProtocolNames(), ", ")+"; "+lockspec.ProtocolEnv+" sets the default")
 	fs.StringArrayVar(&f.fields, "field", nil, "add `KEY=VALUE` to the owner record that status shows (repeatable)")
 	fs.BoolVar(&f.fair, "fair", false, "wait in line: fair waiters get the lock in arrival order (unix)")
-	fs.Var(&f.deadlock, "deadlock-after", "after `SECONDS` of waiting (default 1; 0: never), look for a cycle of waits between processes, which fails the latest with exit 70 (Linux)")
+	fs.Var(&f.deadlock, "deadlock-after", "after `SECONDS` of waiting (default 1; 0: never), look for a cycle of waits between processes, which fails the latest with exit 70 (local locks: Linux; etcd and PostgreSQL: everywhere)")
 	fs.BoolVar(&f.makeDirs, "make-dirs", false, "make the lock file's missing parent directories (by default a missing one is an error, exit 66)")
 	for _, s := range lockspec.RemoteSettings {
 		usage := s.Usage + " (default $" + s.Env

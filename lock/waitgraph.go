@@ -1,0 +1,65 @@
+package lock
+
+import "context"
+
+// Deadlocks between processes whose locks live on a server (etcd,
+// PostgreSQL). hold's search for a cycle of waits (the root's
+// deadlock_cycle.go) follows holder → that holder's wait → … by what this
+// machine can see for its own locks; for a server's locks only the server
+// knows who holds and who waits. A protocol that can say so implements
+// WaitGraph, and tells hold how a wait says on the server what it waits
+// for through ServerWatcher: the search itself, its rules (a cycle seen
+// twice a moment apart, the youngest wait gives up, the message naming
+// every process and lock) stay hold's.
+
+// ServerWatcher is a WaitWatcher (Request.Watch) that can also be told how
+// the wait says on its server what it waits for. A protocol that
+// implements WaitGraph calls WaitingOn in place of Waiting when the
+// request's Watch implements it.
+type ServerWatcher interface {
+	WaitWatcher
+	// WaitingOn is Waiting for a wait that publish can say on the server:
+	// publish, called at most once and only if the wait lasts, writes the
+	// wait's entry, claiming the locks of keeps that are the protocol's
+	// own (the held locks this wait keeps until it ends: their holders
+	// cannot let go before; each the protocol's own Handle, with no
+	// Wrapper around it), and returns the ServerWait.ID the entry is
+	// listed under and the function that removes it (called once the
+	// wait ends). publish must stay valid after the wait ended: it then
+	// fails or writes an entry nobody trusts.
+	WaitingOn(ctx context.Context, publish func(ctx context.Context, keeps []Handle) (id string, remove func(), err error)) context.Context
+}
+
+// WaitGraph is implemented by protocols whose server can list the waits of
+// this server user (the etcd user, the PostgreSQL role) that have said
+// what they wait for (ServerWatcher), with who holds the lock each waits
+// for.
+type WaitGraph interface {
+	// ServerWaits lists the published waits that are still waiting. An
+	// entry written by another server user is never listed; neither is one
+	// whose wait the server no longer shows (it ended, or its waiter's
+	// lease or session did).
+	ServerWaits(ctx context.Context) ([]ServerWait, error)
+}
+
+// ServerWait is one published wait, as the server shows it.
+type ServerWait struct {
+	// ID names the wait among the others while it lasts.
+	ID string
+	// Waiter is who waits: its pid, start time, host and command, as its
+	// owner records name it.
+	Waiter Owner
+	// Path is the lock it waits for.
+	Path string
+	// Order places the start of the wait among the others', by the
+	// server's clock or counter: the greater, the later.
+	Order int64
+	// Blockers names, in the server's terms (an etcd key, a PostgreSQL
+	// session), each hold of Path that the wait waits for.
+	Blockers []string
+	// Holds names, in the same terms, the holds on the server that the
+	// wait keeps (its entry's claim, as far as the server confirms it):
+	// a blocker that one of them names cannot be let go before this wait
+	// ends.
+	Holds []string
+}

@@ -1,0 +1,166 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/cycletest"
+	"github.com/hold-dev/hold/postgres"
+)
+
+// Deadlocks between processes on PostgreSQL (postgres/waits.go, the
+// root's deadlock_remote.go): workers that take locks in opposite orders.
+
+func init() {
+	workers = append(workers, func() (int, bool) {
+		return cycletest.RunWorker(func() (hold.Protocol, func(), error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := postgres.Dial(ctx, os.Getenv(envConn))
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, func() { p.Close() }, nil
+		})
+	})
+}
+
+// TestDeadlockCycle: two- and three-process cycles end with exactly one
+// ErrDeadlock naming them; the others get their locks.
+func TestDeadlockCycle(t *testing.T) {
+	s := needServer(t)
+	cycletest.Cycles(t, func(t *testing.T) string { return uniqueName(t) }, envConn+"="+s.ConnString())
+}
+
+// TestDeadlockGlobalOrder: workers that take random locks in one order,
+// with waits longer than DeadlockAfter, never report a deadlock.
+func TestDeadlockGlobalOrder(t *testing.T) {
+	s := needServer(t)
+	cycletest.GlobalOrder(t, uniqueName(t), envConn+"="+s.ConnString())
+}
+
+// TestDeadlockPlantedByOtherRole: another role, which may use hold's
+// tables, holds the lock this process waits for in one session and waits
+// for the lock this process holds in another, and says so in a row of
+// hold_waits (as itself; the row's role cannot name another). The wait
+// never reports a deadlock; the same sessions and row of this role do.
+func TestDeadlockPlantedByOtherRole(t *testing.T) {
+	s := needServer(t)
+	p := dial(t)
+	admin := rawConn(t)
+	ctx := context.Background()
+	if _, err := admin.Exec(ctx, postgres.Schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`DO $$ BEGIN CREATE ROLE mallory LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON hold_locks, hold_holders, hold_waits TO mallory`,
+		`GRANT USAGE ON SEQUENCE hold_locks_fence TO mallory`,
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := uniqueName(t)
+	for _, c := range []struct {
+		by      string
+		planted bool // by another role: no report
+	}{{"mallory", true}, {"hold", false}} {
+		t.Run(c.by, func(t *testing.T) {
+			l1, l2 := base+"-"+c.by+"-1", base+"-"+c.by+"-2"
+			cycletest.WaitPlanted(t, p, l1, l2, func() { plantWait(t, s.URLAs(c.by, "postgres"), l2, l1) }, !c.planted)
+		})
+	}
+}
+
+// plantWait connects twice to url: one session holds the advisory lock of
+// holds, the other waits for that of waits, and a row of hold_waits says
+// so, naming the first session as holding for the second's process; one
+// more row tries to pass for the test's own role's, which the table
+// refuses.
+func plantWait(t *testing.T, url, holds, waits string) {
+	t.Helper()
+	ctx := context.Background()
+	connect := func() *pgx.Conn {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	holder, waiter := connect(), connect()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, postgres.Key(holds)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(wctx, `SELECT pg_advisory_lock($1)`, postgres.Key(waits))
+		waited <- err
+	}()
+	t.Cleanup(func() { cancel(); <-waited })
+	writer := connect()
+	var waiting bool
+	for !waiting {
+		if err := writer.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)`,
+			int32(waiter.PgConn().PID())).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	record := `{"pid":1,"host":"elsewhere","started_at":"2026-01-01T00:00:00Z","released":false,"protocol":"postgres"}`
+	if _, err := writer.Exec(ctx, `INSERT INTO hold_waits (backend_pid, backend_start, key, name, owner, holds)
+		SELECT pid, backend_start, $2, $3, $4, ARRAY[$5::integer] FROM pg_stat_activity WHERE pid = $1`,
+		int32(waiter.PgConn().PID()), postgres.Key(waits), waits, record, int32(holder.PgConn().PID())); err != nil {
+		t.Fatal(err)
+	}
+	_, err := writer.Exec(ctx, `UPDATE hold_waits SET role = 'hold' WHERE backend_pid = $1`, int32(waiter.PgConn().PID()))
+	t.Logf("passing the row for the role hold's: %v", err)
+}
+
+// TestDeadlockSessionEnded: a waiter of a cycle whose waiting session is
+// ended (pg_terminate_backend) before its search begins waits again on a
+// new session; its entry must name the new one, or no search could see
+// the cycle.
+func TestDeadlockSessionEnded(t *testing.T) {
+	s := needServer(t)
+	base := uniqueName(t)
+	l0, l1 := base+"-l0", base+"-l1"
+	admin := rawConn(t)
+	done, exited := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(done)
+		<-exited // before admin is closed
+	}()
+	go func() {
+		defer close(exited)
+		// Once both wait, end one waiting session.
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var ended int
+			if admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM (
+				SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND objid::bigint = $1 & 4294967295 AND classid::bigint = ($1 >> 32) & 4294967295
+				AND (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+					AND objid::bigint = $2 & 4294967295 AND classid::bigint = ($2 >> 32) & 4294967295) = 1) AS w`,
+				postgres.Key(l0), postgres.Key(l1)).Scan(&ended) == nil && ended == 1 {
+				return
+			}
+		}
+	}()
+	// The delay leaves the termination time to come first, even on a
+	// loaded machine.
+	res, took := cycletest.Cycle(t, [][]string{{l1, l0}, {l0, l1}}, 5*time.Second, envConn+"="+s.ConnString())
+	t.Logf("the cycle ended in %v", took)
+	cycletest.CheckOneDeadlock(t, res, []string{l0, l1})
+}
