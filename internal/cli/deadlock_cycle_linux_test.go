@@ -118,7 +118,8 @@ func TestRunCycleThroughFlock(t *testing.T) {
 }
 
 // TestAgentCycle: two agents (as two clients would have) each hold one
-// lock and ask for the other's: exactly one request fails with EDEADLK
+// lock and ask for the other's, saying that the request keeps the first
+// (held_by, as a thread does): exactly one request fails with EDEADLK
 // naming both locks, and once its client releases what it holds, the
 // other's is granted.
 func TestAgentCycle(t *testing.T) {
@@ -130,7 +131,7 @@ func TestAgentCycle(t *testing.T) {
 		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
 	}
 	for i, c := range agents {
-		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q}`, locks[1-i]))
+		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q,"held_by":[%v]}`, locks[1-i], held[i]))
 	}
 	replies := make(chan int, 2)
 	got := make([]map[string]any, 2)
@@ -150,6 +151,43 @@ func TestAgentCycle(t *testing.T) {
 	wantOK(t, got[second])
 }
 
+// TestAgentNoFalseCycle: the same two agents, where the first client's
+// request does not keep its lock (another of its threads or tasks holds
+// it, and lets go in a while): that is no deadlock, and neither request
+// may fail; both are granted once the first client releases its lock.
+func TestAgentNoFalseCycle(t *testing.T) {
+	dir := t.TempDir()
+	agents := []*agentClient{startAgent(t, holdBin, dir), startAgent(t, holdBin, dir)}
+	locks := []string{"a", "b"}
+	held := make([]any, 2)
+	for i, c := range agents {
+		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
+	}
+	agents[0].send(`{"id":2,"op":"acquire","target":"b"}`)
+	agents[1].send(fmt.Sprintf(`{"id":2,"op":"acquire","target":"a","held_by":[%v]}`, held[1]))
+	replies := make(chan int, 2)
+	got := make([]map[string]any, 2)
+	for i, c := range agents {
+		go func() { got[i] = c.reply(2); replies <- i }()
+	}
+	select {
+	case i := <-replies:
+		t.Fatalf("agent %d answered while the cycle of holds stood: %v", i, got[i])
+	case <-time.After(4 * time.Second): // well past both searches
+	}
+	// Its reply is read once the goroutine reading agent 0's is done.
+	agents[0].send(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, held[0]))
+	if i := <-replies; i != 1 {
+		t.Fatalf("agent %d answered first: %v", i, got[i])
+	}
+	wantOK(t, got[1])
+	wantOK(t, agents[1].request(fmt.Sprintf(`{"id":4,"op":"release","lock":%v}`, got[1]["lock"])))
+	wantOK(t, agents[1].request(fmt.Sprintf(`{"id":5,"op":"release","lock":%v}`, held[1])))
+	<-replies
+	wantOK(t, got[0])
+	wantOK(t, agents[0].reply(3))
+}
+
 // cycleNode and cyclePython hold argv's first lock, say so in ready/,
 // wait for the others, and take the second: exit 0 with it, 70 on a
 // deadlock (the message on stderr), 1 otherwise.
@@ -163,7 +201,7 @@ const [first, second, idx, n] = process.argv.slice(1);
   while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
   let code = 0;
   try {
-    const b = await hold.lock(second);
+    const b = await hold.lock(second, { heldBy: [a] });
     await b.release();
   } catch (e) {
     console.error(e.message);
