@@ -230,6 +230,99 @@ a.release()
 sys.exit(code)
 `
 
+// asideNode and asidePython hold argv's first lock in one task or
+// thread, which lets go after four seconds, say so in ready/, wait for
+// the others, and take the second in another task or thread, which keeps
+// nothing: exit 0 once both are done, 70 on a deadlock, 1 otherwise.
+const asideNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  const aside = new Promise((r) => setTimeout(r, 4000)).then(() => a.release());
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second);
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : 1;
+  }
+  await aside;
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const asidePython = `
+import os, sys, threading, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+taken = threading.Event()
+def aside():
+    with hold.lock(first):
+        taken.set()
+        time.sleep(4)
+t = threading.Thread(target=aside)
+t.start()
+taken.wait()
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+t.join()
+sys.exit(code)
+`
+
+// TestNoFalseCycleThroughClients: a Node client whose one task holds l0
+// while another waits for l1, and a Python client whose one thread holds
+// l0 while another waits for l1, each against a hold run that holds l1
+// and runs a hold run of l0: the client's wait does not keep l0, which
+// its first task or thread releases in a while, so this is no deadlock;
+// nobody may report one, and all complete.
+func TestNoFalseCycleThroughClients(t *testing.T) {
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	for _, c := range []struct{ name, prog, flag, script string }{
+		{"node", "node", "-e", asideNode},
+		{"python", "python3", "-c", asidePython},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testenv.LookPath(t, c.prog, "a client's concurrent holds")
+			dir := t.TempDir()
+			runIn(t, dir, nil, "mkdir", "ready")
+			client := []string{bin, c.flag, c.script}
+			if c.name == "node" {
+				client = append(client, "--")
+			}
+			cmds := [][]string{
+				append(client, "l0", "l1", "0", "2"),
+				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run l0 -- true")},
+			}
+			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+			for i, code := range codes {
+				if code != 0 {
+					t.Errorf("command %d: exit %d (want 0, no deadlock), stderr %q", i, code, outs[i])
+				}
+			}
+		})
+	}
+}
+
 // TestMixedCycle: a cycle through a hold run, a Node client and a Python
 // client (the agent waits for the latter two) ends as any other: one exit
 // 70 naming every lock, the others complete.
