@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/internal/waits"
 	"github.com/hold-dev/hold/portable"
@@ -276,6 +277,48 @@ func TestDeadlockCycle(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeadlockCycleBehindFairWaiters: a cycle whose wait through a fair
+// queue is behind another fair waiter. A holds l0 and B holds l1; C, who
+// holds nothing, queues first for l1; then A queues for l1 behind C, and
+// B for l0. A's wait can end only once B lets go of l1, and B's once A
+// lets go of l0: one of them must give up, and then everyone, C
+// included, completes. A's place behind C is watched as the front of the
+// queue is.
+func TestDeadlockCycleBehindFairWaiters(t *testing.T) {
+	dir := t.TempDir()
+	l0, l1 := filepath.Join(dir, "l0"), filepath.Join(dir, "l1")
+	ready := filepath.Join(dir, "ready")
+	if err := os.Mkdir(ready, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"CYCLE_PROTO=fair", "CYCLE_READY=" + ready, "CYCLE_N=3"}
+	ws := []*coreWorker{
+		startCoreWorker(t, "cycle", append(common, "CYCLE_LOCKS="+l0+","+l1, "CYCLE_INDEX=0")...),
+		startCoreWorker(t, "cycle", append(common, "CYCLE_LOCKS="+l1+","+l0, "CYCLE_INDEX=1")...),
+	}
+	testenv.Eventually(t, 30*time.Second, "A and B hold their first locks", func() bool {
+		ents, _ := os.ReadDir(ready)
+		return len(ents) >= 2
+	})
+	c := startCoreWorker(t, "cycle", "CYCLE_PROTO=fair", "CYCLE_LOCKS="+l1)
+	testenv.Eventually(t, 30*time.Second, "C is queued for l1", func() bool {
+		n, _ := fairq.Waiting(l1 + ".lock")
+		return n >= 1
+	})
+	if err := os.WriteFile(filepath.Join(ready, "2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := make([]cycleResult, len(ws))
+	for i, w := range ws {
+		w.wait(t, 60*time.Second)
+		res[i] = cycleResult{pid: w.cmd.Process.Pid, code: w.cmd.ProcessState.ExitCode(), out: w.out.String()}
+	}
+	checkOneDeadlock(t, res, []string{l0 + ".lock", l1 + ".lock"})
+	if err := c.wait(t, 60*time.Second); err != nil {
+		t.Errorf("C, queued first for l1: %v\n%s", err, c.out.String())
 	}
 }
 
