@@ -323,6 +323,94 @@ func TestNoFalseCycleThroughClients(t *testing.T) {
 	}
 }
 
+// offNode and offPython hold argv's first lock, say so in ready/, wait
+// for the others, and wait 4 s for the second, keeping the first, with
+// the deadlock search off: exit 3 on a timeout, 70 on a deadlock, 0 with
+// the lock, 1 otherwise.
+const offNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second, { heldBy: [a], deadlockAfter: 0, wait: 4 });
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : e.code === 'ETIMEDOUT' ? 3 : 1;
+  }
+  await a.release();
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const offPython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+a = hold.lock(first)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second, deadlock_after=0, timeout=4).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+except hold.Timeout as e:
+    print(e, file=sys.stderr)
+    code = 3
+a.release()
+sys.exit(code)
+`
+
+// TestClientDeadlockAfterZero: a Node and a Python client whose wait
+// closes a cycle with a hold run's, with the clients' deadlockAfter: 0
+// and deadlock_after=0: the client's wait is not searched, so the
+// cycle, which the hold run's search cannot close alone, is never
+// reported; both waits time out.
+func TestClientDeadlockAfterZero(t *testing.T) {
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	for _, c := range []struct{ name, prog, flag, script string }{
+		{"node", "node", "-e", offNode},
+		{"python", "python3", "-c", offPython},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testenv.LookPath(t, c.prog, "the client's deadlock option")
+			dir := t.TempDir()
+			runIn(t, dir, nil, "mkdir", "ready")
+			client := []string{bin, c.flag, c.script}
+			if c.name == "node" {
+				client = append(client, "--")
+			}
+			cmds := [][]string{
+				append(client, "l0", "l1", "0", "2"),
+				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run -w 6 l0 -- true")},
+			}
+			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+			if codes[0] != 3 {
+				t.Errorf("the client: exit %d, stderr %q; want 3 (timed out, no deadlock search)", codes[0], outs[0])
+			}
+			if codes[1] == exitDeadlock || strings.Contains(outs[1], "deadlock") {
+				t.Errorf("the hold run reported a cycle it cannot close alone: exit %d, stderr %q", codes[1], outs[1])
+			}
+		})
+	}
+}
+
 // TestMixedCycle: a cycle through a hold run, a Node client and a Python
 // client (the agent waits for the latter two) ends as any other: one exit
 // 70 naming every lock, the others complete.
