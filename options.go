@@ -450,8 +450,8 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // close a cycle.
 //
 // The chain is followed through kernel locks (what the kernel says holds
-// them, fair ones included once a fair waiter is at the front of its
-// queue) and portable locks of this machine (their owner records),
+// them, fair ones included, a fair waiter wherever it is in its queue)
+// and portable locks of this machine (their owner records),
 // through processes that wait for their command to end (hold run, flock
 // run inside one another) and through hold agent's clients. A wait
 // counts as keeping only the locks it provably keeps until it ends: those
