@@ -91,7 +91,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	}
 	n := c.beginNamed(req)
 	var h Handle
-	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
+	if c.mayDeadlock() {
 		// Try first: only a busy lock can be a deadlock, and only the
 		// holder's error names who holds it. (Without a reason to
 		// suspect one, this costs nothing.)
