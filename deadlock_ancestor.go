@@ -321,8 +321,11 @@ func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, re
 	if c.protocol.Name() != "flock" || len(runners()) == 0 {
 		return sem.AcquireSlot(ctx, req)
 	}
+	// A copy, as in waitWatchingAncestors: the config stays on the stack.
+	cc := *c
+	w := &cc
 	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return sem.AcquireSlot(ctx, req) },
-		func() error { return c.slotAncestorDeadlock(req, nil) })
+		func() error { return w.slotAncestorDeadlock(req, nil) })
 }
 
 func shorten(s string, n int) string {
