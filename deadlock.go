@@ -89,6 +89,25 @@ func heldConflict(id lockID, shared bool) bool {
 	return false
 }
 
+// mayDeadlock reports whether a wait of this config's could be one that
+// never ends, which only a try before it can tell (selfDeadlock,
+// ancestorDeadlock): FailIfHeldHere with a lock held here, FailIfHeldBy,
+// or an ancestor that runs this process under a lock. A process that
+// says FailIfHeldHere of itself (the hold command) and holds nothing
+// waits at once.
+func (c *config) mayDeadlock() bool {
+	if len(c.heldBy) > 0 || len(runners()) > 0 {
+		return true
+	}
+	if !c.failIfHeldHere {
+		return false
+	}
+	heldHere.Lock()
+	n := len(heldHere.m)
+	heldHere.Unlock()
+	return n > 0
+}
+
 // selfDeadlock returns the ErrDeadlock error for a request that found
 // its lock busy (busy, the ErrBusy error, names the holder) when this
 // process holds it itself and the caller said it cannot release it while

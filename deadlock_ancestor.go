@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -228,6 +229,21 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 	// options, which keeps its own on the stack.
 	cc := *c
 	w := &cc
+	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return w.protocol.Acquire(ctx, req) }, func() error {
+		holder := func() *Holder {
+			if st, err := w.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
+				return st.Holder
+			}
+			return nil
+		}
+		return w.ancestorCycle(req, holder)
+	})
+}
+
+// watchAncestors waits with acquire, making the deadlock check check
+// again while it waits, with pauses growing from 10 ms to a second: an
+// error it returns ends the wait with that error.
+func watchAncestors(ctx context.Context, acquire func(context.Context) (Handle, error), check func() error) (Handle, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -244,19 +260,13 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 			case <-t.C:
 			}
 			pause = min(2*pause, time.Second)
-			holder := func() *Holder {
-				if st, err := w.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
-					return st.Holder
-				}
-				return nil
-			}
-			if derr := w.ancestorCycle(req, holder); derr != nil {
+			if derr := check(); derr != nil {
 				cancel(derr)
 				return
 			}
 		}
 	}()
-	h, err := c.protocol.Acquire(wctx, req)
+	h, err := acquire(wctx)
 	close(done)
 	<-watched
 	if err != nil && ctx.Err() == nil {
@@ -265,6 +275,57 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 		}
 	}
 	return h, err
+}
+
+// slotAncestorDeadlock is ancestorDeadlock for a wait for a slot of the
+// kernel semaphore req names (Slots above 1), which found none free
+// (busy: the ErrBusy error): the wait can never end when the lock file
+// itself is held exclusively, or each of the slots is, by processes that
+// the rules above say cannot let go before it ends (hold run --slots 2 T
+// -- hold run --slots 2 T -- hold run --slots 2 T, or hold run T -- hold
+// run --slots 2 T). A slot kept by anyone else may be released, and so
+// the wait goes on. nil when it may end.
+func (c *config) slotAncestorDeadlock(req *Request, busy error) error {
+	if busy != nil && !errors.Is(busy, ErrBusy) || c.protocol.Name() != "flock" || len(runners()) == 0 {
+		return nil
+	}
+	holder := func() *Holder {
+		var be *Error
+		if errors.As(busy, &be) {
+			return be.Holder
+		}
+		return nil
+	}
+	if k, ok := proc.FileKeyOf(req.Path); ok && proc.HeldExclusive(k) {
+		return c.ancestorCycle(req, holder)
+	}
+	for i := range req.Slots {
+		sr := *req
+		sr.Path = flock.SlotPath(req.Path, i)
+		k, ok := proc.FileKeyOf(sr.Path)
+		if !ok || !proc.HeldExclusive(k) {
+			return nil
+		}
+		if c.ancestorCycle(&sr, func() *Holder { return nil }) == nil {
+			return nil
+		}
+	}
+	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holder(),
+		Hint: fmt.Sprintf("all %d slots are held by ancestors of this process (%s) that wait for it to end, so none can be released before this wait ends: do not take a slot again inside the command of its holders", req.Slots, c.whoAsks())}
+}
+
+// acquireSlotWatching is the semaphore's AcquireSlot for a process with
+// a runner among its ancestors: the check above is made again while it
+// waits, as waitWatchingAncestors does for a lock.
+func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, req *Request) (Handle, error) {
+	if c.protocol.Name() != "flock" || len(runners()) == 0 {
+		return sem.AcquireSlot(ctx, req)
+	}
+	// A copy, as in waitWatchingAncestors: the config stays on the stack.
+	cc := *c
+	w := &cc
+	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return sem.AcquireSlot(ctx, req) },
+		func() error { return w.slotAncestorDeadlock(req, nil) })
 }
 
 func shorten(s string, n int) string {

@@ -34,7 +34,10 @@ import (
 //     do nothing before it ends: hold run, flock(1), a shell in the
 //     foreground, each with a single thread unless it is a runner), that
 //     entry's lock, and so on. A holder that stands for no entry, or for
-//     more than one, ends the chain: it may yet release the lock.
+//     more than one, ends the chain: it may yet release the lock. So does
+//     a waiter's process that keeps the lock without its entry claiming
+//     it (below): another of its goroutines, threads or tasks may hold
+//     it, and release it while this one waits.
 //  3. A chain that comes back to this wait is a cycle; one that comes
 //     back to another wait is someone else's (they will see it). The
 //     cycle must be found again, the same waits in the same order, at
@@ -49,6 +52,26 @@ import (
 // A lock that is its own waiter's (the process itself, or its waiting
 // ancestors) is FailIfHeldHere's and the ancestor check's question, not
 // this one's: a cycle has at least two waits.
+//
+// What a wait keeps. A process that holds L1 while one of its goroutines
+// waits for L2 does not, for that, keep L1 until the wait ends: another
+// goroutine may hold L1 and release it in a moment. Calling that a
+// deadlock would be false, so an entry claims only the locks its wait
+// provably keeps (Entry.Keeps), and the chain passes through a waiter's
+// own process only by a lock its entry claims:
+//
+//   - the locks of the Do calls whose fn the wait runs in: Do passes fn
+//     a context that names its lock (keptCtx), and fn returns, releasing
+//     it, only after what it waits for; a goroutine fn starts and does
+//     not wait for should not be given that context;
+//   - the locks given to FailIfHeldBy (the caller keeps them while it
+//     waits: a Python thread's own locks, through the agent's held_by);
+//   - every lock and descriptor of the process with FailIfHeldHere
+//     (nothing in it can release a lock while this call waits: the
+//     hold command, a Node client blocked in lockSync), Entry.KeepsAll.
+//
+// Nothing is looked at for it before a wait has lasted DeadlockAfter:
+// the context is read then, and taking a lock costs nothing more.
 
 // defaultDeadlockAfter is DeadlockAfter's default.
 const defaultDeadlockAfter = time.Second
@@ -77,6 +100,11 @@ type cycleWatch struct {
 	// graph is the protocol's, for a lock that lives on a server
 	// (deadlock_remote.go); nil for this machine's locks.
 	graph lock.WaitGraph
+	// keepAll and heldBy: what the wait keeps besides the locks its
+	// context names (FailIfHeldHere, FailIfHeldBy; see the top of this
+	// file).
+	keepAll bool
+	heldBy  []*Lock
 	// st is the current wait's, nil between waits.
 	st *cycleWait
 }
@@ -122,7 +150,8 @@ func (c *config) watchCycles(w *watchedRequest) {
 	if d == 0 {
 		d = defaultDeadlockAfter
 	}
-	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph}
+	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph,
+		keepAll: c.failIfHeldHere, heldBy: c.heldBy}
 	c.watch = &w.watch
 }
 
@@ -145,7 +174,7 @@ func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, 
 		}
 		return w.st.ctx
 	}
-	if !mayCloseCycle() {
+	if !w.mayCloseCycle(ctx) {
 		// Nothing to watch: the wait keeps its own context, and with it
 		// the protocol's cheapest way of waiting.
 		return ctx
@@ -159,19 +188,89 @@ func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, 
 	return st.ctx
 }
 
-// mayCloseCycle reports whether a wait of this process could be part of
-// a cycle of waits: only if something that cannot go on before the wait
-// ends keeps a lock, that is this process (it holds a lock, for itself or
-// for the agent's client) or an ancestor that runs it under a lock (hold
-// run, flock(1)). A process that holds nothing, as most waiters, waits
-// as it always did: it may wait behind a cycle, but the cycle's own
-// waits find it.
-func mayCloseCycle() bool {
+// mayCloseCycle reports whether the wait w, with the context ctx, could
+// be part of a cycle of waits: only if something that cannot go on before
+// the wait ends keeps a lock, that is the wait itself (a lock it keeps,
+// see the top of this file) or an ancestor that runs it under a lock
+// (hold run, flock(1)). A wait that keeps nothing, as most do, waits as
+// it always did: it may wait behind a cycle, but the cycle's own waits
+// find it.
+func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
+	if len(w.heldBy) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
+		return true
+	}
+	if !w.keepAll {
+		return false
+	}
 	heldHere.Lock()
 	n := len(heldHere.m)
 	heldHere.Unlock()
-	return n > 0 || len(runners()) > 0
+	return n > 0
 }
+
+// keptCtx is the context Do gives fn (through its cancellation): it
+// names the lock that fn runs under, for the waits fn makes with it. It
+// lives in its Lock, so that Do makes no allocation for it.
+type keptCtx struct {
+	context.Context
+	l *Lock
+}
+
+// keptKey is the key under which a keptCtx answers for itself.
+type keptKey struct{}
+
+// Value returns k itself for keptKey, and the parent's value otherwise.
+func (k *keptCtx) Value(key any) any {
+	if _, ok := key.(keptKey); ok {
+		return k
+	}
+	return k.Context.Value(key)
+}
+
+// keptLocks returns the locks, still held, that the wait with the
+// context ctx keeps (see the top of this file): every lock of this
+// process with keepAll, else those of ctx's Do calls and heldBy.
+func (w *cycleWatch) keptLocks(ctx context.Context) []*Lock {
+	var out []*Lock
+	if w.keepAll {
+		heldHere.Lock()
+		for l := range heldHere.m {
+			out = append(out, l)
+		}
+		heldHere.Unlock()
+	} else {
+		out = append(out, w.heldBy...)
+		for v := ctx.Value(keptKey{}); v != nil; {
+			k := v.(*keptCtx)
+			out = append(out, k.l)
+			v = k.Context.Value(keptKey{})
+		}
+	}
+	out = slices.DeleteFunc(out, func(l *Lock) bool { return l == nil || l.released.Load() })
+	slices.SortFunc(out, func(a, b *Lock) int { return strings.Compare(a.path, b.path) })
+	return slices.Compact(out)
+}
+
+// keptIDs are the identities of locks, as an entry claims them
+// (Entry.Keeps): protocol and lockID, and a target named "*.lock" also
+// as the kernel lock of that file (Lock.own).
+func keptIDs(locks []*Lock) []string {
+	var out []string
+	for _, l := range locks {
+		if l.network {
+			continue // not followed (see cycleSearch)
+		}
+		out = append(out, keyOf(fileLockID(l.proto, l.path)))
+		if l.own != "" {
+			out = append(out, keyOf(fileLockID("flock", l.own)))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// keyOf is a lock's identity as Entry.Keeps lists it.
+func keyOf(id lockID) string { return id.proto + " " + id.id }
 
 // endWatch takes the watch back from req and ends its wait's, if one
 // began, once the protocol's Acquire returned err: it returns the
@@ -249,7 +348,11 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 	if w.caller > 0 && w.caller != me.PID {
 		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
 	}
-	me.Holds = heldPaths()
+	kept := w.keptLocks(st.ctx)
+	for _, l := range kept {
+		me.Holds = append(me.Holds, canonicalPath(l.path))
+	}
+	me.Keeps, me.KeepsAll = keptIDs(kept), w.keepAll
 	name, err := waits.Publish(&me)
 	if err != nil {
 		return nil, nil, false
@@ -262,20 +365,6 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 		return nil
 	}
 	return find, func() { waits.Remove(name) }, true
-}
-
-// heldPaths lists the paths of the locks this process holds.
-func heldPaths() []string {
-	heldHere.Lock()
-	defer heldHere.Unlock()
-	var out []string
-	for l := range heldHere.m {
-		if !l.released.Load() {
-			out = append(out, canonicalPath(l.path))
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // cycleStep is one wait of a cycle: the entry, and the processes that
@@ -325,7 +414,7 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 			if direct && !slices.Contains(keepers, entries[i].PID) {
 				continue
 			}
-			if standsFor(keepers, entries[i], func() []int { return group(i) }) {
+			if standsFor(keepers, cur, entries[i], func() []int { return group(i) }) {
 				if next >= 0 {
 					return nil // more than one wait: it may end
 				}
@@ -352,14 +441,18 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 	return nil
 }
 
-// standsFor reports whether every keeper of a lock is one of the
-// processes of e's group (e's own, then its waiting ancestors), none of
-// which can release it before e's wait ends: e's process itself, and an
-// ancestor that runs a command under a lock (hold run, flock(1)) or has a
-// single thread.
-func standsFor(keepers []int, e waits.Entry, group func() []int) bool {
+// standsFor reports whether every keeper of the lock that the wait prev
+// waits for is one of the processes of e's group (e's own, then its
+// waiting ancestors), none of which can release it before e's wait ends:
+// e's process itself when e claims the lock (e.Keeps, see the top of this
+// file), and an ancestor that runs a command under a lock (hold run,
+// flock(1)) or has a single thread.
+func standsFor(keepers []int, prev, e waits.Entry, group func() []int) bool {
 	for _, k := range keepers {
 		if k == e.PID {
+			if !e.KeepsAll && !slices.Contains(e.Keeps, prev.Proto+" "+prev.Lock) {
+				return false // another of its threads may release it
+			}
 			continue
 		}
 		if !slices.Contains(group(), k) || !waitsForCommand(proc.Args(k)) && proc.Threads(k) != 1 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/testenv"
 	"github.com/hold-dev/hold/internal/waits"
 	"github.com/hold-dev/hold/portable"
@@ -30,14 +31,84 @@ func init() { hold.RegisterWorker("cycle", cycleWorker) }
 // cycleWorker takes the locks of CYCLE_LOCKS (comma separated) in order,
 // with the protocol CYCLE_PROTO (flock, fair, dir), after writing
 // CYCLE_READY/<own index> once it holds the first and seeing CYCLE_N
-// such files. Exit 0: it got them all; 70: ErrDeadlock (the error on
-// stderr); 1: anything else.
+// such files. CYCLE_SHAPE (or CYCLE_SHAPE_<own index>) says how it keeps the first while it waits
+// for the next:
+//
+//   - "do" (the default): each lock in a Do nested in the previous
+//     one's fn, with fn's context;
+//   - "heldby": each by Acquire, with FailIfHeldBy naming the locks
+//     taken before it;
+//   - "aside": the first in a Do of another goroutine, which holds it
+//     for CYCLE_ASIDE and then lets go, while the main goroutine waits
+//     for the others with a context of its own: the wait keeps nothing,
+//     and the process goes on whatever the others do.
+//
+// Exit 0: it got them all; 70: ErrDeadlock (the error on stderr); 1:
+// anything else.
 func cycleWorker() int {
 	locks := strings.Split(os.Getenv("CYCLE_LOCKS"), ",")
-	ready := os.Getenv("CYCLE_READY")
-	n, _ := strconv.Atoi(os.Getenv("CYCLE_N"))
 	opts := cycleOptions(os.Getenv("CYCLE_PROTO"))
-	ctx := context.Background()
+	pause := func() {
+		if d, _ := time.ParseDuration(os.Getenv("CYCLE_HOLD")); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	var err error
+	shape := os.Getenv("CYCLE_SHAPE_" + os.Getenv("CYCLE_INDEX"))
+	if shape == "" {
+		shape = os.Getenv("CYCLE_SHAPE")
+	}
+	switch shape {
+	case "heldby":
+		err = cycleHeldBy(locks, opts, pause)
+	case "aside":
+		err = cycleAside(locks, opts)
+	default:
+		var take func(ctx context.Context, i int) error
+		take = func(ctx context.Context, i int) error {
+			if i == len(locks) {
+				return nil
+			}
+			return hold.Do(ctx, locks[i], func(ctx context.Context) error {
+				if i == 0 {
+					cycleReady()
+				}
+				pause()
+				return take(ctx, i+1)
+			}, opts...)
+		}
+		err = take(context.Background(), 0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if errors.Is(err, hold.ErrDeadlock) {
+			return 70
+		}
+		return 1
+	}
+	return 0
+}
+
+// cycleReady says that the worker holds its first lock, and waits until
+// every worker of the cycle does (CYCLE_READY, CYCLE_N).
+func cycleReady() {
+	ready := os.Getenv("CYCLE_READY")
+	if ready == "" {
+		return
+	}
+	n, _ := strconv.Atoi(os.Getenv("CYCLE_N"))
+	os.WriteFile(filepath.Join(ready, os.Getenv("CYCLE_INDEX")), nil, 0o644)
+	for {
+		ents, _ := os.ReadDir(ready)
+		if len(ents) >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cycleHeldBy is cycleWorker's "heldby" shape.
+func cycleHeldBy(locks []string, opts []hold.Option, pause func()) error {
 	var held []*hold.Lock
 	defer func() {
 		for _, l := range held {
@@ -45,30 +116,45 @@ func cycleWorker() int {
 		}
 	}()
 	for i, target := range locks {
-		l, err := hold.Acquire(ctx, target, opts...)
+		l, err := hold.Acquire(context.Background(), target, append(opts[:len(opts):len(opts)], hold.FailIfHeldBy(held...))...)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if errors.Is(err, hold.ErrDeadlock) {
-				return 70
-			}
-			return 1
+			return err
 		}
 		held = append(held, l)
-		if i == 0 && ready != "" {
-			os.WriteFile(filepath.Join(ready, os.Getenv("CYCLE_INDEX")), nil, 0o644)
-			for {
-				ents, _ := os.ReadDir(ready)
-				if len(ents) >= n {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+		if i == 0 {
+			cycleReady()
 		}
-		if d, _ := time.ParseDuration(os.Getenv("CYCLE_HOLD")); d > 0 {
-			time.Sleep(d)
-		}
+		pause()
 	}
-	return 0
+	return nil
+}
+
+// cycleAside is cycleWorker's "aside" shape.
+func cycleAside(locks []string, opts []hold.Option) error {
+	aside, _ := time.ParseDuration(os.Getenv("CYCLE_ASIDE"))
+	taken := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- hold.Do(context.Background(), locks[0], func(ctx context.Context) error {
+			close(taken)
+			time.Sleep(aside)
+			return nil
+		}, opts...)
+	}()
+	select {
+	case <-taken:
+	case err := <-done:
+		return err
+	}
+	cycleReady()
+	for _, target := range locks[1:] {
+		l, err := hold.Acquire(context.Background(), target, opts...)
+		if err != nil {
+			return err
+		}
+		defer l.Release()
+	}
+	return <-done
 }
 
 func cycleOptions(proto string) []hold.Option {
@@ -153,9 +239,21 @@ func checkOneDeadlock(t *testing.T, res []cycleResult, locks []string) {
 }
 
 func TestDeadlockCycle(t *testing.T) {
+	type shape struct {
+		proto, shape string
+		n            int
+	}
+	var shapes []shape
 	for _, proto := range []string{"flock", "fair", "dir"} {
 		for _, n := range []int{2, 3} {
-			t.Run(fmt.Sprintf("%s/%d", proto, n), func(t *testing.T) {
+			shapes = append(shapes, shape{proto, "do", n})
+		}
+	}
+	shapes = append(shapes, shape{"flock", "heldby", 2}, shape{"dir", "heldby", 2})
+	for _, sh := range shapes {
+		proto, n := sh.proto, sh.n
+		{
+			t.Run(fmt.Sprintf("%s/%s/%d", proto, sh.shape, n), func(t *testing.T) {
 				dir := t.TempDir()
 				locks := make([]string, n)
 				for i := range locks {
@@ -165,7 +263,7 @@ func TestDeadlockCycle(t *testing.T) {
 				for i := range orders {
 					orders[i] = []string{locks[i], locks[(i+1)%n]}
 				}
-				res, took := runCycle(t, proto, orders, true)
+				res, took := runCycle(t, proto, orders, true, "CYCLE_SHAPE="+sh.shape)
 				t.Logf("%d-process %s cycle ended in %v", n, proto, took)
 				paths := make([]string, n)
 				for i, l := range locks {
@@ -179,6 +277,71 @@ func TestDeadlockCycle(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeadlockCycleBehindFairWaiters: a cycle whose wait through a fair
+// queue is behind another fair waiter. A holds l0 and B holds l1; C, who
+// holds nothing, queues first for l1; then A queues for l1 behind C, and
+// B for l0. A's wait can end only once B lets go of l1, and B's once A
+// lets go of l0: one of them must give up, and then everyone, C
+// included, completes. A's place behind C is watched as the front of the
+// queue is.
+func TestDeadlockCycleBehindFairWaiters(t *testing.T) {
+	dir := t.TempDir()
+	l0, l1 := filepath.Join(dir, "l0"), filepath.Join(dir, "l1")
+	ready := filepath.Join(dir, "ready")
+	if err := os.Mkdir(ready, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"CYCLE_PROTO=fair", "CYCLE_READY=" + ready, "CYCLE_N=3"}
+	ws := []*coreWorker{
+		startCoreWorker(t, "cycle", append(common, "CYCLE_LOCKS="+l0+","+l1, "CYCLE_INDEX=0")...),
+		startCoreWorker(t, "cycle", append(common, "CYCLE_LOCKS="+l1+","+l0, "CYCLE_INDEX=1")...),
+	}
+	testenv.Eventually(t, 30*time.Second, "A and B hold their first locks", func() bool {
+		ents, _ := os.ReadDir(ready)
+		return len(ents) >= 2
+	})
+	c := startCoreWorker(t, "cycle", "CYCLE_PROTO=fair", "CYCLE_LOCKS="+l1)
+	testenv.Eventually(t, 30*time.Second, "C is queued for l1", func() bool {
+		n, _ := fairq.Waiting(l1 + ".lock")
+		return n >= 1
+	})
+	if err := os.WriteFile(filepath.Join(ready, "2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := make([]cycleResult, len(ws))
+	for i, w := range ws {
+		w.wait(t, 60*time.Second)
+		res[i] = cycleResult{pid: w.cmd.Process.Pid, code: w.cmd.ProcessState.ExitCode(), out: w.out.String()}
+	}
+	checkOneDeadlock(t, res, []string{l0 + ".lock", l1 + ".lock"})
+	if err := c.wait(t, 60*time.Second); err != nil {
+		t.Errorf("C, queued first for l1: %v\n%s", err, c.out.String())
+	}
+}
+
+// TestNoDeadlockThroughAnotherGoroutine: worker A holds L0 in one
+// goroutine, which lets go after a few seconds, while another of its
+// goroutines waits for L1; worker B holds L1 and waits for L0. A process
+// keeps L0 and waits for L1, but its wait does not keep L0, and both
+// complete once A's first goroutine is done: that is no deadlock, and
+// nobody may report one (the search looks, twice, well before then).
+func TestNoDeadlockThroughAnotherGoroutine(t *testing.T) {
+	for _, proto := range []string{"flock", "fair", "dir"} {
+		t.Run(proto, func(t *testing.T) {
+			dir := t.TempDir()
+			l0, l1 := filepath.Join(dir, "l0"), filepath.Join(dir, "l1")
+			res, took := runCycle(t, proto, [][]string{{l0, l1}, {l1, l0}}, true,
+				"CYCLE_SHAPE_0=aside", "CYCLE_ASIDE=4s")
+			t.Logf("ended in %v", took)
+			for _, r := range res {
+				if r.code != 0 {
+					t.Errorf("worker %d exited %d (want 0, no deadlock):\n%s", r.pid, r.code, r.out)
+				}
+			}
+		})
 	}
 }
 
@@ -306,9 +469,15 @@ func TestPlantedWaitEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := fi.Sys().(*syscall.Stat_t)
+			fa, err := os.Stat(a + ".lock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sa := fa.Sys().(*syscall.Stat_t)
 			e := waits.Self()
 			e.Proto, e.Path, e.Since = "flock", b+".lock", time.Now().Add(-time.Hour).UnixNano()
 			e.Lock = fmt.Sprintf("ino:%d:%d", st.Dev, st.Ino)
+			e.Keeps = []string{fmt.Sprintf("flock ino:%d:%d", sa.Dev, sa.Ino)}
 			name, err := waits.Publish(&e)
 			if err != nil {
 				t.Fatal(err)

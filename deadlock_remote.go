@@ -68,7 +68,7 @@ func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), boo
 		publish = *p // it started again before the delay was over
 	}
 	ctx, cancel := context.WithTimeout(sctx, serverLook)
-	id, remove, err := publish(ctx, handlesOf(heldLocks()))
+	id, remove, err := publish(ctx, handlesOf(w.keptLocks(st.ctx)))
 	cancel()
 	if err != nil {
 		return nil, nil, false
@@ -91,7 +91,7 @@ func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), boo
 			// session): the entry says the new one.
 			go remove()
 			id, remove = "", func() {}
-			nid, nremove, err := (*p)(ctx, handlesOf(heldLocks()))
+			nid, nremove, err := (*p)(ctx, handlesOf(w.keptLocks(st.ctx)))
 			if err != nil {
 				return nil
 			}
@@ -160,20 +160,6 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 		cur = w
 	}
 	return nil
-}
-
-// heldLocks returns the locks a wait of this process keeps until it
-// ends: every lock it holds (see DeadlockAfter).
-func heldLocks() []*Lock {
-	heldHere.Lock()
-	defer heldHere.Unlock()
-	var out []*Lock
-	for l := range heldHere.m {
-		if !l.released.Load() {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // handlesOf returns the protocols' own handles (unwrapped) of locks.

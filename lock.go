@@ -32,6 +32,10 @@ type Lock struct {
 	sharedHold bool
 	network    bool
 	released   atomic.Bool // Release was called
+
+	// kept is the context Do runs fn under, which names this lock to
+	// the waits fn makes (see deadlock_cycle.go).
+	kept keptCtx
 }
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
@@ -87,7 +91,7 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	}
 	n := c.beginNamed(req)
 	var h Handle
-	if c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0 {
+	if c.mayDeadlock() {
 		// Try first: only a busy lock can be a deadlock, and only the
 		// holder's error names who holds it. (Without a reason to
 		// suspect one, this costs nothing.)
@@ -196,7 +200,10 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 // The context fn receives is cancelled if the lock is found lost while fn
 // runs (see Lock.Lost: a lease or heartbeat that failed, or a kernel lock
 // whose lock file was removed or replaced, which is looked for once a
-// second).
+// second). It also tells the deadlock search (DeadlockAfter) that a wait
+// made with it keeps this lock until it ends: a nested Do that waits for
+// another lock held by a process that waits for this one is a deadlock.
+// Give it only to goroutines that fn waits for.
 func Do(ctx context.Context, target string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	c, err := configFor(inDo, target, opts)
 	if err != nil {
@@ -206,7 +213,9 @@ func Do(ctx context.Context, target string, fn func(ctx context.Context) error, 
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
+	// fn's waits keep l until fn returns (deadlock_cycle.go).
+	l.kept = keptCtx{Context: ctx, l: l}
+	fctx, cancel := context.WithCancelCause(&l.kept)
 	if lost := l.Lost(); lost != nil {
 		go func() {
 			select {

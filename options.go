@@ -445,18 +445,21 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // fails with an error matching ErrDeadlock that names every process and
 // lock of the cycle; the others wait on, and get their locks once that
 // one's program lets go of what it holds. A wait that ends within the
-// delay costs nothing for it, and so does every wait of a process that
-// holds no lock and runs under no hold run or flock(1): such a wait cannot
+// delay costs nothing for it, and so does every wait that keeps no lock
+// (below) and runs under no hold run or flock(1): such a wait cannot
 // close a cycle.
 //
 // The chain is followed through kernel locks (what the kernel says holds
-// them, fair ones included once a fair waiter is at the front of its
-// queue) and portable locks of this machine (their owner records),
+// them, fair ones included, a fair waiter wherever it is in its queue)
+// and portable locks of this machine (their owner records),
 // through processes that wait for their command to end (hold run, flock
-// run inside one another) and through hold agent's clients. A process
-// that holds a lock and waits for another counts as keeping the first
-// until it gets the second: a program whose other goroutine would soon
-// release the lock it holds should turn the search off. A process hold
+// run inside one another) and through hold agent's clients. A wait
+// counts as keeping only the locks it provably keeps until it ends: those
+// of the Do calls whose fn makes it with fn's context (a Do nested in
+// another's fn), those given to FailIfHeldBy, and with FailIfHeldHere
+// every lock of the process. A lock the process holds otherwise may be
+// released by another goroutine while this one waits, so the chain ends
+// there and no deadlock is reported through it. A process hold
 // cannot see into (a flock(1) that waits) ends the chain, so no cycle
 // through it is ever reported. The search of this machine's locks runs on
 // Linux only. Locks on a server (etcd, PostgreSQL) are followed, on every

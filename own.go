@@ -102,7 +102,7 @@ func (c *config) lockOwn(ctx context.Context, h Handle, target string, block boo
 	}
 	o := flock.DataOptions{Create: !c.mustExist, Shared: c.shared, HolderReplaces: !c.rewrite}
 	var d *flock.DataLock
-	if block && (c.failIfHeldHere || len(c.heldBy) > 0 || len(runners()) > 0) {
+	if block && c.mayDeadlock() {
 		d, err = flock.LockData(ctx, path, o)
 		req := &Request{Path: path, Shared: c.shared}
 		derr := c.selfDeadlock(req, err)

@@ -32,7 +32,19 @@ func (c *config) acquireSlot(ctx context.Context, target string, req *Request, w
 	n := c.beginNamed(req)
 	var h Handle
 	var err error
-	if wait {
+	if wait && len(runners()) > 0 {
+		// Try first: a slot that none of the ancestors that wait for
+		// this process can let go of is never free (see
+		// slotAncestorDeadlock).
+		h, err = sem.TryAcquireSlot(req)
+		if derr := c.slotAncestorDeadlock(req, err); derr != nil {
+			n.abort()
+			return nil, derr
+		}
+		if h == nil {
+			h, err = c.acquireSlotWatching(ctx, sem, req)
+		}
+	} else if wait {
 		h, err = sem.AcquireSlot(ctx, req)
 	} else {
 		h, err = sem.TryAcquireSlot(req)

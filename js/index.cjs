@@ -694,7 +694,14 @@ function getAgent() {
 }
 
 /** A held lock. */
+// numberOf(l) is the agent's number of l, a Lock of this module still
+// held, for a request's held_by; undefined otherwise.
+let numberOf;
+
 class Lock {
+  static {
+    numberOf = (l) => (l instanceof Lock && !l.#released && !l.#releasedSync ? l.#number : undefined);
+  }
   #agent;
   #number;
   #controller = null; // made when signal is first read
@@ -950,7 +957,8 @@ class Lock {
 }
 
 // The options each function takes.
-const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs', 'slots']);
+const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs', 'slots',
+  'deadlockAfter', 'heldBy']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared' && o !== 'slots').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings', 'stale']);
@@ -978,6 +986,20 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
   if (opts.slots !== undefined) {
     if (!Number.isInteger(opts.slots)) throw new HoldError('EINVAL', `slots must be a whole number of slots, not ${String(opts.slots)}`);
     req.slots = opts.slots;
+  }
+  if (opts.deadlockAfter !== undefined) {
+    if (typeof opts.deadlockAfter !== 'number' || !(opts.deadlockAfter >= 0) || opts.deadlockAfter === Infinity) {
+      throw new HoldError('EINVAL', `deadlockAfter must be a number of seconds >= 0 (0: never look for a deadlock), not ${String(opts.deadlockAfter)}`);
+    }
+    req.deadlock_after = opts.deadlockAfter;
+  }
+  if (opts.heldBy !== undefined) {
+    if (!Array.isArray(opts.heldBy) || opts.heldBy.some((l) => !(l instanceof Lock))) {
+      throw new HoldError('EINVAL', 'heldBy must be an array of the locks (from lock(), lockSync(), ...) this call keeps while it waits');
+    }
+    // A lock released already keeps nothing.
+    const held = opts.heldBy.map(numberOf).filter((n) => n !== undefined);
+    if (held.length > 0) req.held_by = held;
   }
   if (opts.stale !== undefined) {
     if (typeof opts.stale !== 'number' || !(opts.stale > 0) || opts.stale === Infinity) {

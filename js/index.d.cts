@@ -116,6 +116,23 @@ export interface LockOptions {
    * (docs/cli.md, "Semaphores"). The lock's `slot` says which.
    */
   slots?: number;
+  /**
+   * Seconds a wait lasts before it looks for a deadlock between processes
+   * (default 1; 0: never): when this wait closes a cycle of waits (this
+   * process waits for a lock whose holder waits, in the end, for one this
+   * call keeps) and began last, it rejects with 'EDEADLK' naming every
+   * process and lock. Linux, kernel, fair and portable locks.
+   */
+  deadlockAfter?: number;
+  /**
+   * The locks this call keeps until its wait ends: an async function
+   * that holds `a` and waits for `b` says `{ heldBy: [a] }`. A wait for a
+   * lock one of them holds rejects at once with 'EDEADLK', and the
+   * deadlock search counts them as kept, which it does for no lock of an
+   * async wait otherwise (another task may release it meanwhile). A
+   * synchronous wait (lockSync, ...) keeps every lock of the process.
+   */
+  heldBy?: Lock[];
 }
 
 /** How to update or append to a file. */

@@ -160,6 +160,8 @@ func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error)
 	}
 	quietAbout(spec)
 	defer spec.Close()
+	// Nothing of this process can release a lock while it waits.
+	spec.Opts = append(spec.Opts, hold.FailIfHeldHere())
 	// The file is rewritten: a file named "*.lock", locked itself too,
 	// must still be the file when the change is published
 	// (hold.ForRewrite).

@@ -118,7 +118,8 @@ func TestRunCycleThroughFlock(t *testing.T) {
 }
 
 // TestAgentCycle: two agents (as two clients would have) each hold one
-// lock and ask for the other's: exactly one request fails with EDEADLK
+// lock and ask for the other's, saying that the request keeps the first
+// (held_by, as a thread does): exactly one request fails with EDEADLK
 // naming both locks, and once its client releases what it holds, the
 // other's is granted.
 func TestAgentCycle(t *testing.T) {
@@ -130,7 +131,7 @@ func TestAgentCycle(t *testing.T) {
 		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
 	}
 	for i, c := range agents {
-		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q}`, locks[1-i]))
+		c.send(fmt.Sprintf(`{"id":2,"op":"acquire","target":%q,"held_by":[%v]}`, locks[1-i], held[i]))
 	}
 	replies := make(chan int, 2)
 	got := make([]map[string]any, 2)
@@ -150,6 +151,43 @@ func TestAgentCycle(t *testing.T) {
 	wantOK(t, got[second])
 }
 
+// TestAgentNoFalseCycle: the same two agents, where the first client's
+// request does not keep its lock (another of its threads or tasks holds
+// it, and lets go in a while): that is no deadlock, and neither request
+// may fail; both are granted once the first client releases its lock.
+func TestAgentNoFalseCycle(t *testing.T) {
+	dir := t.TempDir()
+	agents := []*agentClient{startAgent(t, holdBin, dir), startAgent(t, holdBin, dir)}
+	locks := []string{"a", "b"}
+	held := make([]any, 2)
+	for i, c := range agents {
+		held[i] = wantOK(t, c.request(fmt.Sprintf(`{"id":1,"op":"acquire","target":%q}`, locks[i])))["lock"]
+	}
+	agents[0].send(`{"id":2,"op":"acquire","target":"b"}`)
+	agents[1].send(fmt.Sprintf(`{"id":2,"op":"acquire","target":"a","held_by":[%v]}`, held[1]))
+	replies := make(chan int, 2)
+	got := make([]map[string]any, 2)
+	for i, c := range agents {
+		go func() { got[i] = c.reply(2); replies <- i }()
+	}
+	select {
+	case i := <-replies:
+		t.Fatalf("agent %d answered while the cycle of holds stood: %v", i, got[i])
+	case <-time.After(4 * time.Second): // well past both searches
+	}
+	// Its reply is read once the goroutine reading agent 0's is done.
+	agents[0].send(fmt.Sprintf(`{"id":3,"op":"release","lock":%v}`, held[0]))
+	if i := <-replies; i != 1 {
+		t.Fatalf("agent %d answered first: %v", i, got[i])
+	}
+	wantOK(t, got[1])
+	wantOK(t, agents[1].request(fmt.Sprintf(`{"id":4,"op":"release","lock":%v}`, got[1]["lock"])))
+	wantOK(t, agents[1].request(fmt.Sprintf(`{"id":5,"op":"release","lock":%v}`, held[1])))
+	<-replies
+	wantOK(t, got[0])
+	wantOK(t, agents[0].reply(3))
+}
+
 // cycleNode and cyclePython hold argv's first lock, say so in ready/,
 // wait for the others, and take the second: exit 0 with it, 70 on a
 // deadlock (the message on stderr), 1 otherwise.
@@ -163,7 +201,7 @@ const [first, second, idx, n] = process.argv.slice(1);
   while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
   let code = 0;
   try {
-    const b = await hold.lock(second);
+    const b = await hold.lock(second, { heldBy: [a] });
     await b.release();
   } catch (e) {
     console.error(e.message);
@@ -191,6 +229,187 @@ except hold.Deadlock as e:
 a.release()
 sys.exit(code)
 `
+
+// asideNode and asidePython hold argv's first lock in one task or
+// thread, which lets go after four seconds, say so in ready/, wait for
+// the others, and take the second in another task or thread, which keeps
+// nothing: exit 0 once both are done, 70 on a deadlock, 1 otherwise.
+const asideNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  const aside = new Promise((r) => setTimeout(r, 4000)).then(() => a.release());
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second);
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : 1;
+  }
+  await aside;
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const asidePython = `
+import os, sys, threading, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+taken = threading.Event()
+def aside():
+    with hold.lock(first):
+        taken.set()
+        time.sleep(4)
+t = threading.Thread(target=aside)
+t.start()
+taken.wait()
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+t.join()
+sys.exit(code)
+`
+
+// TestNoFalseCycleThroughClients: a Node client whose one task holds l0
+// while another waits for l1, and a Python client whose one thread holds
+// l0 while another waits for l1, each against a hold run that holds l1
+// and runs a hold run of l0: the client's wait does not keep l0, which
+// its first task or thread releases in a while, so this is no deadlock;
+// nobody may report one, and all complete.
+func TestNoFalseCycleThroughClients(t *testing.T) {
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	for _, c := range []struct{ name, prog, flag, script string }{
+		{"node", "node", "-e", asideNode},
+		{"python", "python3", "-c", asidePython},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testenv.LookPath(t, c.prog, "a client's concurrent holds")
+			dir := t.TempDir()
+			runIn(t, dir, nil, "mkdir", "ready")
+			client := []string{bin, c.flag, c.script}
+			if c.name == "node" {
+				client = append(client, "--")
+			}
+			cmds := [][]string{
+				append(client, "l0", "l1", "0", "2"),
+				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run l0 -- true")},
+			}
+			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+			for i, code := range codes {
+				if code != 0 {
+					t.Errorf("command %d: exit %d (want 0, no deadlock), stderr %q", i, code, outs[i])
+				}
+			}
+		})
+	}
+}
+
+// offNode and offPython hold argv's first lock, say so in ready/, wait
+// for the others, and wait 4 s for the second, keeping the first, with
+// the deadlock search off: exit 3 on a timeout, 70 on a deadlock, 0 with
+// the lock, 1 otherwise.
+const offNode = `
+const fs = require('fs');
+const hold = require(process.env.HOLD_JS);
+const [first, second, idx, n] = process.argv.slice(1);
+(async () => {
+  const a = await hold.lock(first);
+  fs.writeFileSync('ready/' + idx, '');
+  while (fs.readdirSync('ready').length < Number(n)) await new Promise((r) => setTimeout(r, 10));
+  let code = 0;
+  try {
+    const b = await hold.lock(second, { heldBy: [a], deadlockAfter: 0, wait: 4 });
+    await b.release();
+  } catch (e) {
+    console.error(e.message);
+    code = e.code === 'EDEADLK' ? 70 : e.code === 'ETIMEDOUT' ? 3 : 1;
+  }
+  await a.release();
+  process.exit(code);
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const offPython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+a = hold.lock(first)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second, deadlock_after=0, timeout=4).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+except hold.Timeout as e:
+    print(e, file=sys.stderr)
+    code = 3
+a.release()
+sys.exit(code)
+`
+
+// TestClientDeadlockAfterZero: a Node and a Python client whose wait
+// closes a cycle with a hold run's, with the clients' deadlockAfter: 0
+// and deadlock_after=0: the client's wait is not searched, so the
+// cycle, which the hold run's search cannot close alone, is never
+// reported; both waits time out.
+func TestClientDeadlockAfterZero(t *testing.T) {
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, _ := filepath.Abs("../../python/src")
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	for _, c := range []struct{ name, prog, flag, script string }{
+		{"node", "node", "-e", offNode},
+		{"python", "python3", "-c", offPython},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testenv.LookPath(t, c.prog, "the client's deadlock option")
+			dir := t.TempDir()
+			runIn(t, dir, nil, "mkdir", "ready")
+			client := []string{bin, c.flag, c.script}
+			if c.name == "node" {
+				client = append(client, "--")
+			}
+			cmds := [][]string{
+				append(client, "l0", "l1", "0", "2"),
+				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run -w 6 l0 -- true")},
+			}
+			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+			if codes[0] != 3 {
+				t.Errorf("the client: exit %d, stderr %q; want 3 (timed out, no deadlock search)", codes[0], outs[0])
+			}
+			if codes[1] == exitDeadlock || strings.Contains(outs[1], "deadlock") {
+				t.Errorf("the hold run reported a cycle it cannot close alone: exit %d, stderr %q", codes[1], outs[1])
+			}
+		})
+	}
+}
 
 // TestMixedCycle: a cycle through a hold run, a Node client and a Python
 // client (the agent waits for the latter two) ends as any other: one exit

@@ -42,6 +42,37 @@ func TestRunNestedDeadlock(t *testing.T) {
 	}
 }
 
+// TestRunSlotsNestedDeadlock: a wait for a slot of a semaphore whose
+// every slot, or whose lock itself, is held by hold runs that wait for
+// the waiter fails at once, as the plain case does; one with a slot free,
+// or held by someone else, waits.
+func TestRunSlotsNestedDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	h := holdBin
+	for _, args := range [][]string{
+		{"run", "T", "--", h, "run", "-w", "20", "--slots", "2", "T", "--", "true"},
+		{"run", "--slots", "2", "T", "--", h, "run", "--slots", "2", "T", "--", h, "run", "-w", "20", "--slots", "2", "T", "--", "true"},
+		{"run", "--slots", "2", "T", "--", "sh", "-c", h + " run --slots 2 T -- sh -c '" + h + " run -w 20 --slots 2 T -- true'"},
+	} {
+		r := runHold(t, dir, args...)
+		if r.code != exitDeadlock || !strings.Contains(r.stderr, "deadlock") || !strings.Contains(r.stderr, "that wait") {
+			t.Errorf("hold %v: exit %d, stderr %q; want %d and a deadlock message", args, r.code, r.stderr, exitDeadlock)
+		}
+	}
+	if r := runHold(t, dir, "run", "--slots", "2", "T", "--", h, "run", "--slots", "2", "T", "--", "true"); r.code != 0 {
+		t.Errorf("a slot taken while another is free: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	// A slot held by this process, which is no runner, may be released.
+	l, err := hold.TryAcquire(filepath.Join(dir, "T"), hold.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if r := runHold(t, dir, "run", "--slots", "2", "T", "--", h, "run", "-w", "0.5", "--slots", "2", "T", "--", "true"); r.code != exitConflict {
+		t.Errorf("a wait for a slot an ordinary ancestor holds: exit %d, stderr %q; want %d (timed out)", r.code, r.stderr, exitConflict)
+	}
+}
+
 // TestRunNoFalseDeadlock: a wait that would end is never called a
 // deadlock. The ancestor's command unlocks the descriptor it inherited a
 // moment later from a background subshell; the ancestor released and an

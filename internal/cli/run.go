@@ -174,6 +174,10 @@ func runRun(args []string) int {
 	// whole stop (SIGTERM, the grace, SIGKILL, the reaping) to be over
 	// before anyone else can take it.
 	spec.Opts = append(spec.Opts, hold.StopWithin(stopWithin(time.Duration(killAfter))))
+	// Nothing of this process can release a lock while it waits: its
+	// wait keeps whatever the process holds (the deadlock search's word,
+	// and the self check's).
+	spec.Opts = append(spec.Opts, hold.FailIfHeldHere())
 
 	// Catch signals from now on: one that comes while waiting ends the
 	// wait, and one that comes between acquiring and starting the command

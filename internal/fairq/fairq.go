@@ -156,6 +156,19 @@ func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lo
 	return p.inner.TryAcquire(req)
 }
 
+// watching returns the context a wait in the queue for req uses: the
+// one its watch gives (lock.Request.Watch), which is told of the wait
+// the first time, so that a waiter behind others is watched as one at the
+// front is (the deadlock search: it waits for the lock as much as they
+// do); ctx itself without a watch. The main lock's wait, later, is told
+// again, and the watch goes on with the same wait.
+func watching(ctx context.Context, req *lock.Request) context.Context {
+	if req.Watch == nil {
+		return ctx
+	}
+	return req.Watch.Waiting(ctx)
+}
+
 // free returns the test of the stall rule (see StallBound): whether the
 // main lock at path is free.
 func (p Protocol) free(path string) func() bool {

@@ -152,7 +152,7 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 	// process's first wait may be at the back of a long queue.
 	if last := time.Duration(lastWait.Load()); wait && me > stageTickets && (last == 0 || last > stageAfter) {
 		var err error
-		if front, err = q.stagedWait(ctx, req, me, free); err != nil {
+		if front, err = q.stagedWait(watching(ctx, req), req, me, free); err != nil {
 			pl.Leave()
 			return nil, waitEnded(ctx, req, whileQueued, err)
 		}
@@ -160,12 +160,13 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 	below, first := me, true
 	for {
 		var pred uint64
-		if first && wait && ctx.Done() == nil && me > 1 {
+		if first && wait && ctx.Done() == nil && me > 1 && req.Watch == nil {
 			// In a queue with waiters the ticket just below is nearly
 			// always held: wait on it at once instead of asking the kernel
 			// first, one system call fewer per acquisition. If nobody
 			// holds it the wait returns at once, and the search below it
-			// follows as after any wait.
+			// follows as after any wait. (A watched wait asks first: its
+			// watch is told only of a wait that happens.)
 			pred = me - 1
 		} else {
 			if pred, err = q.highestLive(below, first); err != nil {
@@ -183,6 +184,7 @@ func frontOFD(ctx context.Context, req *lock.Request, wait bool, free func() boo
 		if req.Logger != nil {
 			req.Logger.Debug("hold: waiting in fair queue", "path", req.Path, "ticket", me, "predecessor", pred)
 		}
+		ctx = watching(ctx, req)
 		if err := q.waitFor(ctx, pred, free); err == errStalled {
 			q.stalled(req, pred)
 		} else if err != nil {

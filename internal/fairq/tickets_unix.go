@@ -65,6 +65,7 @@ func frontTickets(ctx context.Context, req *lock.Request, wait bool, free func()
 				return err == nil && p == nil
 			}}
 		}
+		ctx = watching(ctx, req)
 		err = waitFlock(ctx, pred.fd, unix.LOCK_SH, sw)
 		if err == errStalled {
 			// Passed over (see StallBound): its ticket stays, it is

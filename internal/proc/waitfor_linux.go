@@ -289,6 +289,16 @@ func KeepsFile(pid int, fd uintptr) bool {
 // keepsFileLimit bounds the descriptors KeepsFile looks through.
 const keepsFileLimit = 256
 
+// HeldExclusive reports whether /proc/locks, read now, lists an
+// exclusive (WRITE) FLOCK or OFDLCK lock held on the file k.
+func HeldExclusive(k FileKey) bool {
+	t, err := ReadLockTable()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(t.Locks(k), func(l KernelLock) bool { return l.Write && !l.Blocked })
+}
+
 // KernelHolders returns the pids /proc/locks lists as holding a FLOCK or
 // OFDLCK lock on the file k (see LockHolders).
 func KernelHolders(k FileKey) []int {

@@ -20,6 +20,9 @@ func DescendsFrom(pid int, roots []int) bool { return false }
 // FileKeyOf is not needed outside Linux, where FlockKeepers finds nothing.
 func FileKeyOf(path string) (FileKey, bool) { return FileKey{}, false }
 
+// HeldExclusive cannot be told outside Linux: false.
+func HeldExclusive(k FileKey) bool { return false }
+
 // Keeps cannot be told outside Linux: false.
 func Keeps(pid int, k FileKey) bool { return false }
 

@@ -54,8 +54,16 @@ type Entry struct {
 	// Since is when the wait began, in Unix nanoseconds: the youngest
 	// wait of a cycle is the one that gives up.
 	Since int64 `json:"since"`
-	// Holds lists the paths of the locks the waiter's process holds.
-	Holds []string `json:"holds,omitempty"`
+	// Holds lists the paths of the locks the wait keeps until it ends,
+	// for messages, and Keeps their identities ("flock ino:8:1234", the
+	// protocol and the root's lockID): the waiter's process stands for
+	// this wait, in a chain of waits, only through a lock Keeps names,
+	// unless KeepsAll says that nothing in the process can release any
+	// lock before the wait ends (another thread of it may release what it
+	// holds otherwise).
+	Holds    []string `json:"holds,omitempty"`
+	Keeps    []string `json:"keeps,omitempty"`
+	KeepsAll bool     `json:"keeps_all,omitempty"`
 
 	// Name is the entry's file name (not stored in it).
 	Name string `json:"-"`

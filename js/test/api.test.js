@@ -239,6 +239,10 @@ test('bad targets, names and options get EINVAL with a clear message', async () 
     [() => update(join(dir, 'f'), (o) => o, { allowOwnerChange: 1 }), /allowOwnerChange must be true or false/],
     [() => update(join(dir, 'f'), (o) => o, { allowEmpty: 'no' }), /allowEmpty must be true or false/],
     [() => append(join(dir, 'f'), 'x', { allowSplit: true }), /unknown option "allowSplit"/],
+    [() => lock('t', { deadlockAfter: -1 }), /deadlockAfter must be a number of seconds >= 0/],
+    [() => lock('t', { deadlockAfter: '1' }), /deadlockAfter must be a number of seconds >= 0/],
+    [() => lock('t', { heldBy: 'a' }), /heldBy must be an array of the locks/],
+    [() => lock('t', { heldBy: [{}] }), /heldBy must be an array of the locks/],
   ];
   for (const [call, message] of cases) {
     await assert.rejects(call(), (err) => {

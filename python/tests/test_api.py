@@ -384,6 +384,8 @@ class BadInputTest(TempDirTest):
             (lambda: hold.update(self.path("x"), lambda old: old, allow_empty=0), "allow_empty must be True or False"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), fields=["a"]), "fields must be a mapping"),  # type: ignore[arg-type]
             (lambda: hold.lock(self.path("x"), name=""), "name must be a non-empty string"),
+            (lambda: hold.lock(self.path("x"), deadlock_after=-1), "deadlock_after must be a number of seconds >= 0"),
+            (lambda: hold.lock(self.path("x"), deadlock_after="1"), "deadlock_after must be a number of seconds >= 0"),  # type: ignore[arg-type]
             (lambda: hold.append(self.path("x"), 5), "data must be str or bytes"),  # type: ignore[arg-type]
             (lambda: hold.update(self.path("x"), "new"), "needs a function"),  # type: ignore[arg-type]
             (lambda: hold.update(self.path("x"), lambda old: None), "returned NoneType"),  # type: ignore[arg-type,return-value]

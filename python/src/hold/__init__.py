@@ -401,6 +401,7 @@ def _request(
     make_dirs: bool = False,
     mode: Optional[int] = None,
     slots: Optional[int] = None,
+    deadlock_after: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Checks the options and turns them into the request's fields."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
@@ -438,6 +439,10 @@ def _request(
         if isinstance(slots, bool) or not isinstance(slots, int):
             raise Invalid(f"slots must be a number of slots, not {slots!r}")
         req["slots"] = slots
+    if deadlock_after is not None:
+        if isinstance(deadlock_after, bool) or not isinstance(deadlock_after, (int, float)) or not 0 <= deadlock_after < float("inf"):
+            raise Invalid(f"deadlock_after must be a number of seconds >= 0 (0: never look for a deadlock), not {deadlock_after!r}")
+        req["deadlock_after"] = deadlock_after
     if fields is not None:
         req["fields"] = _strings("fields", fields)
     if settings is not None:
@@ -581,7 +586,7 @@ def lock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
     protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
     fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
-    slots: Optional[int] = None,
+    slots: Optional[int] = None, deadlock_after: Optional[float] = None,
 ) -> Lock:
     """Takes the lock of target and returns it, held.
 
@@ -600,7 +605,14 @@ def lock(
     ``make_dirs`` is True, which makes it (mode 0777 under the umask), as
     filelock does. ``slots=n`` takes one of n slots of a counting semaphore
     instead (at most n holders at once, as ``hold run --slots n``); the
-    Lock's ``slot`` says which, 0 to n-1.
+    Lock's ``slot`` says which, 0 to n-1. ``deadlock_after`` is the seconds
+    a wait lasts before it looks for a deadlock between processes (default
+    1, 0: never): when the waits of several processes form a cycle (this
+    thread holds ``a`` and waits for ``b``, whose holder waits for ``a``),
+    the wait that began last raises ``Deadlock`` naming every process and
+    lock. A thread's
+    wait keeps the locks that thread holds; a task's (``alock``) keeps
+    none, since other tasks may release them meanwhile.
 
     Use it in a ``with`` statement, which releases it, or call
     ``release()``. Each call is an acquisition of its own: a second lock()
@@ -610,7 +622,8 @@ def lock(
     the same Lock again instead: it is re-entrant.)
     """
     req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
-                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots,
+                   deadlock_after=deadlock_after)
     return _take("acquire", req)
 
 
@@ -684,14 +697,17 @@ def alock(
     target: Optional[PathLike] = None, *, timeout: Optional[float] = None, shared: bool = False, fair: bool = False,
     protocol: Optional[str] = None, lock_file: Optional[PathLike] = None, name: Optional[str] = None, mode: Optional[int] = None,
     fields: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None, make_dirs: bool = False,
-    slots: Optional[int] = None,
+    slots: Optional[int] = None, deadlock_after: Optional[float] = None,
 ) -> _AsyncAcquire:
     """lock() for asyncio: ``async with hold.alock("target") as l:``, or
     ``l = await hold.alock("target")``. The wait never blocks the event
     loop, and cancelling the task ends it (a free lock is taken with a
-    blocking call of a few µs, as release() is)."""
+    blocking call of a few µs, as release() is). Its wait keeps no lock of
+    this process for the deadlock search (``deadlock_after``): other tasks
+    may release them meanwhile, so a cycle through it is not reported."""
     req = _request(target, timeout=timeout, shared=shared, fair=fair, protocol=protocol, lock_file=lock_file,
-                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots)
+                   name=name, fields=fields, settings=settings, make_dirs=make_dirs, mode=mode, slots=slots,
+                   deadlock_after=deadlock_after)
     return _AsyncAcquire(req)
 
 
