@@ -71,6 +71,12 @@ var recordSpelling = regexp.MustCompile(`"(` + nameFence + `|` + nameReleased + 
 // windowsDevice matches the file names Windows takes for its devices.
 var windowsDevice = regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)`)
 
+// otherFormats are the files that write, by hand, a format other than the
+// record's whose keys share its names, and why each may.
+var otherFormats = map[string]string{
+	"internal/agent/wirefast.go": "the agent's replies on its wire (docs/agent.md): a lock's token and protocol are fields of a reply there, written by hand on a lock's cycle and checked against encoding/json by its tests",
+}
+
 // TestRecordFormatHasOneHome: no Go file of the module outside the codec
 // (the files record_*.go of this package) spells the record's format, so
 // that no reader or writer can drift from it: every one calls the codec.
@@ -111,7 +117,7 @@ func TestRecordFormatHasOneHome(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		if strings.HasPrefix(rel, "lock/record_") {
+		if strings.HasPrefix(rel, "lock/record_") || otherFormats[rel] != "" {
 			return nil
 		}
 		if windowsDevice.MatchString(d.Name()) {
