@@ -288,32 +288,9 @@ sys.exit(code)
 // its first task or thread releases in a while, so this is no deadlock;
 // nobody may report one, and all complete.
 func TestNoFalseCycleThroughClients(t *testing.T) {
-	js, err := filepath.Abs("../../js/index.cjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pysrc, _ := filepath.Abs("../../python/src")
-	t.Setenv("HOLD_BIN", holdBin)
-	t.Setenv("HOLD_JS", js)
-	t.Setenv("PYTHONPATH", pysrc)
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	for _, c := range []struct{ name, prog, flag, script string }{
-		{"node", "node", "-e", asideNode},
-		{"python", "python3", "-c", asidePython},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			bin := testenv.LookPath(t, c.prog, "a client's concurrent holds")
-			dir := t.TempDir()
-			runIn(t, dir, nil, "mkdir", "ready")
-			client := []string{bin, c.flag, c.script}
-			if c.name == "node" {
-				client = append(client, "--")
-			}
-			cmds := [][]string{
-				append(client, "l0", "l1", "0", "2"),
-				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run l0 -- true")},
-			}
-			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+	for _, c := range []clientScript{{"node", asideNode}, {"python", asidePython}} {
+		t.Run(c.client, func(t *testing.T) {
+			codes, outs := c.againstRun(t, "a client's concurrent holds", holdBin+" run l0 -- true")
 			for i, code := range codes {
 				if code != 0 {
 					t.Errorf("command %d: exit %d (want 0, no deadlock), stderr %q", i, code, outs[i])
@@ -375,32 +352,9 @@ sys.exit(code)
 // cycle, which the hold run's search cannot close alone, is never
 // reported; both waits time out.
 func TestClientDeadlockAfterZero(t *testing.T) {
-	js, err := filepath.Abs("../../js/index.cjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pysrc, _ := filepath.Abs("../../python/src")
-	t.Setenv("HOLD_BIN", holdBin)
-	t.Setenv("HOLD_JS", js)
-	t.Setenv("PYTHONPATH", pysrc)
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	for _, c := range []struct{ name, prog, flag, script string }{
-		{"node", "node", "-e", offNode},
-		{"python", "python3", "-c", offPython},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			bin := testenv.LookPath(t, c.prog, "the client's deadlock option")
-			dir := t.TempDir()
-			runIn(t, dir, nil, "mkdir", "ready")
-			client := []string{bin, c.flag, c.script}
-			if c.name == "node" {
-				client = append(client, "--")
-			}
-			cmds := [][]string{
-				append(client, "l0", "l1", "0", "2"),
-				{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, holdBin+" run -w 6 l0 -- true")},
-			}
-			codes, outs := runAll(t, dir, 60*time.Second, cmds)
+	for _, c := range []clientScript{{"node", offNode}, {"python", offPython}} {
+		t.Run(c.client, func(t *testing.T) {
+			codes, outs := c.againstRun(t, "the client's deadlock option", holdBin+" run -w 6 l0 -- true")
 			if codes[0] != 3 {
 				t.Errorf("the client: exit %d, stderr %q; want 3 (timed out, no deadlock search)", codes[0], outs[0])
 			}
@@ -417,17 +371,9 @@ func TestClientDeadlockAfterZero(t *testing.T) {
 func TestMixedCycle(t *testing.T) {
 	node := testenv.LookPath(t, "node", "a cycle through a Node client")
 	py := testenv.LookPath(t, "python3", "a cycle through a Python client")
-	js, err := filepath.Abs("../../js/index.cjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pysrc, _ := filepath.Abs("../../python/src")
 	dir := t.TempDir()
 	runIn(t, dir, nil, "mkdir", "ready")
-	t.Setenv("HOLD_BIN", holdBin)
-	t.Setenv("HOLD_JS", js)
-	t.Setenv("PYTHONPATH", pysrc)
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	clientEnv(t)
 	cmds := [][]string{
 		{holdBin, "run", "l0", "--", "sh", "-c", cycleScript(0, 3, holdBin+" run l1 -- true")},
 		{node, "-e", cycleNode, "--", "l1", "l2", "1", "3"},
@@ -454,4 +400,45 @@ func TestMixedCycle(t *testing.T) {
 			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
 		}
 	}
+}
+
+// clientEnv sets what the Node and Python scripts of these tests need:
+// the hold executable and where the two packages are.
+func clientEnv(t *testing.T) {
+	js, err := filepath.Abs("../../js/index.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pysrc, err := filepath.Abs("../../python/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOLD_BIN", holdBin)
+	t.Setenv("HOLD_JS", js)
+	t.Setenv("PYTHONPATH", pysrc)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+}
+
+// clientScript is a Node or Python script (client "node" or "python")
+// that holds argv's first lock and then waits for the second.
+type clientScript struct{ client, script string }
+
+// againstRun runs the script on l0 then l1 beside a hold run that holds
+// l1 and runs inner (which takes l0) once both hold their first lock, and
+// returns their exit statuses and standard errors, the script's first.
+func (c clientScript) againstRun(t *testing.T, why, inner string) ([]int, []string) {
+	t.Helper()
+	clientEnv(t)
+	prog, flag, sep := "python3", "-c", []string(nil)
+	if c.client == "node" {
+		prog, flag, sep = "node", "-e", []string{"--"}
+	}
+	bin := testenv.LookPath(t, prog, why)
+	dir := t.TempDir()
+	runIn(t, dir, nil, "mkdir", "ready")
+	client := append(append([]string{bin, flag, c.script}, sep...), "l0", "l1", "0", "2")
+	return runAll(t, dir, 60*time.Second, [][]string{
+		client,
+		{holdBin, "run", "l1", "--", "sh", "-c", cycleScript(1, 2, inner)},
+	})
 }
