@@ -331,51 +331,38 @@ func (p *Protocol) freeSlot(prefix string, n uint64) {
 func (w *waiter) run(ctx context.Context, wait bool) (*handle, error) {
 	p := w.p
 	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
-	var resp *clientv3.TxnResponse
-	for {
-		err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-			if wait {
-				// Read the queue as it was before our key joined it: its
-				// newest key (our predecessor) and how many keys it has.
-				// One round trip, as in concurrency.Mutex, and one read:
-				// no key means the lock is ours, and a single key is the
-				// holder as well as our predecessor. (Reading the oldest
-				// key too, the holder, would cost a second range on every
-				// acquisition for what only a waiter behind other waiters
-				// needs to know, and wait reads it then anyway.) The key
-				// exists already only if an earlier attempt was applied
-				// but its answer lost.
-				// A reader reads only the keys it waits for: those
-				// that are not readers'.
-				resp, err = p.client.Txn(ctx).If(
-					clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
-				).Then(
-					clientv3.OpGet(w.ahead.start, w.ahead.newest(0)...),
-					put,
-				).Else(clientv3.OpGet(w.key)).Commit()
-			} else {
-				// Take the lock only if nobody holds it or waits for
-				// it (for a reader: no writer).
-				resp, err = p.client.Txn(ctx).If(w.ahead.none()).Then(put).Else(
-					clientv3.OpGet(w.ahead.start, w.ahead.oldest(1)...),
-				).Commit()
-			}
-			return err
-		})
-		if err == nil {
-			break
+	resp, err := w.firstTxn(ctx, wait, func(ctx context.Context) (resp *clientv3.TxnResponse, err error) {
+		if wait {
+			// Read the queue as it was before our key joined it: its
+			// newest key (our predecessor) and how many keys it has.
+			// One round trip, as in concurrency.Mutex, and one read:
+			// no key means the lock is ours, and a single key is the
+			// holder as well as our predecessor. (Reading the oldest
+			// key too, the holder, would cost a second range on every
+			// acquisition for what only a waiter behind other waiters
+			// needs to know, and wait reads it then anyway.) The key
+			// exists already only if an earlier attempt was applied
+			// but its answer lost.
+			// A reader reads only the keys it waits for: those
+			// that are not readers'.
+			resp, err = p.client.Txn(ctx).If(
+				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
+			).Then(
+				clientv3.OpGet(w.ahead.start, w.ahead.newest(0)...),
+				put,
+			).Else(clientv3.OpGet(w.key)).Commit()
+		} else {
+			// Take the lock only if nobody holds it or waits for
+			// it (for a reader: no writer).
+			resp, err = p.client.Txn(ctx).If(w.ahead.none()).Then(put).Else(
+				clientv3.OpGet(w.ahead.start, w.ahead.oldest(1)...),
+			).Commit()
 		}
-		err = p.opError("acquire", w.req.Path, ctx, err, w.holder)
-		if !wait {
-			return nil, err
-		}
-		// The key may exist if the attempt was applied but its answer
-		// lost: the next attempt finds it (the Else branch).
-		if err = w.outlast(ctx, err); err != nil {
-			return nil, err
-		}
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	w.failures = 0
 	if !wait {
 		if resp.Succeeded {
 			w.rev = resp.Header.Revision
@@ -590,6 +577,32 @@ func (w *waiter) await(ctx context.Context, wch clientv3.WatchChan, relevant fun
 			return false, w.ctxError(ctx)
 		case <-w.sess.done:
 			return false, w.sessionError()
+		}
+	}
+}
+
+// firstTxn makes the waiter's first transaction, the one that enqueues
+// its key or takes the lock, until etcd answers: a failed round trip ends
+// a try (wait false) at once, and a wait only as outlast decides. The key
+// may exist if an earlier attempt was applied but its answer lost: txn's
+// Else branch finds it.
+func (w *waiter) firstTxn(ctx context.Context, wait bool, txn func(context.Context) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
+	for {
+		var resp *clientv3.TxnResponse
+		err := w.p.call(ctx, func(ctx context.Context, _ bool) (err error) {
+			resp, err = txn(ctx)
+			return err
+		})
+		if err == nil {
+			w.failures = 0
+			return resp, nil
+		}
+		err = w.p.opError("acquire", w.req.Path, ctx, err, w.holder)
+		if !wait {
+			return nil, err
+		}
+		if err = w.outlast(ctx, err); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -73,36 +73,25 @@ func (w *waiter) runSlots(ctx context.Context, wait bool) (*handle, error) {
 	put := clientv3.OpPut(w.key, string(w.owner.Encode()), clientv3.WithLease(w.sess.id))
 	below := keyRange{w.prefix, w.ahead.start}
 	above := notSlotsRange(w.prefix, w.slots)
-	var resp *clientv3.TxnResponse
-	for {
-		err := p.call(ctx, func(ctx context.Context, _ bool) (err error) {
-			// Enqueue only if no other kind of key is there, and read
-			// the newest key in front (and, in its count, how many).
-			resp, err = p.client.Txn(ctx).If(
-				clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
-				below.none(), above.none(),
-			).Then(
-				clientv3.OpGet(w.ahead.start, w.ahead.newest(0, clientv3.WithKeysOnly())...),
-				put,
-			).Else(
-				clientv3.OpGet(w.key),
-				clientv3.OpGet(below.start, below.oldest(1)...),
-				clientv3.OpGet(above.start, above.oldest(1)...),
-			).Commit()
-			return err
-		})
-		if err == nil {
-			break
-		}
-		err = p.opError("acquire", w.req.Path, ctx, err, w.holder)
-		if !wait {
-			return nil, err
-		}
-		if err = w.outlast(ctx, err); err != nil {
-			return nil, err
-		}
+	resp, err := w.firstTxn(ctx, wait, func(ctx context.Context) (resp *clientv3.TxnResponse, err error) {
+		// Enqueue only if no other kind of key is there, and read
+		// the newest key in front (and, in its count, how many).
+		resp, err = p.client.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0),
+			below.none(), above.none(),
+		).Then(
+			clientv3.OpGet(w.ahead.start, w.ahead.newest(0, clientv3.WithKeysOnly())...),
+			put,
+		).Else(
+			clientv3.OpGet(w.key),
+			clientv3.OpGet(below.start, below.oldest(1)...),
+			clientv3.OpGet(above.start, above.oldest(1)...),
+		).Commit()
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	w.failures = 0
 	if !resp.Succeeded {
 		if mine := firstKV(resp.Responses[0]); mine != nil {
 			// An earlier attempt was applied, its answer lost.
