@@ -38,7 +38,7 @@ import (
 
 // WaitingOn starts the watch of a wait that its protocol can say on its
 // server (lock.ServerWatcher).
-func (w *cycleWatch) WaitingOn(ctx context.Context, publish func(context.Context, []lock.Handle) (string, func(), error)) context.Context {
+func (w *cycleWatch) WaitingOn(ctx context.Context, publish lock.PublishWait) context.Context {
 	if w.graph == nil {
 		return w.Waiting(ctx)
 	}

@@ -70,23 +70,16 @@ func holdName(key string, rev int64) string { return key + "@" + strconv.FormatI
 // begins with the waiter's current key (see lock.ServerWatcher), and
 // returns the context the wait is to use.
 func (w *waiter) watching(ctx context.Context) context.Context {
-	switch watch := w.req.Watch.(type) {
-	case nil:
-		return ctx
-	case lock.ServerWatcher:
-		p, lease, e := w.p, w.sess.id, waitEntry{Key: w.key, Rev: w.rev}
-		return watch.WaitingOn(ctx, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
-			e := e
-			for _, k := range keeps {
-				if h := p.own(k); h != nil {
-					e.Keeps = append(e.Keeps, holdName(h.key, h.rev))
-				}
+	p, lease, e := w.p, w.sess.id, waitEntry{Key: w.key, Rev: w.rev}
+	return lock.WatchServerWait(ctx, w.req.Watch, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
+		e := e
+		for _, k := range keeps {
+			if h := p.own(k); h != nil {
+				e.Keeps = append(e.Keeps, holdName(h.key, h.rev))
 			}
-			return p.publishWait(ctx, lease, e)
-		})
-	default:
-		return watch.Waiting(ctx)
-	}
+		}
+		return p.publishWait(ctx, lease, e)
+	})
 }
 
 // own returns k's handle if it is a lock of p's, nil otherwise.

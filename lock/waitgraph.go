@@ -27,7 +27,28 @@ type ServerWatcher interface {
 	// listed under and the function that removes it (called once the
 	// wait ends). publish must stay valid after the wait ended: it then
 	// fails or writes an entry nobody trusts.
-	WaitingOn(ctx context.Context, publish func(ctx context.Context, keeps []Handle) (id string, remove func(), err error)) context.Context
+	WaitingOn(ctx context.Context, publish PublishWait) context.Context
+}
+
+// PublishWait is what a protocol gives ServerWatcher.WaitingOn: it writes
+// the wait's entry on the server (see WaitingOn).
+type PublishWait func(ctx context.Context, keeps []Handle) (id string, remove func(), err error)
+
+// WatchServerWait starts the watch w (a Request.Watch) of a wait that
+// publish can say on the server, and returns the context the wait is to
+// use: ctx itself when w is nil, WaitingOn's when w is a ServerWatcher,
+// and Waiting's otherwise (a watcher that cannot read the server's waits
+// still bounds the wait). It is the one place a WaitGraph protocol
+// decides which watch a wait gets.
+func WatchServerWait(ctx context.Context, w WaitWatcher, publish PublishWait) context.Context {
+	switch w := w.(type) {
+	case nil:
+		return ctx
+	case ServerWatcher:
+		return w.WaitingOn(ctx, publish)
+	default:
+		return w.Waiting(ctx)
+	}
 }
 
 // WaitGraph is implemented by protocols whose server can list the waits of

@@ -90,23 +90,16 @@ const waitsSQL = `SELECT w.backend_pid, w.name, w.owner,
 // session c for the lock name (key), and returns the context the wait is
 // to use.
 func (p *Protocol) watching(ctx context.Context, req *lock.Request, c *conn, name string, key int64, owner []byte) context.Context {
-	switch watch := req.Watch.(type) {
-	case nil:
-		return ctx
-	case lock.ServerWatcher:
-		backend := c.c.PgConn().PID()
-		return watch.WaitingOn(ctx, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
-			var sessions []int32
-			for _, k := range keeps {
-				if h := p.own(k); h != nil {
-					sessions = append(sessions, h.backend)
-				}
+	backend := c.c.PgConn().PID()
+	return lock.WatchServerWait(ctx, req.Watch, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
+		var sessions []int32
+		for _, k := range keeps {
+			if h := p.own(k); h != nil {
+				sessions = append(sessions, h.backend)
 			}
-			return p.publishWait(ctx, backend, name, key, owner, sessions)
-		})
-	default:
-		return watch.Waiting(ctx)
-	}
+		}
+		return p.publishWait(ctx, backend, name, key, owner, sessions)
+	})
 }
 
 // own returns k's handle if it is a lock of p's, nil otherwise.
