@@ -518,25 +518,8 @@ func (s *semAttempt) named(err error) error {
 	le.Path = s.path
 	st := s.p.inspectSlots(s.path, s.n)
 	le.Holder = st.Holder
-	le.Hint = holdersHint(st)
+	le.Hint = st.DescribeSlots()
 	return le
-}
-
-// holdersHint names every slot's holder.
-func holdersHint(st *lock.Status) string {
-	var parts []string
-	held := 0
-	for i, h := range st.SlotHolders {
-		if h == nil {
-			continue
-		}
-		held++
-		parts = append(parts, fmt.Sprintf("slot %d: %s", i, h))
-	}
-	if held == 0 {
-		return fmt.Sprintf("%d slots, none held just now", st.Slots)
-	}
-	return fmt.Sprintf("%d of %d slots held (%s)", held, st.Slots, strings.Join(parts, "; "))
 }
 
 // InspectSlots reports the semaphore at path: the number of slots in use
@@ -642,7 +625,7 @@ func (p *Protocol) breakSlots(path string, force bool) (*lock.Status, error) {
 	}
 	if held > 0 && broken == 0 {
 		return st, &lock.Error{Op: "break", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
-			Hint: holdersHint(st) + ", none of them stale; --force removes them anyway"}
+			Hint: st.DescribeSlots() + ", none of them stale; --force removes them anyway"}
 	}
 	return st, nil
 }
@@ -653,5 +636,5 @@ func (p *Protocol) describeSlots(path string) string {
 	if err != nil {
 		return err.Error()
 	}
-	return "a semaphore: " + holdersHint(st)
+	return "a semaphore: " + st.DescribeSlots()
 }

@@ -73,7 +73,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		t.Fatalf("a fourth try: want ErrBusy, got %v", err)
 	}
 	for i := range 3 {
-		if !strings.Contains(e.Hint, fmt.Sprintf("slot %d: pid %d", i, os.Getpid())) {
+		if !strings.Contains(e.Hint, fmt.Sprintf("slot %d by pid %d", i, os.Getpid())) {
 			t.Errorf("busy error does not name slot %d's holder: %v", i, err)
 		}
 	}
@@ -596,13 +596,13 @@ func TestSemaphorePatience(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Patience = 300 * time.Millisecond
 	_, err := New(cfg).AcquireSlot(context.Background(), slotRequest(path, 2))
-	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "patience") || !strings.Contains(err.Error(), "2 of 2 slots held") {
+	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "patience") || !strings.Contains(err.Error(), "all 2 slots are held") {
 		t.Fatalf("patience: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = New(fastConfig()).AcquireSlot(ctx, slotRequest(path, 2))
-	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "2 of 2 slots held") {
+	if !errors.Is(err, lock.ErrTimeout) || !strings.Contains(err.Error(), "all 2 slots are held") {
 		t.Fatalf("deadline: %v", err)
 	}
 }

@@ -745,7 +745,7 @@ func slotsBusy(p Protocol, path, why string) error {
 	st, err := p.InspectSlots(path)
 	if err == nil && st.Slots > 0 {
 		e.Holder = st.Holder
-		e.Hint = describeSlots(st)
+		e.Hint = st.DescribeSlots()
 	}
 	if why != "" {
 		if e.Hint != "" {
@@ -760,32 +760,7 @@ func slotsBusy(p Protocol, path, why string) error {
 // slotsHeldHint describes the slots for the error of a wait that ended.
 func slotsHeldHint(p Protocol, path string) string {
 	if st, err := p.InspectSlots(path); err == nil && st.Slots > 0 {
-		return "gave up while " + describeSlots(st)
+		return "gave up while " + st.DescribeSlots()
 	}
 	return "gave up while every slot was held"
-}
-
-// describeSlots says who holds the slots: "3 of 4 slots are held: slot 0
-// by pid 12 (...), ...".
-func describeSlots(st *lock.Status) string {
-	var b strings.Builder
-	held := 0
-	for _, h := range st.SlotHolders {
-		if h != nil {
-			held++
-		}
-	}
-	if held == len(st.SlotHolders) {
-		fmt.Fprintf(&b, "all %d slots are held", st.Slots)
-	} else {
-		fmt.Fprintf(&b, "%d of %d slots are held", held, st.Slots)
-	}
-	sep := ": "
-	for k, h := range st.SlotHolders {
-		if h != nil {
-			fmt.Fprintf(&b, "%sslot %d by %s", sep, k, h.String())
-			sep = "; "
-		}
-	}
-	return b.String()
 }
