@@ -122,6 +122,8 @@ func foreignContent(path string, fi os.FileInfo) (why string, err error) {
 	case softStrict:
 		return r.what + " is at the lock path: whether it is held is decided by the claims directory filelock keeps beside it, " +
 			"which hold does not read; lock this path with the same tool in every process", nil
+	case softPartial:
+		return partialWhy + " is at the lock path, and has been for longer than a record takes to write", nil
 	case softHolder, softUnjudged, softLeftover:
 		return "", nil
 	}
@@ -257,9 +259,11 @@ func IsLockDir(path string) bool {
 //   - while it takes over a stale lock, "filelock/break\nPID\n", and on a
 //     marker it has let go, "filelock/released\n": leftovers.
 //
-// A file filelock has created and not yet written (empty, or part of its
-// record) is a leftover too, judged by age: filelock writes its record in
-// one write just after creating the file.
+// A file filelock has created and not yet written is empty (a leftover,
+// as any empty file) or holds part of its record: filelock writes its
+// record in one write just after creating the file, so a part seen for
+// longer than the grace period is not filelock's but someone's data, a
+// pid file most likely, and is never deleted.
 
 // softKind is what a plain file at the lock path holds of filelock's.
 type softKind int
@@ -275,9 +279,14 @@ const (
 	// softStrict: StrictSoftFileLock's sentinel, whose holder only the
 	// claims directory beside it knows: foreign to hold.
 	softStrict
-	// softLeftover: a record being written, a break in progress or a
-	// released marker, which nothing names a holder of.
+	// softLeftover: a break in progress or a released marker, which
+	// nothing names a holder of.
 	softLeftover
+	// softPartial: the start of a record, as filelock leaves it for the
+	// moment between creating the file and writing it, but also what a
+	// pid file ("4242\n") holds: waited on while young, foreign once old
+	// (judgeLockedFile), never deleted.
+	softPartial
 )
 
 // filelockSoft is a filelock soft lock's record (see above).
@@ -295,6 +304,9 @@ type filelockSoft struct {
 	// start is the recorded start token; nil when there is none.
 	start *big.Int
 }
+
+// partialWhy says what a softPartial file is.
+const partialWhy = "a file holding only the start of a filelock soft lock record (or a pid file)"
 
 // filelock's fixed records.
 const (
@@ -328,17 +340,17 @@ func parseFilelockSoft(b []byte) filelockSoft {
 	case strings.HasPrefix(s, filelockMarkerHeader):
 		return parseFilelockMarker(s)
 	case strings.HasPrefix(filelockMarkerHeader, s) || strings.HasPrefix(filelockBreakHeader, s):
-		return filelockSoft{kind: softLeftover, what: "a filelock soft lock record being written"}
+		return filelockSoft{kind: softPartial, what: partialWhy}
 	}
 	if !strings.HasSuffix(s, "\n") {
 		if isLegacyPrefix(s) {
-			return filelockSoft{kind: softLeftover, what: "a filelock soft lock record being written"}
+			return filelockSoft{kind: softPartial, what: partialWhy}
 		}
 		return filelockSoft{}
 	}
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	if len(lines) == 1 && isDecimal(lines[0]) {
-		return filelockSoft{kind: softLeftover, what: "a filelock soft lock record being written"}
+		return filelockSoft{kind: softPartial, what: partialWhy}
 	}
 	if len(lines) != 2 && len(lines) != 3 {
 		return filelockSoft{}
@@ -361,7 +373,7 @@ func parseFilelockSoft(b []byte) filelockSoft {
 // header).
 func parseFilelockMarker(s string) filelockSoft {
 	if !strings.HasSuffix(s, "\n") {
-		return filelockSoft{kind: softLeftover, what: "a filelock soft lock record being written"}
+		return filelockSoft{kind: softPartial, what: partialWhy}
 	}
 	fields := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSuffix(s[len(filelockMarkerHeader):], "\n"), "\n") {
@@ -478,6 +490,13 @@ func namesFilelockHolder(path string, fi os.FileInfo) bool {
 	}
 	k := parseFilelockSoft(b).kind
 	return k == softHolder || k == softUnjudged
+}
+
+// isPartialSoft reports whether the plain file at path holds only the
+// start of a filelock record (softPartial).
+func isPartialSoft(path string) bool {
+	b, err := readSmallFile(path, lock.MaxRecordSize+1)
+	return err == nil && parseFilelockSoft(b).kind == softPartial
 }
 
 // isLegacyPrefix reports whether s (without its final newline) is the

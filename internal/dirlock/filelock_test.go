@@ -134,9 +134,9 @@ func TestFilelockSoftRecords(t *testing.T) {
 		{"strict sentinel", filelockStrictSentinel, softStrict, 0, "", 0, ""},
 		{"released marker", filelockReleased, softLeftover, 0, "", 0, ""},
 		{"break marker", "filelock/break\n4242\n", softLeftover, 0, "", 0, ""},
-		{"being written: pid", "4242\n", softLeftover, 0, "", 0, ""},
-		{"being written: host", "4242\nbuil", softLeftover, 0, "", 0, ""},
-		{"being written: marker", "filelock/2\npid=9\nho", softLeftover, 0, "", 0, ""},
+		{"being written: pid", "4242\n", softPartial, 0, "", 0, ""},
+		{"being written: host", "4242\nbuil", softPartial, 0, "", 0, ""},
+		{"being written: marker", "filelock/2\npid=9\nho", softPartial, 0, "", 0, ""},
 		{"pid 0", "0\nbuild-7\n", softNone, 0, "", 0, ""},
 		{"pid beyond 2^31-1", "2147483648\nbuild-7\n", softNone, 0, "", 0, ""},
 		{"host with a space", "17\nbuild 7\n", softNone, 0, "", 0, ""},
@@ -295,6 +295,22 @@ func TestFilelockSoftForeignStillRefused(t *testing.T) {
 		writeSoft(t, path, c.content)
 		backdate(t, path, time.Hour)
 		mustForeign(t, p, path, c.hint)
+	}
+}
+
+// The start of a filelock record is waited on while it is young (filelock
+// writes the rest a moment later), and is the user's once it is old: it is
+// also what a pid file holds, which is never deleted.
+func TestFilelockSoftPartialRecord(t *testing.T) {
+	p := New(Config{Stale: 300 * time.Millisecond, Grace: 150 * time.Millisecond})
+	for _, content := range []string{"4242\n", "4242\nbuild-", "filelock/2\npid=9\nho"} {
+		path := filepath.Join(t.TempDir(), "x.lock")
+		writeSoft(t, path, content)
+		if e := mustBusy(t, p, path); !strings.Contains(e.Hint+p.Describe(path), "start of a filelock soft lock record") {
+			t.Errorf("%q: young: %q / %q", content, e.Hint, p.Describe(path))
+		}
+		backdate(t, path, time.Hour)
+		mustForeign(t, p, path, "pid file")
 	}
 }
 

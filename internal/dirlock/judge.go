@@ -259,6 +259,12 @@ func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
 		return judgement{verdict: vanished, why: "lock vanished"}
 	case isResourceError(err):
 		return failedJudgement(fi, err)
+	case why != "" && j.age <= limit && isPartialSoft(path):
+		// Possibly filelock's record between its file's creation and
+		// its write: wait while the file is young.
+		j.verdict = live
+		j.why = partialWhy + ", written " + j.age.Round(time.Millisecond).String() + " ago"
+		return j
 	case why != "":
 		return judgement{verdict: foreign, fi: fi, why: why}
 	}
@@ -292,8 +298,8 @@ func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
 // however old; a holder that cannot be asked is never taken over, since
 // filelock's holders refresh nothing that an age could be read from, and
 // neither is a lock filelock itself never takes over; a file that names no
-// holder (a record being written, a break in progress, a released marker)
-// is a leftover, judged by age.
+// holder (a break in progress, a released marker) is a leftover, judged
+// by age. (A record being written is judged before: judgeLockedFile.)
 func (p *Protocol) judgeFilelock(j judgement, r filelockSoft, limit time.Duration) judgement {
 	const breakIt = "remove it with `hold break --force` once its holder is known to be gone"
 	switch r.kind {
