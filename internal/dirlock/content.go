@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hold-dev/hold/internal/flock"
@@ -303,6 +304,9 @@ type filelockSoft struct {
 	hasNS bool
 	// start is the recorded start token; nil when there is none.
 	start *big.Int
+	// lease is a lease's duration (mode "lease"): the age of its file past
+	// which filelock takes it over; 0 for a lock.
+	lease time.Duration
 }
 
 // partialWhy says what a softPartial file is.
@@ -396,6 +400,16 @@ func parseFilelockMarker(s string) filelockSoft {
 			return filelockSoft{}
 		}
 		r.start, _ = new(big.Int).SetString(v, 10)
+	}
+	if mode == "lease" {
+		// A lease (SoftFileLease) is renewed: its holder touches the
+		// file every third of its duration, which filelock requires.
+		d, err := strconv.ParseFloat(fields["duration"], 64)
+		if err != nil || !(d > 0) || d > (100*365*24*time.Hour).Seconds() || fields["token"] == "" {
+			return filelockSoft{}
+		}
+		r.lease = time.Duration(d * float64(time.Second))
+		r.what = "a filelock lease"
 	}
 	if mode != "exclusive" && mode != "lease" {
 		// A newer filelock's mode: filelock never takes it over, so

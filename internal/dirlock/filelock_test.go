@@ -130,6 +130,7 @@ func TestFilelockSoftRecords(t *testing.T) {
 		{"host cut by filelock's digest", "17\nbox?pidns-f00-1a2b3c4d\n", softHolder, 17, "box?pidns-f00-1a2b3c4d", 0, ""},
 		{"marker", "filelock/2\npid=9\nhost=build-7\nmode=exclusive\nstart=12\n", softHolder, 9, "build-7", 0, "12"},
 		{"lease", "filelock/2\npid=9\nhost=build-7\nmode=lease\ntoken=ab\nduration=30.0\n", softHolder, 9, "build-7", 0, ""},
+		{"lease without duration", "filelock/2\npid=9\nhost=build-7\nmode=lease\ntoken=ab\n", softNone, 0, "", 0, ""},
 		{"newer mode", "filelock/2\npid=9\nhost=build-7\nmode=shared\n", softUnjudged, 9, "build-7", 0, ""},
 		{"strict sentinel", filelockStrictSentinel, softStrict, 0, "", 0, ""},
 		{"released marker", filelockReleased, softLeftover, 0, "", 0, ""},
@@ -279,6 +280,26 @@ func TestFilelockSoftOtherHost(t *testing.T) {
 			t.Fatalf("%q: Break --force left it: %v", record, err)
 		}
 	}
+}
+
+// A lease (SoftFileLease) on another host is renewed by its holder: it is
+// live while its file is younger than its duration, stale once older, as
+// filelock judges it.
+func TestFilelockSoftLeaseOtherHost(t *testing.T) {
+	p := New(Config{Stale: time.Hour, Grace: 100 * time.Millisecond})
+	path := filepath.Join(t.TempDir(), "x.lock")
+	writeSoft(t, path, "filelock/2\npid=4242\nhost=not-"+proc.Hostname()+"\nmode=lease\ntoken=ab12\nduration=30.0\n")
+	mustBusy(t, p, path)
+	backdate(t, path, 31*time.Second)
+	st, err := p.Inspect(path)
+	if err != nil || st.State != lock.Stale {
+		t.Fatalf("a lease not renewed for its duration: %+v, %v (%s)", st, err, p.Describe(path))
+	}
+	h, err := p.TryAcquire(request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
 }
 
 // What only looks like filelock's is still the user's, and so is a

@@ -292,14 +292,15 @@ func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
 // judgeFilelock judges the file of a filelock soft lock at the lock path
 // (r its record, j the judgement so far, with its Lstat) by filelock's own
 // rules, so that hold takes over no lock that filelock would leave and
-// leaves none that it would take: a holder this host can ask about (the
+// leaves none that it would take. A holder this host can ask about (the
 // same host, and a pid namespace and boot hold can see) is judged by its
-// pid and start time, stale at once when gone and live while it runs,
-// however old; a holder that cannot be asked is never taken over, since
-// filelock's holders refresh nothing that an age could be read from, and
-// neither is a lock filelock itself never takes over; a file that names no
-// holder (a break in progress, a released marker) is a leftover, judged
-// by age. (A record being written is judged before: judgeLockedFile.)
+// pid and start time: stale at once when gone, live while it runs, however
+// old. A holder that cannot be asked is never taken over, since filelock's
+// holders refresh nothing an age could be read from; but a lease
+// (SoftFileLease) is renewed by its holder, and one not renewed for its
+// duration is stale. A lock of a mode filelock itself never takes over is
+// live. A file that names no holder (a break in progress, a released
+// marker) is a leftover, judged by age.
 func (p *Protocol) judgeFilelock(j judgement, r filelockSoft, limit time.Duration) judgement {
 	const breakIt = "remove it with `hold break --force` once its holder is known to be gone"
 	switch r.kind {
@@ -325,6 +326,12 @@ func (p *Protocol) judgeFilelock(j judgement, r filelockSoft, limit time.Duratio
 			j.owner.Command = proc.MaskSecrets(args)
 		}
 	default:
+		if r.lease > 0 {
+			// A lease's holder renews it: one not renewed for its
+			// duration is one filelock takes over, and so does hold.
+			j.why = who + ", which cannot be checked from here (another host, pid namespace or boot), renewed every third of its " + r.lease.String()
+			return p.byAge(j, max(r.lease, p.cfg.Grace))
+		}
 		j.verdict = live
 		j.why = who + ", which cannot be checked from here (another host, pid namespace or boot): " +
 			"filelock's holders refresh nothing an age could be read from, so neither filelock nor hold takes it over; " + breakIt
