@@ -38,7 +38,11 @@
 // a lock file on which a kernel lock is held is a live lock, however old
 // its record, and a lock file a kernel holder left behind is taken over
 // only while holding its kernel lock, so a kernel waiter that gets the
-// lock afterwards finds the file gone and starts over.
+// lock afterwards finds the file gone and starts over. It also shares them
+// with Python filelock's SoftFileLock, a file that names its holder: a
+// live holder's file is waited for, however old, and a dead one's is
+// taken over at once (filelock, for its part, cannot wait for this
+// protocol's directory: its acquire raises IsADirectoryError).
 //
 // # Waiting
 //

@@ -21,8 +21,10 @@
 // file: live while a kernel lock is held on it, whatever its age (a kernel
 // holder never refreshes anything); otherwise free at once when it holds a
 // released record or a gone holder's, and else, empty or holding a record,
-// a leftover judged by age (judgeFile). It is removed only while holding
-// its kernel lock (reclaimFile). Anything else there is not a lock at all
+// a leftover judged by age (judgeFile); one holding Python filelock's soft
+// lock record is judged by its holder, as filelock judges it
+// (judgeFilelock). It is removed only while holding its kernel lock
+// (reclaimFile). Anything else there is not a lock at all
 // (content.go): an error at once, never a wait or a delete.
 //
 // Reclaim is serialized behind a guard directory "<lock path>.recover"

@@ -259,6 +259,12 @@ func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
 		return judgement{verdict: vanished, why: "lock vanished"}
 	case isResourceError(err):
 		return failedJudgement(fi, err)
+	case why != "" && j.age <= limit && isPartialSoft(path):
+		// Possibly filelock's record between its file's creation and
+		// its write: wait while the file is young.
+		j.verdict = live
+		j.why = partialWhy + ", written " + j.age.Round(time.Millisecond).String() + " ago"
+		return j
 	case why != "":
 		return judgement{verdict: foreign, fi: fi, why: why}
 	}
@@ -274,8 +280,63 @@ func (p *Protocol) judgeLockedFile(path string, limit time.Duration) judgement {
 		j.why = "a lock file whose holder is gone, with no kernel lock held on it"
 		return j
 	}
+	if b, err := readSmallFile(path, lock.MaxRecordSize+1); err == nil {
+		if r := parseFilelockSoft(b); r.kind != softNone {
+			return p.judgeFilelock(j, r, limit)
+		}
+	}
 	j.why = "a leftover " + kindOf(fi.Mode()) + " at the lock path, with no kernel lock held on it"
 	return p.byAge(j, limit)
+}
+
+// judgeFilelock judges the file of a filelock soft lock at the lock path
+// (r its record, j the judgement so far, with its Lstat) by filelock's own
+// rules, so that hold takes over no lock that filelock would leave and
+// leaves none that it would take. A holder this host can ask about (the
+// same host, and a pid namespace and boot hold can see) is judged by its
+// pid and start time: stale at once when gone, live while it runs, however
+// old. A holder that cannot be asked is never taken over, since filelock's
+// holders refresh nothing an age could be read from; but a lease
+// (SoftFileLease) is renewed by its holder, and one not renewed for its
+// duration is stale. A lock of a mode filelock itself never takes over is
+// live. A file that names no holder (a break in progress, a released
+// marker) is a leftover, judged by age.
+func (p *Protocol) judgeFilelock(j judgement, r filelockSoft, limit time.Duration) judgement {
+	const breakIt = "remove it with `hold break --force` once its holder is known to be gone"
+	switch r.kind {
+	case softLeftover:
+		j.why = r.what + ", with no kernel lock held on it"
+		return p.byAge(j, limit)
+	case softUnjudged:
+		j.verdict = live
+		j.why = r.what + "; neither filelock nor hold ever takes it over: " + breakIt
+		return j
+	}
+	j.owner = r.owner(j.fi)
+	j.alive = proc.Judge(j.owner)
+	who := r.what + " of pid " + strconv.Itoa(r.pid) + " on " + r.hostRaw
+	switch j.alive {
+	case lock.Dead:
+		j.verdict = stale
+		j.why = who + ", whose process is gone"
+	case lock.Alive:
+		j.verdict = live
+		j.why = who + ", alive"
+		if args := proc.Args(r.pid); len(args) > 0 {
+			j.owner.Command = proc.MaskSecrets(args)
+		}
+	default:
+		if r.lease > 0 {
+			// A lease's holder renews it: one not renewed for its
+			// duration is one filelock takes over, and so does hold.
+			j.why = who + ", which cannot be checked from here (another host, pid namespace or boot), renewed every third of its " + r.lease.String()
+			return p.byAge(j, max(r.lease, p.cfg.Grace))
+		}
+		j.verdict = live
+		j.why = who + ", which cannot be checked from here (another host, pid namespace or boot): " +
+			"filelock's holders refresh nothing an age could be read from, so neither filelock nor hold takes it over; " + breakIt
+	}
+	return j
 }
 
 // kernelPIDs names the processes the kernel says hold a lock, for a

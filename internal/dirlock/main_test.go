@@ -183,6 +183,8 @@ func runWorker(role string) int {
 		return workerSlotHold(target)
 	case "slotfault":
 		return workerSlotFault(target)
+	case "softhold":
+		return workerSoftHold(target)
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

@@ -75,10 +75,11 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved, kept func
 		// Not what we judged: someone's fresh lock. Put it back where it
 		// was, unless the path has been taken again meanwhile; then its
 		// holder's heartbeat finds the lock gone and reports it lost, and
-		// the tomb is deleted only if it is a lock.
+		// the tomb is deleted only if it is a lock. A filelock holder has
+		// no heartbeat and may be alive: its file stays, as litter.
 		if err := renameNoReplace(tomb, path); err != nil {
 			if fi, lerr := lstat(tomb); lerr == nil {
-				if why, cerr := foreignContent(tomb, fi); why == "" && cerr == nil {
+				if why, cerr := foreignContent(tomb, fi); why == "" && cerr == nil && !namesFilelockHolder(tomb, fi) {
 					removeTomb(tomb, fi.IsDir())
 				}
 			}

@@ -570,20 +570,28 @@ class ExcludesFilelockTest(TempDirTest):
         if int(str(getattr(fl, "__version__", "0")).split(".")[0]) < 4:
             self.both_ways("SoftFileLock")
             return
-        # filelock 4 writes its holder (pid, host, a nonce) into the soft
-        # lock file, which hold's portable protocol does not know: it
-        # refuses the file as not a lock (hold.Foreign, naming it) instead
-        # of waiting; and it refuses hold's soft lock, a directory, with
-        # IsADirectoryError instead of waiting. So the two still never both
-        # hold it, but neither waits for the other.
+        # filelock 4 writes its holder (pid, host, start time) into the
+        # soft lock file: hold waits for that holder, and takes the lock
+        # when it lets go. filelock cannot wait for hold's soft lock, a
+        # directory: it raises IsADirectoryError at once (never holding).
         path = self.path("SoftFileLock.lock")
         p = self.holder("filelock", "SoftFileLock", path)
+        got = threading.Event()
+
+        def wait_for_it() -> None:
+            with hold.filelock.SoftFileLock(path).acquire(timeout=HANG):
+                got.set()
+
+        t = threading.Thread(target=wait_for_it)
         try:
-            with self.assertRaises(hold.Foreign) as cm:
+            with self.assertRaises(hold.filelock.Timeout):
                 hold.filelock.SoftFileLock(path).acquire(timeout=0.3)
-            self.assertIn(path, str(cm.exception))
+            t.start()
+            self.assertFalse(got.wait(1.0), "hold took a live filelock holder's lock")
         finally:
             self.release(p)
+        t.join(HANG)
+        self.assertTrue(got.is_set(), "hold did not get the lock once filelock released it")
         self.assertFalse(os.path.exists(path))
         p = self.holder("hold.filelock", "SoftFileLock", path)
         try:
@@ -593,7 +601,6 @@ class ExcludesFilelockTest(TempDirTest):
             self.release(p)
         with fl.SoftFileLock(path).acquire(timeout=HANG):
             pass
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -73,9 +73,11 @@ Where an option cannot mean what it means under filelock:
   find the lock held for the µs the agent takes to release it; every call
   of hold's in this process comes after it. A ``SoftFileLock``'s release
   is waited for: its lock directory is gone when ``release()`` returns.
-- A ``SoftFileLock`` of filelock (a plain file) that is left behind is judged
-  by hold's portable protocol as a leftover without a heartbeat, which it
-  takes over once stale (10 s by default); filelock never breaks it.
+- filelock's own ``SoftFileLock`` (a plain file at the path naming its
+  holder) is waited for: hold judges its holder as filelock does (alive:
+  held, however old; gone: taken over at once). filelock's cannot wait for
+  this one, a directory: it raises ``IsADirectoryError`` at once, never
+  holding it. Switch every process of a soft lock, or retry on that error.
 """
 
 from __future__ import annotations
