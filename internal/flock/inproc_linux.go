@@ -15,11 +15,14 @@ const inProcessFlags = unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_N
 
 // RecipeFor returns the recipe for the lock file f of a lock this process
 // has just taken for a client, when such a lock may be taken in the
-// client's process (see above): an exclusive kernel lock, not a slot of a
-// semaphore, whose record is not written yet, on a lock file of hold's
-// (one link, this user's, writable) that holds a past record and is
-// unchanged since it was verified. ok is false otherwise.
-func RecipeFor(f *os.File) (r *Recipe, ok bool) {
+// client's process (see above): an exclusive kernel
+// lock, not a slot of a semaphore, whose record is not written yet, on a
+// lock file of hold's (one link, this user's, writable) that holds a
+// past record and is unchanged since it was verified. ok is false
+// otherwise. The record it carries is this lock's, naming client (its
+// pid, host, start time and command line) instead of this process, when
+// client is not nil.
+func RecipeFor(f *os.File, client *lock.Owner) (r *Recipe, ok bool) {
 	if f == nil {
 		return nil, false
 	}
@@ -52,6 +55,9 @@ func RecipeFor(f *os.File) (r *Recipe, ok bool) {
 	}
 	o := h.owner
 	o.Fence, o.ID = 0, ""
+	if client != nil {
+		o.PID, o.Host, o.ProcStart, o.Command = client.PID, client.Host, client.ProcStart, client.Command
+	}
 	return &Recipe{Path: h.path, Flags: inProcessFlags, File: File{fi.id.dev, fi.id.ino},
 		Ctime: fi.changed.ctime, Size: fi.changed.size, RecordDelay: int64(recordDelay), LazyTick: int64(lazyTick),
 		Ticket: o.AppendEncode(nil)}, true

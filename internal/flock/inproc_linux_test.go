@@ -48,7 +48,7 @@ func recipeOf(t *testing.T, path string) *Recipe {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, ok := RecipeFor(h.(*handle).File())
+		r, ok := RecipeFor(h.(*handle).File(), nil)
 		h.Release()
 		if ok {
 			return r
@@ -71,7 +71,7 @@ func TestRecipeLockExcludesAndContinuesTokens(t *testing.T) {
 	}
 	first := h.(*handle).Fence()
 	h.Release()
-	if _, ok := RecipeFor(nil); ok {
+	if _, ok := RecipeFor(nil, nil); ok {
 		t.Fatal("a recipe for no file")
 	}
 	r := recipeOf(t, path)
@@ -170,7 +170,7 @@ func TestNoRecipeForWhatTheLibraryJudges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := RecipeFor(h.(*handle).File()); ok {
+	if _, ok := RecipeFor(h.(*handle).File(), nil); ok {
 		t.Error("a recipe for an empty lock file")
 	}
 	h.Release()
@@ -178,7 +178,7 @@ func TestNoRecipeForWhatTheLibraryJudges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := RecipeFor(h.(*handle).File()); ok {
+	if _, ok := RecipeFor(h.(*handle).File(), nil); ok {
 		t.Error("a recipe for a shared hold")
 	}
 	h.Release()
@@ -187,7 +187,7 @@ func TestNoRecipeForWhatTheLibraryJudges(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.(*handle).Fence() // the record is written: nothing lazy is left
-	if _, ok := RecipeFor(h.(*handle).File()); ok {
+	if _, ok := RecipeFor(h.(*handle).File(), nil); ok {
 		t.Error("a recipe for a hold whose record is written")
 	}
 	h.Release()

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/hold-dev/hold/lock"
 )
 
 // errNoInProcess: only Linux hands out recipes (see RecipeFor).
 var errNoInProcess = errors.New("in-process locks are taken only on Linux")
 
 // RecipeFor hands out no recipe outside Linux.
-func RecipeFor(f *os.File) (*Recipe, bool) { return nil, false }
+func RecipeFor(f *os.File, client *lock.Owner) (*Recipe, bool) { return nil, false }
 
 // WriteRecord fails outside Linux, which hands out no recipe.
 func WriteRecord(path string, id File, ticket []byte, startedAt time.Time) (*Written, error) {
