@@ -92,7 +92,6 @@ func (a *agent) inproc(req *request) *reply {
 	}
 }
 
-
 // client describes the agent's client for the records of its in-process
 // holds (proc.Parent), read once; nil when it cannot be read.
 var client = sync.OnceValue(func() *lock.Owner {
