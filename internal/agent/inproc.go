@@ -71,6 +71,24 @@ func heldInProcess(req *request, busy error) error {
 		Hint: fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", clientPID())}
 }
 
+// tryHeldInProcess tries spec's lock first when req names the client's
+// in-process holds, so that a wait for one of them fails at once
+// (heldInProcess): the lock when the try took it, the error when it
+// failed otherwise than busy, neither when the caller is to wait.
+func tryHeldInProcess(req *request, spec *lockspec.Resolved) (*hold.Lock, error) {
+	if len(req.HeldInProc) == 0 {
+		return nil, nil
+	}
+	l, err := hold.TryAcquire(spec.Target, spec.Opts...)
+	if derr := heldInProcess(req, err); derr != nil {
+		return nil, derr
+	}
+	if errors.Is(err, hold.ErrBusy) {
+		return nil, nil
+	}
+	return l, err
+}
+
 // inproc serves inproc_record, inproc_erase and inproc_check: a client's
 // in-process hold, written, erased or checked as the library's own.
 func (a *agent) inproc(req *request) *reply {

@@ -11,7 +11,7 @@ import (
 // through the agent, where the lock itself is an open, a flock(2) and a
 // stat. So, for the one case where nothing but the kernel decides whether
 // the lock may be taken (an exclusive lock on a lock file that is hold's
-// to write and holds a past record), the agent hands the client a recipe,
+// to write, empty or holding a past record), the agent hands the client a recipe,
 // and the client takes the free lock in its own process:
 //
 //   - open Path with Flags (which never create it), flock(LOCK_EX|LOCK_NB);

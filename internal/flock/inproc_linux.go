@@ -15,11 +15,11 @@ const inProcessFlags = unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_N
 
 // RecipeFor returns the recipe for the lock file f of a lock this process
 // has just taken for a client, when such a lock may be taken in the
-// client's process (see above): an exclusive kernel
-// lock, not a slot of a semaphore, whose record is not written yet, on a
-// lock file of hold's (one link, this user's, writable) that holds a
-// past record and is unchanged since it was verified. ok is false
-// otherwise. The record it carries is this lock's, naming client (its
+// client's process (see inproc.go): an exclusive kernel lock, not a slot
+// of a semaphore, whose record is not written yet and whose first token
+// continues no other file's (FenceAbove), on a lock file of hold's (one
+// link, this user's, writable), empty or holding a past record, unchanged
+// since it was verified. ok is false otherwise. The record it carries is this lock's, naming client (its
 // pid, host, start time and command line) instead of this process, when
 // client is not nil.
 func RecipeFor(f *os.File, client *lock.Owner) (r *Recipe, ok bool) {
@@ -47,10 +47,7 @@ func RecipeFor(f *os.File, client *lock.Owner) (r *Recipe, ok bool) {
 	case h.published, h.released, !h.listed, h.owner.Shared, !h.writable, h.tokenErr != nil,
 		h.fenceFloor != 0, h.fenceAbove != "", h.discard, h.lost.Marked():
 		return nil, false
-	case fi.links != 1, h.f.links != 1, h.f.dir, h.f.otherUsers(), h.f.changed != fi.changed,
-		fi.changed.size <= 0, !verified.has(h.f):
-		// (An empty file may have to continue another's tokens, which
-		// the library's acquisitions decide.)
+	case fi.links != 1, h.f.links != 1, h.f.dir, h.f.otherUsers(), h.f.changed != fi.changed, !verified.has(h.f):
 		return nil, false
 	}
 	o := h.owner
