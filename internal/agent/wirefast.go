@@ -125,7 +125,7 @@ func (c *recentRequests) lookup(id, rest []byte) *request {
 // another line that differs only in its id would give a copy of it.
 func (c *recentRequests) remember(rest []byte, req *request) {
 	if req.Op != "acquire" && req.Op != "try" || req.Fields != nil || req.Settings != nil ||
-		req.HeldBy != nil || req.HeldInProc != nil || req.Data != nil || req.Request != nil {
+		req.HeldBy != nil || req.HeldInProc != nil || req.Ticket != nil || req.Data != nil || req.Request != nil {
 		return
 	}
 	// The template is rest parsed alone: a line that named its id again
