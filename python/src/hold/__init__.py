@@ -13,7 +13,8 @@ path. A crash of the holder frees it at once; every acquisition gets a
 fencing token (``l.token``); errors name the holder.
 
 One ``hold agent`` process per Python process holds the locks; see
-``_agent.py`` for how it is reached.
+``_agent.py`` for how it is reached. A free kernel lock that the agent
+says may be taken here is taken in this process (``_inproc.py``).
 """
 
 from __future__ import annotations
@@ -667,9 +668,10 @@ def _take_here(ag: Agent, k: Tuple[Any, ...], thread: int) -> Optional[Lock]:
     recipe = _inproc.recipes.pop(k, None)
     if recipe is None:
         return None
-    if ag.unread:
+    if ag.unread or ag.failed:
         # A release written ahead may be of this very lock, which the
-        # agent then still holds: its reply says it has let go.
+        # agent then still holds: its reply says it has let go (and one
+        # that failed is raised here, as by any call).
         ag.barrier()
     h = _inproc.take(recipe, thread)
     if h is None:
