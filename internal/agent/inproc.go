@@ -8,7 +8,6 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/flock"
-	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
@@ -32,12 +31,12 @@ type heldFile struct {
 // recipe returns the recipe for l, the lock just taken for al's request,
 // or nil when it is not one a client may take itself: a plain exclusive
 // kernel lock of this machine on one lock file (not fair, not a
-// semaphore's slot, not a target that is a lock file itself), whose lock
-// file the library judged (flock.RecipeFor).
+// semaphore's slot, nor a lock that keeps a second file), whose lock file
+// the library judged (flock.RecipeFor).
 func recipe(al *heldLock, l *hold.Lock) *flock.Recipe {
 	k := &al.spec.Key
 	if !al.inproc || !al.lazy || k.Shared || k.Fair || k.Slots > 1 || l.Protocol() != "flock" ||
-		lockspec.AddressScheme(al.spec.Target) != "" || lockpath.IsOwn(al.spec.Target) || len(l.Files()) != 1 {
+		lockspec.AddressScheme(al.spec.Target) != "" || len(l.Files()) != 1 {
 		return nil
 	}
 	c := client()
