@@ -190,12 +190,14 @@ func (a *agent) dispatch(req *request) {
 		a.check(req)
 	case "cancel":
 		a.cancelRequest(req)
+	case "inproc_record", "inproc_erase", "inproc_check":
+		a.send(a.inproc(req))
 	case "commit", "abort":
 		a.answerUpdate(req)
 	case "":
 		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: `request without "op"`})
 	default:
-		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: fmt.Sprintf("unknown op %q (known: hello, acquire, try, release, check, token, status, update, commit, abort, append, cancel)", req.Op)})
+		a.refuse(req.ID, &replyError{Code: codeInvalid, Message: fmt.Sprintf("unknown op %q (known: hello, acquire, try, release, check, token, status, update, commit, abort, append, cancel, inproc_record, inproc_erase, inproc_check)", req.Op)})
 	}
 }
 

@@ -34,6 +34,8 @@ type heldLock struct {
 	// lazy: the client asked for the lock without its token and record
 	// (request.Lazy); it asks for them with a token request.
 	lazy bool
+	// inproc: the client asked for a recipe (request.InProc).
+	inproc bool
 	// lostAt is when the agent heard that the lock was lost, on the
 	// monotonic clock of request.Sent; 0 while it has not.
 	lostAt atomic.Int64
@@ -72,8 +74,11 @@ func (a *agent) attempt(req *request) (r *reply, after func(), wait func(context
 	}
 	spec := &al.spec
 	a.failIfHeldBy(req, spec)
-	if spec.Nonblock || !a.recentlyBusy(spec) {
+	if spec.Nonblock || len(req.HeldInProc) > 0 || !a.recentlyBusy(spec) {
 		l, err := a.try(spec)
+		if derr := heldInProcess(req, err); derr != nil {
+			err = derr
+		}
 		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
 			r, after = a.grant(req.ID, al, l, err)
 			return r, after, nil
@@ -149,7 +154,8 @@ func (a *agent) grant(id json.RawMessage, al *heldLock, l *hold.Lock, err error)
 		return nil, nil
 	}
 	if al.lazy {
-		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot(), ReleaseAhead: releaseAhead(l)},
+		return &reply{ID: id, OK: true, Lock: n, Path: l.Path(), Protocol: l.Protocol(), Slot: l.Slot(), ReleaseAhead: releaseAhead(l),
+				Recipe: recipe(al, l)},
 			func() { a.watchLoss(n, al) }
 	}
 	return lockReply(id, n, l), func() { a.watchLoss(n, al) }

@@ -100,7 +100,7 @@ func (req *request) newLock() (*heldLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	al := &heldLock{lazy: req.Lazy}
+	al := &heldLock{lazy: req.Lazy, inproc: req.InProc}
 	if err := s.ResolveInto(&al.spec); err != nil {
 		return nil, err
 	}

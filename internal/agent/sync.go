@@ -93,6 +93,8 @@ func (a *agent) syncDispatch(req *request) (r *reply, after func()) {
 		default:
 			return replyTo(req.ID, al.l.Check()), nil
 		}
+	case "inproc_record", "inproc_erase", "inproc_check":
+		return a.inproc(req), nil
 	case "hello":
 		return failed(req.ID, &replyError{Code: codeInvalid,
 			Message: "send hello on the standard channel (stdin), not the synchronous one"}), nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/report"
 )
 
@@ -125,6 +126,22 @@ type request struct {
 	// append: the bytes to append; commit: the new content (base64).
 	Data []byte `json:"data"`
 
+	// InProc, on a lazy acquire or try: the client may take this lock
+	// in its own process next time; the reply carries the recipe when
+	// the library says it may (inproc.go). HeldInProc: the locks the
+	// caller holds in its own process and will not release while this
+	// request waits, as HeldBy names the agent's.
+	InProc     bool       `json:"inproc"`
+	HeldInProc []heldFile `json:"held_inproc"`
+	// inproc_record, inproc_erase, inproc_check: the client's in-process
+	// hold (its lock file and identity), its recipe's ticket and when it
+	// began (ns since the epoch); for an erase, the record's token and
+	// bytes (Data).
+	heldFile
+	Ticket  []byte `json:"ticket"`
+	Started int64  `json:"started_ns"`
+	Fence   uint64 `json:"record_token"`
+
 	// release, check, token: the lock's number.
 	Lock uint64 `json:"lock"`
 	// release written ahead (version 4): when the client let go of the
@@ -184,8 +201,11 @@ type reply struct {
 	// program could look for the moment release returns, as a portable
 	// lock's directory is, and it is answered at once, as a network
 	// lock's is not.
-	ReleaseAhead bool        `json:"release_ahead,omitempty"`
-	Owner        *hold.Owner `json:"owner,omitempty"`
+	ReleaseAhead bool `json:"release_ahead,omitempty"`
+	// Recipe (acquire, try with "inproc"): how the client may take this
+	// lock in its own process next time (inproc.go).
+	Recipe *flock.Recipe `json:"recipe,omitempty"`
+	Owner  *hold.Owner   `json:"owner,omitempty"`
 
 	// update: the update's number and the file's old content.
 	Update uint64 `json:"update,omitempty"`

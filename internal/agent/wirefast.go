@@ -125,7 +125,7 @@ func (c *recentRequests) lookup(id, rest []byte) *request {
 // another line that differs only in its id would give a copy of it.
 func (c *recentRequests) remember(rest []byte, req *request) {
 	if req.Op != "acquire" && req.Op != "try" || req.Fields != nil || req.Settings != nil ||
-		req.HeldBy != nil || req.Data != nil || req.Request != nil {
+		req.HeldBy != nil || req.HeldInProc != nil || req.Ticket != nil || req.Data != nil || req.Request != nil {
 		return
 	}
 	// The template is rest parsed alone: a line that named its id again
@@ -181,7 +181,7 @@ func appendCommon(b []byte, r *reply) ([]byte, bool) {
 	// fails when reply gains a field this does not know of).
 	if r.Event != "" || r.Version != 0 || r.Agent != "" || r.PID != 0 || r.Sync != nil || r.Owner != nil ||
 		r.Update != 0 || r.Data != nil || r.Written || r.Warning != "" || r.Status != nil || r.Cancelled ||
-		r.Error != nil || !plainString(r.Path) || !plainString(r.Protocol) {
+		r.Error != nil || r.Recipe != nil || !plainString(r.Path) || !plainString(r.Protocol) {
 		return b, false
 	}
 	if len(r.ID) == 0 || len(r.ID) > 18 || r.ID[0] == '0' && len(r.ID) > 1 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/report"
 )
 
@@ -128,6 +129,7 @@ func TestAppendCommonIsJSON(t *testing.T) {
 		{ID: json.RawMessage("5"), OK: true, Status: &report.Status{}},
 		{ID: json.RawMessage("5"), OK: true, Written: true},
 		{ID: json.RawMessage("5"), OK: true, Data: []byte("x")},
+		{ID: json.RawMessage("5"), OK: true, Lock: 7, Path: "x", Recipe: &flock.Recipe{Path: "x", Ticket: []byte("{}")}},
 	}
 	for _, r := range append(slices.Clone(common), other...) {
 		want, err := json.Marshal(r)
@@ -152,7 +154,7 @@ func TestAppendCommonIsJSON(t *testing.T) {
 // writes), then here.
 func TestAppendCommonKnowsEveryField(t *testing.T) {
 	known := "ID Event OK Version Agent PID Sync SpinMicros Lock Token Path Protocol Slot ReleaseAhead " +
-		"Owner Update Data Written Warning Status Cancelled Queued Error"
+		"Recipe Owner Update Data Written Warning Status Cancelled Queued Error"
 	var fields []string
 	for f := range reflect.TypeFor[reply]().Fields() {
 		fields = append(fields, f.Name)
@@ -169,7 +171,7 @@ func TestAppendCommonKnowsEveryField(t *testing.T) {
 func TestRecentRequestsKnowEveryField(t *testing.T) {
 	known := "ID Op Version Sync SyncDir Pipeline Target Wait Shared Fair Protocol LockFile Name Fields Settings " +
 		"HeldBy MakeDirs Mode Stale Lazy Slots DeadlockAfter MustExist AllowSplit AllowOwnerChange AllowEmpty Data " +
-		"Lock Sent Update Request Queue syncCaller"
+		"InProc HeldInProc heldFile Ticket Started Fence Lock Sent Update Request Queue syncCaller"
 	var fields []string
 	for f := range reflect.TypeFor[request]().Fields() {
 		fields = append(fields, f.Name)

@@ -67,7 +67,10 @@ var knownReaches = map[string][]string{
 		"internal/lockpath",   // status, ls and completion go from lock path to target
 		"internal/nameddir",   // ls and status list named locks
 	},
-	"internal/agent": {"internal/atomicfile"}, // update and append write the file themselves
+	"internal/agent": {
+		"internal/atomicfile", // update and append write the file themselves
+		"internal/flock",      // recipes for a client's in-process kernel locks, and their records
+	},
 }
 
 // direct are the only packages of the module that errkind and lockspec may

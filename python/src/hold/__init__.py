@@ -13,7 +13,8 @@ path. A crash of the holder frees it at once; every acquisition gets a
 fencing token (``l.token``); errors name the holder.
 
 One ``hold agent`` process per Python process holds the locks; see
-``_agent.py`` for how it is reached.
+``_agent.py`` for how it is reached. A free kernel lock that the agent
+says may be taken here is taken in this process (``_inproc.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
-from . import _agent, _errors
+from . import _agent, _errors, _inproc
 from ._agent import Agent, Reply, Request, decode, encode, get_agent
 from ._errors import (
     Aborted, AgentError, Busy, Deadlock, Foreign, HoldError, HoldWarning, Invalid, IsADirectory, Lost, NoSpace,
@@ -97,6 +98,9 @@ class Lock:
         # was most of the cost of parsing the reply.
         self._owner: Optional[Owner] = reply.get("owner")
         self._owner_raw: Optional[bytes] = reply.get(_agent.OWNER_RAW)
+        # A lock taken in this process with a recipe of the agent's
+        # (_inproc), not held by the agent (_number is then 0).
+        self._held: Optional[_inproc.Held] = None
 
     @property
     def token(self) -> int:
@@ -115,6 +119,9 @@ class Lock:
         lazily (Agent.lazy). Kept once final: a failed ask while the lock
         is held (its agent is dying) says nothing of what a later read
         would find."""
+        if self._held is not None:
+            self._fetch_inproc_record()
+            return
         ag = self._agent
         live = not self._released and self._lost is None and not self._foreign() and ag.sync is not None
         reply: Optional[Reply] = None
@@ -135,6 +142,49 @@ class Lock:
             self._token = 0
             if self._owner is None and self._owner_raw is None:
                 self._owner = {}
+
+    def _fetch_inproc_record(self) -> None:
+        """_fetch_record for a lock taken in this process: the agent writes
+        its record on its behalf while it holds the lock (under _mu, which
+        its release takes first)."""
+        held = self._held
+        assert held is not None
+        with self._mu:
+            if self._token is not None:
+                return
+            reply: Optional[Reply] = None
+            if not self._released and self._lost is None and not self._foreign():
+                msg = {"op": "inproc_record", **held.recipe.file(), "ticket": held.recipe.ticket, "started_ns": held.started}
+                try:
+                    reply = get_agent().sync_call(msg)
+                except HoldError:
+                    reply = None
+                if reply is not None and not reply.get("ok"):
+                    err = from_reply(reply.get("error"))
+                    if isinstance(err, Lost):
+                        self._lost = err
+                    reply = None
+            if reply is None:
+                self._token, self._owner = 0, {}
+                return
+            held.record = str(reply.get("data") or "")
+            held.token = int(reply.get("token") or 0)
+            self._token = held.token
+            owner = reply.get("owner")
+            self._owner = owner if isinstance(owner, dict) else {}
+
+    def _check_inproc(self) -> None:
+        """check() for a lock taken in this process: the agent says
+        whether its lock file still has its name."""
+        held = self._held
+        assert held is not None
+        reply = get_agent().sync_call({"op": "inproc_check", **held.recipe.file()})
+        if reply is not None and not reply.get("ok"):
+            err = from_reply(reply.get("error"))
+            if isinstance(err, Lost):
+                self._lose(err)
+                raise self._lost or err
+            raise err
 
     @property
     def owner(self) -> Owner:
@@ -168,7 +218,13 @@ class Lock:
     def lost(self) -> Optional[HoldError]:
         """Why the lock was lost (a ``Lost``), or None while it is held or
         after a normal release. Set when the agent reports it; ``check()``
-        asks at once."""
+        asks at once (and so does reading it, for a lock taken in this
+        process, which the agent does not watch)."""
+        if self._held is not None and self._lost is None and not self._released and not self._foreign():
+            try:
+                self._check_inproc()
+            except HoldError:
+                pass
         return self._lost
 
     def _lose(self, err: HoldError) -> None:
@@ -212,6 +268,12 @@ class Lock:
                 return None
             self._released = True
             lost = self._lost
+            held = self._held
+        if held is not None:
+            self._let_go(held)
+            if lost is not None:
+                raise lost
+            return None
         ag = self._agent
         with ag.mu:
             ag.locks.pop(self._number, None)
@@ -223,6 +285,19 @@ class Lock:
         if ag.dead is not None:
             raise Lost(f"lock {self.path} lost: {ag.dead}")
         return {"op": "release", "lock": self._number}
+
+    def _let_go(self, held: "_inproc.Held") -> None:
+        """Releases a lock taken in this process: the record the agent
+        wrote for it, if any, is erased first, while it is still held."""
+        try:
+            if held.record:
+                msg = {"op": "inproc_erase", **held.recipe.file(), "record_token": held.token, "data": held.record}
+                try:
+                    get_agent().sync_call(msg)
+                except HoldError:
+                    pass  # the next holder overwrites a record left behind
+        finally:
+            _inproc.let_go(held)
 
     def _release_waited(self, msg: Dict[str, Any]) -> "Steps[None]":
         try:
@@ -238,6 +313,9 @@ class Lock:
             raise Lost(f"lock {self.path} was released")
         if self._foreign():
             raise Lost(f"lock {self.path} belongs to the parent process (this one was made by fork())")
+        if self._held is not None:
+            self._check_inproc()
+            return
         ag = self._agent
         msg = {"op": "check", "lock": self._number}
         try:
@@ -450,7 +528,8 @@ def _request(
     return req
 
 
-def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]]) -> Optional[Reply]:
+def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]],
+               files: Optional[List[Dict[str, Any]]] = None) -> Optional[Reply]:
     """Sends the lock request on the synchronous channel, where there is
     one: returns its reply, which may say that the agent queued it (its
     reply then comes on the standard channel: see Agent.call); raises the
@@ -459,13 +538,17 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
     decision."""
     if ag.sync is None:
         return None
-    body = None if held else _line_body(op, req, ag.lazy)
+    body = None if held or files else _line_body(op, req, ag.lazy)
     if body is None:
         msg = {"op": op, **req}
         if held:
             msg["held_by"] = held
+        if files:
+            msg["held_inproc"] = files
         if ag.lazy:
             msg["lazy"] = True
+            if _inproc.enabled:
+                msg["inproc"] = True
     else:
         msg = _ENCODED
     r = ag.sync_call(msg, body)
@@ -517,6 +600,8 @@ def _line_body(op: str, req: Dict[str, Any], lazy: bool) -> Optional[bytes]:
         line = {"op": op, **req, "queue": True}
         if lazy:
             line["lazy"] = True
+            if _inproc.enabled:
+                line["inproc"] = True
         body = json.dumps(line, separators=(",", ":")).encode()[1:] + b"\n"
         _bodies[key] = body
     return body
@@ -546,15 +631,20 @@ def _thread_locks(ag: Agent) -> Optional[List[int]]:
 
 
 def _with_held_by(ag: Agent, msg: Dict[str, Any]) -> Dict[str, Any]:
-    """msg, with this thread's locks as ``held_by`` (see _thread_locks)."""
+    """msg, with this thread's locks as ``held_by`` (see _thread_locks),
+    and those it holds in this process as ``held_inproc``."""
     held = _thread_locks(ag)
     if held:
         msg["held_by"] = held
+    files = _inproc.thread_files(threading.get_ident())
+    if files:
+        msg["held_inproc"] = files
     return msg
 
 
 def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]],
-                thread: Optional[int], reply: Optional[Reply]) -> "Steps[Lock]":
+                thread: Optional[int], reply: Optional[Reply],
+                files: Optional[List[Dict[str, Any]]] = None, key: Optional[Tuple[Any, ...]] = None) -> "Steps[Lock]":
     """Takes a lock, given reply, that of its try on the synchronous
     channel (_sync_take): waited for where the agent says, or on the
     standard channel, where there is no other."""
@@ -562,20 +652,52 @@ def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int
         msg = {"op": op, **req}
         if held:
             msg["held_by"] = held
+        if files:
+            msg["held_inproc"] = files
         reply = yield _Call(ag, msg, "acquire")
     elif reply.get("queued"):
         reply = yield _Call(ag, {}, "acquire", int(reply["id"]))
+    _inproc.learn(key, reply)
     return _held(ag, reply, thread)
+
+
+def _take_here(ag: Agent, k: Tuple[Any, ...], thread: int) -> Optional[Lock]:
+    """The lock of request k taken in this process with the recipe the
+    agent gave for it (see _inproc), or None to ask the agent, which gives
+    a fresh one where it may."""
+    recipe = _inproc.recipes.pop(k, None)
+    if recipe is None:
+        return None
+    if ag.unread or ag.failed:
+        # A release written ahead may be of this very lock, which the
+        # agent then still holds: its reply says it has let go (and one
+        # that failed is raised here, as by any call).
+        ag.barrier()
+    h = _inproc.take(recipe, thread)
+    if h is None:
+        return None
+    _inproc.recipes[k] = recipe
+    lk = Lock(ag, {"lock": 0, "path": recipe.lock_path, "protocol": "flock"}, thread)
+    lk._held = h
+    _inproc.listed(h, lk)
+    return lk
 
 
 def _take(op: str, req: Dict[str, Any]) -> Lock:
     ag = get_agent()
-    held = _thread_locks(ag) if op == "acquire" else None
     thread = threading.get_ident()
-    reply = _sync_take(ag, op, req, held)
+    k = _inproc.key(op, req) if ag.lazy and _inproc.enabled else None
+    if k is not None and _inproc.recipes:
+        lk = _take_here(ag, k, thread)
+        if lk is not None:
+            return lk
+    held = _thread_locks(ag) if op == "acquire" else None
+    files = _inproc.thread_files(thread) if op == "acquire" else None
+    reply = _sync_take(ag, op, req, held, files)
     if reply is not None and not reply.get("queued"):
+        _inproc.learn(k, reply)
         return _held(ag, reply, thread)  # taken at once: no step to drive
-    return run(_take_steps(ag, op, req, held, thread, reply), _perform)
+    return run(_take_steps(ag, op, req, held, thread, reply, files, k), _perform)
 
 
 # The API. The faces of each operation take the same options; the checks

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hold-dev/hold/internal/flock"
+)
+
+// syncReply serves line on the synchronous channel's code.
+func syncReply(t *testing.T, a *agent, line string) *reply {
+	t.Helper()
+	req, bad := parseRequest([]byte(line))
+	if bad != nil {
+		t.Fatalf("%s: %s", line, bad.Error.Message)
+	}
+	r, after := a.syncDispatch(req)
+	if after != nil {
+		after()
+	}
+	if r == nil {
+		t.Fatalf("%s: no reply", line)
+	}
+	return r
+}
+
+// TestRecipeOnlyForPlainKernelLocks: a lazy request that asks for one
+// gets a recipe for a plain exclusive kernel lock, and none for a shared,
+// fair or semaphore one, nor without asking; a wait of the client's for a
+// lock it holds with the recipe fails at once as a deadlock; its record,
+// check and erase are served on its behalf.
+func TestRecipeOnlyForPlainKernelLocks(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t")
+	jt, _ := json.Marshal(target)
+	a := newAgent(io.Discard)
+	defer a.shutdown()
+	id := 0
+	take := func(extra string) *reply {
+		t.Helper()
+		id++
+		r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"try","target":%s%s}`, id, jt, extra))
+		if !r.OK {
+			t.Fatalf("try %s: %+v", extra, r.Error)
+		}
+		id++
+		if rr := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"release","lock":%d}`, id, r.Lock)); !rr.OK {
+			t.Fatalf("release: %+v", rr.Error)
+		}
+		return r
+	}
+	take(`,"lazy":true,"inproc":true`) // a process's first exclusive hold writes its record at once
+	var recipe *flock.Recipe
+	for range 2 {
+		if recipe = take(`,"lazy":true,"inproc":true`).Recipe; recipe != nil {
+			break
+		}
+	}
+	if recipe == nil {
+		t.Fatal("no recipe for a plain lazy kernel lock")
+	}
+	for _, extra := range []string{`,"lazy":true`, `,"inproc":true`, `,"lazy":true,"inproc":true,"shared":true`,
+		`,"lazy":true,"inproc":true,"fair":true`, `,"lazy":true,"inproc":true,"slots":2`} {
+		if r := take(extra); r.Recipe != nil {
+			t.Errorf("a recipe for a request with %s", extra)
+		}
+	}
+	take(`,"lazy":true,"inproc":true`)
+
+	fd, err := unix.Open(recipe.Path, recipe.Flags, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := json.Marshal([]heldFile{{Path: recipe.Path, File: recipe.File}})
+	// (A try never waits: busy, as for any holder.)
+	for req, want := range map[string]string{`"op":"try"`: codeBusy, `"op":"acquire","wait":60,"queue":true`: "EDEADLK"} {
+		id++
+		r := syncReply(t, a, fmt.Sprintf(`{"id":%d,%s,"target":%s,"held_inproc":%s}`, id, req, jt, held))
+		if r.OK || r.Error == nil || r.Error.Code != want {
+			t.Errorf("%s of a lock the client holds in its process: %+v, want %s", req, r.Error, want)
+		}
+	}
+	file, _ := json.Marshal(recipe.File)
+	ticket, _ := json.Marshal(recipe.Ticket)
+	pathJSON, _ := json.Marshal(recipe.Path)
+	fields := fmt.Sprintf(`"path":%s,%s`, pathJSON, string(file[1:len(file)-1]))
+	id++
+	r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"inproc_record",%s,"ticket":%s,"started_ns":1}`, id, fields, ticket))
+	if !r.OK || r.Token == 0 || r.Owner == nil || r.Owner.PID != clientPID() || len(r.Data) == 0 {
+		t.Fatalf("record on the client's behalf: %+v %+v", r, r.Error)
+	}
+	id++
+	if r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"inproc_check",%s}`, id, fields)); !r.OK {
+		t.Errorf("check of a held file: %+v", r.Error)
+	}
+	data, _ := json.Marshal(r.Data)
+	id++
+	if r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"inproc_erase",%s,"record_token":%d,"data":%s}`, id, fields, r.Token, data)); !r.OK {
+		t.Errorf("erase: %+v", r.Error)
+	}
+	id++
+	if r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"inproc_check","path":%s}`, id, pathJSON)); r.OK || r.Error.Code != codeInvalid {
+		t.Errorf("check without the file's identity: %+v", r)
+	}
+}
