@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -96,7 +98,7 @@ func heldConflict(id lockID, shared bool) bool {
 // says FailIfHeldHere of itself (the hold command) and holds nothing
 // waits at once.
 func (c *config) mayDeadlock() bool {
-	if len(c.heldBy) > 0 || len(runners()) > 0 {
+	if len(c.heldBy) > 0 || len(c.callerKeeps) > 0 || len(runners()) > 0 {
 		return true
 	}
 	if !c.failIfHeldHere {
@@ -120,7 +122,7 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 	_, network := c.protocol.(lock.Closer)
 	id := idOf(c.protocol.Name(), network, req.Path)
 	switch {
-	case c.heldByConflict(id, req):
+	case c.heldByConflict(id, req) || c.callerKeepsConflict(id):
 		hint = fmt.Sprintf("the holder is the caller itself (%s, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", c.whoAsks())
 	case c.failIfHeldHere && heldConflict(id, req.Shared):
 		hint = fmt.Sprintf("the holder is this very process (%s), which cannot release it while this call waits: release it first, or take it once and pass it on", c.whoAsks())
@@ -142,6 +144,23 @@ func (c *config) whoAsks() string {
 		return fmt.Sprintf("pid %d, through %s pid %d", c.caller, filepath.Base(os.Args[0]), os.Getpid())
 	}
 	return fmt.Sprintf("pid %d", os.Getpid())
+}
+
+// callerKeepsConflict reports whether id is one of the kernel locks the
+// caller holds in its own process (proc.WithCallerKeeps): held
+// exclusively, so any request for it conflicts.
+func (c *config) callerKeepsConflict(id lockID) bool {
+	return id.proto == "flock" && slices.Contains(callerKeptIDs(c.callerKeeps), id.id)
+}
+
+// callerKeptIDs are the lock identities (lockID.id) of the kernel locks
+// the caller holds in its own process.
+func callerKeptIDs(files []proc.HeldFile) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = fileKeyID(f.Dev, f.Ino)
+	}
+	return out
 }
 
 // heldByConflict reports whether one of the locks given to FailIfHeldBy

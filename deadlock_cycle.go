@@ -66,6 +66,10 @@ import (
 //     not wait for should not be given that context;
 //   - the locks given to FailIfHeldBy (the caller keeps them while it
 //     waits: a Python thread's own locks, through the agent's held_by);
+//   - the kernel locks a caller of this process's holds in its own
+//     process and keeps while it waits (proc.WithCallerKeeps: a Python
+//     thread's in-process locks, through the agent's held_inproc), which
+//     the entry claims for the caller (Entry.CallerKeeps);
 //   - every lock and descriptor of the process with FailIfHeldHere
 //     (nothing in it can release a lock while this call waits: the
 //     hold command, a Node client blocked in lockSync), Entry.KeepsAll.
@@ -105,6 +109,9 @@ type cycleWatch struct {
 	// file).
 	keepAll bool
 	heldBy  []*Lock
+	// callerKeeps: the kernel locks the caller holds in its own process
+	// and keeps while the wait lasts (proc.WithCallerKeeps).
+	callerKeeps []proc.HeldFile
 	// st is the current wait's, nil between waits.
 	st *cycleWait
 }
@@ -151,7 +158,7 @@ func (c *config) watchCycles(w *watchedRequest) {
 		d = defaultDeadlockAfter
 	}
 	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph,
-		keepAll: c.failIfHeldHere, heldBy: c.heldBy}
+		keepAll: c.failIfHeldHere, heldBy: c.heldBy, callerKeeps: c.callerKeeps}
 	c.watch = &w.watch
 }
 
@@ -196,7 +203,7 @@ func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, 
 // it always did: it may wait behind a cycle, but the cycle's own waits
 // find it.
 func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
-	if len(w.heldBy) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
+	if len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
 		return true
 	}
 	if !w.keepAll {
@@ -353,6 +360,12 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 		me.Holds = append(me.Holds, canonicalPath(l.path))
 	}
 	me.Keeps, me.KeepsAll = keptIDs(kept), w.keepAll
+	if me.Caller > 0 {
+		for i, id := range callerKeptIDs(w.callerKeeps) {
+			me.Holds = append(me.Holds, canonicalPath(w.callerKeeps[i].Path))
+			me.CallerKeeps = append(me.CallerKeeps, keyOf(lockID{"flock", id}))
+		}
+	}
 	name, err := waits.Publish(&me)
 	if err != nil {
 		return nil, nil, false
@@ -401,7 +414,9 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 		}
 		// The common case, a holder that does not wait, is told by the
 		// keepers alone: none is a waiter, and none waits for a child.
-		direct := slices.ContainsFunc(entries, func(e waits.Entry) bool { return slices.Contains(keepers, e.PID) })
+		direct := slices.ContainsFunc(entries, func(e waits.Entry) bool {
+			return slices.Contains(keepers, e.PID) || callerClaims(keepers, cur, e)
+		})
 		if !direct {
 			for _, k := range keepers {
 				if _, ok := proc.SoleChildWaiter(k); !ok {
@@ -411,7 +426,7 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 		}
 		next := -1
 		for i := range entries {
-			if direct && !slices.Contains(keepers, entries[i].PID) {
+			if direct && !slices.Contains(keepers, entries[i].PID) && !callerClaims(keepers, cur, entries[i]) {
 				continue
 			}
 			if standsFor(keepers, cur, entries[i], func() []int { return group(i) }) {
@@ -455,11 +470,22 @@ func standsFor(keepers []int, prev, e waits.Entry, group func() []int) bool {
 			}
 			continue
 		}
+		if k == e.Caller && slices.Contains(e.CallerKeeps, prev.Proto+" "+prev.Lock) {
+			continue // the caller's thread that waits holds it itself
+		}
 		if !slices.Contains(group(), k) || !waitsForCommand(proc.Args(k)) && proc.Threads(k) != 1 {
 			return false
 		}
 	}
 	return true
+}
+
+// callerClaims reports whether the entry e claims the lock that the wait
+// prev waits for as its caller's (e.CallerKeeps), the caller being one of
+// the lock's keepers: the agent's client that holds the lock in its own
+// process and waits, through the agent, in e.
+func callerClaims(keepers []int, prev, e waits.Entry) bool {
+	return e.Caller > 0 && slices.Contains(keepers, e.Caller) && slices.Contains(e.CallerKeeps, prev.Proto+" "+prev.Lock)
 }
 
 // lockKeepers returns the processes that keep the lock of protocol proto

@@ -3,6 +3,7 @@ package hold
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Which lock a lock path is, for the deadlock checks: one lock however it
@@ -39,6 +40,11 @@ func fileLockID(name, path string) lockID {
 		}
 	}
 	return lockID{name, "path:" + canonicalPath(path)}
+}
+
+// fileKeyID is the identity of the file of device dev and inode ino.
+func fileKeyID(dev, ino uint64) string {
+	return "ino:" + strconv.FormatUint(dev, 10) + ":" + strconv.FormatUint(ino, 10)
 }
 
 // canonicalPath is path made absolute and cleaned, with the symlinks of

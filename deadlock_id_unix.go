@@ -4,7 +4,6 @@ package hold
 
 import (
 	"os"
-	"strconv"
 	"syscall"
 )
 
@@ -15,5 +14,5 @@ func fileID(fi os.FileInfo) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return "ino:" + strconv.FormatUint(uint64(st.Dev), 10) + ":" + strconv.FormatUint(uint64(st.Ino), 10), true
+	return fileKeyID(uint64(st.Dev), st.Ino), true
 }

@@ -81,7 +81,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 // acquire is Acquire with the options applied: Do, Update and Append
 // take their locks through it.
 func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
-	c.caller = proc.Caller(ctx)
+	c.caller, c.callerKeeps = proc.Caller(ctx), proc.CallerKeeps(ctx)
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err

@@ -86,6 +86,10 @@ type config struct {
 	// caller: the program this process asks for (proc.WithCaller on
 	// the context of the wait).
 	caller int
+	// callerKeeps: the kernel locks the caller holds in its own process
+	// and keeps while the wait lasts (proc.WithCallerKeeps on the
+	// context of the wait).
+	callerKeeps []proc.HeldFile
 	// deadlockAfter: how long a wait lasts before it looks for a
 	// deadlock between processes (DeadlockAfter); 0 for the default,
 	// negative for never.

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -19,8 +17,10 @@ import (
 // and the file unchanged; any other case comes here as before. The
 // client's in-process holds reach the agent as their lock files'
 // identities (heldFile): to write and erase their records on the holder's
-// behalf, to check them for loss, and to fail at once a wait of the
-// holder's for one of them (held_inproc), which it could never release.
+// behalf, to check them for loss, and, for a request of the thread that
+// holds them (held_inproc), to tell the library's deadlock checks that
+// the client keeps them while it waits (proc.WithCallerKeeps): a wait
+// for one of them fails at once, and a cycle through one is found.
 
 // heldFile names a lock file a client holds in its own process.
 type heldFile struct {
@@ -50,42 +50,17 @@ func recipe(al *heldLock, l *hold.Lock) *flock.Recipe {
 	return r
 }
 
-// heldInProcess returns the deadlock error for an acquisition that found
-// its lock busy (busy, the ErrBusy error, names the holder) when the lock
-// is one the caller holds in its own process (req.HeldInProc); nil
-// otherwise.
-func heldInProcess(req *request, busy error) error {
-	var be *lock.Error
-	if len(req.HeldInProc) == 0 || !errors.As(busy, &be) || !errors.Is(busy, hold.ErrBusy) {
-		return nil
-	}
-	files := make([]flock.File, len(req.HeldInProc))
-	for i, f := range req.HeldInProc {
-		files[i] = f.File
-	}
-	if !flock.HeldIn(be.Path, files) {
-		return nil
-	}
-	return &lock.Error{Op: "acquire", Path: be.Path, Err: lock.ErrDeadlock, Holder: be.Holder,
-		Hint: fmt.Sprintf("the holder is the caller itself (pid %d, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", clientPID())}
-}
-
-// tryHeldInProcess tries spec's lock first when req names the client's
-// in-process holds, so that a wait for one of them fails at once
-// (heldInProcess): the lock when the try took it, the error when it
-// failed otherwise than busy, neither when the caller is to wait.
-func tryHeldInProcess(req *request, spec *lockspec.Resolved) (*hold.Lock, error) {
+// callerKeeps are the lock files the request says its caller holds in
+// its own process (held_inproc), for lockspec.Spec.CallerKeeps.
+func (req *request) callerKeeps() []proc.HeldFile {
 	if len(req.HeldInProc) == 0 {
-		return nil, nil
+		return nil
 	}
-	l, err := hold.TryAcquire(spec.Target, spec.Opts...)
-	if derr := heldInProcess(req, err); derr != nil {
-		return nil, derr
+	files := make([]proc.HeldFile, len(req.HeldInProc))
+	for i, f := range req.HeldInProc {
+		files[i] = proc.HeldFile{Path: f.Path, FileKey: proc.FileKey{Dev: f.Dev, Ino: f.Ino}}
 	}
-	if errors.Is(err, hold.ErrBusy) {
-		return nil, nil
-	}
-	return l, err
+	return files
 }
 
 // inproc serves inproc_record, inproc_erase and inproc_check: a client's

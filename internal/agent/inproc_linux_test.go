@@ -3,8 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -38,8 +38,8 @@ func TestRecipeOnlyForPlainKernelLocks(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "t")
 	jt, _ := json.Marshal(target)
-	a := newAgent(io.Discard)
-	defer a.shutdown()
+	s := newStdoutAgent(t)
+	a := s.a
 	id := 0
 	take := func(extra string) *reply {
 		t.Helper()
@@ -81,13 +81,18 @@ func TestRecipeOnlyForPlainKernelLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, _ := json.Marshal([]heldFile{{Path: recipe.Path, File: recipe.File}})
-	// (A try never waits: busy, as for any holder.)
-	for req, want := range map[string]string{`"op":"try"`: codeBusy, `"op":"acquire","wait":60,"queue":true`: "EDEADLK"} {
-		id++
-		r := syncReply(t, a, fmt.Sprintf(`{"id":%d,%s,"target":%s,"held_inproc":%s}`, id, req, jt, held))
-		if r.OK || r.Error == nil || r.Error.Code != want {
-			t.Errorf("%s of a lock the client holds in its process: %+v, want %s", req, r.Error, want)
-		}
+	// A try never waits: busy, as for any holder. A wait is queued (the
+	// try before it found the lock busy) and fails as a deadlock: the
+	// library's check (proc.WithCallerKeeps), not the agent's.
+	id++
+	if r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"try","target":%s,"held_inproc":%s}`, id, jt, held)); r.OK || r.Error == nil || r.Error.Code != codeBusy {
+		t.Errorf("a try of a lock the client holds in its process: %+v, want %s", r.Error, codeBusy)
+	}
+	id++
+	if r := syncReply(t, a, fmt.Sprintf(`{"id":%d,"op":"acquire","wait":60,"queue":true,"target":%s,"held_inproc":%s}`, id, jt, held)); !r.Queued {
+		t.Errorf("a wait for a lock the client holds in its process: %+v %+v, want queued", r, r.Error)
+	} else if m := s.next(t); m["id"] != float64(id) || m["ok"] != false || !strings.Contains(fmt.Sprint(m["error"]), "EDEADLK") {
+		t.Errorf("a wait for a lock the client holds in its process: %v, want EDEADLK", m)
 	}
 	file, _ := json.Marshal(recipe.File)
 	ticket, _ := json.Marshal(recipe.Ticket)

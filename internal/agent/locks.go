@@ -74,11 +74,8 @@ func (a *agent) attempt(req *request) (r *reply, after func(), wait func(context
 	}
 	spec := &al.spec
 	a.failIfHeldBy(req, spec)
-	if spec.Nonblock || len(req.HeldInProc) > 0 || !a.recentlyBusy(spec) {
+	if spec.Nonblock || !a.recentlyBusy(spec) {
 		l, err := a.try(spec)
-		if derr := heldInProcess(req, err); derr != nil {
-			err = derr
-		}
 		if err == nil || spec.Nonblock || !errors.Is(err, hold.ErrBusy) {
 			r, after = a.grant(req.ID, al, l, err)
 			return r, after, nil

@@ -30,6 +30,10 @@ func (req *request) spec() (lockspec.Spec, error) {
 		// The client is the agent's parent, which started it: deadlock
 		// messages name the client's pid, not the agent's.
 		Caller: clientPID(),
+		// The locks the client's calling thread holds in its own
+		// process (held_inproc): the library counts them as the
+		// client's, for a deadlock with itself or in a cycle.
+		CallerKeeps: req.callerKeeps(),
 	}
 	if req.Wait != nil {
 		w := *req.Wait

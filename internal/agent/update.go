@@ -142,10 +142,7 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	// (hold.ForRewrite).
 	spec.Opts = append(spec.Opts, hold.ForRewrite())
 	a.failIfHeldBy(req, spec)
-	l, err := tryHeldInProcess(req, spec)
-	if l == nil && err == nil {
-		l, err = spec.Acquire(ctx, nil)
-	}
+	l, err := spec.Acquire(ctx, nil)
 	if err != nil {
 		return abortCause(ctx, err)
 	}

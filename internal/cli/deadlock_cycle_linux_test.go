@@ -402,6 +402,70 @@ func TestMixedCycle(t *testing.T) {
 	}
 }
 
+// cycleInProcessPython is cyclePython with the first lock taken in the
+// Python process itself (the agent's recipe: a plain kernel lock the
+// client took and released through the agent before), exit 3 if it was
+// not: a cycle through such a lock is found as through one the agent
+// holds (proc.WithCallerKeeps).
+const cycleInProcessPython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+for _ in range(3):
+    a = hold.lock(first)
+    if a._held is not None:
+        break
+    a.release()
+if a._held is None:
+    print("the first lock was not taken in this process", file=sys.stderr)
+    sys.exit(3)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+a.release()
+sys.exit(code)
+`
+
+// TestInProcessCycle: two Python clients that each hold one lock in
+// their own process (not through the agent) and wait, through the
+// agent, for the other's: exactly one reports the deadlock, naming both
+// locks, and the other completes. Before the library counted a client's
+// in-process locks as kept by its wait, the chain ended at the client,
+// and both waited for ever.
+func TestInProcessCycle(t *testing.T) {
+	py := testenv.LookPath(t, "python3", "a cycle through Python clients' in-process locks")
+	dir := t.TempDir()
+	runIn(t, dir, nil, "mkdir", "ready")
+	clientEnv(t)
+	codes, outs := runAll(t, dir, 60*time.Second, [][]string{
+		{py, "-c", cycleInProcessPython, "l0", "l1", "0", "2"},
+		{py, "-c", cycleInProcessPython, "l1", "l0", "1", "2"},
+	})
+	failed := -1
+	for i, c := range codes {
+		switch {
+		case c == 70 && failed < 0:
+			failed = i
+		case c != 0:
+			t.Errorf("client %d: exit %d, stderr %q", i, c, outs[i])
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
+	}
+	for _, l := range []string{"l0.lock", "l1.lock"} {
+		if !strings.Contains(outs[failed], l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
+		}
+	}
+}
+
 // clientEnv sets what the Node and Python scripts of these tests need:
 // the hold executable and where the two packages are.
 func clientEnv(t *testing.T) {

@@ -56,7 +56,7 @@ func (r *Resolved) Acquire(ctx context.Context, stderr *os.File) (*hold.Lock, er
 				return nil, err
 			}
 		}
-		wctx := proc.WithCaller(ctx, r.caller)
+		wctx := proc.WithCallerKeeps(proc.WithCaller(ctx, r.caller), r.callerKeeps)
 		if r.Timeout > 0 {
 			var cancel context.CancelFunc
 			wctx, cancel = context.WithTimeout(wctx, r.Timeout)

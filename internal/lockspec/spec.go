@@ -19,6 +19,7 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -66,6 +67,9 @@ type Spec struct {
 	// process (the agent's client): deadlock errors name it, and its
 	// ancestors' locks are judged from its place (proc.WithCaller).
 	Caller int
+	// CallerKeeps are the kernel locks the Caller holds in its own
+	// process and keeps while this request waits (proc.WithCallerKeeps).
+	CallerKeeps []proc.HeldFile
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
 	Stale time.Duration
@@ -126,6 +130,9 @@ type Resolved struct {
 	// caller is the program the request is made for (Spec.Caller), put
 	// on the context of the wait (proc.WithCaller).
 	caller int
+	// callerKeeps is Spec.CallerKeeps, put on the context of the wait
+	// (proc.WithCallerKeeps).
+	callerKeeps []proc.HeldFile
 	// stale is Spec.Stale, which Inspect judges by too.
 	stale time.Duration
 	// naming is how many of Opts name the lock.
@@ -194,7 +201,7 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		return err
 	}
 	*r = Resolved{Target: s.Target, Label: s.Target, Verbose: s.Verbose, Quiet: s.Quiet, ConflictExit: s.ConflictExit,
-		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}, caller: s.Caller}
+		Key: Key{Target: s.Target, LockFile: s.LockFile, Name: s.Name, Shared: s.Shared, Fair: s.Fair}, caller: s.Caller, callerKeeps: s.CallerKeeps}
 	if s.SlotsGiven && s.Slots > 1 {
 		r.Key.Slots = s.Slots
 	}

@@ -26,3 +26,35 @@ func Caller(ctx context.Context) int {
 	pid, _ := ctx.Value(callerKey{}).(int)
 	return pid
 }
+
+// HeldFile is a kernel lock file, by its path and its device and inode,
+// that the caller (WithCaller) holds in its own process.
+type HeldFile struct {
+	Path string
+	FileKey
+}
+
+// callerKeepsKey is the context key of WithCallerKeeps.
+type callerKeepsKey struct{}
+
+// WithCallerKeeps returns a copy of ctx saying that the caller
+// (WithCaller) holds the kernel locks of files in its own process and
+// keeps them until the call with it returns: locks a thread of hold
+// agent's client took itself (the Python client's in-process locks) and
+// cannot release while it waits for the agent's answer. The root's
+// deadlock checks then count them as the caller's, as the locks given to
+// FailIfHeldBy are: a wait for one of them fails at once, and a wait
+// entry claims them for the caller's process, so that a cycle through
+// them is found.
+func WithCallerKeeps(ctx context.Context, files []HeldFile) context.Context {
+	if len(files) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKeepsKey{}, files)
+}
+
+// CallerKeeps returns the files WithCallerKeeps put in ctx, or nil.
+func CallerKeeps(ctx context.Context) []HeldFile {
+	files, _ := ctx.Value(callerKeepsKey{}).([]HeldFile)
+	return files
+}

@@ -64,6 +64,10 @@ type Entry struct {
 	Holds    []string `json:"holds,omitempty"`
 	Keeps    []string `json:"keeps,omitempty"`
 	KeepsAll bool     `json:"keeps_all,omitempty"`
+	// CallerKeeps lists, as Keeps does, the locks that the Caller holds
+	// in its own process and keeps until the wait ends (its Holds too):
+	// the caller's process stands for this wait through them.
+	CallerKeeps []string `json:"caller_keeps,omitempty"`
 
 	// Name is the entry's file name (not stored in it).
 	Name string `json:"-"`
