@@ -612,8 +612,8 @@ function syncWrite(ch, line) {
  */
 function syncReadLine(ch, limitMs) {
   const start = performance.now();
-  // Without a polling budget (spin_us 0: a pipelined channel, or one
-  // CPU) a poll would only fail, at the cost of a system call and an
+  // Without a polling budget (spin_us 0: a machine with one CPU) a
+  // poll would only fail, at the cost of a system call and an
   // exception: the read blocks at once.
   let fd = limitMs === undefined && ch.spinMs === 0 ? ch.blocking : ch.replies;
   for (;;) {

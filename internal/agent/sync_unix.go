@@ -30,9 +30,12 @@ type syncChannel struct {
 
 	// pipelined: the client writes releases ahead of their replies
 	// (hello's "pipeline"), so a lock's cycle is one round trip, the
-	// release's reply coming with the next request's. Neither side
-	// polls then: the agent's polling for the next request and the
-	// client's for a reply kept two CPUs busy for one lock.
+	// release's reply coming with the next request's. Both sides poll
+	// as on any channel (syncReader, replySpin): a cycle whose three
+	// wake-ups (the agent's for the release and the next request, the
+	// client's for its reply) were sleeps cost more CPU on both sides,
+	// in the kernel's wake-ups and switches, than the polling that
+	// skips them, and twice the time.
 	pipelined bool
 }
 
@@ -123,9 +126,6 @@ func openFIFO(path string, create bool) (int, error) {
 func (a *agent) serveSync(ch *syncChannel) {
 	defer ch.closeFiles()
 	cpus := runtime.NumCPU()
-	if ch.pipelined {
-		cpus = 1 // no polling on either side: see syncChannel.pipelined
-	}
 	in := newSyncReader(ch.requests, cpus)
 	out := &replyBatch{fd: ch.replies}
 	in.flush = out.flush

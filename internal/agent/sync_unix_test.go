@@ -20,7 +20,8 @@ import (
 // TestSyncSpin: the synchronous channel's first reply tells the client
 // how long to poll for a reply (replySpinBudget, or 0 with one CPU); later
 // replies do not repeat it. A pipelined client (hello's "pipeline",
-// version 4) is told 0 whatever the CPUs: neither side polls for it.
+// version 4) is told the same budget: both sides poll on its channel too
+// (syncChannel.pipelined).
 func TestSyncSpin(t *testing.T) {
 	if got := replySpin(1); got != 0 {
 		t.Errorf("replySpin(1) = %d, want 0", got)
@@ -33,7 +34,7 @@ func TestSyncSpin(t *testing.T) {
 		want  int
 	}{
 		{`"version":2`, replySpin(runtime.NumCPU())},
-		{`"version":4,"pipeline":true`, 0},
+		{`"version":4,"pipeline":true`, replySpin(runtime.NumCPU())},
 	} {
 		t.Run(c.hello, func(t *testing.T) {
 			s, requests, in := openTestSync(t, c.hello)

@@ -73,8 +73,8 @@ type request struct {
 	SyncDir string `json:"sync_dir"`
 	// hello: the client writes its releases on the synchronous channel
 	// without waiting for their replies, which it reads with its next
-	// request's (version 4). Its cycle then has one round trip, which
-	// neither side polls for (syncChannel.pipelined).
+	// request's (version 4). Its cycle then has one round trip
+	// (syncChannel.pipelined).
 	Pipeline bool `json:"pipeline"`
 
 	// acquire, try, status, update, append: what to lock and how.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,14 @@ type syncClient struct {
 // openSyncChannel asks the agent for its synchronous channel and opens it.
 func openSyncChannel(t *testing.T, c *agentClient) *syncClient {
 	t.Helper()
-	r := wantOK(t, c.request(`{"id":"hello","op":"hello","version":1,"sync":true}`))
+	return openSyncChannelWith(t, c, `"version":1`)
+}
+
+// openSyncChannelWith is openSyncChannel with the hello's other fields
+// (its version, and "pipeline" for a client that writes releases ahead).
+func openSyncChannelWith(t *testing.T, c *agentClient, hello string) *syncClient {
+	t.Helper()
+	r := wantOK(t, c.request(`{"id":"hello","op":"hello",`+hello+`,"sync":true}`))
 	paths, _ := r["sync"].(map[string]any)
 	reqPath, _ := paths["requests"].(string)
 	repPath, _ := paths["replies"].(string)
@@ -129,6 +137,47 @@ func TestAgentSyncChannel(t *testing.T) {
 	}
 	if _, err := s.replies.ReadByte(); err == nil {
 		t.Error("the replies FIFO did not end with the agent")
+	}
+}
+
+// TestAgentSyncPipelinedPolls: a client that writes its releases ahead
+// (hello's "pipeline", the Node and Python packages' channel) is told the
+// same polling budget as any other, more than none where there is more
+// than one CPU: in a lock loop its replies then come to a thread that is
+// awake, where sleeping threads woken three times a cycle cost both sides
+// more. The cycle itself works as before: a release written ahead and
+// the next try, sent together, are answered in order.
+func TestAgentSyncPipelinedPolls(t *testing.T) {
+	budgets := map[string]float64{}
+	for _, hello := range []string{`"version":2`, `"version":4,"pipeline":true`} {
+		c := startAgent(t, holdBin, t.TempDir())
+		s := openSyncChannelWith(t, c, hello)
+		first := wantOK(t, s.request(`{"id":1,"op":"try","target":"t","queue":true}`))
+		spin, ok := first["spin_us"].(float64)
+		if !ok {
+			t.Fatalf("hello {%s}: the channel's first reply has no spin_us: %v", hello, first)
+		}
+		budgets[hello] = spin
+		if strings.Contains(hello, "pipeline") {
+			if _, err := s.requests.WriteString(fmt.Sprintf(`{"id":2,"op":"release","lock":%v,"queue":true,"sent":1}`+"\n", first["lock"])); err != nil {
+				t.Fatal(err)
+			}
+			if r := s.request(`{"id":3,"op":"try","target":"t","queue":true}`); r["id"] != 2.0 || r["ok"] != true {
+				t.Fatalf("the release written ahead: %v, want its success first", r)
+			}
+			if line, err := s.replies.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"id":3,"ok":true`) {
+				t.Fatalf("the try after it: %s, %v: want the lock again", line, err)
+			}
+		}
+		c.in.Close()
+		c.waitExit()
+	}
+	pipelined, plain := budgets[`"version":4,"pipeline":true`], budgets[`"version":2`]
+	if pipelined != plain {
+		t.Errorf("a pipelined channel is told spin_us %v, a plain one %v: want the same budget", pipelined, plain)
+	}
+	if runtime.NumCPU() > 1 && pipelined <= 0 {
+		t.Errorf("with %d CPUs a pipelined channel is told spin_us %v: want a budget to poll for", runtime.NumCPU(), pipelined)
 	}
 }
 
