@@ -54,6 +54,32 @@ func runAll(t *testing.T, dir string, bound time.Duration, cmds [][]string) ([]i
 	return codes, outs
 }
 
+// oneReportsDeadlock checks the outcome of a cycle of commands (their
+// exit statuses and standard errors): exactly one exits with the
+// deadlock status (70), with a message that names every one of locks,
+// and the others complete. It returns the one that reported.
+func oneReportsDeadlock(t *testing.T, codes []int, outs []string, locks ...string) int {
+	t.Helper()
+	failed := -1
+	for i, c := range codes {
+		switch {
+		case c == exitDeadlock && failed < 0:
+			failed = i
+		case c != 0:
+			t.Errorf("command %d: exit %d, stderr %q", i, c, outs[i])
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
+	}
+	for _, l := range locks {
+		if !strings.Contains(outs[failed], l) {
+			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
+		}
+	}
+	return failed
+}
+
 // TestRunCycle: `hold run` commands that each hold one lock while their
 // command takes the next one, in a ring: exactly one fails with exit 70
 // and a message naming every lock, and the others complete.
@@ -71,23 +97,11 @@ func TestRunCycle(t *testing.T) {
 			start := time.Now()
 			codes, outs := runAll(t, dir, 60*time.Second, cmds)
 			t.Logf("%d hold runs: exits %v in %v", n, codes, time.Since(start))
-			failed := -1
-			for i, c := range codes {
-				switch {
-				case c == exitDeadlock && failed < 0:
-					failed = i
-				case c != 0:
-					t.Errorf("hold run %d: exit %d, stderr %q", i, c, outs[i])
-				}
-			}
-			if failed < 0 {
-				t.Fatalf("no hold run reported the deadlock: exits %v", codes)
-			}
+			var locks []string
 			for i := range n {
-				if l := fmt.Sprintf("l%d.lock", i); !strings.Contains(outs[failed], l) {
-					t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
-				}
+				locks = append(locks, fmt.Sprintf("l%d.lock", i))
 			}
+			failed := oneReportsDeadlock(t, codes, outs, locks...)
 			if !strings.Contains(outs[failed], "deadlock") || !strings.Contains(outs[failed], "which waits for") {
 				t.Errorf("the deadlock message does not describe the cycle: %s", outs[failed])
 			}
@@ -382,24 +396,7 @@ func TestMixedCycle(t *testing.T) {
 	start := time.Now()
 	codes, outs := runAll(t, dir, 60*time.Second, cmds)
 	t.Logf("exits %v in %v", codes, time.Since(start))
-	failed := -1
-	for i, c := range codes {
-		switch {
-		case c == 70 && failed < 0:
-			failed = i
-		case c != 0:
-			t.Errorf("command %d: exit %d, stderr %q", i, c, outs[i])
-		}
-	}
-	if failed < 0 {
-		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
-	}
-	t.Log(outs[failed])
-	for _, l := range []string{"l0.lock", "l1.lock", "l2.lock"} {
-		if !strings.Contains(outs[failed], l) {
-			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
-		}
-	}
+	t.Log(outs[oneReportsDeadlock(t, codes, outs, "l0.lock", "l1.lock", "l2.lock")])
 }
 
 // cycleInProcessPython is cyclePython with the first lock taken in the
@@ -447,23 +444,7 @@ func TestInProcessCycle(t *testing.T) {
 		{py, "-c", cycleInProcessPython, "l0", "l1", "0", "2"},
 		{py, "-c", cycleInProcessPython, "l1", "l0", "1", "2"},
 	})
-	failed := -1
-	for i, c := range codes {
-		switch {
-		case c == 70 && failed < 0:
-			failed = i
-		case c != 0:
-			t.Errorf("client %d: exit %d, stderr %q", i, c, outs[i])
-		}
-	}
-	if failed < 0 {
-		t.Fatalf("nobody reported the deadlock: exits %v, %q", codes, outs)
-	}
-	for _, l := range []string{"l0.lock", "l1.lock"} {
-		if !strings.Contains(outs[failed], l) {
-			t.Errorf("the deadlock message does not name %s: %s", l, outs[failed])
-		}
-	}
+	oneReportsDeadlock(t, codes, outs, "l0.lock", "l1.lock")
 }
 
 // clientEnv sets what the Node and Python scripts of these tests need:
