@@ -192,6 +192,15 @@ func TestFilelockSoftHolderWaited(t *testing.T) {
 	if _, err := p.Break(path, false); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("Break of a live filelock holder: %v", err)
 	}
+	waitsForHolder(t, p, path, holder)
+}
+
+// waitsForHolder checks that an Acquire of path with p, while holder (a
+// live filelock holder) holds it, is still waiting a second later (many
+// times the stale time of fastConfig), and that it gets the lock once
+// holder releases it.
+func waitsForHolder(t *testing.T, p *Protocol, path string, holder *worker) {
+	t.Helper()
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -205,7 +214,7 @@ func TestFilelockSoftHolderWaited(t *testing.T) {
 	select {
 	case err := <-got:
 		t.Fatalf("hold took a live filelock holder's lock (err %v)", err)
-	case <-time.After(time.Second): // many times the stale time of fastConfig
+	case <-time.After(time.Second):
 	}
 	holder.stdin.Close()
 	holder.expect(t, "released")
@@ -374,26 +383,7 @@ func TestFilelockRealHolderWaited(t *testing.T) {
 	if e := mustBusy(t, p, path); e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != holder.cmd.Process.Pid {
 		t.Fatalf("busy error names %+v, want pid %d", e.Holder, holder.cmd.Process.Pid)
 	}
-	got := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		h, err := p.Acquire(ctx, request(path))
-		if err == nil {
-			err = h.Release()
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("hold took a live filelock lock (err %v)", err)
-	case <-time.After(time.Second):
-	}
-	holder.stdin.Close()
-	holder.expect(t, "released")
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	waitsForHolder(t, p, path, holder)
 }
 
 // Real: a SIGKILLed filelock holder's file is taken over at once.
