@@ -75,13 +75,18 @@ class InProcessTest(TempDirTest):
             self.assertEqual(int(f.read()), 2 * n + runs)
         self.assertGreater(sum(here), 0, "no lock was taken in-process")
 
-    def test_go_holder_excludes_an_in_process_try(self) -> None:
-        t = self.path("data")
-        _warm(t)
+    def _hold_run_holding(self, t: str) -> "subprocess.Popen[str]":
+        """A `hold run t` whose command holds t until a line on its stdin."""
         p = subprocess.Popen(self.hold_cmd("run", t, "--", "sh", "-c", "echo held; read x"),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert p.stdout is not None and p.stdin is not None
         self.assertEqual(p.stdout.readline().strip(), "held")
+        return p
+
+    def test_go_holder_excludes_an_in_process_try(self) -> None:
+        t = self.path("data")
+        _warm(t)
+        p = self._hold_run_holding(t)
         with self.assertRaises(hold.Busy):
             hold.try_lock(t)
         p.communicate("\n", timeout=HANG)
@@ -124,10 +129,7 @@ class InProcessTest(TempDirTest):
         lock_file = t + ".lock"
         shutil.copy(lock_file, lock_file + ".new")
         os.replace(lock_file + ".new", lock_file)  # same content, another inode
-        p = subprocess.Popen(self.hold_cmd("run", t, "--", "sh", "-c", "echo held; read x"),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert p.stdout is not None and p.stdin is not None
-        self.assertEqual(p.stdout.readline().strip(), "held")
+        p = self._hold_run_holding(t)
         with self.assertRaises(hold.Busy):
             hold.try_lock(t)
         p.communicate("", timeout=HANG)
