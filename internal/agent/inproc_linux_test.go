@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/proc"
+	"github.com/hold-dev/hold/lock"
 )
 
 // syncReply serves line on the synchronous channel's code.
@@ -35,6 +38,14 @@ func syncReply(t *testing.T, a *agent, line string) *reply {
 // lock it holds with the recipe fails at once as a deadlock; its record,
 // check and erase are served on its behalf.
 func TestRecipeOnlyForPlainKernelLocks(t *testing.T) {
+	// The client is this test process, which takes the lock with the
+	// recipe itself below: a record is written only for the process that
+	// holds the lock (flock.WriteRecord), which the agent's parent, the
+	// test runner, does not.
+	self := proc.Self()
+	oldClient, oldPID := client, clientPID
+	client, clientPID = func() *lock.Owner { return &self }, os.Getpid
+	t.Cleanup(func() { client, clientPID = oldClient, oldPID })
 	dir := t.TempDir()
 	target := filepath.Join(dir, "t")
 	jt, _ := json.Marshal(target)

@@ -1,11 +1,13 @@
 package flock
 
 import (
+	"fmt"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -98,6 +100,14 @@ func WriteRecord(path string, id File, ticket []byte, startedAt time.Time) (*Wri
 		return nil, err
 	}
 	defer f.close()
+	if !proc.Keeps(o.PID, proc.FileKey{Dev: id.Dev, Ino: id.Ino}) {
+		// A record names its holder to every other process, and a token
+		// is what a holder's writes are fenced with: neither is handed to
+		// a process that does not hold the lock (one that let go, or never
+		// took it), whatever it says of itself.
+		return nil, &lock.Error{Op: "token", Path: path, Err: lock.ErrNoToken,
+			Hint: fmt.Sprintf("process %d, which the ticket names, does not hold this lock file: take the lock again", o.PID)}
+	}
 	h := &handle{f: f, path: path, owner: o, writable: true}
 	h.mu.Lock()
 	h.publishLocked()

@@ -3,6 +3,7 @@ package flock
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -109,6 +110,58 @@ func TestRecipeLockExcludesAndContinuesTokens(t *testing.T) {
 		t.Fatalf("token after the client's hold: %d, want > %d", got, w.Owner.Fence)
 	}
 	h.Release()
+}
+
+// TestRecordOnlyForTheHolder: a record, and with it a token, is written
+// on a client's behalf only while the process its ticket names holds the
+// lock file: not before it took the lock, not for another live process
+// that names itself in the ticket, and not after it let go; and a refusal
+// leaves the file as it was.
+func TestRecordOnlyForTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.lock")
+	r := recipeOf(t, path)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, ticket []byte) {
+		t.Helper()
+		if _, err := WriteRecord(path, r.File, ticket, time.Now()); !errors.Is(err, lock.ErrNoToken) {
+			t.Errorf("record %s: %v, want ErrNoToken", what, err)
+		}
+		if got, _ := os.ReadFile(path); string(got) != string(before) {
+			t.Errorf("record %s changed the lock file: %q, was %q", what, got, before)
+		}
+	}
+	refused("before the client took the lock", r.Ticket)
+
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Skipf("no process to name: %v", err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	o, ok := lock.DecodeOwner(r.Ticket)
+	if !ok || o == nil {
+		t.Fatal("the recipe's ticket is not an owner record")
+	}
+	o.PID = other.Process.Pid
+	fd := clientTake(t, r)
+	if fd < 0 {
+		t.Fatal("the recipe did not take a free lock")
+	}
+	refused("for a live process that does not hold the lock", o.AppendEncode(nil))
+	w, err := WriteRecord(path, r.File, r.Ticket, time.Now())
+	if err != nil {
+		t.Fatalf("record for the holder: %v", err)
+	}
+	if err := EraseRecord(path, r.File, w.Owner.Fence, w.Record); err != nil {
+		t.Fatal(err)
+	}
+	if before, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	refused("after the client let go", r.Ticket)
 }
 
 // TestRecipeRefusesReplacedFile: a lock file renamed over since the
