@@ -15,7 +15,7 @@ import (
 // the lock is (LockFile, Named, ForRewrite); how it is taken
 // (WithProtocol, Shared, Slots, Fair, StopWithin, StaleAfter,
 // RefuseMachineLocal);
-// the lock file it creates (MakeDirs, LockFileMode); a wait that could
+// the lock file it creates (MakeDirs, LockFileMode, SoftFile); a wait that could
 // never end (FailIfHeldHere, FailIfHeldBy); what its owner record says
 // (Field, OmitCommand); what Update and Append may do to the file
 // (MustExist, AllowEmpty, AllowSplit, AllowOwnerChange); and debugging
@@ -103,6 +103,8 @@ type config struct {
 	// LockFileMode).
 	makeDirs bool
 	mode     fs.FileMode
+	// softFile: see lock.Request.SoftFile (SoftFile).
+	softFile bool
 	// slots: the number of slots of the semaphore asked for (Slots);
 	// slotsSet: Slots was given.
 	slots    int
@@ -173,7 +175,7 @@ func (c *config) request(target string) (*Request, error) {
 	// watchedRequest).
 	w := &watchedRequest{Request: Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
-		MakeDirs: c.makeDirs, Mode: c.mode, FenceAbove: c.fenceAbove(target), Slots: c.slots}}
+		MakeDirs: c.makeDirs, Mode: c.mode, SoftFile: c.softFile, FenceAbove: c.fenceAbove(target), Slots: c.slots}}
 	req := &w.Request
 	c.shapeOwner(&req.Owner)
 	c.watchCycles(w)
@@ -400,6 +402,17 @@ func RefuseMachineLocal() Option {
 // honour it.
 func MakeDirs() Option {
 	return Option{kind: optMakeDirs, set: func(c *config) { c.makeDirs = true }}
+}
+
+// SoftFile asks the portable protocol to hold the lock as Python
+// filelock's SoftFileLock does: a plain file at the lock path naming this
+// process, instead of a lock directory, so that filelock's SoftFileLock in
+// other processes waits for hold's holder (a directory makes it fail) and
+// takes the lock over only once this process is gone, as hold takes over
+// theirs. The record has no room for a fencing token (Lock.TokenError
+// says so), nor for a semaphore's slots. Other protocols ignore it.
+func SoftFile() Option {
+	return Option{kind: optSoftFile, set: func(c *config) { c.softFile = true }}
 }
 
 // LockFileMode gives a lock file this acquisition creates the permission

@@ -72,6 +72,7 @@ const (
 	optAllowOwnerChange
 	optLogger
 	optSlots
+	optSoftFile
 	numOptionKinds
 )
 
@@ -110,6 +111,7 @@ var accepts = [numOptionKinds]struct {
 	optAllowOwnerChange:   {"AllowOwnerChange", inUpdate, "only Update replaces the file; Append writes in place, so the file keeps its owner"},
 	optLogger:             {"Logger", locating, ""},
 	optSlots:              {"Slots", holding, "Update and Append take the lock itself: a guarded write under one slot of several would not be alone"},
+	optSoftFile:           {"SoftFile", taking, ""},
 }
 
 // opName is the Op of an entry point's errors.

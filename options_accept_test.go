@@ -87,6 +87,7 @@ func TestOptionsWhereTheyApply(t *testing.T) {
 		{"RefuseMachineLocal", func(string) hold.Option { return hold.RefuseMachineLocal() }, taking},
 		{"MakeDirs", func(string) hold.Option { return hold.MakeDirs() }, taking},
 		{"LockFileMode", func(string) hold.Option { return hold.LockFileMode(0o600) }, taking},
+		{"SoftFile", func(string) hold.Option { return hold.SoftFile() }, taking},
 		{"FailIfHeldHere", func(string) hold.Option { return hold.FailIfHeldHere() }, taking},
 		{"FailIfHeldBy", func(string) hold.Option { return hold.FailIfHeldBy() }, taking},
 		{"Field", func(string) hold.Option { return hold.Field("job", "test") }, taking},

@@ -54,6 +54,14 @@ type Request struct {
 	// others ignore them.
 	MakeDirs bool
 	Mode     fs.FileMode
+	// SoftFile asks the portable protocol for its file form: the lock is a
+	// plain file at Path, created exclusively, holding the record Python
+	// filelock's SoftFileLock writes (the pid and host of the process that
+	// created it), instead of a lock directory, so that filelock's own
+	// SoftFileLock waits for it and takes it over only when that process is
+	// gone. Such a record carries no fencing token. Other protocols ignore
+	// it.
+	SoftFile bool
 	// Stale is this acquisition's stale time, for a protocol that judges
 	// by age a holder it cannot ask (the portable protocol: a holder
 	// without an owner record, or on another host): such a holder is

@@ -43,6 +43,7 @@ func (req *request) spec() (lockspec.Spec, error) {
 		s.Wait, s.WaitGiven = lockspec.SecondsToWait(w), true
 	}
 	s.MakeDirs = req.MakeDirs
+	s.SoftFile = req.SoftFile
 	if req.Slots != nil {
 		s.Slots, s.SlotsGiven = *req.Slots, true
 	}

@@ -96,6 +96,9 @@ type request struct {
 	// hold.LockFileMode).
 	MakeDirs bool `json:"make_dirs"`
 	Mode     *int `json:"mode"`
+	// SoftFile: hold a portable lock as filelock's SoftFileLock does, a
+	// plain file naming the agent (hold.SoftFile).
+	SoftFile bool `json:"soft_file"`
 	// Stale: the lock's own stale time in seconds, for the portable
 	// protocol (hold.StaleAfter); for status, the stale time to judge by.
 	Stale *float64 `json:"stale"`

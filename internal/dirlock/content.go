@@ -1,6 +1,8 @@
 package dirlock
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hold-dev/hold/internal/flock"
+	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
 
@@ -546,4 +549,64 @@ func isDecimal(s string) bool {
 		}
 	}
 	return true
+}
+
+// filelockSoftRecord is the record of a file-form lock (lock.Request's
+// SoftFile): what filelock 4.3.1's SoftFileLock writes for a holder, here
+// naming this process, so that filelock judges it as it judges its own
+// (owner_is_stale: same host field, pid alive and, where it reads one, the
+// same start token) and parseFilelockSoft reads it back as a softHolder.
+// The host field is filelock's spelling of the host name (see setHost),
+// with the pid namespace mark outside the initial one. The start token is
+// written only on Linux, where hold and filelock read the same clock ticks
+// from /proc: elsewhere they count differently, and a token filelock
+// reads as another process's would let it take the lock from a live
+// holder, while without one it judges by the pid alone.
+func filelockSoftRecord() []byte {
+	self := proc.SelfShared()
+	ns, boot := proc.Where()
+	b := strconv.AppendInt(nil, int64(self.PID), 10)
+	b = append(b, '\n')
+	b = append(b, filelockHost(self.Host, ns)...)
+	b = append(b, '\n')
+	if runtime.GOOS == "linux" && self.ProcStart != 0 {
+		token := new(big.Int).SetUint64(self.ProcStart)
+		if id, ok := new(big.Int).SetString(strings.ReplaceAll(boot, "-", ""), 16); ok && boot != "" {
+			token.Or(token, id.Lsh(id, 64))
+		}
+		b = token.Append(b, 10)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// filelockHost spells a host name as filelock's host_name does: each byte
+// outside 0x21-0x7e, and '?', as "?xx"; then, for a process outside the
+// initial pid namespace (ns its inode; 0 when unknown, which filelock
+// takes as the initial one), filelockNSMark and the inode in hex; a name
+// longer than 253 characters shortened with a digest of its tail; "?"
+// for an empty one.
+func filelockHost(host string, ns uint64) string {
+	var b strings.Builder
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c >= 0x21 && c <= 0x7e && c != '?' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "?%02x", c)
+		}
+	}
+	if runtime.GOOS == "linux" && ns != 0 && ns != initialPIDNS {
+		b.WriteString(filelockNSMark + strconv.FormatUint(ns, 16))
+	}
+	name := b.String()
+	const limit, digest = 253, 8
+	if len(name) > limit {
+		keep := limit - digest - 1
+		sum := sha256.Sum256([]byte(name[keep:]))
+		name = name[:keep] + "-" + hex.EncodeToString(sum[:])[:digest]
+	}
+	if name == "" {
+		return "?"
+	}
+	return name
 }

@@ -35,6 +35,13 @@
 // its own, and never registers exit-time removal. A heartbeat that finds
 // the lock removed or replaced reports it lost.
 //
+// A request may ask for the file form instead (lock.Request's SoftFile,
+// softfile.go): the lock is then a plain file at the lock path, created
+// with O_EXCL, holding Python filelock's SoftFileLock record of this
+// process, which filelock's SoftFileLock waits for (it cannot wait for a
+// directory). Only the claim step differs; it is judged, reclaimed, watched
+// and released by the rules above for a filelock soft lock's file.
+//
 // There is one acquire loop (Protocol.loop), for a plain lock and for a
 // semaphore's slots (semaphore.go); Acquire and TryAcquire differ only in
 // what they do with a busy pass.
@@ -193,13 +200,23 @@ type attempt struct {
 	nextFence func() uint64
 	// slot is the slot this attempt takes, -1 for a plain lock.
 	slot int
+	// soft: the file form (lock.Request.SoftFile, softfile.go): the
+	// claim creates a plain file holding filelock's record instead of
+	// making a directory.
+	soft bool
+	// carry is the token of a released record this file-form attempt
+	// reclaimed: its record has no room for a token, so it hands this one
+	// on, unchanged, when it lets go (leavePastRecord).
+	carry uint64
+	// mode is the file form's lock file's permission bits.
+	mode os.FileMode
 }
 
 // newAttempt prepares the acquisition of the lock at path for req: the
 // owner record to stamp and the stale time to judge by. A semaphore's
 // slots (semaphore.go) are such attempts too, one per slot path.
 func (p *Protocol) newAttempt(req *lock.Request, path string) (*attempt, error) {
-	a := &attempt{p: p, path: path, guard: path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale, slot: -1}
+	a := &attempt{p: p, path: path, guard: path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale, slot: -1, soft: req.SoftFile}
 	if req.Stale > 0 {
 		a.stale = req.Stale
 	}
@@ -215,6 +232,12 @@ func (p *Protocol) newAttempt(req *lock.Request, path string) (*attempt, error) 
 	a.owner.PIDNS, a.owner.BootID = proc.Where()
 	a.owner.Shared = false
 	a.owner.Fence = 0
+	// filelock's default, which leaves the record writable by its owner
+	// only; a mode asked for keeps that rule.
+	a.mode = 0o644
+	if req.Mode != 0 {
+		a.mode = req.Mode.Perm() &^ 0o022
+	}
 	a.logger = func(string, ...any) {}
 	if req.Logger != nil {
 		a.logger = func(msg string, args ...any) { req.Logger.Debug(msg, append([]any{"path", req.Path}, args...)...) }
@@ -232,7 +255,7 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 		return nil, lock.ExclusiveOnly("acquire", req.Path, "portable")
 	}
 	h, err := p.acquirePlain(ctx, req, wait)
-	if errors.Is(err, errSemaphoreHere) {
+	if errors.Is(err, errSemaphoreHere) && !req.SoftFile {
 		// A semaphore is at the lock path: a plain lock there is its one
 		// slot of a semaphore of one (semaphore.go).
 		return p.acquireSlots(ctx, req, 1, wait)
@@ -390,8 +413,9 @@ func (a *attempt) log(msg string, args ...any) {
 	a.logger(msg, args...)
 }
 
-// pass is one acquisition attempt: mkdir; on contention, a guarded reclaim
-// of a stale lock (unless skipJudge); on success, the stamp and its
+// pass is one acquisition attempt: the claim (mkdir and the stamp, or the
+// file form's exclusive create of its record); on contention, a guarded
+// reclaim of a stale lock (unless skipJudge); on success, the stamp's
 // read-back. It never sleeps, except to ride out an unreadable read-back.
 func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	if skipJudge && a.leaveGate == nil {
@@ -406,18 +430,68 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 			return passBusy, nil, nil
 		}
 	}
-	err := os.Mkdir(a.path, 0o777)
-	if err != nil {
-		if !isMkdirContention(err) {
-			return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err}
-		}
-		if !errors.Is(err, os.ErrExist) {
-			a.lastErr = err
+	// The claim step is the one thing the file form changes.
+	var c claimed
+	var out outcome
+	var err error
+	if a.soft {
+		c, out, err = a.claimFile()
+	} else {
+		c, out, err = a.claimDir()
+	}
+	if c.d == nil {
+		if out != passBusy {
+			return out, nil, err
 		}
 		if skipJudge {
 			return passBusy, nil, nil
 		}
 		return a.contended()
+	}
+	d, owner, stamp := c.d, c.owner, c.stamp
+	a.p.hit(faultAfterStamp)
+	if !a.confirm(d, stamp) {
+		// Our directory (or lock file) was taken from the path. Withdraw
+		// our stamp from it: a reclaimer that moved it aside while we stamped may yet put
+		// it back, and a directory naming us, alive, would then stay "live"
+		// with no handle behind it until this process exits. Unstamped, it
+		// ages out like any ownerless lock.
+		d.withdrawOwner()
+		d.close()
+		return passAgain, nil, nil
+	}
+	a.p.hit(faultAfterReadBack)
+	leave := a.leaveGate
+	a.leaveGate = nil
+	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin)
+	h.slot = a.slot
+	h.carry = a.carry
+	return passHeld, h, nil
+}
+
+// claimed is what a claim step made: the lock (d), the owner it holds
+// for and the record written, exactly, to be confirmed by the pass.
+type claimed struct {
+	d     *dirRef
+	owner lock.Owner
+	stamp []byte
+}
+
+// claimDir is the claim step of a pass on a lock directory: mkdir, then
+// the owner record, written exclusively into the directory made. When it
+// made nothing (c.d nil) it answers passBusy for a path someone has, for
+// the pass to judge, or the pass's outcome and error.
+func (a *attempt) claimDir() (c claimed, out outcome, err error) {
+	err = os.Mkdir(a.path, 0o777)
+	if err != nil {
+		if !isMkdirContention(err) {
+			return c, passFailed, &lock.Error{Op: "acquire", Path: a.path, Err: err}
+		}
+		if !errors.Is(err, os.ErrExist) {
+			a.lastErr = err
+		}
+		// Contention: the pass judges what holds the path.
+		return c, passBusy, nil
 	}
 	a.p.hit(faultAfterMkdir)
 	d, err := openDir(a.path)
@@ -425,7 +499,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		// Our new directory is gone already: someone (mis)judged it
 		// reclaimable. A lost race, not a failure.
 		if errors.Is(err, os.ErrNotExist) {
-			return passAgain, nil, nil
+			return c, passAgain, nil
 		}
 		// We made it and cannot hold it (no descriptor left, typically):
 		// left there, the empty directory would keep everyone out until
@@ -433,7 +507,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		// younger than Grace, and this is microseconds after our mkdir;
 		// rmdir removes it only while it is empty.
 		rmdir(a.path)
-		return passFailed, nil, &lock.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
+		return c, passFailed, &lock.Error{Op: "acquire", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
 	owner := a.owner
 	if a.nextFence != nil {
@@ -448,7 +522,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		// lock.
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) {
 			d.close()
-			return passAgain, nil, nil
+			return c, passAgain, nil
 		}
 		// A directory we made and cannot stamp would block everyone until
 		// it ages out: remove it, if it is still ours, and report why.
@@ -465,25 +539,9 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 		if ours {
 			rmdir(a.path)
 		}
-		return passFailed, nil, &lock.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
+		return c, passFailed, &lock.Error{Op: "write owner record", Path: a.path, Err: err, Hint: resourceHint(err)}
 	}
-	a.p.hit(faultAfterStamp)
-	if !a.confirm(d, stamp) {
-		// Our directory was taken from the path. Withdraw our stamp from
-		// it: a reclaimer that moved it aside while we stamped may yet put
-		// it back, and a directory naming us, alive, would then stay "live"
-		// with no handle behind it until this process exits. Unstamped, it
-		// ages out like any ownerless lock.
-		d.withdrawOwner()
-		d.close()
-		return passAgain, nil, nil
-	}
-	a.p.hit(faultAfterReadBack)
-	leave := a.leaveGate
-	a.leaveGate = nil
-	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin)
-	h.slot = a.slot
-	return passHeld, h, nil
+	return claimed{d: d, owner: owner, stamp: stamp}, passHeld, nil
 }
 
 // resourceHint explains an error for want of resources, "" for others.
@@ -548,6 +606,9 @@ const (
 // identity is looked up only when the record cannot be read. That is one
 // system call fewer on every read-back and heartbeat.
 func check(path string, d *dirRef, stamp []byte) ownership {
+	if d.file {
+		return checkFile(path, d, stamp)
+	}
 	same, err := isStamp(path, stamp)
 	if err == nil {
 		if same {
@@ -624,7 +685,11 @@ func (a *attempt) contended() (outcome, lock.Handle, error) {
 	switch res {
 	case removed:
 		a.reclaimed = true
-		if j.fence > 0 {
+		switch {
+		case j.fence > 0 && a.soft:
+			// No room for a token in the record: hand it on (carry).
+			a.carry = j.fence
+		case j.fence > 0:
 			// Continue the token of the protocol that released it.
 			a.owner.Fence = j.fence + 1
 		}

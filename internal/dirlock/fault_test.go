@@ -36,7 +36,7 @@ func TestFaultPoints(t *testing.T) {
 	for _, point := range faultPoints {
 		t.Run(point, func(t *testing.T) {
 			for round := 1; ; round++ {
-				if faultRound(t, point) {
+				if faultRound(t, point, false) {
 					return
 				}
 				if round == 6 {
@@ -47,8 +47,30 @@ func TestFaultPoints(t *testing.T) {
 	}
 }
 
-// faultRound runs one round and reports whether the point was reached.
-func faultRound(t *testing.T, point string) bool {
+// TestSoftFileFaultPoints is TestFaultPoints for the file form
+// (softfile.go), at the steps its claim, reclaim and release pass, with
+// the seeded stale lock a dead filelock holder's file.
+func TestSoftFileFaultPoints(t *testing.T) {
+	for _, point := range []string{
+		faultAfterStamp, faultAfterReadBack, faultInGuard, faultJudged, faultFileLocked,
+		faultReclaimMoved, faultReleaseVerified, faultReleaseMoved, faultGateHeld,
+	} {
+		t.Run(point, func(t *testing.T) {
+			for round := 1; ; round++ {
+				if faultRound(t, point, true) {
+					return
+				}
+				if round == 6 {
+					t.Fatalf("no worker reached %s in %d rounds", point, round)
+				}
+			}
+		})
+	}
+}
+
+// faultRound runs one round and reports whether the point was reached;
+// soft: the workers take the file form.
+func faultRound(t *testing.T, point string, soft bool) bool {
 	const workers, iters = 4, 12
 	dir := t.TempDir()
 	target := filepath.Join(dir, "counter")
@@ -56,10 +78,12 @@ func faultRound(t *testing.T, point string) bool {
 	// and a guard is judged only when one was left behind: seed them (a
 	// dead holder's lock; a guard left by a crashed reclaimer) so the
 	// first contenders go straight through the point.
-	switch point {
-	case faultInGuard, faultJudged, faultReclaimMoved:
+	switch {
+	case soft && (point == faultInGuard || point == faultJudged || point == faultFileLocked || point == faultReclaimMoved):
+		writeSoft(t, target+".lock", filelockRecord(deadPID(t)))
+	case point == faultInGuard || point == faultJudged || point == faultReclaimMoved:
 		stampDead(t, target+".lock", deadPID(t))
-	case faultGuardJudged:
+	case point == faultGuardJudged:
 		stampDead(t, target+".lock", deadPID(t))
 		os.Mkdir(target+".lock"+GuardSuffix, 0o777)
 		backdate(t, target+".lock"+GuardSuffix, time.Minute)
@@ -75,6 +99,9 @@ func faultRound(t *testing.T, point string) bool {
 			time.Sleep(100 * time.Millisecond)
 		}
 		env := append([]string{envTarget + "=" + target, envIters + "=" + strconv.Itoa(iters), envFaults + "=" + plan}, fastEnv...)
+		if soft {
+			env = append(env, envSoft+"=1")
+		}
 		ws[i] = startWorker(t, "count", env...)
 	}
 	killed := 0

@@ -49,6 +49,8 @@ type handle struct {
 	// slot is the semaphore slot this handle holds (semaphore.go), -1
 	// for a plain lock.
 	slot int
+	// carry is the token a file-form holder hands on (attempt.carry).
+	carry uint64
 }
 
 func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin time.Duration) *handle {
@@ -98,7 +100,7 @@ func (h *handle) beat() {
 		h.markLostLocked("the lock directory was removed or replaced")
 		return
 	case ours, inconclusive:
-		if err := h.dir.touch(now); err == nil {
+		if err := h.dir.refresh(now); err == nil {
 			h.refreshed(now)
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	envIters  = "HOLD_DIRLOCK_ITERS"
 	envFaults = "HOLD_DIRLOCK_FAULTS" // "point:n,point:n": die at the n-th pass of point
 	envProto  = "HOLD_DIRLOCK_PROTO"  // "dir" (default) or "flock", for benchmarks
+	envSoft   = "HOLD_DIRLOCK_SOFT"   // "1": a worker's requests ask for the file form (softfile.go)
 )
 
 func TestMain(m *testing.M) {
@@ -58,7 +59,7 @@ func fastConfig() Config {
 
 // request builds what the public package would hand the protocol.
 func request(path string) *lock.Request {
-	r := &lock.Request{Path: path, Owner: proc.Self()}
+	r := &lock.Request{Path: path, Owner: proc.Self(), SoftFile: os.Getenv(envSoft) == "1"}
 	r.Owner.ID = randname.Hex(16)
 	return r
 }
@@ -248,6 +249,13 @@ func workerCount(target string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "acquire:", err)
 			return 2
+		}
+		if os.Getenv(envSoft) == "1" {
+			// The file form was asked for: the lock held is a plain file.
+			if fi, err := os.Lstat(target + ".lock"); err != nil || !fi.Mode().IsRegular() {
+				fmt.Fprintln(os.Stderr, "the file form holds no plain file:", fi, err)
+				return 5
+			}
 		}
 		if code := criticalSection(target, f); code != 0 {
 			return code

@@ -64,13 +64,19 @@ func releasedWhy(fence uint64) string {
 // path meanwhile: their lock is never replaced. Best effort: without it
 // the next holder starts its token afresh, as on a new path.
 func (h *handle) leavePastRecord() {
-	if h.owner.Fence == 0 || h.slot >= 0 {
+	fence := h.owner.Fence
+	if fence == 0 {
+		// A file-form holder held no token, and hands on the one it
+		// found (attempt.carry), so the next continues from it.
+		fence = h.carry
+	}
+	if fence == 0 || h.slot >= 0 {
 		// A semaphore's slot draws its tokens from the semaphore's
 		// counter, which outlives every slot (semaphore.go).
 		return
 	}
 	tmp := h.path + ".released-" + randname.Hex(6)
-	if err := os.WriteFile(tmp, lock.AppendPastRecord(nil, h.owner.Fence, 0), 0o666); err != nil {
+	if err := os.WriteFile(tmp, lock.AppendPastRecord(nil, fence, 0), 0o666); err != nil {
 		return
 	}
 	os.Link(tmp, h.path)

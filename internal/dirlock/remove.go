@@ -60,6 +60,14 @@ func removeIfSame(path string, judged os.FileInfo, want expect, moved, kept func
 	}
 	fi, err := lstat(tomb)
 	same := err == nil && os.SameFile(fi, judged)
+	if same && !fi.IsDir() && want.stamp != nil {
+		// A file-form lock of ours (softfile.go): what was moved must
+		// still hold our record, byte for byte. Unreadable: the identity,
+		// which matched, decides.
+		if ours, rerr := isFileStamp(tomb, want.stamp); rerr == nil {
+			same = ours
+		}
+	}
 	if same && fi.IsDir() {
 		// The record of what we moved must be the one judged. If it
 		// cannot be read at all, the identity, which matched, decides.

@@ -139,6 +139,11 @@ func (p *Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool
 	if req.Slots <= 1 {
 		return p.acquire(ctx, req, wait)
 	}
+	if req.SoftFile {
+		// filelock's record is one holder's: it has no room for slots.
+		return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrInvalidOption,
+			Hint: "the portable protocol's file form (filelock's SoftFileLock record) holds a plain lock only, not a semaphore's slots"}
+	}
 	if err := proc.ReadyForLock("acquire", req.Path); err != nil {
 		return nil, err
 	}

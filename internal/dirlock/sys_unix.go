@@ -91,9 +91,14 @@ func isStamp(dir string, stamp []byte) (bool, error) {
 // the descriptor is open, the inode number cannot be reused by a directory
 // created at the path after ours is removed, so identity comparisons with
 // it are conclusive.
+//
+// In the file form (softfile.go) it is the lock file instead, held open
+// for the same reasons: the inode cannot be reused while we hold it.
 type dirRef struct {
 	f  *os.File
 	fi os.FileInfo
+	// file: the file form's lock file, not a directory.
+	file bool
 }
 
 func openDir(path string) (*dirRef, error) {
@@ -144,8 +149,56 @@ func (d *dirRef) createOwner(b []byte) error {
 
 // withdrawOwner removes the owner record from our directory, wherever it
 // now is: through the descriptor, never through the path (which may hold
-// another holder's lock by now).
-func (d *dirRef) withdrawOwner() { unix.Unlinkat(int(d.f.Fd()), OwnerFile, 0) }
+// another holder's lock by now). A lock file's record is overwritten,
+// through the descriptor too, with filelock's released marker, which names
+// no holder (a leftover, judged by age, by filelock and hold alike).
+func (d *dirRef) withdrawOwner() {
+	fd := int(d.f.Fd())
+	if d.file {
+		if _, err := unix.Pwrite(fd, []byte(filelockReleased), 0); err == nil {
+			unix.Ftruncate(fd, int64(len(filelockReleased)))
+		}
+		return
+	}
+	unix.Unlinkat(fd, OwnerFile, 0)
+}
+
+// createFile makes the file form's lock file at path, exclusively, and
+// writes b into it: the file is new, so nobody else's record is ever
+// overwritten. A file it made and could not write is removed, if the
+// path still names it: it is microseconds old, and nobody removes a lock
+// file that young (an empty one is judged by age, never younger than
+// Grace), so the path cannot name a successor's yet.
+func createFile(path string, mode os.FileMode, b []byte) (*dirRef, error) {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(mode.Perm()))
+	if err != nil {
+		return nil, &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	for err == nil && len(b) > 0 {
+		var n int
+		n, err = unix.Write(fd, b)
+		if err == unix.EINTR {
+			err = nil
+			continue
+		}
+		if err != nil {
+			err = &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		b = b[n:]
+	}
+	if err != nil {
+		if fi != nil {
+			if cur, lerr := lstat(path); lerr == nil && os.SameFile(cur, fi) {
+				os.Remove(path)
+			}
+		}
+		f.Close()
+		return nil, err
+	}
+	return &dirRef{f: f, fi: fi, file: true}, nil
+}
 
 // touch sets our directory's mtime (the heartbeat) through the descriptor.
 func (d *dirRef) touch(t time.Time) error {

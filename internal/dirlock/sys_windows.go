@@ -38,9 +38,14 @@ func isStamp(dir string, stamp []byte) (bool, error) {
 // rename or removal of the directory fail, which would turn a reclaim of
 // our stale lock into endless contention. Identity is the file ID taken
 // right after mkdir.
+//
+// In the file form (softfile.go) it is the lock file, likewise not kept
+// open: an open file stops filelock's and hold's renames of it too.
 type dirRef struct {
 	path string
 	fi   os.FileInfo
+	// file: the file form's lock file, not a directory.
+	file bool
 }
 
 func openDir(path string) (*dirRef, error) {
@@ -81,6 +86,33 @@ func (d *dirRef) close() {}
 // the record could only be removed through the path, which may hold
 // another holder's lock by now.
 func (d *dirRef) withdrawOwner() {}
+
+// createFile makes the file form's lock file at path, exclusively, and
+// writes b into it; its identity is taken through the handle that made
+// it. A file it made and could not write is removed, if the path still
+// names it (see the unix version for why that is safe).
+func createFile(path string, mode os.FileMode, b []byte) (*dirRef, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if fi != nil {
+			if cur, lerr := lstat(path); lerr == nil && os.SameFile(cur, fi) {
+				os.Remove(path)
+			}
+		}
+		return nil, err
+	}
+	return &dirRef{path: path, fi: fi, file: true}, nil
+}
 
 // isMkdirContention: Windows answers a mkdir of a directory that another
 // process is creating or removing at that instant with ERROR_ACCESS_DENIED

@@ -81,6 +81,9 @@ type Spec struct {
 	// MakeDirs makes the lock file's missing directories (hold.MakeDirs);
 	// Mode is a created lock file's permission bits (hold.LockFileMode).
 	MakeDirs bool
+	// SoftFile holds a portable lock as filelock's SoftFileLock does, a
+	// plain file naming the holder (hold.SoftFile).
+	SoftFile bool
 	Mode     fs.FileMode
 	// Slots, when SlotsGiven, asks for one of Slots places of a counting
 	// semaphore (hold.Slots); it must be at least 1, and 1 is the lock
@@ -295,6 +298,9 @@ func (s *Spec) takeOptions(r *Resolved) {
 	}
 	if s.MakeDirs {
 		r.Opts = append(r.Opts, hold.MakeDirs())
+	}
+	if s.SoftFile {
+		r.Opts = append(r.Opts, hold.SoftFile())
 	}
 	if s.DeadlockAfterGiven {
 		r.Opts = append(r.Opts, hold.DeadlockAfter(s.DeadlockAfter))

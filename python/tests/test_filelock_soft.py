@@ -1,9 +1,9 @@
 """hold's portable protocol and filelock's own SoftFileLock (a plain file
 that names its holder) at one path, with real filelock processes: hold
-waits for filelock's holder and takes over a dead one's file; filelock
-cannot wait on hold's lock, a directory (IsADirectoryError at once), so its
-workers here retry, as a project whose processes do not all use hold would
-have to. Neither ever holds while the other does."""
+waits for filelock's holder and takes over a dead one's file, and
+hold.filelock's SoftFileLock holds its lock in the same form (a file naming
+hold's agent), which filelock waits for and takes over once the agent is
+gone. Neither ever holds while the other does."""
 
 from __future__ import annotations
 
@@ -36,16 +36,8 @@ while not os.path.exists(target + ".go"):
     time.sleep(0.001)
 lock = m.SoftFileLock(target + ".lock")
 for _ in range(iters):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            lock.acquire(timeout=60, poll_interval=0.005)
-            break
-        except IsADirectoryError:
-            # filelock, on hold's lock: it cannot wait for a directory.
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
+    # No retry: each waits for the other's holder by itself.
+    lock.acquire(timeout=60, poll_interval=0.005)
     try:
         fd = os.open(target + ".marker", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         os.close(fd)
@@ -66,6 +58,17 @@ import sys, filelock
 l = filelock.SoftFileLock(sys.argv[1])
 l.acquire()
 print("held", flush=True)
+sys.stdin.read()
+l.release()
+"""
+
+
+_HOLD_HOLDER = """
+import sys, hold.filelock
+l = hold.filelock.SoftFileLock(sys.argv[1])
+l.acquire()
+with open(sys.argv[1]) as f:
+    print("held", f.read().split("\\n")[0], flush=True)
 sys.stdin.read()
 l.release()
 """
@@ -125,7 +128,73 @@ class SoftFileLockInteropTest(TempDirTest):
         p.communicate(timeout=HANG)
         lock = hold.filelock.SoftFileLock(path)
         with lock.acquire(timeout=0):
-            self.assertTrue(os.path.isdir(path))
+            self.assertTrue(os.path.isfile(path))
+
+    def hold_holder(self, path: str) -> "tuple[subprocess.Popen[str], int]":
+        """A process holding path with hold.filelock's SoftFileLock, and
+        the pid its lock file names: its agent's."""
+        p = self.python(_HOLD_HOLDER, path, stdin=subprocess.PIPE)
+        assert p.stdout is not None
+        line = p.stdout.readline().split()
+        if not line or line[0] != "held":
+            p.kill()
+            self.fail(f"hold holder did not start: {line!r} {p.communicate()[1]}")
+        self.addCleanup(p.kill)
+        return p, int(line[1])
+
+    def test_filelock_waits_for_hold(self) -> None:
+        fl = self.filelock4()
+        path = self.path("x.lock")
+        p, agent = self.hold_holder(path)
+        with open(path) as f:
+            self.assertEqual(f.read().split("\n")[0], str(agent))
+        self.assertNotEqual(agent, p.pid)
+        # hold status names the holder the file names: the agent, alive.
+        status = subprocess.run(
+            [hold_binary(), "status", "--protocol", "dir", "--lock-file", path],
+            capture_output=True, text=True, timeout=HANG,
+        )
+        self.assertIn(f"a filelock soft lock of pid {agent}", status.stdout, status)
+        # filelock waits (no IsADirectoryError), and gets it after hold.
+        with self.assertRaises(fl.Timeout):
+            fl.SoftFileLock(path).acquire(timeout=0.3)
+        waiter = self.python(_HOLDER, path, stdin=subprocess.PIPE)
+        self.addCleanup(waiter.kill)
+        time.sleep(1.0)
+        if waiter.poll() is not None:
+            self.fail(f"filelock did not wait: {waiter.communicate()}")
+        p.communicate("", timeout=HANG)
+        self.assertEqual(p.returncode, 0)
+        assert waiter.stdout is not None
+        self.assertEqual(waiter.stdout.readline().strip(), "held")
+        waiter.communicate("", timeout=HANG)
+
+    def test_dead_agent_is_taken_over_by_filelock(self) -> None:
+        fl = self.filelock4()
+        path = self.path("x.lock")
+        p, agent = self.hold_holder(path)
+        # Alive, it is never taken over.
+        with self.assertRaises(fl.Timeout):
+            fl.SoftFileLock(path).acquire(timeout=0.3)
+        # Its agent killed, the file names a dead process: filelock takes
+        # it over at once.
+        os.kill(agent, signal.SIGKILL)
+        deadline = time.monotonic() + HANG
+        while True:
+            try:
+                os.kill(agent, 0)
+            except ProcessLookupError:
+                break
+            if time.monotonic() > deadline:
+                self.fail("the agent did not die")
+            time.sleep(0.01)
+        if os.path.exists(path):
+            with open(path) as f:
+                self.assertEqual(f.read().split("\n")[0], str(agent))
+        with fl.SoftFileLock(path).acquire(timeout=0):
+            pass
+        p.kill()
+        p.communicate(timeout=HANG)
 
     def test_counter_shared_with_filelock(self) -> None:
         self.filelock4()

@@ -480,8 +480,12 @@ def _request(
     mode: Optional[int] = None,
     slots: Optional[int] = None,
     deadlock_after: Optional[float] = None,
+    soft_file: bool = False,
 ) -> Dict[str, Any]:
-    """Checks the options and turns them into the request's fields."""
+    """Checks the options and turns them into the request's fields.
+    ``soft_file`` (hold.filelock's SoftFileLock only) asks the portable
+    protocol for its file form: a plain file naming the agent, in the
+    format filelock's own SoftFileLock writes and waits for."""
     req: Dict[str, Any] = {"target": "" if target is None else _path_field("target", target)}
     wait = _timeout_field(timeout)
     if wait is not None:
@@ -494,6 +498,7 @@ def _request(
         ("allow_owner_change", allow_owner_change),
         ("allow_empty", allow_empty),
         ("make_dirs", make_dirs),
+        ("soft_file", soft_file),
     ):
         if flag is True:
             req[key] = True

@@ -72,12 +72,14 @@ Where an option cannot mean what it means under filelock:
   ``hold.Lock.release``): another process, or filelock in this one, may
   find the lock held for the µs the agent takes to release it; every call
   of hold's in this process comes after it. A ``SoftFileLock``'s release
-  is waited for: its lock directory is gone when ``release()`` returns.
-- filelock's own ``SoftFileLock`` (a plain file at the path naming its
-  holder) is waited for: hold judges its holder as filelock does (alive:
-  held, however old; gone: taken over at once). filelock's cannot wait for
-  this one, a directory: it raises ``IsADirectoryError`` at once, never
-  holding it. Switch every process of a soft lock, or retry on that error.
+  is waited for: its lock file is gone when ``release()`` returns.
+- ``SoftFileLock``'s lock is a plain file at the path in the format of
+  filelock's own ``SoftFileLock``, naming the process that created it
+  (hold's agent): filelock's ``SoftFileLock`` in another process waits for
+  it as for one of its own, and hold waits for filelock's. Each judges the
+  other's holder as filelock does (alive: held, however old; gone: taken
+  over at once), so the two never hold at once, and one process can switch
+  its import before another. The file has no room for a fencing token.
 """
 
 from __future__ import annotations
@@ -457,6 +459,11 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         # does only when asked (docs/cli.md, "Missing directories"), and
         # this is filelock's API, so it asks.
         kw: Dict[str, Any] = {"lock_file": self._context.lock_file, "protocol": self._protocol, "make_dirs": True}
+        if self._soft:
+            # The portable protocol's file form: a file in filelock's own
+            # SoftFileLock format, which filelock's SoftFileLock in other
+            # processes waits for (a lock directory makes it fail).
+            kw["soft_file"] = True
         if mode != _UNSET_MODE and mode & 0o777:
             kw["mode"] = mode & 0o777
         return kw

@@ -7,9 +7,11 @@ filelock, the real package, taking its SoftFileLock.
                                    under TARGET.lock, with the O_EXCL marker
                                    and per-process log of the Go workers
 
-filelock cannot wait on hold's lock, a directory: its SoftFileLock raises
-IsADirectoryError at once. The counter worker retries on that error, as a
-project whose processes do not all use hold would have to."""
+filelock cannot wait on hold's lock directory: its SoftFileLock raises
+IsADirectoryError at once. The workers retry on that error, as a project
+whose processes do not all use hold would have to, unless
+FILELOCK_WORKER_NO_RETRY is set: against hold's file form (softfile.go)
+filelock must wait by itself, and the error then ends the worker."""
 
 import os
 import sys
@@ -25,7 +27,7 @@ def acquire(lock: filelock.SoftFileLock) -> None:
             lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.005)
             return
         except IsADirectoryError:
-            if time.monotonic() > deadline:
+            if os.environ.get("FILELOCK_WORKER_NO_RETRY") or time.monotonic() > deadline:
                 raise
             time.sleep(0.005)
 
