@@ -100,6 +100,20 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 	return sem.InspectSlots(path)
 }
 
+// slotsQueuedError is what a try of a slot returns when fair waiters
+// queued ahead keep it out. It looks at the semaphore with InspectSlots
+// only: the main lock's Inspect tests the lock file with an exclusive
+// lock, which for its instant would refuse other tries.
+func slotsQueuedError(sem lock.Semaphore, path string) error {
+	e := &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy,
+		Hint: "fair waiters are queued for a slot of this semaphore"}
+	if st, err := sem.InspectSlots(path); err == nil && st.Slots > 0 {
+		e.Holder = st.Holder
+		e.Hint += "; " + st.DescribeSlots()
+	}
+	return e
+}
+
 // acquireSlot is acquire for a slot: the front of the queue, then the
 // wrapped semaphore.
 func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
@@ -124,11 +138,7 @@ func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool)
 		cancel()
 	}
 	if err == errQueued {
-		e := busyError(p, req.Path)
-		if st, serr := sem.InspectSlots(req.Path); serr == nil && st.Slots > 0 {
-			e.(*lock.Error).Holder = st.Holder
-		}
-		return nil, e
+		return nil, slotsQueuedError(sem, req.Path)
 	}
 	if err != nil {
 		return nil, err

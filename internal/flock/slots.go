@@ -659,7 +659,9 @@ func (h *slotHandle) Release() error {
 // taken by hand with flock(1) counts as held, and a parked wait or
 // someone's look, which lock it shared for an instant, do not). A path with
 // no count file is no semaphore: Slots is 0. When no slot is held and the
-// lock file itself is held exclusively, that plain lock is reported.
+// lock file itself is held exclusively, that plain lock is reported. A
+// look never locks a semaphore's file exclusively, not even for an
+// instant: a try elsewhere would find it busy then.
 func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 	st := &lock.Status{Path: path, Protocol: "flock"}
 	n, fence, err := readCountAt(CountPath(path))
@@ -695,7 +697,9 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 		st.State = lock.HeldShared
 		return st, nil
 	}
-	if plain, err := p.Inspect(path); err == nil && plain.State == lock.HeldExclusive {
+	// Only an exclusive holder of the lock file matters here, and only
+	// the shared probe may ask (see probeExclusive).
+	if plain, err := inspectLock(path, probeExclusive); err == nil && plain.State == lock.HeldExclusive {
 		return plain, nil
 	}
 	return st, nil
