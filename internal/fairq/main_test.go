@@ -73,6 +73,8 @@ func TestMain(m *testing.M) {
 		os.Exit(slotChurnRole())
 	case "slotlook":
 		os.Exit(slotLookRole())
+	case "front":
+		os.Exit(frontRole())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(roleEnv))
 		os.Exit(2)

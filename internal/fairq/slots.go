@@ -41,13 +41,19 @@ func init() {
 // The fair semaphore's capability.
 var _ lock.Semaphore = Protocol{}
 
-// slotFree returns the stall rule's test for a semaphore: whether a slot
-// of the one at path is free.
+// slotFree returns the stall rule's test for a semaphore, which a try
+// behind the queue asks too: whether a slot of the one at path is free.
+// Before the first holder has made the semaphore (Slots 0) every slot
+// is, unless the lock itself is held exclusively: a try that came then,
+// behind that first holder, was told busy.
 func slotFree(sem lock.Semaphore, path string) func() bool {
 	return func() bool {
 		st, err := sem.InspectSlots(path)
-		if err != nil || st.Slots == 0 {
+		if err != nil {
 			return false
+		}
+		if st.Slots == 0 {
+			return st.State != lock.HeldExclusive
 		}
 		for _, h := range st.SlotHolders {
 			if h == nil {

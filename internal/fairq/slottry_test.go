@@ -77,7 +77,7 @@ func slotLookRole() int {
 	return 0
 }
 
-// stopped tells whether the stop file exists.
+// stopped tells whether the file stop exists.
 func stopped(stop string) bool {
 	_, err := os.Stat(stop)
 	return err == nil
@@ -144,5 +144,60 @@ func testSlotTryBusyOnlyWhenAllHeld(t *testing.T, design string) {
 	}
 	if busy > 0 {
 		t.Errorf("a try was refused %d times of %d beside %d holders of %d slots; the first: %v", busy, tries, n-1, n, first)
+	}
+}
+
+// frontEnv names the file the front role creates once it is at the
+// front of the queue.
+const frontEnv = "FAIRQ_TEST_FRONT"
+
+// frontRole joins the queue a slot of the semaphore under test waits in,
+// stays at its front a moment without making the semaphore, as its first
+// holder does on its way in, and leaves.
+func frontRole() int {
+	path, design := os.Getenv(lockEnv), os.Getenv(designEnv)
+	req := request(path)
+	if design == kernelSemaphore {
+		req.Path = flock.CountPath(path)
+	}
+	pl, err := front(context.Background(), req, true, design == ticketsDesign, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 1
+	}
+	if err := os.WriteFile(os.Getenv(frontEnv), nil, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "front file:", err)
+		return 1
+	}
+	time.Sleep(300 * time.Millisecond)
+	pl.Leave()
+	return 0
+}
+
+// A try that comes while the first holder of a semaphore is at the front
+// of the queue, before it has made the semaphore, waits behind it and
+// takes a slot: every slot is free. The fair semaphore's try was busy at
+// once, as its look for a free slot took no semaphore for none free.
+func TestSlotTryBehindFirstHolder(t *testing.T) {
+	for _, d := range append(designs(), kernelSemaphore) {
+		t.Run(d, func(t *testing.T) { testSlotTryBehindFirstHolder(t, d) })
+	}
+}
+
+func testSlotTryBehindFirstHolder(t *testing.T, design string) {
+	path := lockPath(t)
+	atFront := filepath.Join(t.TempDir(), "front")
+	w := worker(t, "front", lockEnv+"="+path, designEnv+"="+design, frontEnv+"="+atFront)
+	waitFor(t, "the first holder is at the front of the queue", func() bool { return stopped(atFront) })
+	req := request(path)
+	req.Slots = 3
+	h, err := semaphoreOf(design).TryAcquireSlot(req)
+	if err != nil {
+		t.Errorf("a try behind the first holder of a semaphore not yet made: %v", err)
+	} else if err := h.Release(); err != nil {
+		t.Error(err)
+	}
+	if err := w.Wait(); err != nil {
+		t.Errorf("front: %v", err)
 	}
 }
