@@ -37,7 +37,7 @@ func semaphoreOf(design string) lock.Semaphore {
 	return newProtocol(design)
 }
 
-// slotChurnRole takes a slot of the fair semaphore, holds it a moment,
+// slotChurnRole takes a slot of the semaphore under test, holds it a moment,
 // lets go, and pauses a moment, again and again until the stop file
 // exists: its slot comes and goes, and between its holds there are
 // instants with no slot held at all.
@@ -45,7 +45,7 @@ func slotChurnRole() int {
 	path, stop := os.Getenv(lockEnv), os.Getenv(stopEnv)
 	n, _ := strconv.Atoi(os.Getenv(slotsEnv))
 	p := semaphoreOf(os.Getenv(designEnv))
-	for !stopped(stop) {
+	for !exists(stop) {
 		req := request(path)
 		req.Slots = n
 		h, err := p.AcquireSlot(context.Background(), req)
@@ -68,7 +68,7 @@ func slotChurnRole() int {
 func slotLookRole() int {
 	path, stop := os.Getenv(lockEnv), os.Getenv(stopEnv)
 	p := semaphoreOf(os.Getenv(designEnv))
-	for !stopped(stop) {
+	for !exists(stop) {
 		if _, err := p.InspectSlots(path); err != nil {
 			fmt.Fprintln(os.Stderr, "inspect slots:", err)
 			return 1
@@ -77,9 +77,9 @@ func slotLookRole() int {
 	return 0
 }
 
-// stopped tells whether the file stop exists.
-func stopped(stop string) bool {
-	_, err := os.Stat(stop)
+// exists tells whether the file at path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
 	return err == nil
 }
 
@@ -188,7 +188,7 @@ func testSlotTryBehindFirstHolder(t *testing.T, design string) {
 	path := lockPath(t)
 	atFront := filepath.Join(t.TempDir(), "front")
 	w := worker(t, "front", lockEnv+"="+path, designEnv+"="+design, frontEnv+"="+atFront)
-	waitFor(t, "the first holder is at the front of the queue", func() bool { return stopped(atFront) })
+	waitFor(t, "the first holder is at the front of the queue", func() bool { return exists(atFront) })
 	req := request(path)
 	req.Slots = 3
 	h, err := semaphoreOf(design).TryAcquireSlot(req)
