@@ -69,6 +69,12 @@ func TestMain(m *testing.M) {
 		os.Exit(loopRole())
 	case "rw":
 		os.Exit(rwRole())
+	case "slotchurn":
+		os.Exit(slotChurnRole())
+	case "slotlook":
+		os.Exit(slotLookRole())
+	case "front":
+		os.Exit(frontRole())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(roleEnv))
 		os.Exit(2)

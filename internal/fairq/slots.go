@@ -41,13 +41,19 @@ func init() {
 // The fair semaphore's capability.
 var _ lock.Semaphore = Protocol{}
 
-// slotFree returns the stall rule's test for a semaphore: whether a slot
-// of the one at path is free.
+// slotFree returns the stall rule's test for a semaphore, which a try
+// behind the queue asks too: whether a slot of the one at path is free.
+// Before the first holder has made the semaphore (Slots 0) every slot
+// is, unless the lock itself is held exclusively: a try that came then,
+// behind that first holder, was told busy.
 func slotFree(sem lock.Semaphore, path string) func() bool {
 	return func() bool {
 		st, err := sem.InspectSlots(path)
-		if err != nil || st.Slots == 0 {
+		if err != nil {
 			return false
+		}
+		if st.Slots == 0 {
+			return st.State != lock.HeldExclusive
 		}
 		for _, h := range st.SlotHolders {
 			if h == nil {
@@ -100,6 +106,20 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 	return sem.InspectSlots(path)
 }
 
+// slotsQueuedError is what a try of a slot returns when fair waiters
+// queued ahead keep it out. It looks at the semaphore with InspectSlots
+// only: the main lock's Inspect tests the lock file with an exclusive
+// lock, which for its instant would refuse other tries.
+func slotsQueuedError(sem lock.Semaphore, path string) error {
+	e := &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy,
+		Hint: "fair waiters are queued for a slot of this semaphore"}
+	if st, err := sem.InspectSlots(path); err == nil && st.Slots > 0 {
+		e.Holder = st.Holder
+		e.Hint += "; " + st.DescribeSlots()
+	}
+	return e
+}
+
 // acquireSlot is acquire for a slot: the front of the queue, then the
 // wrapped semaphore.
 func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
@@ -124,11 +144,7 @@ func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool)
 		cancel()
 	}
 	if err == errQueued {
-		e := busyError(p, req.Path)
-		if st, serr := sem.InspectSlots(req.Path); serr == nil && st.Slots > 0 {
-			e.(*lock.Error).Holder = st.Holder
-		}
-		return nil, e
+		return nil, slotsQueuedError(sem, req.Path)
 	}
 	if err != nil {
 		return nil, err

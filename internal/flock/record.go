@@ -454,7 +454,10 @@ func holderAt(path string) *lock.Holder {
 // Whether the lock is held is decided by the kernel (non-blocking probes),
 // never by the recorded pid: a dead recorded holder whose descriptor lives
 // on in a child still holds the lock.
-func (Protocol) Inspect(path string) (*lock.Status, error) {
+func (Protocol) Inspect(path string) (*lock.Status, error) { return inspectLock(path, probe) }
+
+// inspectLock is Inspect, with the probe that tells the lock's state.
+func inspectLock(path string, probe func(*lockFile) lock.State) (*lock.Status, error) {
 	st := &lock.Status{Path: path, Protocol: "flock"}
 	f, err := openForInspect(path)
 	if err != nil {
@@ -497,5 +500,18 @@ func probe(f *lockFile) lock.State {
 		return lock.HeldShared
 	}
 	f.unlock()
+	return lock.Free
+}
+
+// probeExclusive tells only whether someone holds the lock exclusively
+// (HeldExclusive) or not (Free), by probe's shared lock alone. It is the
+// probe of a semaphore's lock file, which every slot holder and every
+// slot try locks shared: probe's exclusive lock, for its instant, would
+// refuse a try that asks for its shared lock then, which would say the
+// semaphore is busy while its slots are free.
+func probeExclusive(f *lockFile) lock.State {
+	if heldExclusively(f) {
+		return lock.HeldExclusive
+	}
 	return lock.Free
 }

@@ -658,19 +658,19 @@ func (h *slotHandle) Release() error {
 // probes: a slot is held while its file is locked exclusively, so a slot
 // taken by hand with flock(1) counts as held, and a parked wait or
 // someone's look, which lock it shared for an instant, do not). A path with
-// no count file is no semaphore: Slots is 0. When no slot is held and the
-// lock file itself is held exclusively, that plain lock is reported.
+// no count file is no semaphore (yet): Slots is 0. When no slot is held
+// and the lock file itself is held exclusively, that plain lock is
+// reported, semaphore or not: it keeps every slot out. A look never locks
+// a semaphore's file exclusively, not even for an instant: a try
+// elsewhere would find it busy then.
 func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 	st := &lock.Status{Path: path, Protocol: "flock"}
 	n, fence, err := readCountAt(CountPath(path))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return st, nil
-		}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	if n == 0 {
-		return st, nil
+		return exclusiveOr(path, st), nil
 	}
 	st.Slots, st.Fence = n, fence
 	st.SlotHolders = make([]*lock.Holder, n)
@@ -695,10 +695,18 @@ func (p Protocol) InspectSlots(path string) (*lock.Status, error) {
 		st.State = lock.HeldShared
 		return st, nil
 	}
-	if plain, err := p.Inspect(path); err == nil && plain.State == lock.HeldExclusive {
-		return plain, nil
+	return exclusiveOr(path, st), nil
+}
+
+// exclusiveOr returns the status of the lock file at path when someone
+// holds it exclusively, a plain holder that keeps every slot out, and st
+// otherwise. Only that holder matters here, so only the shared probe asks
+// (see probeExclusive).
+func exclusiveOr(path string, st *lock.Status) *lock.Status {
+	if plain, err := inspectLock(path, probeExclusive); err == nil && plain.State == lock.HeldExclusive {
+		return plain
 	}
-	return st, nil
+	return st
 }
 
 // slotHolder says who holds the slot whose file f is, nil when no one
