@@ -26,10 +26,24 @@ import (
 // found at the first question (a busy wait with FailIfHeldHere or
 // FailIfHeldBy), so that taking a lock costs no more for it.
 
-var heldHere = struct {
+// The table is a list threaded through the Locks themselves (heldPrev,
+// heldNext), not a map: a Lock goes in and out of it on every cycle, and
+// linking costs neither a hash nor a bucket's memory, which a map did on
+// both the acquisition and the release.
+var heldHere struct {
 	sync.Mutex
-	m map[*Lock]struct{}
-}{m: map[*Lock]struct{}{}}
+	head *Lock
+	n    int
+}
+
+// heldLocks returns the locks in the table. Called with heldHere held.
+func heldLocks() []*Lock {
+	ls := make([]*Lock, 0, heldHere.n)
+	for l := heldHere.head; l != nil; l = l.heldNext {
+		ls = append(ls, l)
+	}
+	return ls
+}
 
 // noteHeld puts l, a lock of protocol p, in the table; its Release takes
 // it out (forgetHeld).
@@ -37,7 +51,12 @@ func noteHeld(l *Lock, p Protocol, shared bool) {
 	_, l.network = p.(lock.Closer)
 	l.sharedHold = shared
 	heldHere.Lock()
-	heldHere.m[l] = struct{}{}
+	l.heldNext = heldHere.head
+	if l.heldNext != nil {
+		l.heldNext.heldPrev = l
+	}
+	heldHere.head = l
+	heldHere.n++
 	heldHere.Unlock()
 }
 
@@ -49,7 +68,16 @@ func forgetHeld(l *Lock) {
 		return
 	}
 	heldHere.Lock()
-	delete(heldHere.m, l)
+	if l.heldPrev != nil {
+		l.heldPrev.heldNext = l.heldNext
+	} else {
+		heldHere.head = l.heldNext
+	}
+	if l.heldNext != nil {
+		l.heldNext.heldPrev = l.heldPrev
+	}
+	l.heldPrev, l.heldNext = nil, nil
+	heldHere.n--
 	heldHere.Unlock()
 }
 
@@ -78,10 +106,7 @@ func (l *Lock) conflicts(id lockID, shared bool) bool {
 // that excludes a request that is shared or not.
 func heldConflict(id lockID, shared bool) bool {
 	heldHere.Lock()
-	ls := make([]*Lock, 0, len(heldHere.m))
-	for l := range heldHere.m {
-		ls = append(ls, l)
-	}
+	ls := heldLocks()
 	heldHere.Unlock()
 	for _, l := range ls {
 		if l.conflicts(id, shared) {
@@ -105,7 +130,7 @@ func (c *config) mayDeadlock() bool {
 		return false
 	}
 	heldHere.Lock()
-	n := len(heldHere.m)
+	n := heldHere.n
 	heldHere.Unlock()
 	return n > 0
 }

@@ -210,7 +210,7 @@ func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
 		return false
 	}
 	heldHere.Lock()
-	n := len(heldHere.m)
+	n := heldHere.n
 	heldHere.Unlock()
 	return n > 0
 }
@@ -241,9 +241,7 @@ func (w *cycleWatch) keptLocks(ctx context.Context) []*Lock {
 	var out []*Lock
 	if w.keepAll {
 		heldHere.Lock()
-		for l := range heldHere.m {
-			out = append(out, l)
-		}
+		out = append(out, heldLocks()...)
 		heldHere.Unlock()
 	} else {
 		out = append(out, w.heldBy...)

@@ -32,6 +32,8 @@ type Lock struct {
 	sharedHold bool
 	network    bool
 	released   atomic.Bool // Release was called
+	// heldPrev and heldNext link the table, guarded by heldHere.
+	heldPrev, heldNext *Lock
 
 	// kept is the context Do runs fn under, which names this lock to
 	// the waits fn makes (see deadlock_cycle.go).
@@ -89,6 +91,10 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	if req.Slots > 1 {
 		return c.acquireSlot(ctx, target, req, true)
 	}
+	// Made before the lock is taken, for the same reason as the kernel
+	// lock's handle is (internal/flock's lockOpened): less to do while
+	// holding it.
+	l := new(Lock)
 	n := c.beginNamed(req)
 	var h Handle
 	if c.mayDeadlock() {
@@ -129,18 +135,18 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 			return nil, err
 		}
 	}
-	return c.newLock(h, target, req)
+	return c.newLock(l, h, target, req)
 }
 
-// newLock wraps a handle the protocol granted into a Lock, counted among
-// the locks this process holds.
-func (c *config) newLock(h Handle, target string, req *Request) (*Lock, error) {
+// newLock wraps a handle the protocol granted into a Lock, l, counted
+// among the locks this process holds.
+func (c *config) newLock(l *Lock, h Handle, target string, req *Request) (*Lock, error) {
 	own := ""
 	if o, ok := h.(*ownHandle); ok {
 		own = o.own.Path()
 	}
 	h = logged(h, c.logger, req.Path)
-	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name(), own: own}
+	l.h, l.target, l.path, l.proto, l.own = h, target, req.Path, c.protocol.Name(), own
 	noteHeld(l, c.protocol, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }
@@ -189,7 +195,7 @@ func (c *config) tryAcquire(target string) (*Lock, error) {
 			return nil, err
 		}
 	}
-	return c.newLock(h, target, req)
+	return c.newLock(new(Lock), h, target, req)
 }
 
 // Do acquires the lock on target, runs fn, and releases the lock whatever fn

@@ -132,6 +132,13 @@ func (p Protocol) take(ctx context.Context, req *lock.Request, wait, readOnly bo
 // before; and a contended acquisition tries once without blocking before
 // it waits, as it must to look at the file before any wait.
 func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile, writable, wait, readOnly bool) (h *handle, eager bool, err error) {
+	// The handle is made before the lock is tried, not after: on a busy
+	// machine every instant the lock is held is an instant in which its
+	// holder may lose its CPU and keep everyone waiting, so the work that
+	// needs no lock is done before it.
+	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove}
+	h.owner.Shared = req.Shared
+	h.owner.Protocol = "flock"
 	waited := false
 	err = f.lock(req.Shared, false)
 	if ierr := f.identify(req.Explicit); ierr != nil {
@@ -189,10 +196,8 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 		f.release()
 		return p.take(ctx, req, wait, readOnly)
 	}
-	h = &handle{f: f, path: req.Path, owner: req.Owner, writable: writable, fenceAbove: req.FenceAbove, waited: waited}
+	h.waited = waited
 	h.owner.StartedAt = time.Now()
-	h.owner.Shared = req.Shared
-	h.owner.Protocol = "flock"
 	eager, err = h.judge(req.Explicit)
 	if err != nil {
 		h.Release()
@@ -409,6 +414,16 @@ func (h *handle) release() (first bool, err error) {
 		return false, h.lost.Err("release", h.path)
 	}
 	h.released = true
+	var uerr, cerr error
+	early := h.recordLen == 0 && !h.watched && !h.discard
+	if early {
+		// Nothing to write or remove under the lock: let go of it first,
+		// and take the hold out of the lazy list after, so that the next
+		// holder (on a busy machine, a process that was waiting for this
+		// one's time slice) is not kept waiting by this bookkeeping. The
+		// list's looks take h.mu, held here, and find h released.
+		uerr, cerr = h.f.release()
+	}
 	h.unlist()
 	if h.watched {
 		watch.remove(h)
@@ -417,7 +432,9 @@ func (h *handle) release() (first bool, err error) {
 	if h.discard {
 		h.f.removeIfAlone()
 	}
-	uerr, cerr := h.f.release()
+	if !early {
+		uerr, cerr = h.f.release()
+	}
 	if uerr != nil {
 		return true, &lock.Error{Op: "release", Path: h.path, Err: uerr}
 	}

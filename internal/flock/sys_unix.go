@@ -40,6 +40,9 @@ type lockFile struct {
 	// openGen is the verified cache's generation when the file was opened
 	// (see fileCache.hasBefore).
 	openGen uint64
+	// known is the verified cache's answer for the last look (lookup),
+	// forgotten at the next.
+	known cacheAnswer
 
 	mu sync.Mutex
 	os *os.File // nil until file() is called
@@ -343,6 +346,7 @@ func (f *lockFile) identify(explicit bool) error {
 		return err
 	}
 	f.id, f.links, f.uid, f.changed, f.dir = fi.id, fi.links, fi.uid, fi.changed, fi.mode == unix.S_IFDIR
+	f.known = cacheAnswer{}
 	return nil
 }
 
@@ -352,6 +356,7 @@ func (f *lockFile) identify(explicit bool) error {
 // When the look fails, the stamp is forgotten, so that neither trusts the
 // cache of verified files (the path is asked, and the file read).
 func (f *lockFile) refresh() {
+	f.known = cacheAnswer{}
 	fi, err := fileType(f.sysfd())
 	if err != nil {
 		f.changed = fileStamp{}

@@ -27,6 +27,7 @@ type lockFile struct {
 	// openGen: see the unix version; unused, as no file is ever found
 	// in the verified cache here (stamp).
 	openGen uint64
+	known   cacheAnswer // see the unix version
 }
 
 func (f *lockFile) file() *os.File { return f.f }

@@ -54,7 +54,15 @@ func (c *fileCache) hasBefore(f *lockFile) bool {
 
 // lookup returns the generation of f's entry, and whether f is unchanged
 // since it was verified.
+//
+// The answer is kept in f (lockFile.known) until f is looked at again: an
+// acquisition asks more than once (replaced, then judge) about the same
+// look, and what was verified stays so, even if the cache is emptied
+// meanwhile.
 func (c *fileCache) lookup(f *lockFile) (gen uint64, ok bool) {
+	if f.known.set {
+		return f.known.gen, f.known.ok
+	}
 	st, ok := f.stamp()
 	if !ok {
 		return 0, false
@@ -62,7 +70,16 @@ func (c *fileCache) lookup(f *lockFile) (gen uint64, ok bool) {
 	c.mu.Lock()
 	got, found := c.m[f.key()]
 	c.mu.Unlock()
-	return got.gen, found && got.stamp == st
+	ok = found && got.stamp == st
+	f.known = cacheAnswer{gen: got.gen, ok: ok, set: true}
+	return got.gen, ok
+}
+
+// cacheAnswer is the verified cache's answer about a lock file as of its
+// last look (see lookup); set says there is one.
+type cacheAnswer struct {
+	gen     uint64
+	ok, set bool
 }
 
 // generation is the count of entries added so far, which a lock file
@@ -79,8 +96,10 @@ func (c *fileCache) add(f *lockFile) {
 	if c.m == nil || len(c.m) >= c.max {
 		c.m = make(map[fileKey]verifiedAs)
 	}
-	c.m[f.key()] = verifiedAs{st, c.gen.Add(1)}
+	gen := c.gen.Add(1)
+	c.m[f.key()] = verifiedAs{st, gen}
 	c.mu.Unlock()
+	f.known = cacheAnswer{gen: gen, ok: true, set: true}
 }
 
 // lazy lists the exclusive holders of this process whose record is not
