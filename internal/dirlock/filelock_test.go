@@ -192,20 +192,20 @@ func TestFilelockSoftHolderWaited(t *testing.T) {
 	if _, err := p.Break(path, false); !errors.Is(err, lock.ErrBusy) {
 		t.Fatalf("Break of a live filelock holder: %v", err)
 	}
-	waitsForHolder(t, p, path, holder)
+	waitsForHolder(t, p, request(path), holder)
 }
 
-// waitsForHolder checks that an Acquire of path with p, while holder (a
-// live filelock holder) holds it, is still waiting a second later (many
-// times the stale time of fastConfig), and that it gets the lock once
-// holder releases it.
-func waitsForHolder(t *testing.T, p *Protocol, path string, holder *worker) {
+// waitsForHolder checks that an Acquire of req with p, while holder (a
+// live filelock holder) holds its path, is still waiting a second later
+// (many times the stale time of fastConfig), and that it gets the lock
+// once holder releases it.
+func waitsForHolder(t *testing.T, p *Protocol, req *lock.Request, holder *worker) {
 	t.Helper()
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		h, err := p.Acquire(ctx, request(path))
+		h, err := p.Acquire(ctx, req)
 		if err == nil {
 			err = h.Release()
 		}
@@ -383,7 +383,7 @@ func TestFilelockRealHolderWaited(t *testing.T) {
 	if e := mustBusy(t, p, path); e.Holder == nil || e.Holder.Owner == nil || e.Holder.Owner.PID != holder.cmd.Process.Pid {
 		t.Fatalf("busy error names %+v, want pid %d", e.Holder, holder.cmd.Process.Pid)
 	}
-	waitsForHolder(t, p, path, holder)
+	waitsForHolder(t, p, request(path), holder)
 }
 
 // Real: a SIGKILLed filelock holder's file is taken over at once.

@@ -3,7 +3,6 @@
 package dirlock
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -235,26 +234,7 @@ func TestSoftFileRealWaitsBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder.expect(t, "held")
-	got := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		h, err := p.Acquire(ctx, softRequest(path))
-		if err == nil {
-			err = h.Release()
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("hold took a live filelock holder's lock (err %v)", err)
-	case <-time.After(time.Second):
-	}
-	holder.stdin.Close()
-	holder.expect(t, "released")
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	waitsForHolder(t, p, softRequest(path), holder)
 }
 
 // Real: a killed holder of either is taken over by the other at once.
