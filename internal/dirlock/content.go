@@ -1,8 +1,6 @@
 package dirlock
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -562,12 +560,19 @@ func isDecimal(s string) bool {
 // from /proc: elsewhere they count differently, and a token filelock
 // reads as another process's would let it take the lock from a live
 // holder, while without one it judges by the pid alone.
-func filelockSoftRecord() []byte {
+//
+// ok is false when filelock would shorten the host's spelling with a
+// digest (see filelockHost), which hold does not write.
+func filelockSoftRecord() (record []byte, ok bool) {
 	self := proc.SelfShared()
 	ns, boot := proc.Where()
+	host, ok := filelockHost(self.Host, ns)
+	if !ok {
+		return nil, false
+	}
 	b := strconv.AppendInt(nil, int64(self.PID), 10)
 	b = append(b, '\n')
-	b = append(b, filelockHost(self.Host, ns)...)
+	b = append(b, host...)
 	b = append(b, '\n')
 	if runtime.GOOS == "linux" && self.ProcStart != 0 {
 		token := new(big.Int).SetUint64(self.ProcStart)
@@ -577,16 +582,20 @@ func filelockSoftRecord() []byte {
 		b = token.Append(b, 10)
 		b = append(b, '\n')
 	}
-	return b
+	return b, true
 }
 
 // filelockHost spells a host name as filelock's host_name does: each byte
 // outside 0x21-0x7e, and '?', as "?xx"; then, for a process outside the
 // initial pid namespace (ns its inode; 0 when unknown, which filelock
-// takes as the initial one), filelockNSMark and the inode in hex; a name
-// longer than 253 characters shortened with a digest of its tail; "?"
-// for an empty one.
-func filelockHost(host string, ns uint64) string {
+// takes as the initial one), filelockNSMark and the inode in hex; "?" for
+// an empty one. filelock shortens a spelling longer than 253 characters
+// with a SHA-256 digest of its tail; for such a name ok is false. hold does
+// not write that form: crypto/sha256 would be initialised at every start
+// of the hold command, which keeps crypto out (cmd/hold's TestLinksNoCgo),
+// for a name no Linux host has (a host name is at most 64 bytes, 192
+// spelled, with a mark of at most 24).
+func filelockHost(host string, ns uint64) (name string, ok bool) {
 	var b strings.Builder
 	for i := 0; i < len(host); i++ {
 		if c := host[i]; c >= 0x21 && c <= 0x7e && c != '?' {
@@ -598,15 +607,12 @@ func filelockHost(host string, ns uint64) string {
 	if runtime.GOOS == "linux" && ns != 0 && ns != initialPIDNS {
 		b.WriteString(filelockNSMark + strconv.FormatUint(ns, 16))
 	}
-	name := b.String()
-	const limit, digest = 253, 8
-	if len(name) > limit {
-		keep := limit - digest - 1
-		sum := sha256.Sum256([]byte(name[keep:]))
-		name = name[:keep] + "-" + hex.EncodeToString(sum[:])[:digest]
+	name = b.String()
+	if len(name) > 253 {
+		return "", false
 	}
 	if name == "" {
-		return "?"
+		return "?", true
 	}
-	return name
+	return name, true
 }

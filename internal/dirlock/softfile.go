@@ -49,7 +49,11 @@ import (
 func (a *attempt) claimFile() (c claimed, out outcome, err error) {
 	owner := a.owner
 	owner.Fence = 0
-	stamp := filelockSoftRecord()
+	stamp, ok := filelockSoftRecord()
+	if !ok {
+		return c, passFailed, &lock.Error{Op: "acquire", Path: a.path, Err: lock.ErrUnsupported,
+			Hint: "this host's name is too long for filelock's SoftFileLock record as hold writes it; take the lock in the directory form (hold.lock(protocol=\"dir\"), --protocol dir)"}
+	}
 	d, err := createFile(a.path, a.mode, stamp)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
