@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -429,4 +431,26 @@ func ExampleDeadlockAfter() {
 	defer db.Release()
 	fmt.Println("holding both")
 	// Output: holding both
+}
+
+// A lock shared with Python programs that use filelock's SoftFileLock on
+// the same file ("jobs.txt.lock"): held as theirs is, a plain file naming
+// this process, which they wait for; it carries no fencing token.
+func ExampleSoftFile() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "jobs.txt"), hold.WithProtocol(portable.New()), hold.SoftFile())
+	if err != nil {
+		panic(err)
+	}
+	defer l.Release()
+	fi, _ := os.Lstat(l.Path())
+	record, _ := os.ReadFile(l.Path())
+	pid, _, _ := strings.Cut(string(record), "\n")
+	fmt.Println(filepath.Base(l.Path()), fi.Mode().IsRegular(), pid == strconv.Itoa(os.Getpid()))
+	fmt.Println(l.Token(), errors.Is(l.TokenError(), hold.ErrNoToken))
+	// Output:
+	// jobs.txt.lock true true
+	// 0 true
 }
