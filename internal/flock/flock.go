@@ -218,17 +218,20 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 //
 // Otherwise the caller keeps f, locked when err is nil.
 //
-// A wait nothing can end blocks on the caller's goroutine, without
-// passing through the Go scheduler as the fair queue's waits do
-// (internal/resched), and the hold it gets passes nothing on its release
-// either, as a hold taken without a wait does (see handle.Release). A
-// process that takes a kernel lock in a loop seldom waits (its releaser
-// usually takes the lock straight back), and the pass, which wakes an idle
-// thread of the runtime and parks the waiter's, was measured to cost 8 or
-// 30 processes handing a lock around on 2 CPUs a tenth to a fifth of their
-// CPU time when made before each wait.
+// A wait nothing can end blocks on the caller's goroutine, and first
+// passes the process's scheduler gate (internal/resched), as the fair
+// queue's waits do: through the Go scheduler at most once per 5 ms per
+// process. Without it, a process handing a lock around with others never
+// passes through the scheduler (its waits are rare and block in the
+// kernel, its other cycles take a free lock), the runtime's monitor takes
+// its processor away in every system call it finds it in, and wakes every
+// 20 µs to do so: 8 and 30 processes on 2 CPUs made 11-18% fewer
+// hand-offs for it (docs/bench.md). The hold a wait gets passes nothing on
+// its release (see handle.Release). A pass before every wait, not rationed,
+// cost a tenth to a fifth of the processes' CPU time.
 func waitLock(ctx context.Context, f *lockFile, shared bool) (abandoned bool, err error) {
 	if ctx.Done() == nil {
+		resched.BeforeBlocking()
 		return false, f.lock(shared, true)
 	}
 	done := make(chan error, 1)
