@@ -388,13 +388,20 @@ func TestFilelockRealHolderWaited(t *testing.T) {
 
 // Real: a SIGKILLed filelock holder's file is taken over at once.
 func TestFilelockRealHolderKilled(t *testing.T) {
-	fl := filelockWorker(t)
+	killedFilelockTakenOver(t, filelockWorker(t), request)
+}
+
+// killedFilelockTakenOver has a filelock worker (fl) hold a lock file and
+// SIGKILLs it; a try of the request req makes for that path, with stale
+// and grace times of an hour, must take the lock over at once.
+func killedFilelockTakenOver(t *testing.T, fl func(args ...string) *worker, req func(path string) *lock.Request) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "x.lock")
 	holder := fl("hold", path)
 	holder.expect(t, "held")
 	holder.cmd.Process.Kill()
 	holder.wait(t)
-	h, err := New(Config{Stale: time.Hour, Grace: time.Hour}).TryAcquire(request(path))
+	h, err := New(Config{Stale: time.Hour, Grace: time.Hour}).TryAcquire(req(path))
 	if err != nil {
 		t.Fatalf("a dead filelock holder's lock was not taken over: %v", err)
 	}

@@ -255,18 +255,7 @@ func TestSoftFileRealKilledTakenOver(t *testing.T) {
 		w.stdin.Close()
 		w.expect(t, "released")
 	})
-	t.Run("filelock killed", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "x.lock")
-		holder := fl("hold", path)
-		holder.expect(t, "held")
-		holder.cmd.Process.Kill()
-		holder.wait(t)
-		h, err := New(Config{Stale: time.Hour, Grace: time.Hour}).TryAcquire(softRequest(path))
-		if err != nil {
-			t.Fatalf("a dead filelock holder's lock was not taken over: %v", err)
-		}
-		h.Release()
-	})
+	t.Run("filelock killed", func(t *testing.T) { killedFilelockTakenOver(t, fl, softRequest) })
 }
 
 // Real: filelock workers and hold's file-form workers increment one
