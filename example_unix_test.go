@@ -143,8 +143,9 @@ func ExampleMakeDirs() {
 
 // A child process given a lock's files keeps the lock, all of it, even if
 // this process dies first, as `hold run` does for its command. A
-// semaphore's slot is kept by three files: the slot's own and the shared
-// holds that keep a plain lock of the path and another N out.
+// semaphore's slot is kept by two files: the slot's own, which also keeps
+// another N out, and the shared hold of the lock file, which keeps a plain
+// lock of the path out.
 func ExampleLock_Files() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
@@ -155,7 +156,7 @@ func ExampleLock_Files() {
 	}
 	defer l.Release()
 	cmd := exec.Command("true")
-	cmd.ExtraFiles = l.Files() // the child's fds 3, 4 and 5
+	cmd.ExtraFiles = l.Files() // the child's fds 3 and 4
 	fmt.Println("slot:", l.Slot(), "files:", len(cmd.ExtraFiles), "ran:", cmd.Run() == nil)
-	// Output: slot: 0 files: 3 ran: true
+	// Output: slot: 0 files: 2 ran: true
 }

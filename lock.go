@@ -350,10 +350,11 @@ func (l *Lock) File() *os.File {
 
 // Files returns every open file that keeps a kernel lock, File's first,
 // and nil for other protocols. A plain lock has one; a semaphore's slot
-// (Slots) also needs its shared holds of the lock file and of the count
-// file. A program that passes the lock to a child process passes it all of
-// them, so that the child keeps the whole lock if this process dies, as
-// `hold run` does (the command's fds 3, 4 and 5).
+// (Slots) also needs its shared hold of the lock file, which keeps a plain
+// lock out (another N is kept out by the slot file's own lock). A program
+// that passes the lock to a child process passes it all of them, so that
+// the child keeps the whole lock if this process dies, as `hold run` does
+// (the command's fds 3 and 4).
 func (l *Lock) Files() []*os.File {
 	f := l.File()
 	if f == nil {

@@ -100,11 +100,13 @@ func (c *config) lockOwn(ctx context.Context, h Handle, target string, block boo
 		}
 		return h, err
 	}
-	o := flock.DataOptions{Create: !c.mustExist, Shared: c.shared, HolderReplaces: !c.rewrite}
+	// A slot holder holds the lock file shared (internal/flock's
+	// slots.go), and the target's own file the same way.
+	o := flock.DataOptions{Create: !c.mustExist, Shared: c.shared || c.slots > 1, HolderReplaces: !c.rewrite}
 	var d *flock.DataLock
 	if block && c.mayDeadlock() {
 		d, err = flock.LockData(ctx, path, o)
-		req := &Request{Path: path, Shared: c.shared}
+		req := &Request{Path: path, Shared: o.Shared}
 		derr := c.selfDeadlock(req, err)
 		if derr == nil {
 			derr = c.ancestorDeadlock(req, err)

@@ -59,6 +59,12 @@ func (c *config) acquireSlot(ctx context.Context, target string, req *Request, w
 		n.Handle = h
 		h = n
 	}
+	// A target named X.lock is locked itself too, shared as the gate
+	// is, in every mode: flock(1) users of X.lock are kept out of a
+	// semaphore as they are out of a plain lock (see own.go).
+	if h, err = c.lockOwn(ctx, h, target, wait); err != nil {
+		return nil, err
+	}
 	h = logged(h, c.logger, req.Path)
 	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
 	// A slot holder holds the lock file shared: a later exclusive wait

@@ -57,6 +57,17 @@ func (p Protocol) Acquire(ctx context.Context, req *lock.Request) (lock.Handle, 
 
 func (p Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (lock.Handle, error) {
 	h, eager, err := p.take(ctx, req, wait, false)
+	for wait && errors.Is(err, errOrphaned) {
+		// Slots are held beside this lock file, which replaced the one
+		// they hold: wait for them to let go (they are told of the loss).
+		select {
+		case <-ctx.Done():
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(ctx.Err()), Holder: errHolder(err),
+				Hint: "gave up while slots of a semaphore were held under a lock file that was removed or replaced"}
+		case <-time.After(countPoll):
+		}
+		h, eager, err = p.take(ctx, req, wait, false)
+	}
 	if err == nil && h.writable && h.tokenErr != nil {
 		// Locked without a record (an explicit path holding the user's
 		// data, as flock(1)'s idiom locks a script or a data file): hold
@@ -296,6 +307,19 @@ type handle struct {
 	// lost is marked when Check, or the watch's look, finds the lock file
 	// removed or replaced.
 	lost lock.LostState
+	// also lists the other files the hold stands on, watched with its
+	// own: a semaphore slot's gate and count file (see slots.go).
+	also []keptFile
+	// slotFile: the lock file is a semaphore's slot, whose token
+	// assignToken hands out (publishLocked looks at no count file).
+	slotFile bool
+}
+
+// keptFile is a file a hold stands on besides its lock file, and the path
+// that must go on naming it while the hold lasts.
+type keptFile struct {
+	f    *lockFile
+	path string
 }
 
 // Fence returns the fencing token, writing the record first if it was not
@@ -383,6 +407,12 @@ func (h *handle) Check() error {
 	if same, err := h.f.namedBy(h.path); err == nil && !same {
 		h.lost.MarkLost(lostWhy)
 		return h.lost.Err("check", h.path)
+	}
+	for _, k := range h.also {
+		if same, err := k.f.namedBy(k.path); err == nil && !same {
+			h.lost.MarkLost(k.path + ", which this semaphore slot stands on, was removed or replaced while held, so others may hold beside it")
+			return h.lost.Err("check", h.path)
+		}
 	}
 	return nil
 }

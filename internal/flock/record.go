@@ -203,6 +203,14 @@ func (h *handle) judge(explicit bool) (eager bool, err error) {
 	// Nobody of hold's writes the file while this lock is held, so what
 	// was read stands until publishLocked writes: it need not read again.
 	h.read, h.readSize, h.readFence = true, size, lastFence(size, raw)
+	if !h.owner.Shared {
+		// Before this file is trusted (the verified cache): a file that
+		// replaced the gate of a semaphore whose slots are held is no
+		// lock to hold beside them (see slots.go).
+		if held := orphanedSlots(h.path); held != nil {
+			return false, orphanError(h.path, held)
+		}
+	}
 	if size == 0 || lock.IsPastRecord(raw) {
 		verified.add(f)
 		return false, nil
@@ -276,6 +284,14 @@ func (h *handle) publishLocked() {
 	if last < h.fenceFloor {
 		// A semaphore's slot continues the tokens of all its slots.
 		last = h.fenceFloor
+	}
+	if !h.slotFile {
+		// One sequence per target: a plain holder continues the tokens
+		// its semaphore's slots handed out too. They all hold the lock
+		// file shared, so none can be handing one out now (slots.go).
+		if _, fence, err := readCountAt(CountPath(h.path)); err == nil && fence > last {
+			last = fence
+		}
 	}
 	if h.owner.Shared {
 		// A reader's token is only informative: the last one written.

@@ -26,10 +26,11 @@ import (
 //
 // The files, beside the lock file P:
 //
-//	P          the lock file: every slot holder holds it shared, so that a
-//	           plain (exclusive) lock of P and the slots exclude each other
+//	P          the gate: every slot holder holds it shared, so that a plain
+//	           (exclusive) lock of P and the slots exclude each other
 //	P.slots    the count file, "N TOKEN": the N in use and the last fencing
-//	           token of any slot; every slot holder holds it shared
+//	           token of any slot; locked exclusively, for an instant, by
+//	           whoever reads and rewrites it, and by no one else
 //	P.slotK    slot K, for K from 0 to N-1, held exclusively by its holder,
 //	           which writes its owner record there as into a lock file
 //
@@ -38,21 +39,27 @@ import (
 //
 // A shell user takes slot 3 by hand as `flock -s P flock P.slot3 cmd`
 // (the outer shared lock keeps a plain holder of P out, as a slot holder
-// of hold's does); hold counts such a slot as held.
+// of hold's does); hold counts such a slot as held, and N cannot change
+// while it is (setCount looks at every slot file).
 //
-// An acquisition:
+// An acquisition (acquireSlot):
 //
 //  1. Joins the queue and waits until every waiter that came earlier has
-//     left it: waiters are served in arrival order, and only the first in
-//     line looks at the slots, so nobody sleeps on a busy slot while
-//     another is free, and the tokens below are handed out one at a time.
-//  2. Locks the count file shared and reads N. Another N while any slot is
-//     held is ErrSlotCount: the count file is then held shared by those
-//     holders, so the exclusive lock needed to rewrite N is refused. When
-//     no slot is held that lock is granted, and N is rewritten.
-//  3. Locks P shared: a plain holder of P is waited for.
-//  4. Tries slots 0 to N-1 without waiting and keeps the first it gets.
-//     When all are busy, it waits on all of them at once, one blocked
+//     left it, so that waiters are served in arrival order and only the
+//     first in line looks at the slots. The queue is for fairness only:
+//     its stall rule lets a waiter pass a first waiter that keeps its
+//     place while a slot stays free (one stopped with Ctrl-Z), so no
+//     guarantee below may rest on it. A try does not wait in it.
+//  2. Locks P shared (lockGate): a plain holder of P is waited for.
+//  3. Checks N (checkCount), under the count file's exclusive lock: the N
+//     recorded is the one asked for, or no slot file is held exclusively
+//     (by hold or by hand), and N is rewritten (setCount). Otherwise it is
+//     ErrSlotCount. A count file that records nothing while slots are held
+//     was removed under them: their holders are told they lost the
+//     semaphore (the loss watch), and the acquisition waits until they let
+//     go.
+//  4. Takes a free slot (takeSlot): each in turn without waiting, and
+//     when all are busy it waits on all of them at once, one blocked
 //     flock(2) per slot on a goroutine of its own, and keeps the first
 //     slot it takes. These waits ask for a shared lock of the slot file,
 //     which the kernel grants the moment no one holds the slot (its
@@ -62,12 +69,29 @@ import (
 //     be called off, so the waits on the other slots stay parked, one
 //     thread each, until their slot is next released; they then let go
 //     at once.)
-//  5. Writes its owner record into the slot with a token one above the
-//     count file's and every earlier token of the slot, records the token
-//     in the count file, and leaves the queue.
+//  5. Hands out the token (assignToken), under the count file's exclusive
+//     lock again, now that the slot is held: if N changed since step 3 the
+//     slot is let go and the acquisition starts again; otherwise the token
+//     is one above the count file's, the gate's record's (the last plain
+//     holder's) and the slot's own last one, and is written into the
+//     slot's record and the count file before the lock is let go.
 //
-// Release lets go of the slot, then of P and the count file. A crash at
-// any step frees everything at once: all of it is kernel locks.
+// The token. A target has one sequence of tokens, whatever its holders
+// ask for: plain, shared, slots, any N. It is read and advanced only
+// while an exclusive kernel lock keeps every other writer of it out: a
+// plain holder's, in publishLocked, under its exclusive lock of P (no slot
+// holder can exist then: they all hold P shared), from P's record and the
+// count file; a slot's here, under the count file's exclusive lock, held
+// while the slot and P are. Never from a value read before a wait: that
+// is how two holders once got one token (a waiter read the count file,
+// was stopped, and was passed by the queue's stall rule).
+//
+// Release lets go of the slot, then of P. A crash at any step frees
+// everything at once: all of it is kernel locks. The files are watched
+// (see watch.go): when P, the count file or the slot file is removed or
+// replaced, the holder is told it lost the semaphore; and a plain holder
+// that finds slots held beside its lock of P (P was replaced under them)
+// waits for them instead of holding beside them (orphanedSlots).
 //
 // A slot is held when its file is locked exclusively; that is all hold
 // status, hold ls and a try count (heldExclusively). A shared lock of a
@@ -152,78 +176,297 @@ func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool)
 	}
 	leave, err := slotQueue(ctx, req, wait)
 	if err != nil && !wait && errors.Is(err, lock.ErrBusy) {
-		leave, err = p.tryBehind(req)
+		// A try does not wait behind the queue: it takes a slot that is
+		// free now, or is busy. (The queue orders waiters; it guards
+		// nothing.)
+		leave, err = func() {}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
 	m := openMode{beforeCreate: req.BeforeCreate, perm: uint32(req.Mode.Perm())}
-	count, fence, err := lockCount(ctx, req, m, wait)
-	if err != nil {
-		return nil, err
-	}
 	gm := m
 	gm.explicit = req.Explicit
-	gate, err := lockGate(ctx, req, gm, wait)
-	if err != nil {
-		count.release()
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		gate, err := lockGate(ctx, req, gm, wait)
+		if err != nil {
+			return nil, err
+		}
+		count, err := checkCount(ctx, req, m, wait)
+		if err != nil {
+			gate.release()
+			return nil, err
+		}
+		h, k, err := p.takeSlot(ctx, req, m, wait)
+		if err != nil {
+			count.close()
+			gate.release()
+			return nil, err
+		}
+		if err = assignToken(ctx, req, count, gate, h, wait); err != nil {
+			h.Release()
+			count.close()
+			gate.release()
+			if errors.Is(err, errCountChanged) {
+				if attempt < 3 {
+					continue
+				}
+				return nil, slotCountError(req.Path, 0, n)
+			}
+			return nil, err
+		}
+		h.mu.Lock()
+		// The slot's loss is the semaphore's: its gate and count file
+		// are watched with the slot file (see handle.Check).
+		h.also = []keptFile{{gate, req.Path}, {count, CountPath(req.Path)}}
+		h.mu.Unlock()
+		if req.Logger != nil {
+			req.Logger.Debug("hold: acquired slot", "path", req.Path, "slot", k, "slots", n)
+		}
+		return &slotHandle{handle: h, slot: k, count: count, gate: gate}, nil
 	}
-	if rec := readOwner(gate); rec != nil && rec.Fence > fence {
-		// Above the plain lock's tokens too.
-		fence = rec.Fence
+}
+
+// errCountChanged: N was rewritten between checkCount and assignToken, by
+// an acquisition with another N that found no slot held in between.
+var errCountChanged = errors.New("semaphore count changed")
+
+// countPoll is how often an acquisition looks again while the count file
+// records no N but slots are held (it was removed under them): their
+// holders are told of the loss within the loss watch's period, and let go.
+const countPoll = 50 * time.Millisecond
+
+// lockCountFile opens the count file and locks it exclusively, for the
+// instant of a read and a rewrite (steps 3 and 5). A count file renamed
+// over or removed between the open and the lock is opened again.
+func lockCountFile(ctx context.Context, req *lock.Request, m openMode, wait bool) (*lockFile, error) {
+	path := CountPath(req.Path)
+	for {
+		f, writable, err := openSlotFile(path, m, req.MakeDirs)
+		if err != nil {
+			return nil, err
+		}
+		if !writable {
+			f.close()
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: fs.ErrPermission,
+				Hint: "this user may not write the semaphore's count file " + path + ", which every slot holder rewrites with its token: give every user of the semaphore write access to it (and to the lock file and the slot files), or run as its owner"}
+		}
+		if err := lockCountNow(ctx, f, wait); err != nil {
+			return nil, countLockError(req.Path, err, ctx)
+		}
+		if err := f.identify(false); err != nil {
+			f.release()
+			return nil, err
+		}
+		if same, err := f.namedBy(path); err == nil && !same {
+			f.release()
+			continue
+		}
+		return f, nil
 	}
-	h, k, err := p.takeSlot(ctx, req, m, wait)
+}
+
+// lockCountNow takes the count file's exclusive lock. Only instants hold
+// it, so a wait is short; a try waits for at most tryFree. On an error
+// f is closed.
+func lockCountNow(ctx context.Context, f *lockFile, wait bool) error {
+	if !wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tryFree)
+		defer cancel()
+	}
+	return lockFor(ctx, f, false, true)
+}
+
+// checkCount is step 3: under the count file's exclusive lock, the N
+// recorded is req.Slots, or it is rewritten (setCount). It returns the
+// count file, unlocked and open: assignToken locks it again, and the
+// hold keeps it open so that the loss watch can tell when it is removed
+// or replaced.
+func checkCount(ctx context.Context, req *lock.Request, m openMode, wait bool) (*lockFile, error) {
+	n := req.Slots
+	for {
+		f, err := lockCountFile(ctx, req, m, wait)
+		if err != nil {
+			return nil, err
+		}
+		inUse, fence, err := readCount(f)
+		if err != nil {
+			f.release()
+			return nil, &lock.Error{Op: "acquire", Path: CountPath(req.Path), Err: err}
+		}
+		if inUse == n {
+			f.unlock()
+			return f, nil
+		}
+		held, err := setCount(req.Path, f, inUse, n, fence)
+		f.unlock()
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		if held == nil {
+			return f, nil
+		}
+		f.close()
+		if inUse > 0 {
+			return nil, slotCountError(req.Path, inUse, n)
+		}
+		// No N recorded, yet a slot is held: the count file was removed
+		// or replaced under its holders, who are being told. N and the
+		// token are known again once they have let go.
+		if !wait {
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: held,
+				Hint: "the semaphore's count file " + CountPath(req.Path) + " was removed or replaced while slots were held; their holders are told they lost the semaphore, and it can be taken again once they let go"}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.WaitError(ctx.Err()), Holder: held,
+				Hint: "gave up while slots were held under a count file that was removed or replaced"}
+		case <-time.After(countPoll):
+		}
+	}
+}
+
+// setCount rewrites the N of the count file f, locked exclusively, to n,
+// unless a slot file is held exclusively (by hold or by hand): then it
+// returns that slot's holder and changes nothing. Every slot file there
+// is is looked at, not only the first max(inUse, n): a hand-taken slot of
+// another N holds one too. The token recorded is the largest of the
+// count file's, the gate's and every slot's, so that a count file made
+// anew (removed while no one held a slot) does not start the tokens
+// again.
+func setCount(path string, f *lockFile, inUse, n int, fence uint64) (*lock.Holder, error) {
+	fence = max(fence, fenceAt(path))
+	for k := 0; k < maxSlotScan; k++ {
+		sf, err := openForInspect(SlotPath(path, k))
+		if err != nil {
+			if k >= max(inUse, n) {
+				break
+			}
+			continue
+		}
+		fence = max(fence, fenceIn(sf))
+		if heldExclusively(sf) {
+			h := holderOf(sf, false)
+			sf.close()
+			return h, nil
+		}
+		sf.close()
+	}
+	if err := writeCount(f, n, fence); err != nil {
+		return nil, &lock.Error{Op: "acquire", Path: CountPath(path), Err: err,
+			Hint: "the semaphore's count file could not be written"}
+	}
+	return nil, nil
+}
+
+// orphanedSlots returns the holder of a slot of the semaphore at path,
+// nil when no slot is held (or there is no semaphore). A plain holder asks
+// with the lock file held exclusively: every slot holder of hold's holds
+// that file shared, so a slot held now is held under a lock file that has
+// since been removed or replaced, and the plain holder must not hold
+// beside it.
+func orphanedSlots(path string) *lock.Holder {
+	n, _, err := readCountAt(CountPath(path))
 	if err != nil {
-		gate.release()
-		count.release()
-		return nil, err
+		return nil
+	}
+	for k := 0; k < maxSlotScan; k++ {
+		sf, err := openForInspect(SlotPath(path, k))
+		if err != nil {
+			if k >= n {
+				break
+			}
+			continue
+		}
+		held := heldExclusively(sf)
+		var h *lock.Holder
+		if held {
+			h = holderOf(sf, false)
+		}
+		sf.close()
+		if held {
+			return h
+		}
+	}
+	return nil
+}
+
+// errOrphaned is the error of a plain lock of a file that replaced the
+// gate of a semaphore whose slots are still held (see orphanedSlots).
+var errOrphaned = errors.New("slots of the semaphore are held under a replaced lock file")
+
+// orphanError is errOrphaned as a busy lock held by the slot's holder.
+func orphanError(path string, held *lock.Holder) error {
+	return &lock.Error{Op: "acquire", Path: path, Err: fmt.Errorf("%w: %w", lock.ErrBusy, errOrphaned), Holder: held,
+		Hint: "the lock file was removed or replaced while slots of its semaphore were held; their holders are told they lost the semaphore, and the lock is free once they let go"}
+}
+
+// errHolder returns the holder an error names, nil if none.
+func errHolder(err error) *lock.Holder {
+	var e *lock.Error
+	if errors.As(err, &e) {
+		return e.Holder
+	}
+	return nil
+}
+
+// maxSlotScan bounds the slot files setCount looks at.
+const maxSlotScan = 4096
+
+// fenceIn returns the last token recorded in the lock file f: the record's
+// fence, 0 when there is none.
+func fenceIn(f *lockFile) uint64 {
+	var buf [readSize]byte
+	if _, raw, err := readRecord(f, buf[:]); err == nil {
+		if fence, ok := lock.DecodeFence(raw); ok {
+			return fence
+		}
+	}
+	return 0
+}
+
+// assignToken is step 5: with the slot h held, and the gate, it locks the
+// count file exclusively, makes sure N is still req.Slots (errCountChanged
+// otherwise), and hands the slot the next token of the target: one above
+// the count file's, the gate's record's and the slot's own (publishLocked),
+// all read now, under this lock. The token is recorded in the count file
+// before the lock is let go.
+func assignToken(ctx context.Context, req *lock.Request, count, gate *lockFile, h *handle, wait bool) error {
+	if err := lockCountNow(ctx, count, wait); err != nil {
+		return countLockError(req.Path, err, ctx)
+	}
+	defer count.unlock()
+	if same, err := count.namedBy(CountPath(req.Path)); err == nil && !same {
+		return errCountChanged
+	}
+	if same, err := gate.namedBy(req.Path); err == nil && !same {
+		// The gate was replaced since it was locked: a plain holder of
+		// the new one may hold now (it waits for held slots only once it
+		// holds it). Let go and take the new one.
+		return errCountChanged
+	}
+	inUse, fence, err := readCount(count)
+	if err != nil {
+		return &lock.Error{Op: "acquire", Path: CountPath(req.Path), Err: err}
+	}
+	if inUse != req.Slots {
+		return errCountChanged
 	}
 	h.mu.Lock()
-	h.fenceFloor = fence
+	h.fenceFloor = max(fence, fenceIn(gate))
 	h.publishLocked()
 	token := h.owner.Fence
 	h.mu.Unlock()
 	if token > fence {
-		// Best effort: the slot's own record keeps its token too, and the
-		// next holder of this slot continues from it.
-		writeCount(count, n, token)
-	}
-	if req.Logger != nil {
-		req.Logger.Debug("hold: acquired slot", "path", req.Path, "slot", k, "slots", n)
-	}
-	return &slotHandle{handle: h, slot: k, count: count, gate: gate}, nil
-}
-
-// tryPass bounds how long a try waits behind the waiters queued ahead of
-// it while a slot is free: they are taking free slots, which takes them
-// microseconds, and the try then looks at the slots itself. Only against
-// a queue that does not move (a first waiter stopped with Ctrl-Z) does it
-// matter.
-const tryPass = 2 * time.Second
-
-// tryBehind is a try's answer to a queue with waiters ahead: busy, naming
-// every holder, when every slot is held; otherwise it waits its turn
-// (at most tryPass), since those waiters are taking free slots, and the
-// try is busy only if they leave none.
-func (p Protocol) tryBehind(req *lock.Request) (func(), error) {
-	if st, err := p.InspectSlots(req.Path); err == nil && st.Slots == req.Slots {
-		free := false
-		for _, h := range st.SlotHolders {
-			free = free || h == nil
-		}
-		if !free {
-			return nil, slotsBusy(p, req.Path, "")
+		if err := writeCount(count, inUse, token); err != nil {
+			return &lock.Error{Op: "acquire", Path: CountPath(req.Path), Err: err,
+				Hint: "the semaphore's count file could not be written"}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), tryPass)
-	defer cancel()
-	leave, err := slotQueue(ctx, req, true)
-	if err != nil && ctx.Err() != nil {
-		return nil, slotsBusy(p, req.Path, "earlier waiters queued for a slot did not move")
-	}
-	return leave, err
+	return nil
 }
 
 // openSlotFile opens one of a semaphore's files, making the missing
@@ -256,52 +499,6 @@ func lockFor(ctx context.Context, f *lockFile, shared, wait bool) error {
 		return err
 	}
 	return nil
-}
-
-// lockCount locks the count file shared with n recorded in it (step 2),
-// and returns it with the last token it holds.
-func lockCount(ctx context.Context, req *lock.Request, m openMode, wait bool) (*lockFile, uint64, error) {
-	path := CountPath(req.Path)
-	n := req.Slots
-	f, _, err := openSlotFile(path, m, req.MakeDirs)
-	if err != nil {
-		return nil, 0, err
-	}
-	for attempt := 0; ; attempt++ {
-		if err := lockFor(ctx, f, true, wait); err != nil {
-			return nil, 0, countLockError(req.Path, err, ctx)
-		}
-		inUse, fence, err := readCount(f)
-		if err != nil {
-			f.close()
-			return nil, 0, &lock.Error{Op: "acquire", Path: path, Err: err}
-		}
-		if inUse == n {
-			return f, fence, nil
-		}
-		f.unlock()
-		err = f.lock(false, false)
-		switch {
-		case err == nil:
-			// Nobody holds a slot: the number is this holder's to set.
-			// Then back to the shared lock, and read again.
-			werr := writeCount(f, n, fence)
-			f.unlock()
-			if werr != nil {
-				f.close()
-				return nil, 0, &lock.Error{Op: "acquire", Path: path, Err: werr,
-					Hint: "the semaphore's count file could not be written"}
-			}
-			if attempt < 3 {
-				continue
-			}
-		case !isBusy(err):
-			f.close()
-			return nil, 0, lockError(path, err)
-		}
-		f.close()
-		return nil, 0, slotCountError(req.Path, inUse, n)
-	}
 }
 
 // countLockError is the error of a failed lock of the count file.
@@ -492,6 +689,9 @@ func (p Protocol) slotOpened(ctx context.Context, req *lock.Request, k int, f *l
 	sreq.Explicit, sreq.Slots, sreq.FenceAbove, sreq.BeforeCreate = false, 0, "", nil
 	// The lock is held: lockOpened's own lock of it is granted at once.
 	h, _, err := p.lockOpened(ctx, &sreq, f, writable, false, false)
+	if h != nil {
+		h.slotFile = true
+	}
 	if err != nil && errors.Is(err, lock.ErrBusy) {
 		// It was replaced and taken by someone else before the look again.
 		return nil, errSlotAgain
@@ -622,8 +822,9 @@ func waitAnySlot(ctx context.Context, files []*lockFile) (int, error) {
 }
 
 // slotHandle is one held slot: the slot's kernel lock (the embedded
-// handle, whose record, token, loss and file are the slot file's) and the
-// shared locks on the count file and the lock file.
+// handle, whose record, token and file are the slot file's, and whose
+// loss is any of the semaphore's files'), the shared lock on the lock
+// file, and the count file, open so that the loss watch can look at it.
 type slotHandle struct {
 	*handle
 	slot        int
@@ -634,21 +835,21 @@ type slotHandle struct {
 // Slot returns the place held, from 0 to N-1.
 func (h *slotHandle) Slot() int { return h.slot }
 
-// KeepingFiles returns the lock file and the count file, whose shared holds
-// the slot needs beside the slot file's own lock (lock.FileKeeper): a
-// command given only the slot file would, once its hold run died, hold a
-// slot that a plain lock of the path no longer waits for.
+// KeepingFiles returns the lock file, whose shared hold the slot needs
+// beside the slot file's own lock (lock.FileKeeper): a command given only
+// the slot file would, once its hold run died, hold a slot that a plain
+// lock of the path no longer waits for.
 func (h *slotHandle) KeepingFiles() []*os.File {
-	return []*os.File{h.gate.file(), h.count.file()}
+	return []*os.File{h.gate.file()}
 }
 
-// Release lets go of the slot, then of the lock file and the count file.
-// It is idempotent, as the slot's own Release is.
+// Release lets go of the slot, then of the lock file, and closes the
+// count file. It is idempotent, as the slot's own Release is.
 func (h *slotHandle) Release() error {
 	err := h.handle.Release()
 	h.once.Do(func() {
 		h.gate.release()
-		h.count.release()
+		h.count.close()
 	})
 	return err
 }
