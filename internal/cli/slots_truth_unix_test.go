@@ -225,3 +225,75 @@ func TestSlotsFilesRemoved(t *testing.T) {
 		}
 	})
 }
+
+// What a try and a plain lock say of a semaphore is true (issue 53's
+// smaller cases): -n takes a slot that is free even while the first
+// waiter in line is stopped (on 4bf87b7 it said busy after 2 s); another
+// N is a usage error (64) with waiters queued as without them (it was a
+// busy 1, which a cron job retries for ever); and a plain -n names the
+// slot holders, not the waiters, who hold the lock file shared while
+// they wait.
+func TestSlotsTryTells(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		for i := 1; i < 10; i++ {
+			os.WriteFile(filepath.Join(dir, "go."+strconv.Itoa(i)), nil, 0o644)
+		}
+	})
+	var pids []int
+	for i := 1; i <= 2; i++ {
+		c, _ := startHold(t, dir, "run", "--slots", "2", "T", "-c", tokenCommand)
+		waitFor(t, filepath.Join(dir, "ready."+strconv.Itoa(i)))
+		pids = append(pids, c.Process.Pid)
+	}
+	w, _ := startHold(t, dir, "run", "--slots", "2", "T", "-c", tokenCommand)
+	time.Sleep(500 * time.Millisecond) // w waits at the front of the queue
+	r := runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
+	if r.code != 1 || strings.Contains(r.stderr, strconv.Itoa(w.Process.Pid)) ||
+		!strings.Contains(r.stderr, strconv.Itoa(pids[0])) || !strings.Contains(r.stderr, strconv.Itoa(pids[1])) {
+		t.Errorf("plain -n on a full semaphore: exit %d, want 1 naming holders %v and not waiter %d: %s", r.code, pids, w.Process.Pid, r.stderr)
+	}
+	if r := runHold(t, dir, "run", "-n", "--slots", "3", "T", "--", "true"); r.code != 64 {
+		t.Errorf("--slots 3 -n against a 2-slot semaphore with a waiter queued: exit %d, want 64: %s", r.code, r.stderr)
+	}
+	if err := w.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Process.Signal(syscall.SIGCONT)
+	os.WriteFile(filepath.Join(dir, "go.1"), nil, 0o644)
+	r = runHold(t, dir, "run", "-w", "20", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
+		t.Fatalf("a -w holder while slot 0 is free and the first waiter is stopped: exit %d, slot %q: %s", r.code, r.stdout, r.stderr)
+	}
+	r = runHold(t, dir, "run", "-n", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
+		t.Errorf("-n while slot 0 is free and the first waiter is stopped: exit %d, slot %q, want 0: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A count file this user may not write is a permission error that says
+// which file and what to do (66), not "bad file descriptor" (71): every
+// slot holder rewrites it with its token.
+func TestSlotsCountFileNotWritable(t *testing.T) {
+	t.Parallel()
+	needRootCLI(t, "running hold as another user")
+	bin := holdAsNobody(t)
+	dir := filepath.Join(publicDir(t), "work")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	if r := runHold(t, dir, "run", "--slots", "2", "T", "--", "true"); r.code != 0 {
+		t.Fatalf("hold run --slots 2: exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"T.lock", "T.lock.slot0", "T.lock.slot1", "T.lock.slots.queue"} {
+		os.Chmod(filepath.Join(dir, f), 0o666)
+	}
+	os.Chmod(filepath.Join(dir, "T.lock.slots"), 0o644)
+	nobody := &syscall.Credential{Uid: nobodyID, Gid: nobodyID}
+	r := runHoldAs(t, bin, nobody, dir, "run", "--slots", "2", "T", "--", "true")
+	if r.code != exitCannotOpen || !strings.Contains(r.stderr, "T.lock.slots") || !strings.Contains(r.stderr, "write access") {
+		t.Errorf("a slot as nobody with a count file only root may write: exit %d, want %d naming the file and what to do: %s", r.code, exitCannotOpen, r.stderr)
+	}
+}

@@ -46,6 +46,9 @@ func runStatus(args []string) int {
 	lf.addTo(fs)
 	// Only the flags that say where the lock is apply to status.
 	fs = withoutFlags(fs, true, append(waitFlags, "conflict-exit-code")...)
+	// Status takes nothing: a semaphore's N is read from its files, and
+	// --slots is accepted only so that hold run's flags work here too.
+	fs.Lookup("slots").Usage = "accepted as hold run takes it, and ignored: status reads a semaphore's `N` from its files"
 	asJSON := fs.Bool("json", false, "print one JSON object per TARGET")
 	if code, done := parseFlags(fs, args); done {
 		return code

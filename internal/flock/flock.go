@@ -171,6 +171,12 @@ func (p Protocol) lockOpened(ctx context.Context, req *lock.Request, f *lockFile
 			return nil, false, ferr
 		}
 		if !wait {
+			if !req.Shared {
+				if e := gateBusy(req.Path); e != nil {
+					f.close()
+					return nil, false, e
+				}
+			}
 			h := holderOf(f, false)
 			f.close()
 			return nil, false, &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrBusy, Holder: h, Hint: deadHolderHint(h)}

@@ -394,6 +394,20 @@ func orphanedSlots(path string) *lock.Holder {
 	return nil
 }
 
+// gateBusy is the busy error of a plain try of the lock file at path
+// while slots of its semaphore are held, naming the slot holders, and nil
+// when none is held. The kernel's list of the lock file's shared holders
+// would name the semaphore's waiters too, who hold it shared while they
+// wait for a slot, and hold nothing a user would call the lock.
+func gateBusy(path string) error {
+	st, err := Protocol{}.InspectSlots(path)
+	if err != nil || st.Slots == 0 || st.State != lock.HeldShared || st.Holder == nil {
+		return nil
+	}
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy, Holder: st.Holder,
+		Hint: "a plain lock waits until no slot of its semaphore is held, and " + st.DescribeSlots()}
+}
+
 // errOrphaned is the error of a plain lock of a file that replaced the
 // gate of a semaphore whose slots are still held (see orphanedSlots).
 var errOrphaned = errors.New("slots of the semaphore are held under a replaced lock file")
