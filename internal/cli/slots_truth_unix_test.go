@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -247,9 +248,15 @@ func TestSlotsTryTells(t *testing.T) {
 		waitFor(t, filepath.Join(dir, "ready."+strconv.Itoa(i)))
 		pids = append(pids, c.Process.Pid)
 	}
+	// status --json names no single holder of a semaphore held by two.
+	r := runHold(t, dir, "status", "--json", "T")
+	var st map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st["holder"] != nil || st["slots_held"] != float64(2) {
+		t.Errorf("status --json of a semaphore held by two: %v: %s", err, r.stdout)
+	}
 	w, _ := startHold(t, dir, "run", "--slots", "2", "T", "-c", tokenCommand)
 	time.Sleep(500 * time.Millisecond) // w waits at the front of the queue
-	r := runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
+	r = runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
 	if r.code != 1 || strings.Contains(r.stderr, strconv.Itoa(w.Process.Pid)) ||
 		!strings.Contains(r.stderr, strconv.Itoa(pids[0])) || !strings.Contains(r.stderr, strconv.Itoa(pids[1])) {
 		t.Errorf("plain -n on a full semaphore: exit %d, want 1 naming holders %v and not waiter %d: %s", r.code, pids, w.Process.Pid, r.stderr)

@@ -181,7 +181,14 @@ func newSemaphore(r *Status, st *hold.Status) *Status {
 		}
 		r.SlotHolders = append(r.SlotHolders, s)
 	}
-	if h := st.Holder; h != nil && h.Owner != nil && !h.Owner.Released {
+	switch h := st.Holder; {
+	case r.SlotsHeld > 0:
+		// Every slot holder is named in SlotHolders; one of them alone
+		// as "the" holder would read as the semaphore's only one.
+		r.Note = "a semaphore, " + r.SemaphoreState() + ": slot_holders names each holder"
+	case h != nil && h.Owner != nil && !h.Owner.Released:
+		// No slot held, and the lock itself held exclusively: that
+		// plain holder keeps every slot out.
 		r.Holder = NewHolder(h, true)
 	}
 	return r
