@@ -918,7 +918,12 @@ def update(
     allow_owner_change (the file becomes the agent's user's) accepts it.
     What ``hold update`` would print as a warning once the file is replaced
     (the owner changed, the directory could not be synced) is issued as a
-    ``HoldWarning`` with ``warnings.warn``."""
+    ``HoldWarning`` with ``warnings.warn``.
+
+    There is no ``shared`` or ``slots``: update() holds the lock alone, as
+    it must, since a second holder beside it would read the same old
+    content and one change would be lost (passing either is a TypeError).
+    The same holds for append()."""
     req = _file_request(path, timeout=timeout, fair=fair, protocol=protocol, lock_file=lock_file, name=name,
                         fields=fields, settings=settings, must_exist=must_exist, allow_split=allow_split,
                         allow_owner_change=allow_owner_change, allow_empty=allow_empty)
