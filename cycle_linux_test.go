@@ -181,16 +181,21 @@ func openSyscallCounter(t *testing.T) int {
 	const why = "counting the system calls of a lock cycle"
 	var id uint64
 	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		b, err := os.ReadFile(filepath.Join(dir, "events/raw_syscalls/sys_enter/id"))
-		if err == nil {
-			id, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-			if err == nil {
-				break
-			}
+		if id = sysEnterID(dir); id != 0 {
+			break
 		}
 	}
 	if id == 0 {
-		testenv.MissingTool(t, "the tracepoint raw_syscalls:sys_enter (tracefs)", why)
+		// A fresh machine may not mount tracefs (/sys/kernel/tracing is
+		// then an empty directory). Mounted in a mount namespace of this
+		// test's own, it shows the same kernel-wide tracepoint ids, and
+		// the machine's mounts stay as they were.
+		var err error
+		if id, err = sysEnterIDOwnMount(t.TempDir()); err != nil {
+			testenv.MissingTool(t, "the tracepoint raw_syscalls:sys_enter (tracefs)",
+				why+": tracefs is not mounted, and this test could not mount it in a mount namespace of its own ("+err.Error()+
+					"); mount it (as root: mount -t tracefs nodev /sys/kernel/tracing), or run the test as root")
+		}
 	}
 	attr := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_TRACEPOINT,
@@ -202,6 +207,56 @@ func openSyscallCounter(t *testing.T) int {
 		testenv.MissingTool(t, "perf_event_open(2) of a tracepoint ("+err.Error()+")", why)
 	}
 	return fd
+}
+
+// sysEnterID is the id of the tracepoint raw_syscalls:sys_enter in the
+// tracefs mounted at dir, or 0.
+func sysEnterID(dir string) uint64 {
+	b, err := os.ReadFile(filepath.Join(dir, "events/raw_syscalls/sys_enter/id"))
+	if err != nil {
+		return 0
+	}
+	id, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return id
+}
+
+// sysEnterIDOwnMount mounts tracefs on dir in a mount namespace of its
+// own and reads sys_enter's id there. The namespace belongs to one thread,
+// locked to a goroutine that ends without unlocking it, so that the
+// runtime ends the thread, and with it the namespace and the mount; no
+// other thread, and nothing outside this process, ever sees the mount
+// (the namespace's mounts are made private first, so that nothing
+// propagates back). It takes CAP_SYS_ADMIN.
+func sysEnterIDOwnMount(dir string) (uint64, error) {
+	type result struct {
+		id  uint64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- result{err: fmt.Errorf("unshare(CLONE_NEWNS): %w", err)}
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- result{err: fmt.Errorf("making the namespace's mounts private: %w", err)}
+			return
+		}
+		if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
+			done <- result{err: fmt.Errorf("mount -t tracefs: %w", err)}
+			return
+		}
+		id := sysEnterID(dir)
+		unix.Unmount(dir, unix.MNT_DETACH)
+		if id == 0 {
+			done <- result{err: fmt.Errorf("tracefs mounted has no events/raw_syscalls/sys_enter/id")}
+			return
+		}
+		done <- result{id: id}
+	}()
+	r := <-done
+	return r.id, r.err
 }
 
 func readCounter(t *testing.T, fd int) uint64 {

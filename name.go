@@ -142,10 +142,16 @@ func targetLockPath(target string) (string, error) { return lockpath.FromTarget(
 // beside it, a target that is a device, a socket or a named pipe: its
 // directory is not a place for a lock file of the user's (`hold run
 // /dev/null` would make /dev/null.lock in /dev), and nothing a lock beside
-// it could guard is a file there. It costs nothing once the lock file
+// it could guard is a file there; and a target named "*.lock" that is a
+// lock directory of the portable protocol, whose own lock would be
+// refused (refusePortableOwn). It costs nothing once the lock file
 // exists, as it does for every lock taken before.
 func refuseSpecialTarget(target string) error {
 	fi, err := os.Stat(target)
+	if err == nil && fi.IsDir() && lockpath.IsOwn(target) {
+		// Its own lock would be refused once the lock file is made.
+		return refusePortableOwn(target, target)
+	}
 	if err != nil || fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeSocket|os.ModeNamedPipe) == 0 {
 		return nil
 	}

@@ -82,6 +82,7 @@ func TestOptionsWhereTheyApply(t *testing.T) {
 		{"Fair", func(string) hold.Option { return hold.Fair() }, every},
 		{"Logger", func(string) hold.Option { return hold.Logger(logger) }, every},
 		{"Shared", func(string) hold.Option { return hold.Shared() }, holding},
+		{"Slots", func(string) hold.Option { return hold.Slots(4) }, holding},
 		{"StopWithin", func(string) hold.Option { return hold.StopWithin(time.Second) }, taking},
 		{"StaleAfter", func(string) hold.Option { return hold.StaleAfter(time.Minute) }, append(slices.Clip(taking), "Inspect")},
 		{"RefuseMachineLocal", func(string) hold.Option { return hold.RefuseMachineLocal() }, taking},

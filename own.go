@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/hold-dev/hold/internal/atomicfile"
@@ -62,9 +63,34 @@ func (c *config) ownTarget(target string) (string, error) {
 		return "", fileError("acquire", target, err)
 	}
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		if err := refusePortableOwn(target, p); err != nil {
+			return "", err
+		}
 		return "", nil
 	}
 	return p, nil
+}
+
+// refusePortableOwn refuses target, a lock file by its name whose file,
+// dir, is a directory, when that directory is a lock of the portable
+// protocol: the lock of a target named "X.lock" excludes the holders of
+// X by locking X.lock itself, and a portable holder of X holds X.lock by
+// its existence, which no kernel lock here would exclude. `hold run -n
+// pdir.lock -- cmd` ran cmd beside `hold run --protocol dir pdir`, and
+// `hold run -n --lock-file pdir.lock`, which locks the same directory,
+// was refused (issue 53). Every way of taking target's own lock passes
+// here (ownTarget), and a lock path about to be created beside it
+// (refuseSpecialTarget), so that nothing is made for a request that is
+// refused.
+func refusePortableOwn(target, dir string) error {
+	if !flock.IsPortableLock(dir) {
+		return nil
+	}
+	x := strings.TrimSuffix(filepath.Base(filepath.Clean(target)), ".lock")
+	return &Error{Op: "acquire", Path: dir, Err: ErrNotRegular,
+		Hint: "it is a directory lock of the portable protocol, as hold run --protocol dir " + x + " and Node's proper-lockfile take it, " +
+			"and a target named *.lock is locked itself too: a kernel lock would not exclude its holder; lock " + x +
+			" with --protocol dir, as its holder does"}
 }
 
 // refuseReplacingOwnLock refuses, on Windows, an Update of a file that is

@@ -972,6 +972,15 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
     throw new HoldError('EINVAL', `options must be an object, not ${opts === null ? 'null' : typeof opts}`);
   }
   for (const key of Object.keys(opts)) {
+    if (!allowed.has(key) && allowed.has('mustExist') && (key === 'shared' || key === 'slots')) {
+      // update and append: what would let another holder in beside them.
+      // Said why, as hold update and hold append say it, rather than
+      // "unknown": two updates under a shared lock or two slots read the
+      // same old content, and one change is lost.
+      throw new HoldError('EINVAL', `option ${JSON.stringify(key)} does not apply: update and append need the file's lock alone, ` +
+        `and ${key === 'shared' ? 'a shared lock' : 'one of several slots'} lets other holders in beside them, so that one change would be lost; ` +
+        'leave it out (they always take the lock exclusively)');
+    }
     if (!allowed.has(key)) {
       throw new HoldError('EINVAL', `unknown option ${JSON.stringify(key)} (known: ${[...allowed].join(', ')})`);
     }

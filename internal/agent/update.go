@@ -123,11 +123,16 @@ func (a *agent) guarded(ctx context.Context, req *request, work func(*hold.Lock)
 	if req.Target == "" {
 		return errkind.Usagef("%s needs the file's path in \"target\"", req.Op)
 	}
+	// Either would let another holder in beside this one, and then two
+	// updates read the same old content and one change is lost (issue
+	// 53): refused as hold update and hold append refuse -s and --slots.
+	// "slots": 1 is the plain lock, which a client may send for every
+	// request.
 	if req.Shared {
-		return errkind.Usagef("%s needs an exclusive lock; \"shared\" does not apply", req.Op)
+		return errkind.Usagef("%s needs the file's lock alone, and \"shared\" lets other holders in beside it, so that one change would be lost: leave it out (%s takes the lock exclusively)", req.Op, req.Op)
 	}
 	if req.Slots != nil && *req.Slots != 1 {
-		return errkind.Usagef("%s needs the lock itself; \"slots\" does not apply", req.Op)
+		return errkind.Usagef("%s needs the file's lock alone, and \"slots\" (%d) lets other holders in beside it, so that one change would be lost: leave it out (%s takes the whole lock)", req.Op, *req.Slots, req.Op)
 	}
 	if err := guard.Refusal(req.Op, req.Target, req.LockFile); err != nil {
 		return err

@@ -50,7 +50,7 @@ func runAppend(args []string) int {
 	fs := newFlagSet("append", false)
 	var lf lockFlags
 	lf.addTo(fs)
-	fs = withoutFlags(fs, false, "shared") // an append is exclusive
+	fs = exclusiveOnly(fs, "append")
 	noNewline := fs.Bool("no-newline", false, "do not add a newline after TEXT")
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of creating it")
 	if code, done := parseFlags(fs, args); done {
@@ -69,9 +69,6 @@ func runAppend(args []string) int {
 	}
 	if len(words) == 0 {
 		return fail("append", usagef("nothing to append: give TEXT, or - to append stdin"), lf.conflictExit)
-	}
-	if lf.shared {
-		return fail("append", usagef("append needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
 	if len(words) == 1 && words[0] == "-" {
 		data, spool, err := readStdin()
@@ -151,6 +148,11 @@ func (s *spooled) Close() error {
 // into a message and an exit status. Errors about FILE become *hold.Error
 // with op and a hint, as the library's Update and Append return them.
 func guarded(op string, lf *lockFlags, file string, work func(*hold.Lock) error) int {
+	// exclusiveOnly keeps -s and --slots off the command line; this is
+	// the rule itself, for any other way the flags might come to be set.
+	if lf.shared || lf.slots != 1 {
+		return fail(op, usagef("%s needs FILE's lock alone: -s and --slots do not apply", op), lf.conflictExit)
+	}
 	if err := guard.Refusal(op, file, lf.lockFile); err != nil {
 		return fail(op, err, lf.conflictExit)
 	}

@@ -70,7 +70,7 @@ func TestHelpListsExactlyTheAcceptedFlags(t *testing.T) {
 		}
 	}
 	for cmd, notAccepted := range map[string][]string{
-		"update": {"shared"}, "append": {"shared"},
+		"update": {"shared", "slots"}, "append": {"shared", "slots"},
 		"status": {"fair", "wait", "nonblock", "shared"}, "break": {"fair", "wait", "nonblock", "shared"},
 		"ls": {"fair", "wait", "lock-file"},
 	} {

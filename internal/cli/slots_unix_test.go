@@ -180,11 +180,14 @@ func TestSlotsFlockByHand(t *testing.T) {
 func TestSlotsUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// F has content, so that cat prints something: the 64 is the flag's.
+	os.WriteFile(filepath.Join(dir, "F"), []byte("x\n"), 0o644)
 	for _, args := range [][]string{
 		{"run", "--slots", "0", "T", "--", "true"},
 		{"run", "--slots", "-2", "T", "--", "true"},
 		{"run", "-s", "--slots", "2", "T", "--", "true"},
 		{"update", "--slots", "2", "F", "--", "cat"},
+		{"append", "--slots", "2", "F", "x"},
 	} {
 		if r := runHold(t, dir, args...); r.code != 64 {
 			t.Errorf("hold %v: exit %d, want 64: %s", args, r.code, r.stderr)

@@ -96,7 +96,7 @@ func runUpdate(args []string) int {
 	fs := newFlagSet("update", false)
 	var lf lockFlags
 	lf.addTo(fs)
-	fs = withoutFlags(fs, false, "shared") // an update is exclusive
+	fs = exclusiveOnly(fs, "update")
 	allowEmpty := fs.Bool("allow-empty", false, "accept empty output from FILTER (empties FILE)")
 	mustExist := fs.Bool("must-exist", false, "fail if FILE does not exist instead of starting from empty content")
 	allowSplit := fs.Bool("allow-split", false, "replace FILE even if it has other hard links (they keep the old content)")
@@ -112,9 +112,6 @@ func runUpdate(args []string) int {
 	file, argv, err := splitUpdateArgs(rest, *shell, fs.Changed("command"))
 	if err != nil {
 		return fail("update", err, lf.conflictExit)
-	}
-	if lf.shared {
-		return fail("update", usagef("update needs an exclusive lock; --shared does not apply"), lf.conflictExit)
 	}
 	if err := findCommand("update", file, argv); err != nil {
 		return fail("update", err, lf.conflictExit)

@@ -42,6 +42,9 @@ const pollCap = 25 * time.Millisecond
 // keeper, when not nil, is the owner record of an exclusive lock: the
 // process that keeps the descriptor (see above).
 func LockFD(ctx context.Context, fd int, shared, nonblock bool, keeper *lock.Owner) error {
+	if err := inherited(fd); err != nil {
+		return err
+	}
 	how := unix.LOCK_EX
 	if shared {
 		how = unix.LOCK_SH
@@ -79,12 +82,56 @@ func LockFD(ctx context.Context, fd int, shared, nonblock bool, keeper *lock.Own
 // form's, see LockFD) is replaced first by a past record, which keeps
 // the token for the next holder and names nobody.
 func UnlockFD(fd int, keeper int) error {
+	if err := inherited(fd); err != nil {
+		return err
+	}
 	if keeper > 0 && flockRetry(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
 		// This description holds the lock exclusively (or it was free
 		// and is now ours): nobody else writes the file meanwhile.
 		eraseKeeper(fd, keeper)
 	}
 	return fdError(fd, flockRetry(fd, unix.LOCK_UN))
+}
+
+// inherited refuses fd, as not open, unless it is a descriptor this
+// process inherited from the one that started it: the shell's `exec
+// 9>FILE`. A descriptor the shell has closed may well be open in this
+// process under the same number, opened by the Go runtime before main
+// (`exec 7>&-; hold run -n 7` locked the runtime's descriptor 7 and said
+// nothing, issue 53), and locking that is locking nothing the shell has.
+//
+// The close-on-exec flag tells the two apart, whatever the number and
+// whenever it is asked. execve(2) closes every descriptor that has the
+// flag, so each one inherited arrived without it, and nothing in this
+// process sets it on one. Everything this process opens has it: the
+// runtime's descriptors (the cgroup CPU-limit files it keeps open from
+// before any package is initialized, its epoll and eventfd, pidfds),
+// the os package's files and hold's own, which Go opens with O_CLOEXEC
+// (EPOLL_CLOEXEC, ...) to keep them from leaking into a command. A list
+// of the descriptors open when the process started would not do: the
+// runtime opens its first before the earliest package initializer runs,
+// so no code of hold's can see the process as it was inherited. (The
+// one gap: when descriptor 0, 1 or 2 is closed at start, the runtime
+// opens /dev/null there without the flag; this form's FD is any number,
+// but locking a shell's stdin is not what it is for.)
+func inherited(fd int) error {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil {
+		return fdError(fd, err)
+	}
+	if flags&unix.FD_CLOEXEC != 0 {
+		// The shell's descriptor fd is closed: said as when this process
+		// has none either.
+		return notOpen(fd)
+	}
+	return nil
+}
+
+// notOpen is the error of a descriptor the shell did not pass: not open,
+// and what to do.
+func notOpen(fd int) error {
+	return &lock.Error{Op: "lock", Path: "descriptor " + strconv.Itoa(fd), Err: fmt.Errorf("not open"),
+		Hint: fmt.Sprintf("open it in the shell first, as for flock(1): exec %d>FILE, or ( hold run -n %d || exit 1; ... ) %d>FILE", fd, fd, fd)}
 }
 
 // reopenFD opens the file of descriptor fd again, for reading and
@@ -194,8 +241,7 @@ func fdError(fd int, err error) error {
 	case nil:
 		return nil
 	case unix.EBADF:
-		return &lock.Error{Op: "lock", Path: "descriptor " + strconv.Itoa(fd), Err: fmt.Errorf("not open"),
-			Hint: fmt.Sprintf("open it in the shell first, as for flock(1): exec %d>FILE, or ( hold run -n %d || exit 1; ... ) %d>FILE", fd, fd, fd)}
+		return notOpen(fd)
 	}
 	return lockError(fdName(fd), err)
 }

@@ -30,6 +30,11 @@ func portableDirError(path string) error {
 		Hint: "it is a directory lock of the portable protocol, as hold run --protocol dir and Node's proper-lockfile take it: a kernel lock would not exclude its holder, with --lock-file or without; take it with --protocol dir, as its holder does"}
 }
 
+// IsPortableLock reports whether the directory at path is a lock of the
+// portable protocol's (see SetPortableLockCheck), which a kernel lock
+// would not exclude the holder of.
+func IsPortableLock(path string) bool { return isPortableLock(path) }
+
 // missingHint explains ENOENT from creating the lock file at path: its
 // directory is missing, or it exists on a filesystem that lets nobody
 // create files (/proc, /sys).

@@ -14,6 +14,7 @@ package gnuflag
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,10 @@ type FlagSet struct {
 	byShort      map[string]*Flag
 	args         []string
 	argsAtDash   int
+	// refused are names that are no flag of this set but that a user
+	// may well give it (a lock flag a command cannot honour), each with
+	// why it is refused: see Refuse.
+	refused map[string]string
 }
 
 // NewFlagSet returns an empty flag set named name (used in errors). Flags
@@ -213,6 +218,39 @@ func (fs *FlagSet) MarkHidden(name string) error {
 	return nil
 }
 
+// Refuse makes --name, and -shorthand unless it is "", an error whose
+// message is why, instead of the "unknown flag" of a name the set does not
+// know. It is for a flag that other commands sharing these flags accept
+// but that this one cannot honour: the user who types it is told what
+// it would have broken and what to do, rather than that it does not
+// exist. The name must not be a flag of the set.
+func (fs *FlagSet) Refuse(name, shorthand, why string) {
+	if fs.byName[name] != nil || shorthand != "" && fs.byShort[shorthand] != nil {
+		panic(fmt.Sprintf("%s: refused flag --%s is defined", fs.name, name))
+	}
+	if fs.refused == nil {
+		fs.refused = map[string]string{}
+	}
+	fs.refused["--"+name] = why
+	if shorthand != "" {
+		fs.refused["-"+shorthand] = why
+	}
+}
+
+// ShorthandAliases returns the shorthands of the flag name that
+// AliasShorthand added, which usage text does not show.
+func (fs *FlagSet) ShorthandAliases(name string) []string {
+	f := fs.byName[name]
+	var aliases []string
+	for short, g := range fs.byShort {
+		if g == f && short != f.Shorthand {
+			aliases = append(aliases, short)
+		}
+	}
+	slices.Sort(aliases)
+	return aliases
+}
+
 // Lookup returns the flag with the long name, or nil.
 func (fs *FlagSet) Lookup(name string) *Flag { return fs.byName[name] }
 
@@ -309,6 +347,8 @@ func (fs *FlagSet) parseLong(a string, rest []string) ([]string, error) {
 	switch {
 	case f == nil && (name == "help"):
 		return rest, ErrHelp
+	case f == nil && fs.refused["--"+name] != "":
+		return rest, fmt.Errorf("--%s does not apply: %s", name, fs.refused["--"+name])
 	case f == nil:
 		return rest, fmt.Errorf("unknown flag: --%s%s", name, fs.suggestFlag(name))
 	case hasValue:
@@ -333,6 +373,13 @@ func (fs *FlagSet) parseShort(a string, rest []string) ([]string, error) {
 		if f == nil {
 			if c == "h" {
 				return rest, ErrHelp
+			}
+			if why := fs.refused["-"+c]; why != "" {
+				in := ""
+				if len(a) > 2 {
+					in = " (in " + a + ")"
+				}
+				return rest, fmt.Errorf("-%s%s does not apply: %s", c, in, why)
 			}
 			return rest, fmt.Errorf("unknown shorthand flag: %q in %s", c, a)
 		}

@@ -197,3 +197,41 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("--secrte suggests a hidden flag: %v", err)
 	}
 }
+
+// TestRefuse: a refused name is an error that gives the reason, in every
+// spelling; the refused names are no flags of the set.
+func TestRefuse(t *testing.T) {
+	fs := NewFlagSet("hold update")
+	var n bool
+	fs.BoolVarP(&n, "nonblock", "n", false, "")
+	fs.Refuse("shared", "s", "not alone")
+	fs.Refuse("slots", "", "N holders")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-s"}, "-s does not apply: not alone"},
+		{[]string{"-ns"}, "-s (in -ns) does not apply: not alone"},
+		{[]string{"--shared"}, "--shared does not apply: not alone"},
+		{[]string{"--slots", "4"}, "--slots does not apply: N holders"},
+		{[]string{"--slots=4"}, "--slots does not apply: N holders"},
+	} {
+		if err := fs.Parse(tc.args); err == nil || err.Error() != tc.want {
+			t.Errorf("Parse(%q) = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if fs.Lookup("shared") != nil || fs.ShorthandLookup("s") != nil {
+		t.Error("a refused flag is a flag of the set")
+	}
+}
+
+// TestShorthandAliases: an alias is listed, the shorthand itself is not.
+func TestShorthandAliases(t *testing.T) {
+	fs := NewFlagSet("hold run")
+	var x bool
+	fs.BoolVarP(&x, "exclusive", "x", false, "")
+	fs.AliasShorthand("e", "exclusive")
+	if got := fs.ShorthandAliases("exclusive"); !reflect.DeepEqual(got, []string{"e"}) {
+		t.Errorf("ShorthandAliases = %q, want [e]", got)
+	}
+}

@@ -511,3 +511,23 @@ class SlotsTest(TempDirTest):
             hold.lock(t, slots=0)
         with self.assertRaises(hold.Invalid):
             hold.lock(t, slots="two")  # type: ignore[arg-type]
+
+    def test_update_and_append_take_no_shared_or_slots(self) -> None:
+        """update() and append() read or write the file alone under its
+        lock: they have no shared or slots parameter (a shared lock or one
+        of N slots would let a second writer in, and one change would be
+        lost), so passing one is a TypeError, and nothing is written."""
+        f = self.path("c.json")
+        with open(f, "w") as out:
+            out.write("0")
+        for kw in ({"shared": True}, {"slots": 4}, {"slots": 1}):
+            with self.assertRaises(TypeError):
+                hold.update(f, lambda old: str(int(old) + 1), **kw)  # type: ignore[call-overload]
+            with self.assertRaises(TypeError):
+                hold.append(f, "1", **kw)  # type: ignore[call-overload]
+            with self.assertRaises(TypeError):
+                asyncio.run(hold.aupdate(f, lambda old: str(int(old) + 1), **kw))  # type: ignore[call-overload]
+            with self.assertRaises(TypeError):
+                asyncio.run(hold.aappend(f, "1", **kw))  # type: ignore[call-overload]
+        with open(f) as inp:
+            self.assertEqual(inp.read(), "0")

@@ -159,6 +159,72 @@ class InProcessTest(TempDirTest):
         with self.assertRaises(hold.Lost):
             lk.release()
 
+    def _free_for_others(self, t: str) -> None:
+        r = subprocess.run(self.hold_cmd("run", "-n", t, "--", "true"), capture_output=True, text=True, timeout=HANG)
+        self.assertEqual(r.returncode, 0, f"the lock is not free after its descriptor was closed: {r.stderr}")
+
+    def test_descriptor_closed_by_the_program_is_lost(self) -> None:
+        # The program closes the hold's descriptor (a double close
+        # elsewhere): the kernel lets the lock go, and check(), lost and
+        # release() say so, as they do for a lock the agent holds.
+        t = self.path("data")
+        _warm(t)
+        lk = hold.lock(t)
+        self.assertTrue(_in_process(lk))
+        lk.check()
+        self.assertIsNone(lk.lost)
+        os.close(lk._held.fd)
+        self._free_for_others(t)
+        with self.assertRaises(hold.Lost) as cm:
+            lk.check()
+        self.assertEqual(cm.exception.code, "ELOST")
+        self.assertIn("closed by the program", str(cm.exception))
+        self.assertIs(lk.lost, cm.exception)
+        with self.assertRaises(hold.Lost):
+            lk.release()
+        # This thread holds nothing: taking the lock again is no deadlock.
+        with hold.lock(t, timeout=HANG):
+            pass
+
+    def test_descriptor_closed_and_its_number_reused_is_lost(self) -> None:
+        # Closed, and its number given to another file the program
+        # opened: lost (read through lost first), and release() leaves
+        # the program's file open.
+        t = self.path("data")
+        _warm(t)
+        lk = hold.lock(t)
+        self.assertTrue(_in_process(lk))
+        fd = lk._held.fd
+        os.close(fd)
+        other = os.open(self.path("other"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if other != fd:
+                self.skipTest(f"the number {fd} was not reused (got {other})")
+            self._free_for_others(t)
+            lost = lk.lost
+            self.assertIsInstance(lost, hold.Lost)
+            self.assertIn("another file", str(lost))
+            with self.assertRaises(hold.Lost):
+                lk.check()
+            with self.assertRaises(hold.Lost):
+                lk.release()
+            os.fstat(other)  # still open: release() did not close it
+            os.write(other, b"still mine")
+        finally:
+            os.close(other)
+
+    def test_descriptor_closed_then_released_is_lost(self) -> None:
+        # No check() before the release: release() itself says it.
+        t = self.path("data")
+        _warm(t)
+        lk = hold.lock(t)
+        self.assertTrue(_in_process(lk))
+        os.close(lk._held.fd)
+        with self.assertRaises(hold.Lost) as cm:
+            lk.release()
+        self.assertIn("closed by the program", str(cm.exception))
+        self.assertIs(lk.lost, cm.exception)
+
     def test_same_thread_second_lock_is_a_deadlock(self) -> None:
         t = self.path("data")
         _warm(t)

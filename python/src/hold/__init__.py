@@ -174,10 +174,16 @@ class Lock:
             self._owner = owner if isinstance(owner, dict) else {}
 
     def _check_inproc(self) -> None:
-        """check() for a lock taken in this process: the agent says
+        """check() for a lock taken in this process: whether its
+        descriptor still holds it (_inproc.gone), and, asked of the agent,
         whether its lock file still has its name."""
         held = self._held
         assert held is not None
+        why = _inproc.gone(held)
+        if why is not None:
+            self._lose(Lost(f"lock {self.path} lost: {why}"))
+            if self._lost is not None:
+                raise self._lost
         reply = get_agent().sync_call({"op": "inproc_check", **held.recipe.file()})
         if reply is not None and not reply.get("ok"):
             err = from_reply(reply.get("error"))
@@ -270,7 +276,12 @@ class Lock:
             lost = self._lost
             held = self._held
         if held is not None:
+            why = _inproc.gone(held) if lost is None else None
             self._let_go(held)
+            if why is not None:
+                # Lost before the release: said as check() says it.
+                with self._mu:
+                    lost = self._lost = Lost(f"lock {self.path} lost: {why}")
             if lost is not None:
                 raise lost
             return None
@@ -918,7 +929,12 @@ def update(
     allow_owner_change (the file becomes the agent's user's) accepts it.
     What ``hold update`` would print as a warning once the file is replaced
     (the owner changed, the directory could not be synced) is issued as a
-    ``HoldWarning`` with ``warnings.warn``."""
+    ``HoldWarning`` with ``warnings.warn``.
+
+    There is no ``shared`` or ``slots``: update() holds the lock alone, as
+    it must, since a second holder beside it would read the same old
+    content and one change would be lost (passing either is a TypeError).
+    The same holds for append()."""
     req = _file_request(path, timeout=timeout, fair=fair, protocol=protocol, lock_file=lock_file, name=name,
                         fields=fields, settings=settings, must_exist=must_exist, allow_split=allow_split,
                         allow_owner_change=allow_owner_change, allow_empty=allow_empty)

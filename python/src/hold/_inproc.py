@@ -27,6 +27,7 @@ program this process runs inherits them either.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -157,10 +158,40 @@ def listed(h: Held, lock: Any) -> None:
             _recorder.start()
 
 
+def gone(h: Held) -> Optional[str]:
+    """Why h's descriptor no longer holds its lock, or None while it may.
+
+    The lock is the open file description's: once the program closes the
+    descriptor (an os.close of it, a double close of another that had
+    the same number), the kernel lets the lock go, and every other
+    process may take it. That is seen here, with no agent to ask: the
+    descriptor is not open (EBADF), or it is open on another file, the
+    number having been reused. (One case stays unseen: the same lock
+    file opened again by the program at the same number, which is
+    another description that holds nothing.)"""
+    try:
+        st = os.fstat(h.fd)
+    except OSError as e:
+        if e.errno == errno.EBADF:
+            return (f"its descriptor {h.fd} was closed by the program (os.close, or a double close elsewhere), "
+                    "which let the kernel lock go: other processes may hold it now")
+        return None  # cannot tell: not a loss
+    if st.st_dev != h.recipe.dev or st.st_ino != h.recipe.ino:
+        return (f"its descriptor {h.fd} was closed by the program (os.close, or a double close elsewhere), "
+                "which let the kernel lock go, and the number now refers to another file: other processes may hold the lock now")
+    return None
+
+
 def let_go(h: Held) -> None:
-    """Unlocks and closes h (its record erased before, by the caller)."""
+    """Unlocks and closes h (its record erased before, by the caller).
+    A descriptor that is gone (see gone) is not ours to unlock or close
+    any more: its number may be the program's file now. It is forgotten."""
     import fcntl
 
+    if gone(h) is not None:
+        with mu:
+            holds.pop(h.fd, None)
+        return
     try:
         fcntl.flock(h.fd, fcntl.LOCK_UN)
     except OSError:
@@ -173,8 +204,10 @@ def thread_files(thread: int) -> Optional[List[Dict[str, Any]]]:
     if not holds:
         return None
     with mu:
+        # A hold whose descriptor the program closed holds nothing: the
+        # thread may take that lock again without a deadlock.
         files = [lk._held.recipe.file() for lk in holds.values() if lk is not None and lk._held is not None
-                 and lk._held.thread == thread and not lk._released]
+                 and lk._held.thread == thread and not lk._released and gone(lk._held) is None]
     return files or None
 
 
@@ -210,7 +243,9 @@ def _after_fork_in_child() -> None:
     """The child closes the parent's holds' descriptors (never unlocking:
     the lock is the parent's), and forgets them."""
     global mu, _recorder
-    for fd in list(holds):
+    for fd, lk in list(holds.items()):
+        if lk is not None and lk._held is not None and gone(lk._held) is not None:
+            continue  # the number is the program's now, not a hold's
         try:
             os.close(fd)
         except OSError:
