@@ -236,7 +236,17 @@ func TestSlotsFilesRemoved(t *testing.T) {
 // they wait.
 func TestSlotsTryTells(t *testing.T) {
 	t.Parallel()
+	for _, proto := range [][]string{nil, {"--fair"}} {
+		t.Run(strings.Join(append([]string{"kernel"}, proto...), " "), func(t *testing.T) {
+			t.Parallel()
+			slotsTryTells(t, proto)
+		})
+	}
+}
+
+func slotsTryTells(t *testing.T, proto []string) {
 	dir := t.TempDir()
+	run := func(args ...string) []string { return append(append([]string{args[0]}, proto...), args[1:]...) }
 	t.Cleanup(func() {
 		for i := 1; i < 10; i++ {
 			os.WriteFile(filepath.Join(dir, "go."+strconv.Itoa(i)), nil, 0o644)
@@ -244,7 +254,7 @@ func TestSlotsTryTells(t *testing.T) {
 	})
 	var pids []int
 	for i := 1; i <= 2; i++ {
-		c, _ := startHold(t, dir, "run", "--slots", "2", "T", "-c", tokenCommand)
+		c, _ := startHold(t, dir, run("run", "--slots", "2", "T", "-c", tokenCommand)...)
 		waitFor(t, filepath.Join(dir, "ready."+strconv.Itoa(i)))
 		pids = append(pids, c.Process.Pid)
 	}
@@ -254,14 +264,14 @@ func TestSlotsTryTells(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st["holder"] != nil || st["slots_held"] != float64(2) {
 		t.Errorf("status --json of a semaphore held by two: %v: %s", err, r.stdout)
 	}
-	w, _ := startHold(t, dir, "run", "--slots", "2", "T", "-c", tokenCommand)
+	w, _ := startHold(t, dir, run("run", "--slots", "2", "T", "-c", tokenCommand)...)
 	time.Sleep(500 * time.Millisecond) // w waits at the front of the queue
-	r = runHold(t, dir, "run", "--verbose", "-n", "T", "--", "true")
+	r = runHold(t, dir, run("run", "--verbose", "-n", "T", "--", "true")...)
 	if r.code != 1 || strings.Contains(r.stderr, strconv.Itoa(w.Process.Pid)) ||
 		!strings.Contains(r.stderr, strconv.Itoa(pids[0])) || !strings.Contains(r.stderr, strconv.Itoa(pids[1])) {
 		t.Errorf("plain -n on a full semaphore: exit %d, want 1 naming holders %v and not waiter %d: %s", r.code, pids, w.Process.Pid, r.stderr)
 	}
-	if r := runHold(t, dir, "run", "-n", "--slots", "3", "T", "--", "true"); r.code != 64 {
+	if r := runHold(t, dir, run("run", "-n", "--slots", "3", "T", "--", "true")...); r.code != 64 {
 		t.Errorf("--slots 3 -n against a 2-slot semaphore with a waiter queued: exit %d, want 64: %s", r.code, r.stderr)
 	}
 	if err := w.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -269,11 +279,11 @@ func TestSlotsTryTells(t *testing.T) {
 	}
 	defer w.Process.Signal(syscall.SIGCONT)
 	os.WriteFile(filepath.Join(dir, "go.1"), nil, 0o644)
-	r = runHold(t, dir, "run", "-w", "20", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)
+	r = runHold(t, dir, run("run", "-w", "20", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
 		t.Fatalf("a -w holder while slot 0 is free and the first waiter is stopped: exit %d, slot %q: %s", r.code, r.stdout, r.stderr)
 	}
-	r = runHold(t, dir, "run", "-n", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)
+	r = runHold(t, dir, run("run", "-n", "--slots", "2", "T", "--", "sh", "-c", `echo $HOLD_SLOT`)...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
 		t.Errorf("-n while slot 0 is free and the first waiter is stopped: exit %d, slot %q, want 0: %s", r.code, r.stdout, r.stderr)
 	}

@@ -394,6 +394,15 @@ func waitEnded(ctx context.Context, req *lock.Request, hint string, err error) e
 func busyError(p Protocol, path string) error {
 	e := &lock.Error{Op: "acquire", Path: path, Err: lock.ErrBusy,
 		Hint: "fair waiters are queued for this lock"}
+	if sem, ok := p.inner.(lock.Semaphore); ok {
+		// Slot holders hold the lock file shared, and so do the
+		// semaphore's waiters: name the holders only.
+		if st, err := sem.InspectSlots(path); err == nil && st.Slots > 0 && st.State == lock.HeldShared && st.Holder != nil {
+			e.Holder = st.Holder
+			e.Hint += "; a plain lock waits until no slot of its semaphore is held, and " + st.DescribeSlots()
+			return e
+		}
+	}
 	if st, err := p.inner.Inspect(path); err == nil {
 		e.Holder = st.Holder
 		if st.State == lock.Free {

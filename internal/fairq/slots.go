@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
@@ -85,14 +84,10 @@ func (p Protocol) AcquireSlot(ctx context.Context, req *lock.Request) (lock.Hand
 	return p.acquireSlot(ctx, req, true)
 }
 
-// slotTryPass bounds how long a try waits behind the fair waiters queued
-// ahead of it while a slot is free: only a queue that does not move (a
-// first waiter stopped with Ctrl-Z) makes it matter.
-const slotTryPass = 2 * time.Second
-
-// TryAcquireSlot takes a free slot without waiting for a holder: busy
-// when every slot is held, or when the fair waiters queued ahead take the
-// slots that were free (it waits behind them, a moment, only then).
+// TryAcquireSlot takes a free slot without waiting: busy when every slot
+// is held. A try does not wait behind the fair waiters queued ahead: it
+// takes a slot that is free now, as a kernel semaphore's try does, so a
+// first waiter stopped with Ctrl-Z does not make it busy.
 func (p Protocol) TryAcquireSlot(req *lock.Request) (lock.Handle, error) {
 	return p.acquireSlot(context.Background(), req, false)
 }
@@ -132,16 +127,11 @@ func (p Protocol) acquireSlot(ctx context.Context, req *lock.Request, wait bool)
 	}
 	free := slotFree(sem, req.Path)
 	pl, err := front(ctx, req, wait, p.ticketFiles, free)
-	if err == errQueued && free() {
-		// The waiters ahead are taking free slots, which takes them a
-		// moment: a try is busy only if they leave none, as a kernel
-		// semaphore's try is behind its own queue.
-		tctx, cancel := context.WithTimeout(context.Background(), slotTryPass)
-		pl, err = front(tctx, req, true, p.ticketFiles, free)
-		if err != nil && tctx.Err() != nil {
-			err = errQueued
-		}
-		cancel()
+	if err == errQueued && !wait {
+		// The queue orders waiters and guards nothing (the semaphore's
+		// own locks do): a try takes a slot that is free now, or is
+		// busy, naming the holders.
+		return sem.TryAcquireSlot(req)
 	}
 	if err == errQueued {
 		return nil, slotsQueuedError(sem, req.Path)
