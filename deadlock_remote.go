@@ -129,6 +129,9 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 		return nil
 	}
 	cur := ws[i]
+	if !cur.Deadline.IsZero() {
+		return nil // a wait that ends by itself is no link of a deadlock
+	}
 	cyc := []cycleStep{{e: serverEntry(cur)}}
 	for range len(ws) + 1 {
 		if len(cur.Blockers) == 0 {
@@ -147,6 +150,9 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 			return nil
 		}
 		w := ws[next]
+		if !w.Deadline.IsZero() {
+			return nil // it ends by itself, and the chain with it
+		}
 		if w.ID == me {
 			if len(cyc) < 2 {
 				return nil // its own lock: not a cycle between processes

@@ -1,6 +1,9 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Deadlocks between processes whose locks live on a server (etcd,
 // PostgreSQL). hold's search for a cycle of waits (the root's
@@ -79,8 +82,13 @@ type ServerWait struct {
 	// session), each hold of Path that the wait waits for.
 	Blockers []string
 	// Holds names, in the same terms, the holds on the server that the
-	// wait keeps (its entry's claim, as far as the server confirms it):
-	// a blocker that one of them names cannot be let go before this wait
-	// ends.
+	// wait keeps (its entry's claim, as far as the server confirms it),
+	// and its own place in the queue (a reader queued behind this waiting
+	// writer waits for it): a blocker that one of them names cannot be
+	// let go before this wait ends.
 	Holds []string
+	// Deadline is when the wait gives up by itself (its context's
+	// deadline, as its entry says), zero for a wait without one: a
+	// chain of waits that reaches a bounded wait ends there.
+	Deadline time.Time
 }
