@@ -257,10 +257,16 @@ func (st *cycleWait) watchInherited(path string, shared bool, caller int) {
 // be part of a cycle of waits: only if something that cannot go on before
 // the wait ends keeps a lock, that is the wait itself (a lock it keeps,
 // see the top of this file) or an ancestor that runs it under a lock
-// (hold run, flock(1)). A wait that keeps nothing, as most do, waits as
-// it always did: it may wait behind a cycle, but the cycle's own waits
-// find it.
+// (hold run, flock(1)), or a writer's wait on a server, which readers
+// queued behind it wait for. A wait that keeps nothing, as most do,
+// waits as it always did: it may wait behind a cycle, but the cycle's
+// own waits find it.
 func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
+	if w.graph != nil && !w.shared {
+		// A writer's wait on a server: readers queued behind it wait
+		// for it, so it can close a cycle keeping nothing.
+		return true
+	}
 	if len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
 		return true
 	}
@@ -447,6 +453,10 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 type cycleStep struct {
 	e       waits.Entry
 	keepers []int
+	// queued: this wait stands for the previous one's by its place in
+	// the server's queue (a writer that a reader queued behind waits
+	// for), not by a hold (deadlock_remote.go).
+	queued bool
 }
 
 // findCycle follows the chain of waits from me (see the top of this
@@ -667,7 +677,11 @@ func youngest(cyc []cycleStep) string {
 func cycleError(me waits.Entry, cyc []cycleStep) error {
 	var b strings.Builder
 	held := cyc[len(cyc)-1].e.Path
-	fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	if cyc[0].queued {
+		fmt.Fprintf(&b, "%s is queued for %s ahead of a shared request for it", describeWaiter(me), held)
+	} else {
+		fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	}
 	for _, k := range cyc[0].keepers {
 		if k != me.PID {
 			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60))
@@ -676,6 +690,10 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 	}
 	fmt.Fprintf(&b, " and waits for %s", me.Path)
 	for _, s := range cyc[1:] {
+		if s.queued {
+			fmt.Fprintf(&b, ", queued behind the exclusive wait of %s, which waits for %s", describeWaiter(s.e), s.e.Path)
+			continue
+		}
 		fmt.Fprintf(&b, ", held by %s, which waits for %s", describeKeeper(s), s.e.Path)
 	}
 	b.WriteString(": no wait of the cycle can ever end, and this one, the latest to begin, gives up so that the others get their locks; take the locks in one order everywhere")

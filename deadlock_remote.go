@@ -137,13 +137,14 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 		if len(cur.Blockers) == 0 {
 			return nil
 		}
-		next := -1
+		next, queued := -1, false
 		for j := range ws {
-			if holdsAll(ws[j].Holds, cur.Blockers) {
+			place := len(cur.Blockers) == 1 && ws[j].Place != "" && cur.Blockers[0] == ws[j].Place
+			if place || holdsAll(ws[j].Holds, cur.Blockers) {
 				if next >= 0 {
 					return nil // more than one wait: it may end
 				}
-				next = j
+				next, queued = j, place
 			}
 		}
 		if next < 0 {
@@ -157,12 +158,13 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 			if len(cyc) < 2 {
 				return nil // its own lock: not a cycle between processes
 			}
+			cyc[0].queued = queued
 			return cyc
 		}
 		if slices.ContainsFunc(cyc, func(s cycleStep) bool { return s.e.Name == w.ID }) {
 			return nil // a cycle that is not through this wait
 		}
-		cyc = append(cyc, cycleStep{e: serverEntry(w)})
+		cyc = append(cyc, cycleStep{e: serverEntry(w), queued: queued})
 		cur = w
 	}
 	return nil
@@ -200,5 +202,5 @@ func holdsAll(holds, blockers []string) bool {
 func serverEntry(w lock.ServerWait) waits.Entry {
 	o := w.Waiter
 	return waits.Entry{PID: o.PID, ProcStart: o.ProcStart, Host: o.Host, Command: strings.Join(o.Command, " "),
-		Path: w.Path, Since: w.Order, Name: w.ID}
+		Path: w.Path, Since: w.Order, Name: w.ID, Shared: w.Shared}
 }

@@ -245,7 +245,7 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 			// its own, holding or waiting: readers queue behind a
 			// waiting writer, and get the lock only once it has had
 			// it and let go. That writer, when it waits, is the wait
-			// its own key names (below).
+			// its own key names (its Place).
 			var newest *mvccpb.KeyValue
 			for _, kv := range kvs {
 				if kv.CreateRevision < mine.CreateRevision && ahead.has(string(kv.Key)) {
@@ -262,17 +262,15 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 				}
 			}
 		}
-		// Its own waiting key stands for the wait (a reader behind it
-		// waits for it); then the held keys its entry claims.
-		keeps := []string{holdName(string(mine.Key), mine.CreateRevision)}
+		var keeps []string
 		for _, k := range en.e.Keeps {
 			key, _, _ := strings.Cut(k, "@")
 			if l, ok := leaseOfKey(key[strings.LastIndexByte(key, '/')+1:]); ok && l == en.lease {
 				keeps = append(keeps, k)
 			}
 		}
-		sw := lock.ServerWait{ID: en.id, Path: strings.TrimSuffix(en.prefix, "/"), Order: mine.CreateRevision,
-			Blockers: blockers, Holds: keeps}
+		sw := lock.ServerWait{ID: en.id, Path: strings.TrimSuffix(en.prefix, "/"), Shared: kindOf(string(mine.Key)).shared, Order: mine.CreateRevision,
+			Blockers: blockers, Holds: keeps, Place: holdName(string(mine.Key), mine.CreateRevision)}
 		if en.e.Deadline != 0 {
 			sw.Deadline = time.Unix(0, en.e.Deadline)
 		}

@@ -73,8 +73,10 @@ type ServerWait struct {
 	// Waiter is who waits: its pid, start time, host and command, as its
 	// owner records name it.
 	Waiter Owner
-	// Path is the lock it waits for.
-	Path string
+	// Path is the lock it waits for, and Shared whether it waits to share
+	// it.
+	Path   string
+	Shared bool
 	// Order places the start of the wait among the others', by the
 	// server's clock or counter: the greater, the later.
 	Order int64
@@ -82,11 +84,14 @@ type ServerWait struct {
 	// session), each hold of Path that the wait waits for.
 	Blockers []string
 	// Holds names, in the same terms, the holds on the server that the
-	// wait keeps (its entry's claim, as far as the server confirms it),
-	// and its own place in the queue (a reader queued behind this waiting
-	// writer waits for it): a blocker that one of them names cannot be
-	// let go before this wait ends.
+	// wait keeps (its entry's claim, as far as the server confirms it):
+	// a blocker that one of them names cannot be let go before this wait
+	// ends.
 	Holds []string
+	// Place names, in the same terms, the wait's own place in its lock's
+	// queue: a reader queued behind this waiting writer waits for it (its
+	// one Blocker is this Place).
+	Place string
 	// Deadline is when the wait gives up by itself (its context's
 	// deadline, as its entry says), zero for a wait without one: a
 	// chain of waits that reaches a bounded wait ends there.

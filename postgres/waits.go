@@ -94,8 +94,9 @@ const publishSQL = `WITH gone AS (
 const unpublishSQL = `DELETE FROM hold_waits WHERE backend_pid = $1 AND backend_start = $2 AND role = current_user`
 
 // waitsSQL lists this role's waits that still wait, each with the
-// sessions it waits for, the sessions that stand for its process, and
-// its deadline (microseconds since the epoch, NULL for none). Order is
+// sessions it waits for, the sessions that stand for its process, its
+// deadline (microseconds since the epoch, NULL for none) and whether it
+// waits to share the lock. Order is
 // when the waiting statement began, by the server's clock.
 //
 // A wait waits for the sessions holding its lock in a mode it conflicts
@@ -104,14 +105,14 @@ const unpublishSQL = `DELETE FROM hold_waits WHERE backend_pid = $1 AND backend_
 // behind an exclusive waiter queued ahead of it (the server queues a
 // reader behind a waiting writer): it waits for that session, as
 // pg_blocking_pids says, which the writer's own wait stands for (its
-// waiting session is listed among the sessions of its process).
+// waiting session is its Place).
 const waitsSQL = `SELECT w.backend_pid, w.name, w.owner,
 		(extract(epoch FROM a.query_start) * 1000000)::bigint,
 		CASE WHEN cardinality(h.pids) > 0 OR q.mode = 'ExclusiveLock' THEN h.pids
 			ELSE coalesce((SELECT array_agg(b::text) FROM unnest(pg_blocking_pids(w.backend_pid)) AS b), '{}') END,
-		w.backend_pid::text || coalesce((SELECT array_agg(s.pid::text) FROM unnest(w.holds) AS x
+		coalesce((SELECT array_agg(s.pid::text) FROM unnest(w.holds) AS x
 			JOIN pg_stat_activity s ON s.pid = x AND s.usename = session_user AND s.backend_start < w.published), '{}'),
-		(extract(epoch FROM w.deadline) * 1000000)::bigint
+		(extract(epoch FROM w.deadline) * 1000000)::bigint, q.mode = 'ShareLock'
 	FROM hold_waits w
 	JOIN pg_stat_activity a ON a.pid = w.backend_pid AND a.backend_start = w.backend_start AND a.usename = session_user
 	JOIN pg_locks q ON q.pid = w.backend_pid AND q.locktype = 'advisory' AND NOT q.granted AND q.objsubid = 1
@@ -133,7 +134,7 @@ func (p *Protocol) watching(ctx context.Context, req *lock.Request, c *conn, nam
 		deadline = &d
 	}
 	return lock.WatchServerWait(ctx, req.Watch, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
-		var sessions []int32
+		sessions := []int32{} // not NULL: a writer's wait may keep nothing
 		for _, k := range keeps {
 			if h := p.own(k); h != nil {
 				sessions = append(sessions, h.backend)
@@ -231,12 +232,14 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 		var since int64
 		var blockers, holds []string
 		var deadline *int64
-		if err := rows.Scan(&backend, &name, &owner, &since, &blockers, &holds, &deadline); err != nil {
+		var shared bool
+		if err := rows.Scan(&backend, &name, &owner, &since, &blockers, &holds, &deadline, &shared); err != nil {
 			rows.Close()
 			c.close()
 			return nil, err
 		}
-		w := lock.ServerWait{ID: strconv.Itoa(int(backend)), Path: name, Order: since, Blockers: blockers, Holds: holds}
+		w := lock.ServerWait{ID: strconv.Itoa(int(backend)), Path: name, Order: since, Blockers: blockers, Holds: holds,
+			Place: strconv.Itoa(int(backend)), Shared: shared}
 		if deadline != nil {
 			w.Deadline = time.UnixMicro(*deadline)
 		}
