@@ -49,9 +49,27 @@ import (
 //     every process and lock; the others go on waiting, and get their
 //     locks once its program lets go of what it holds.
 //
-// A lock that is its own waiter's (the process itself, or its waiting
-// ancestors) is FailIfHeldHere's and the ancestor check's question, not
-// this one's: a cycle has at least two waits.
+// The rule: a cycle is reported only when every wait in it is unbounded
+// and every process it passes through provably cannot act before its
+// wait ends. So a chain ends, and nothing is reported, at
+//
+//   - a wait with a deadline (its context's: hold run -w, a Go context
+//     with a deadline, a Node or Python client's timeout through the
+//     agent): it ends by itself, and the others go on then. Every wait
+//     entry says its deadline (waits.Entry.Deadline, and the servers'
+//     lock.ServerWait.Deadline), and a bounded wait does not search;
+//   - a process that can act on its own: only hold run, hold update and
+//     flock(1) waiting for their command, and a shell without a trap
+//     waiting for its only child, are vouched for (cannotActAlone); not
+//     timeout(1), which kills its child when its timer fires, nor a shell
+//     with a trap, nor any other program;
+//   - a holder that stands for no wait, or for more than one (above).
+//
+// A wait that can only end by failing (its own lock, kept by its process
+// or by ancestors that wait for it) is not such a cycle: it is reported at
+// once, whatever its deadline, by FailIfHeldHere, the ancestor check
+// (deadlock_ancestor.go) and, for a descriptor this process was started
+// with, inheritedDeadlock. A cycle has at least two waits.
 //
 // What a wait keeps. A process that holds L1 while one of its goroutines
 // waits for L2 does not, for that, keep L1 until the wait ends: another

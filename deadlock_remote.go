@@ -22,7 +22,10 @@ import (
 // holds it keeps (Holds).
 //
 // The chain is followed as on this machine: from this wait to the one
-// wait that keeps every blocker of its lock, and on. A blocker that no
+// wait that keeps every blocker of its lock, and on; or, for a reader
+// queued behind a waiting writer (whose one Blocker is that writer's
+// Place in the queue), to the writer's own wait. A wait with a Deadline
+// ends the chain, as on this machine. A blocker that no
 // published wait keeps (a holder that does not wait, or waits without
 // saying so: DeadlockAfter(0), another version of hold, another user, or
 // a lock the wait does not keep), or blockers kept by more than one wait,
