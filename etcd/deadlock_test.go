@@ -235,3 +235,12 @@ func TestDeadlockManyWaits(t *testing.T) {
 	t.Logf("the cycle among 130 other waits ended in %v", took)
 	cycletest.CheckOneDeadlock(t, res, []string{base + "-l0", base + "-l1"})
 }
+
+// TestDeadlockRandom: random near rings (one wait with a deadline, or a
+// holder that lets go) are never reported, and random true rings of 2 to
+// 4 processes are, once each (cycletest.Random; HOLD_TEST_LONG=1 for 200
+// and 50).
+func TestDeadlockRandom(t *testing.T) {
+	near, true_ := cycletest.RandomCounts(6, 4)
+	cycletest.Random(t, uniqueKey(t), near, true_, endpointEnv+"="+testEndpoint)
+}

@@ -312,3 +312,13 @@ func TestTimeoutNamesLiveHolder(t *testing.T) {
 		t.Errorf("a lock held shared: the error names %v (%s), want the reader", e.Holder, e)
 	}
 }
+
+// TestDeadlockRandom: random near rings (one wait with a deadline, or a
+// holder that lets go) are never reported, and random true rings of 2 to
+// 4 processes are, once each (cycletest.Random; HOLD_TEST_LONG=1 for 200
+// and 50).
+func TestDeadlockRandom(t *testing.T) {
+	s := needServer(t)
+	near, true_ := cycletest.RandomCounts(6, 4)
+	cycletest.Random(t, uniqueName(t), near, true_, envConn+"="+s.ConnString())
+}

@@ -120,7 +120,9 @@ func nest(ctx context.Context, locks []string, opts []hold.Option, then func()) 
 // (wait first until N requests wait in the server's queue for LOCK, or
 // the lock OTHER), "w:SECONDS" (give up waiting after
 // that long, and so do the waits of the steps after it, which run
-// inside its Do) or "mark:NAME" (make the marker NAME once LOCK is held).
+// inside its Do), "release:SECONDS" (hold LOCK aside and let go of it
+// after that long: the steps after it do not keep it) or "mark:NAME"
+// (make the marker NAME once LOCK is held).
 func steps(ctx context.Context, p hold.Protocol, list []string, opts []hold.Option) error {
 	if len(list) == 0 {
 		return nil
@@ -132,7 +134,7 @@ func steps(ctx context.Context, p hold.Protocol, list []string, opts []hold.Opti
 		o = append(o, hold.Shared())
 	}
 	var marks []string
-	var bound time.Duration
+	var bound, release time.Duration
 	for _, a := range attrs[1:] {
 		k, v, _ := strings.Cut(a, ":")
 		switch k {
@@ -157,7 +159,28 @@ func steps(ctx context.Context, p hold.Protocol, list []string, opts []hold.Opti
 			bound = time.Duration(secs * float64(time.Second))
 		case "mark":
 			marks = append(marks, v)
+		case "release":
+			secs, _ := strconv.ParseFloat(v, 64)
+			release = time.Duration(secs * float64(time.Second))
 		}
+	}
+	if release > 0 {
+		// Held aside, let go after a while: the next steps do not keep it.
+		l, err := hold.Acquire(ctx, "", o...)
+		if err != nil {
+			return err
+		}
+		for _, m := range marks {
+			os.WriteFile(filepath.Join(os.Getenv(readyEnv), m), nil, 0o644)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(release)
+			l.Release()
+		}()
+		defer func() { <-done }()
+		return steps(ctx, p, list[1:], opts)
 	}
 	wctx := ctx
 	if bound > 0 {
@@ -484,4 +507,76 @@ func BoundedLink(t *testing.T, base string, env ...string) {
 	if res[1].Code != 0 {
 		t.Errorf("the other wait: exit %d, %s; want its lock once the bounded one gave up", res[1].Code, res[1].Out)
 	}
+}
+
+// Random runs near rings and true rings of 2 to 4 workers, each holding
+// its lock while it waits for the next one's, one ring at a time. A
+// near ring has one link that ends: a wait with a deadline, or a holder
+// that holds its lock aside and lets go of it while it waits: nobody may
+// report a deadlock, and every worker gets its locks or (the bounded
+// wait) times out. A true ring ends with exactly one ErrDeadlock. It
+// logs the slowest true ring.
+func Random(t *testing.T, base string, near, true_ int, env ...string) {
+	type ring struct {
+		n    int
+		kind string // "" for a true ring
+		at   int
+	}
+	var rings []ring
+	for range near {
+		n := 2 + rand.IntN(3)
+		rings = append(rings, ring{n: n, kind: []string{"deadline", "letgo"}[rand.IntN(2)], at: rand.IntN(n)})
+	}
+	for range true_ {
+		rings = append(rings, ring{n: 2 + rand.IntN(3)})
+	}
+	rand.Shuffle(len(rings), func(i, j int) { rings[i], rings[j] = rings[j], rings[i] })
+	var slowest time.Duration
+	for k, rg := range rings {
+		var all []string
+		for i := range rg.n {
+			all = append(all, "after:m"+strconv.Itoa(i))
+		}
+		workers := make([][]string, rg.n)
+		for i := range rg.n {
+			l := fmt.Sprintf("%s-r%d-l%d", base, k, i)
+			next := fmt.Sprintf("%s-r%d-l%d", base, k, (i+1)%rg.n)
+			first, second := l+"|mark:m"+strconv.Itoa(i), next+"|"+strings.Join(all, "|")
+			switch {
+			case i == rg.at && rg.kind == "deadline":
+				second += "|w:1.5"
+			case i == rg.at && rg.kind == "letgo":
+				first += "|release:1.5"
+			}
+			workers[i] = []string{first, second}
+		}
+		res, took := Steps(t, workers, after, env...)
+		deadlocks := 0
+		for i, r := range res {
+			switch {
+			case r.Code == ExitDeadlock:
+				deadlocks++
+			case r.Code != 0 && !(rg.kind == "deadline" && i == rg.at && r.Code == 1):
+				t.Errorf("ring %d (%+v): worker %d exited %d: %s", k, rg, r.PID, r.Code, r.Out)
+			}
+		}
+		switch {
+		case rg.kind != "" && deadlocks > 0:
+			t.Errorf("ring %d, a near ring (%+v): %d deadlocks reported: %+v", k, rg, deadlocks, res)
+		case rg.kind == "" && deadlocks != 1:
+			t.Errorf("ring %d, a true ring of %d: %d deadlocks reported, want 1: %+v", k, rg.n, deadlocks, res)
+		case rg.kind == "":
+			slowest = max(slowest, took)
+		}
+	}
+	t.Logf("%d near rings, none reported; %d true rings, one deadlock each, the slowest done in %v", near, true_, slowest)
+}
+
+// RandomCounts are the numbers of near and true rings Random runs: few by
+// default, 200 and 50 with HOLD_TEST_LONG=1.
+func RandomCounts(near, true_ int) (int, int) {
+	if os.Getenv("HOLD_TEST_LONG") == "1" {
+		return 200, 50
+	}
+	return near, true_
 }
