@@ -346,8 +346,9 @@ func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, re
 //  2. Every other process that keeps it (proc.FlockKeepers) is one of
 //     this process's ancestors that wait for it to end and cannot act
 //     on their own (the blocked chain of the ancestor check, each one
-//     cannotActAlone), and none that could not be looked at descends
-//     from that chain.
+//     cannotActAlone), none of them a runner (hold run, flock(1): the
+//     ancestor check names that one, hold run T -- hold run T), and none
+//     that could not be looked at descends from that chain.
 //
 // The message names the descriptors, the process the lock was taken by
 // (the kernel's word) and the ancestors that keep it too.
@@ -389,6 +390,9 @@ func inheritedDeadlock(path string, shared bool, caller int) error {
 			return nil // it may let go
 		}
 		if k != self {
+			if waitsForCommand(proc.Args(k)) {
+				return nil // a runner keeps it: the ancestor check's word
+			}
 			others = append(others, fmt.Sprintf("pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60)))
 		}
 	}
