@@ -189,3 +189,41 @@ func runAllNoFatal(dir string, bound time.Duration, cmds [][]string) ([]int, []s
 	wg.Wait()
 	return codes, outs
 }
+
+// boundedPython holds argv's first lock, says so in ready/, waits for the
+// others, and waits 3 s for the second, keeping the first: exit 3 on a
+// timeout, 70 on a deadlock, 0 with the lock, 1 otherwise.
+const boundedPython = `
+import os, sys, time
+import hold
+first, second, idx, n = sys.argv[1:5]
+a = hold.lock(first)
+open(os.path.join("ready", idx), "w").close()
+while len(os.listdir("ready")) < int(n):
+    time.sleep(0.01)
+code = 0
+try:
+    hold.lock(second, timeout=3).release()
+except hold.Deadlock as e:
+    print(e, file=sys.stderr)
+    code = 70
+except hold.Timeout as e:
+    print(e, file=sys.stderr)
+    code = 3
+a.release()
+sys.exit(code)
+`
+
+// TestClientTimeoutLink: a Python client's wait with a timeout (the
+// agent waits with that deadline) closes a ring with a hold run's: it is
+// a link that ends by itself, so nobody may report a deadlock; the
+// client times out and the hold run then gets its lock.
+func TestClientTimeoutLink(t *testing.T) {
+	codes, outs := clientScript{"python", boundedPython}.againstRun(t, "a client's wait with a timeout", holdBin+" run l0 -- true")
+	if codes[0] != 3 {
+		t.Errorf("the client: exit %d, stderr %q; want 3 (timed out, no deadlock)", codes[0], outs[0])
+	}
+	if codes[1] != 0 {
+		t.Errorf("the hold run: exit %d, stderr %q; want 0 once the client gave up", codes[1], outs[1])
+	}
+}
