@@ -100,7 +100,9 @@ func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), boo
 			}
 			id, remove, me.Name = nid, nremove, nid
 		}
-		if id == "" {
+		if id == "" || !st.deadline.IsZero() {
+			// A bounded wait is said (a chain that reaches it ends
+			// there) but is no link of a cycle: nothing to look for.
 			return nil
 		}
 		ws, err := w.graph.ServerWaits(ctx)
