@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -127,7 +128,7 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	}
 	blocked := self
 	for i := self + 1; i < len(chain); i++ {
-		if kid, ok := proc.SoleChildWaiter(chain[i]); !ok || kid != chain[i-1] {
+		if kid, ok := proc.SoleChildWaiter(chain[i]); !ok || kid != chain[i-1] || !cannotActAlone(chain[i]) {
 			break
 		}
 		blocked = i
@@ -326,6 +327,98 @@ func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, re
 	w := &cc
 	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return sem.AcquireSlot(ctx, req) },
 		func() error { return w.slotAncestorDeadlock(req, nil) })
+}
+
+// Deadlocks with itself through an inherited descriptor. `exec
+// 9>b.lock; flock 9; hold run b -- true`: hold was started with the
+// shell's descriptor 9, whose open file description holds b.lock's
+// kernel lock, and now waits for that lock on a description of its own.
+// The lock belongs to the description, which lasts while any descriptor
+// of it is open: hold's own, which it never closes while it waits. So the
+// wait can never end, unless another process with a descriptor of it
+// unlocks it (flock -u 9): the shell could, from a trap, while it waits.
+// inheritedDeadlock says so, at once, for a process that nothing in it can
+// make let go (FailIfHeldHere: the hold command), when it is certain:
+//
+//  1. This process keeps the lock, in a mode that excludes the request,
+//     through descriptors of its own, and none of its Locks holds it
+//     (that is selfDeadlock's question, asked before the wait).
+//  2. Every other process that keeps it (proc.FlockKeepers) is one of
+//     this process's ancestors that wait for it to end and cannot act
+//     on their own (the blocked chain of the ancestor check, each one
+//     cannotActAlone), none of them a runner (hold run, flock(1): the
+//     ancestor check names that one, hold run T -- hold run T), and none
+//     that could not be looked at descends from that chain.
+//
+// The message names the descriptors, the process the lock was taken by
+// (the kernel's word) and the ancestors that keep it too.
+
+// inheritedDeadlock returns the ErrDeadlock error for a wait of this
+// process (FailIfHeldHere) for the kernel lock at path, shared or not,
+// when the rules above make it one that can never end; nil otherwise.
+// caller is the process this one serves (proc.WithCaller), 0 for none:
+// then this process's descriptors are not the caller's, and nothing is
+// claimed.
+func inheritedDeadlock(path string, shared bool, caller int) error {
+	self := os.Getpid()
+	if caller > 0 && caller != self {
+		return nil
+	}
+	k, ok := proc.FileKeyOf(path)
+	if !ok {
+		return nil
+	}
+	fds := proc.OwnKeeps(k, shared)
+	if len(fds) == 0 {
+		return nil
+	}
+	keepers, unknown := proc.FlockKeepers(k)
+	chain := []int{self}
+	for _, p := range proc.Ancestors() {
+		pid := p.PID
+		if kid, ok := proc.SoleChildWaiter(pid); !ok || kid != chain[len(chain)-1] || !cannotActAlone(pid) {
+			break
+		}
+		chain = append(chain, pid)
+	}
+	if !slices.Contains(keepers, self) {
+		return nil
+	}
+	var others []string
+	for _, k := range keepers {
+		if !slices.Contains(chain, k) {
+			return nil // it may let go
+		}
+		if k != self {
+			if waitsForCommand(proc.Args(k)) {
+				return nil // a runner keeps it: the ancestor check's word
+			}
+			others = append(others, fmt.Sprintf("pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60)))
+		}
+	}
+	for _, pid := range unknown {
+		if proc.DescendsFrom(pid, chain) {
+			return nil
+		}
+	}
+	var b strings.Builder
+	fds2 := make([]string, len(fds))
+	for i, fd := range fds {
+		fds2[i] = strconv.Itoa(fd)
+	}
+	fmt.Fprintf(&b, "the holder is this very process (pid %d, %s) through its descriptor %s, which it was started with, already holding the lock", self, shorten(oneLine(proc.Cmdline(self)), 60), strings.Join(fds2, ", "))
+	if by := proc.KernelHolders(k); len(by) > 0 {
+		if c := proc.Cmdline(by[0]); c != "" {
+			fmt.Fprintf(&b, " (taken by pid %d, %s)", by[0], shorten(oneLine(c), 60))
+		} else {
+			fmt.Fprintf(&b, " (taken by pid %d, which has ended)", by[0])
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(&b, "; %s keeps it too, and waits for this process to end", strings.Join(others, ", "))
+	}
+	fmt.Fprintf(&b, ": the lock lasts while that descriptor is open, so this wait can never end; close it for this command (%s>&-) or unlock it first (flock -u %s)", fds2[0], fds2[0])
+	return &Error{Op: "acquire", Path: path, Err: ErrDeadlock, Hint: b.String()}
 }
 
 func shorten(s string, n int) string {

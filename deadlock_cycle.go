@@ -49,9 +49,27 @@ import (
 //     every process and lock; the others go on waiting, and get their
 //     locks once its program lets go of what it holds.
 //
-// A lock that is its own waiter's (the process itself, or its waiting
-// ancestors) is FailIfHeldHere's and the ancestor check's question, not
-// this one's: a cycle has at least two waits.
+// The rule: a cycle is reported only when every wait in it is unbounded
+// and every process it passes through provably cannot act before its
+// wait ends. So a chain ends, and nothing is reported, at
+//
+//   - a wait with a deadline (its context's: hold run -w, a Go context
+//     with a deadline, a Node or Python client's timeout through the
+//     agent): it ends by itself, and the others go on then. Every wait
+//     entry says its deadline (waits.Entry.Deadline, and the servers'
+//     lock.ServerWait.Deadline), and a bounded wait does not search;
+//   - a process that can act on its own: only hold run, hold update and
+//     flock(1) waiting for their command, and a shell without a trap
+//     waiting for its only child, are vouched for (cannotActAlone); not
+//     timeout(1), which kills its child when its timer fires, nor a shell
+//     with a trap, nor any other program;
+//   - a holder that stands for no wait, or for more than one (above).
+//
+// A wait that can only end by failing (its own lock, kept by its process
+// or by ancestors that wait for it) is not such a cycle: it is reported at
+// once, whatever its deadline, by FailIfHeldHere, the ancestor check
+// (deadlock_ancestor.go) and, for a descriptor this process was started
+// with, inheritedDeadlock. A cycle has at least two waits.
 //
 // What a wait keeps. A process that holds L1 while one of its goroutines
 // waits for L2 does not, for that, keep L1 until the wait ends: another
@@ -112,6 +130,9 @@ type cycleWatch struct {
 	// callerKeeps: the kernel locks the caller holds in its own process
 	// and keeps while the wait lasts (proc.WithCallerKeeps).
 	callerKeeps []proc.HeldFile
+	// off: the search is off (DeadlockAfter(0)); the watch only asks
+	// inheritedDeadlock.
+	off bool
 	// st is the current wait's, nil between waits.
 	st *cycleWait
 }
@@ -121,7 +142,12 @@ type cycleWait struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	since  time.Time
-	timer  *time.Timer
+	// deadline is when the wait gives up by itself (its context's), zero
+	// for none: a bounded wait is never a link of a reported cycle.
+	deadline time.Time
+	timer    *time.Timer // the search's, nil for none
+	// inherited is closed when watchInherited ended, nil for none.
+	inherited chan struct{}
 	// publish says the wait on its server (lock.ServerWatcher), nil
 	// for a wait on this machine.
 	publish func(ctx context.Context, keeps []lock.Handle) (string, func(), error)
@@ -140,11 +166,18 @@ type cycleWait struct {
 // locks of a server whose protocol implements lock.WaitGraph
 // (deadlock_remote.go).
 func (c *config) watchCycles(w *watchedRequest) {
-	if c.deadlockAfter < 0 {
-		return
-	}
 	graph, _ := c.protocol.(lock.WaitGraph)
 	name := c.protocol.Name()
+	if c.deadlockAfter < 0 {
+		// No search; but a process that nothing in it can make let go
+		// (FailIfHeldHere) still learns at once that it waits for a
+		// kernel lock it keeps itself (inheritedDeadlock).
+		if c.failIfHeldHere && name == "flock" && graph == nil && cycleSearch {
+			w.watch = cycleWatch{proto: name, path: w.Request.Path, shared: w.Request.Shared, keepAll: true, caller: c.caller, off: true}
+			c.watch = &w.watch
+		}
+		return
+	}
 	if graph == nil {
 		if _, network := c.protocol.(lock.Closer); network || !cycleSearch {
 			return
@@ -181,28 +214,77 @@ func (w *cycleWatch) waiting(ctx context.Context, publish func(context.Context, 
 		}
 		return w.st.ctx
 	}
-	if !w.mayCloseCycle(ctx) {
+	// A process that nothing in it can make let go, and that keeps the
+	// kernel lock it waits for through a descriptor of its own, may wait
+	// for ever (inheritedDeadlock): that is watched while it waits.
+	inherited := w.keepAll && w.proto == "flock" && w.graph == nil && keepsItself(w.path, w.shared)
+	search := !w.off && w.mayCloseCycle(ctx)
+	if !inherited && !search {
 		// Nothing to watch: the wait keeps its own context, and with it
 		// the protocol's cheapest way of waiting.
 		return ctx
 	}
 	st := &cycleWait{since: time.Now(), publish: publish, done: make(chan struct{}), exited: make(chan struct{})}
+	st.deadline, _ = ctx.Deadline()
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
-	search := *w
-	search.st = nil
-	st.timer = time.AfterFunc(w.delay, func() { st.search(&search) })
+	if inherited {
+		st.inherited = make(chan struct{})
+		go st.watchInherited(w.path, w.shared, w.caller)
+	}
+	if search {
+		s := *w
+		s.st = nil
+		st.timer = time.AfterFunc(w.delay, func() { st.search(&s) })
+	}
 	w.st = st
 	return st.ctx
+}
+
+// keepsItself reports whether this process keeps the kernel lock at path
+// through a descriptor of its own, in a mode that excludes a request that
+// is shared or not.
+func keepsItself(path string, shared bool) bool {
+	k, ok := proc.FileKeyOf(path)
+	return ok && len(proc.OwnKeeps(k, shared)) > 0
+}
+
+// watchInherited asks inheritedDeadlock at once and then again while the
+// wait lasts, with pauses growing from 10 ms to a second (the shell that
+// started this process may not be asleep in its wait yet), and ends the
+// wait with its error.
+func (st *cycleWait) watchInherited(path string, shared bool, caller int) {
+	defer close(st.inherited)
+	pause := 10 * time.Millisecond
+	for {
+		if err := inheritedDeadlock(path, shared, caller); err != nil {
+			st.cancel(err)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-st.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // mayCloseCycle reports whether the wait w, with the context ctx, could
 // be part of a cycle of waits: only if something that cannot go on before
 // the wait ends keeps a lock, that is the wait itself (a lock it keeps,
 // see the top of this file) or an ancestor that runs it under a lock
-// (hold run, flock(1)). A wait that keeps nothing, as most do, waits as
-// it always did: it may wait behind a cycle, but the cycle's own waits
-// find it.
+// (hold run, flock(1)), or a writer's wait on a server, which readers
+// queued behind it wait for. A wait that keeps nothing, as most do,
+// waits as it always did: it may wait behind a cycle, but the cycle's
+// own waits find it.
 func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
+	if w.graph != nil && !w.shared {
+		// A writer's wait on a server: readers queued behind it wait
+		// for it, so it can close a cycle keeping nothing.
+		return true
+	}
 	if len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
 		return true
 	}
@@ -289,8 +371,11 @@ func endWatch(req *Request, err error) error {
 	st := w.st
 	w.st = nil
 	close(st.done)
-	if !st.timer.Stop() {
+	if st.timer != nil && !st.timer.Stop() {
 		<-st.exited
+	}
+	if st.inherited != nil {
+		<-st.inherited
 	}
 	cause := context.Cause(st.ctx)
 	st.cancel(nil)
@@ -350,6 +435,9 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 	me.Lock = idOf(w.proto, false, w.path).id
 	me.Shared = w.shared
 	me.Since = st.since.UnixNano()
+	if !st.deadline.IsZero() {
+		me.Deadline = st.deadline.UnixNano()
+	}
 	if w.caller > 0 && w.caller != me.PID {
 		me.Caller, me.CallerCommand = w.caller, proc.Cmdline(w.caller)
 	}
@@ -383,6 +471,10 @@ func (st *cycleWait) begin(w *cycleWatch) (find func() []cycleStep, cleanup func
 type cycleStep struct {
 	e       waits.Entry
 	keepers []int
+	// queued: this wait stands for the previous one's by its place in
+	// the server's queue (a writer that a reader queued behind waits
+	// for), not by a hold (deadlock_remote.go).
+	queued bool
 }
 
 // findCycle follows the chain of waits from me (see the top of this
@@ -390,6 +482,9 @@ type cycleStep struct {
 // through every process's descriptors for the keepers of a kernel lock,
 // where the cheap look takes the kernel's lock table's word.
 func findCycle(me waits.Entry, deep bool) []cycleStep {
+	if me.Deadline != 0 {
+		return nil // a wait that ends by itself is no link of a deadlock
+	}
 	entries := waits.List()
 	if len(entries) < 2 {
 		return nil
@@ -399,7 +494,7 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 	groups := make([][]int, len(entries))
 	group := func(i int) []int {
 		if groups[i] == nil {
-			groups[i] = append([]int{entries[i].PID}, proc.WaitingAncestors(entries[i].PID)...)
+			groups[i] = append([]int{entries[i].PID}, vouchedAncestors(entries[i].PID)...)
 		}
 		return groups[i]
 	}
@@ -438,6 +533,9 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 			return nil
 		}
 		e := entries[next]
+		if e.Deadline != 0 {
+			return nil // it ends by itself, and the chain with it
+		}
 		if e.Name == me.Name {
 			if len(cyc) < 2 {
 				return nil // its own lock: not a cycle between processes
@@ -452,6 +550,63 @@ func findCycle(me waits.Entry, deep bool) []cycleStep {
 		cur = e
 	}
 	return nil
+}
+
+// vouchedAncestors returns the waiting ancestors of process pid
+// (proc.WaitingAncestors) up to the first that hold cannot vouch for
+// (cannotActAlone): only those keep a lock until pid's wait ends.
+func vouchedAncestors(pid int) []int {
+	as := proc.WaitingAncestors(pid)
+	for i, a := range as {
+		if !cannotActAlone(a) {
+			return as[:i]
+		}
+	}
+	return as
+}
+
+// cannotActAlone reports whether process pid, asleep in a wait for its
+// only child, provably does nothing before that child ends. hold run,
+// hold update and flock(1) (waitsForCommand) have no timer once their
+// command runs: their -w bounds only the wait for the lock. A shell does
+// nothing but wait, unless it has a trap: then a signal (from a process
+// that is not its child, or a timer of another's) runs the trap, which
+// may unlock or kill. Its trap shows as a signal it catches, beyond the
+// ones every shell catches for itself (shellOwnSignals). Anything else
+// (timeout(1), which kills its child when its timer fires; a Python or
+// Node program waiting in subprocess.run; a supervisor) may act on its
+// own as far as hold can tell, and ends the chain.
+func cannotActAlone(pid int) bool {
+	args := proc.Args(pid)
+	if waitsForCommand(args) {
+		return true
+	}
+	if !isShell(args) {
+		return false
+	}
+	caught, ok := proc.CaughtSignals(pid)
+	return ok && caught&^shellOwnSignals == 0
+}
+
+// shellOwnSignals are the signals a shell without traps catches (bit N-1
+// for signal N): SIGCHLD (all), SIGINT (dash, when started where SIGINT
+// is not ignored), SIGHUP and SIGWINCH (zsh). Each comes only from
+// outside (a terminal, kill). An interactive bash catches many more, to
+// clean up before it dies, which cannot be told from a trap: it is not
+// vouched for.
+const shellOwnSignals = 1<<(1-1) | 1<<(2-1) | 1<<(17-1) | 1<<(28-1)
+
+// isShell reports whether args are a POSIX shell's (a login shell's
+// name begins with "-").
+func isShell(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch strings.TrimPrefix(filepath.Base(args[0]), "-") {
+	case "sh", "dash", "bash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh":
+		return true
+	}
+	return false
 }
 
 // standsFor reports whether every keeper of the lock that the wait prev
@@ -540,7 +695,11 @@ func youngest(cyc []cycleStep) string {
 func cycleError(me waits.Entry, cyc []cycleStep) error {
 	var b strings.Builder
 	held := cyc[len(cyc)-1].e.Path
-	fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	if cyc[0].queued {
+		fmt.Fprintf(&b, "%s is queued for %s ahead of a shared request for it", describeWaiter(me), held)
+	} else {
+		fmt.Fprintf(&b, "%s holds %s", describeWaiter(me), held)
+	}
 	for _, k := range cyc[0].keepers {
 		if k != me.PID {
 			fmt.Fprintf(&b, " through its ancestor pid %d (%s)", k, shorten(oneLine(proc.Cmdline(k)), 60))
@@ -549,6 +708,10 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 	}
 	fmt.Fprintf(&b, " and waits for %s", me.Path)
 	for _, s := range cyc[1:] {
+		if s.queued {
+			fmt.Fprintf(&b, ", queued behind the exclusive wait of %s, which waits for %s", describeWaiter(s.e), s.e.Path)
+			continue
+		}
 		fmt.Fprintf(&b, ", held by %s, which waits for %s", describeKeeper(s), s.e.Path)
 	}
 	b.WriteString(": no wait of the cycle can ever end, and this one, the latest to begin, gives up so that the others get their locks; take the locks in one order everywhere")

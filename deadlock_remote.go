@@ -22,7 +22,10 @@ import (
 // holds it keeps (Holds).
 //
 // The chain is followed as on this machine: from this wait to the one
-// wait that keeps every blocker of its lock, and on. A blocker that no
+// wait that keeps every blocker of its lock, and on; or, for a reader
+// queued behind a waiting writer (whose one Blocker is that writer's
+// Place in the queue), to the writer's own wait. A wait with a Deadline
+// ends the chain, as on this machine. A blocker that no
 // published wait keeps (a holder that does not wait, or waits without
 // saying so: DeadlockAfter(0), another version of hold, another user, or
 // a lock the wait does not keep), or blockers kept by more than one wait,
@@ -97,7 +100,9 @@ func (st *cycleWait) beginServer(w *cycleWatch) (func() []cycleStep, func(), boo
 			}
 			id, remove, me.Name = nid, nremove, nid
 		}
-		if id == "" {
+		if id == "" || !st.deadline.IsZero() {
+			// A bounded wait is said (a chain that reaches it ends
+			// there) but is no link of a cycle: nothing to look for.
 			return nil
 		}
 		ws, err := w.graph.ServerWaits(ctx)
@@ -129,34 +134,42 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 		return nil
 	}
 	cur := ws[i]
+	if !cur.Deadline.IsZero() {
+		return nil // a wait that ends by itself is no link of a deadlock
+	}
 	cyc := []cycleStep{{e: serverEntry(cur)}}
 	for range len(ws) + 1 {
 		if len(cur.Blockers) == 0 {
 			return nil
 		}
-		next := -1
+		next, queued := -1, false
 		for j := range ws {
-			if holdsAll(ws[j].Holds, cur.Blockers) {
+			place := len(cur.Blockers) == 1 && ws[j].Place != "" && cur.Blockers[0] == ws[j].Place
+			if place || holdsAll(ws[j].Holds, cur.Blockers) {
 				if next >= 0 {
 					return nil // more than one wait: it may end
 				}
-				next = j
+				next, queued = j, place
 			}
 		}
 		if next < 0 {
 			return nil
 		}
 		w := ws[next]
+		if !w.Deadline.IsZero() {
+			return nil // it ends by itself, and the chain with it
+		}
 		if w.ID == me {
 			if len(cyc) < 2 {
 				return nil // its own lock: not a cycle between processes
 			}
+			cyc[0].queued = queued
 			return cyc
 		}
 		if slices.ContainsFunc(cyc, func(s cycleStep) bool { return s.e.Name == w.ID }) {
 			return nil // a cycle that is not through this wait
 		}
-		cyc = append(cyc, cycleStep{e: serverEntry(w)})
+		cyc = append(cyc, cycleStep{e: serverEntry(w), queued: queued})
 		cur = w
 	}
 	return nil
@@ -194,5 +207,5 @@ func holdsAll(holds, blockers []string) bool {
 func serverEntry(w lock.ServerWait) waits.Entry {
 	o := w.Waiter
 	return waits.Entry{PID: o.PID, ProcStart: o.ProcStart, Host: o.Host, Command: strings.Join(o.Command, " "),
-		Path: w.Path, Since: w.Order, Name: w.ID}
+		Path: w.Path, Since: w.Order, Name: w.ID, Shared: w.Shared}
 }

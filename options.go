@@ -478,7 +478,9 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // released by another goroutine while this one waits, so the chain ends
 // there and no deadlock is reported through it. A process hold
 // cannot see into (a flock(1) that waits) ends the chain, so no cycle
-// through it is ever reported. The search of this machine's locks runs on
+// through it is ever reported; so do a wait with a deadline (a context
+// with one: it ends by itself) and a process that can act on its own
+// (timeout(1), a shell with a trap: see deadlock_cycle.go for the rule). The search of this machine's locks runs on
 // Linux only. Locks on a server (etcd, PostgreSQL) are followed, on every
 // system, by what the server knows (a protocol that implements
 // lock.WaitGraph): waits of the same server user only, and a chain that

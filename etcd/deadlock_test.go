@@ -116,7 +116,11 @@ func dialAs(t *testing.T, eps []string, name string) *etcd.Protocol {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := etcd.Dial(ctx, etcd.Config{Endpoints: eps, Username: name, Password: name + "pw", DialTimeout: 30 * time.Second})
+	cfg := etcd.Config{Endpoints: eps, DialTimeout: 30 * time.Second}
+	if name != "" {
+		cfg.Username, cfg.Password = name, name+"pw"
+	}
+	p, err := etcd.Dial(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +175,72 @@ func plantWait(t *testing.T, c *clientv3.Client, holds, waits string) {
 			t.Logf("planting %s: %v", name, err)
 		}
 	}
+}
+
+// TestDeadlockReaderBehindWriter: a cycle through a reader queued behind
+// a waiting writer (the reader waits for the writer, which waits for the
+// first reader) ends with exactly one ErrDeadlock. Before readers had
+// that edge, the chain ended at the queued reader and all three hung.
+func TestDeadlockReaderBehindWriter(t *testing.T) {
+	cycletest.ReaderBehindWriter(t, uniqueKey(t), endpointEnv+"="+testEndpoint)
+}
+
+// TestDeadlockBoundedLink: a two-process cycle whose one wait has a
+// deadline is no deadlock: that wait times out, the other gets its lock,
+// and nobody reports one.
+func TestDeadlockBoundedLink(t *testing.T) {
+	cycletest.BoundedLink(t, uniqueKey(t), endpointEnv+"="+testEndpoint)
+}
+
+// TestDeadlockManyWaits: with more wait entries of the same etcd user
+// than one page reads (here 130 unrelated waits, each a key waiting
+// behind a holder on its own lock), a true two-process cycle is still
+// reported. Before, more than 100 entries turned the search off.
+func TestDeadlockManyWaits(t *testing.T) {
+	c := rawClient(t, testEndpoint)
+	ctx := context.Background()
+	lease, err := c.Grant(ctx, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Revoke(context.Background(), lease.ID) })
+	base := uniqueKey(t)
+	record := `{"pid":1,"host":"elsewhere","started_at":"2026-01-01T00:00:00Z","released":false,"protocol":"etcd"}` + "\n"
+	for i := range 130 {
+		l := fmt.Sprintf("%s-other%d", base, i)
+		// A holder and a waiter on the one lease: two keys, the second
+		// waiting behind the first.
+		if _, err := c.Put(ctx, fmt.Sprintf("%s/%x-0", l, int64(lease.ID)), record, clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+		w := fmt.Sprintf("%s/%x-1", l, int64(lease.ID))
+		put, err := c.Put(ctx, w, record, clientv3.WithLease(lease.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := fmt.Sprintf(`{"key":%q,"rev":%d}`, w, put.Header.Revision)
+		if _, err := c.Put(ctx, fmt.Sprintf("hold/waits/user:/%x-%x", int64(lease.ID), put.Header.Revision), entry, clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := dialAs(t, []string{testEndpoint}, "")
+	ws, err := p.ServerWaits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) < 130 {
+		t.Fatalf("ServerWaits lists %d waits, want the 130 planted", len(ws))
+	}
+	res, took := cycletest.Cycle(t, [][]string{{base + "-l0", base + "-l1"}, {base + "-l1", base + "-l0"}}, 200*time.Millisecond, endpointEnv+"="+testEndpoint)
+	t.Logf("the cycle among 130 other waits ended in %v", took)
+	cycletest.CheckOneDeadlock(t, res, []string{base + "-l0", base + "-l1"})
+}
+
+// TestDeadlockRandom: random near rings (one wait with a deadline, or a
+// holder that lets go) are never reported, and random true rings of 2 to
+// 4 processes are, once each (cycletest.Random; HOLD_TEST_LONG=1 for 200
+// and 50).
+func TestDeadlockRandom(t *testing.T) {
+	near, true_ := cycletest.RandomCounts(6, 4)
+	cycletest.Random(t, uniqueKey(t), near, true_, endpointEnv+"="+testEndpoint)
 }

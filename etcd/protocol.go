@@ -59,6 +59,7 @@ var ErrUnreachable = lock.Unavailable("etcd unreachable")
 type Protocol struct {
 	client      *clientv3.Client
 	ownsClient  bool
+	certUser    string // the etcd user a client certificate names (waitsPrefix)
 	ttl         time.Duration
 	reqTimeout  time.Duration
 	redactFlags []string
@@ -199,6 +200,9 @@ func Dial(ctx context.Context, cfg Config, opts ...Option) (*Protocol, error) {
 	}
 	p := New(client, opts...)
 	p.ownsClient = true
+	if cfg.Username == "" {
+		p.certUser = certUser(dctx, client, tlsConf)
+	}
 	return p, nil
 }
 
@@ -414,4 +418,27 @@ func checkKey(key string) error {
 	}
 	return &lock.Error{Op: "acquire", Path: key, Err: lock.ErrInvalidName,
 		Hint: "an etcd lock key is printable UTF-8 of at most 512 bytes, not ending in /: " + why}
+}
+
+// certUser returns the etcd user that a client authenticated by its
+// certificate is: the certificate's common name, which etcd takes as the
+// user name when auth is enabled and no password is given. "" without a
+// client certificate, or when etcd says auth is off (every client is then
+// the same user, and shares its wait entries).
+func certUser(ctx context.Context, client *clientv3.Client, conf *tls.Config) string {
+	if conf == nil || len(conf.Certificates) == 0 || len(conf.Certificates[0].Certificate) == 0 {
+		return ""
+	}
+	cert := conf.Certificates[0].Leaf
+	if cert == nil {
+		c, err := x509.ParseCertificate(conf.Certificates[0].Certificate[0])
+		if err != nil {
+			return ""
+		}
+		cert = c
+	}
+	if st, err := client.AuthStatus(ctx); err == nil && !st.Enabled {
+		return ""
+	}
+	return cert.Subject.CommonName
 }

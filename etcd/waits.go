@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -49,8 +50,19 @@ var _ lock.WaitGraph = (*Protocol)(nil)
 
 // waitsPrefix is the prefix of the wait entries of this client's etcd
 // user.
+//
+// The user is the client's user name, or under certificate auth the
+// common name of its certificate (which etcd takes as the user name), as
+// Dial finds it. A Protocol made by New around a client that
+// authenticates by certificate only cannot tell its user: it uses the
+// prefix of the empty name, which other such clients share, so its waits
+// are told apart from theirs only by etcd's permissions on that prefix.
 func (p *Protocol) waitsPrefix() string {
-	return "hold/waits/user:" + p.client.Username + "/"
+	user := p.client.Username
+	if user == "" {
+		user = p.certUser
+	}
+	return "hold/waits/user:" + user + "/"
 }
 
 // waitEntry is the value of a wait entry: the waiting key, by name and
@@ -60,6 +72,10 @@ type waitEntry struct {
 	Key   string   `json:"key"`
 	Rev   int64    `json:"rev"`
 	Keeps []string `json:"keeps,omitempty"`
+	// Deadline, when not 0, is when the wait gives up by itself, in Unix
+	// nanoseconds, as in this machine's wait entries (internal/waits): a
+	// chain of waits that reaches it ends there.
+	Deadline int64 `json:"deadline,omitempty"`
 }
 
 // holdName names a held key in a wait entry and in ServerWait: its name
@@ -71,6 +87,9 @@ func holdName(key string, rev int64) string { return key + "@" + strconv.FormatI
 // returns the context the wait is to use.
 func (w *waiter) watching(ctx context.Context) context.Context {
 	p, lease, e := w.p, w.sess.id, waitEntry{Key: w.key, Rev: w.rev}
+	if d, ok := ctx.Deadline(); ok {
+		e.Deadline = d.UnixNano()
+	}
 	return lock.WatchServerWait(ctx, w.req.Watch, func(ctx context.Context, keeps []lock.Handle) (string, func(), error) {
 		e := e
 		for _, k := range keeps {
@@ -120,24 +139,39 @@ func (p *Protocol) publishWait(ctx context.Context, lease clientv3.LeaseID, e wa
 	return name, remove, nil
 }
 
-// maxWaits bounds the entries one look reads: each costs one range of its
-// lock's keys, in one transaction (etcd refuses more than 128 operations
-// in one by default). Past it the look tells nothing.
-const maxWaits = 100
+// page bounds the entries one read returns and the operations of one
+// transaction (etcd refuses more than 128 by default): a look reads the
+// entries, and then the keys of their locks, in as many pages as it
+// takes, all at the revision of the first read, so that the pages make
+// one picture. No count of waits turns the search off.
+const page = 100
 
 // ServerWaits lists the published waits of this client's etcd user that
-// still wait, each with the held keys it waits for: two round trips, one
-// for the entries and one for the keys of their locks.
+// still wait, each with the keys it waits for: a round trip for each
+// page of entries, and one for each page of the prefixes of their locks.
 func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 	prefix := p.waitsPrefix()
-	rctx, cancel := p.rpc(ctx)
-	resp, err := p.client.Get(rctx, prefix, clientv3.WithPrefix(), clientv3.WithLimit(maxWaits+1))
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.Kvs) > maxWaits {
-		return nil, fmt.Errorf("more than %d wait entries under %s", maxWaits, prefix)
+	var entryKvs []*mvccpb.KeyValue
+	var rev int64
+	for from := prefix; ; {
+		opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(page)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		rctx, cancel := p.rpc(ctx)
+		resp, err := p.client.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		entryKvs = append(entryKvs, resp.Kvs...)
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	type entry struct {
 		id     string
@@ -147,7 +181,7 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 	}
 	var ents []entry
 	var prefixes []string
-	for _, kv := range resp.Kvs {
+	for _, kv := range entryKvs {
 		name := strings.TrimPrefix(string(kv.Key), prefix)
 		lease, ok := leaseOfEntry(name)
 		if !ok || kv.Lease != lease {
@@ -172,20 +206,24 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 	if len(ents) < 2 {
 		return nil, nil // no cycle has fewer than two waits
 	}
-	ops := make([]clientv3.Op, len(prefixes))
-	for i, pr := range prefixes {
-		r := allRange(pr)
-		ops[i] = clientv3.OpGet(r.start, r.oldest(0)...)
-	}
-	rctx, cancel = p.rpc(ctx)
-	tresp, err := p.client.Txn(rctx).Then(ops...).Commit()
-	cancel()
-	if err != nil {
-		return nil, err
-	}
 	keys := map[string][]*mvccpb.KeyValue{}
-	for i, pr := range prefixes {
-		keys[pr] = tresp.Responses[i].GetResponseRange().GetKvs()
+	for len(prefixes) > 0 {
+		batch := prefixes[:min(page, len(prefixes))]
+		prefixes = prefixes[len(batch):]
+		ops := make([]clientv3.Op, len(batch))
+		for i, pr := range batch {
+			r := allRange(pr)
+			ops[i] = clientv3.OpGet(r.start, append(r.oldest(0), clientv3.WithRev(rev))...)
+		}
+		rctx, cancel := p.rpc(ctx)
+		tresp, err := p.client.Txn(rctx).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for i, pr := range batch {
+			keys[pr] = tresp.Responses[i].GetResponseRange().GetKvs()
+		}
 	}
 	var out []lock.ServerWait
 	for _, en := range ents {
@@ -202,9 +240,26 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 		}
 		ahead := aheadRange(en.prefix, string(mine.Key))
 		var blockers []string
-		for _, kv := range kvs {
-			if held[kv] && kv.CreateRevision < mine.CreateRevision && ahead.has(string(kv.Key)) {
-				blockers = append(blockers, blockerName(kv))
+		if kindOf(string(mine.Key)).shared {
+			// A reader waits for the newest exclusive key older than
+			// its own, holding or waiting: readers queue behind a
+			// waiting writer, and get the lock only once it has had
+			// it and let go. That writer, when it waits, is the wait
+			// its own key names (its Place).
+			var newest *mvccpb.KeyValue
+			for _, kv := range kvs {
+				if kv.CreateRevision < mine.CreateRevision && ahead.has(string(kv.Key)) {
+					newest = kv
+				}
+			}
+			if newest != nil {
+				blockers = append(blockers, blockerName(newest))
+			}
+		} else {
+			for _, kv := range kvs {
+				if held[kv] && kv.CreateRevision < mine.CreateRevision && ahead.has(string(kv.Key)) {
+					blockers = append(blockers, blockerName(kv))
+				}
 			}
 		}
 		var keeps []string
@@ -214,8 +269,11 @@ func (p *Protocol) ServerWaits(ctx context.Context) ([]lock.ServerWait, error) {
 				keeps = append(keeps, k)
 			}
 		}
-		sw := lock.ServerWait{ID: en.id, Path: strings.TrimSuffix(en.prefix, "/"), Order: mine.CreateRevision,
-			Blockers: blockers, Holds: keeps}
+		sw := lock.ServerWait{ID: en.id, Path: strings.TrimSuffix(en.prefix, "/"), Shared: kindOf(string(mine.Key)).shared, Order: mine.CreateRevision,
+			Blockers: blockers, Holds: keeps, Place: holdName(string(mine.Key), mine.CreateRevision)}
+		if en.e.Deadline != 0 {
+			sw.Deadline = time.Unix(0, en.e.Deadline)
+		}
 		if o, ok := lock.DecodeOwner(mine.Value); ok {
 			sw.Waiter = *o
 		}

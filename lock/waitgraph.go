@@ -1,6 +1,9 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Deadlocks between processes whose locks live on a server (etcd,
 // PostgreSQL). hold's search for a cycle of waits (the root's
@@ -70,8 +73,10 @@ type ServerWait struct {
 	// Waiter is who waits: its pid, start time, host and command, as its
 	// owner records name it.
 	Waiter Owner
-	// Path is the lock it waits for.
-	Path string
+	// Path is the lock it waits for, and Shared whether it waits to share
+	// it.
+	Path   string
+	Shared bool
 	// Order places the start of the wait among the others', by the
 	// server's clock or counter: the greater, the later.
 	Order int64
@@ -83,4 +88,12 @@ type ServerWait struct {
 	// a blocker that one of them names cannot be let go before this wait
 	// ends.
 	Holds []string
+	// Place names, in the same terms, the wait's own place in its lock's
+	// queue: a reader queued behind this waiting writer waits for it (its
+	// one Blocker is this Place).
+	Place string
+	// Deadline is when the wait gives up by itself (its context's
+	// deadline, as its entry says), zero for a wait without one: a
+	// chain of waits that reaches a bounded wait ends there.
+	Deadline time.Time
 }

@@ -261,7 +261,10 @@ func (p *Protocol) acquire(ctx context.Context, req *lock.Request, wait bool) (l
 // owner record, and the server process of its session from pg_locks.
 func (p *Protocol) busy(name string, e *lock.Error) *lock.Error {
 	st, pid, err := p.inspect("acquire", name)
-	if err != nil || st.Holder == nil {
+	if err != nil || st.Holder == nil || st.State == lock.Free {
+		// A lock free by now (its holders let go as the wait ended) has
+		// only its last exclusive holder's record, which may be of a
+		// process gone long ago: that one is no holder to name.
 		return e
 	}
 	e.Holder = st.Holder

@@ -245,6 +245,15 @@ func (c *conn) sharers(ctx context.Context, key int64) ([]sharer, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(found, func(a, b sharer) int {
+		// A holder whose record is not written yet (its statement is
+		// still running) comes after those whose are: the holder named
+		// is one known to hold.
+		if (a.Owner == nil) != (b.Owner == nil) {
+			if a.Owner == nil {
+				return 1
+			}
+			return -1
+		}
 		var ta, tb time.Time
 		if a.Owner != nil {
 			ta = a.Owner.StartedAt

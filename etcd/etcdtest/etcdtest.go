@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -30,7 +31,16 @@ type Config struct {
 	TickMs, ElectionMs uint
 	// StartTimeout bounds the wait for the cluster to serve (default 60s).
 	StartTimeout time.Duration
+	// ClientTLS, when set, makes the members serve clients over TLS with
+	// these PEM files (ClientURL is then https), and ask every client for
+	// a certificate that CAFile signed: with auth enabled, etcd takes a
+	// certificate's common name as its user.
+	ClientTLS *TLSFiles
 }
+
+// TLSFiles are a server's certificate and key and the CA that signs the
+// clients' certificates.
+type TLSFiles struct{ CertFile, KeyFile, CAFile string }
 
 // Cluster is a running test cluster.
 type Cluster struct {
@@ -46,6 +56,7 @@ type Member struct {
 
 	dir, peerURL, initial, token string
 	tickMs, electionMs           uint
+	clientTLS                    *TLSFiles
 	startTimeout                 time.Duration
 	e                            *embed.Etcd
 	closed                       chan struct{}
@@ -68,6 +79,10 @@ func Start(dir string, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	var initial []string
+	scheme := "http"
+	if cfg.ClientTLS != nil {
+		scheme = "https"
+	}
 	for i := 0; i < cfg.Members; i++ {
 		cp, err := FreePort()
 		if err != nil {
@@ -79,7 +94,8 @@ func Start(dir string, cfg Config) (*Cluster, error) {
 		}
 		m := &Member{
 			Name:         "m" + strconv.Itoa(i),
-			ClientURL:    fmt.Sprintf("http://127.0.0.1:%d", cp),
+			ClientURL:    fmt.Sprintf("%s://127.0.0.1:%d", scheme, cp),
+			clientTLS:    cfg.ClientTLS,
 			dir:          filepath.Join(dir, "m"+strconv.Itoa(i)),
 			peerURL:      fmt.Sprintf("http://127.0.0.1:%d", pp),
 			token:        "hold-test-" + strconv.FormatInt(time.Now().UnixNano(), 36),
@@ -169,6 +185,9 @@ func (m *Member) Start() error {
 	}
 	cfg.ListenClientUrls = []url.URL{*cu}
 	cfg.AdvertiseClientUrls = []url.URL{*cu}
+	if t := m.clientTLS; t != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+	}
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = m.initial

@@ -157,7 +157,11 @@ func DescendsFrom(pid int, roots []int) bool {
 
 // keepsFlock reports whether the fdinfo file at path lists a FLOCK lock
 // (held, not waited for: fdinfo lists only held ones) on the file k.
-func keepsFlock(path string, k FileKey) bool {
+func keepsFlock(path string, k FileKey) bool { return keepsFlockMode(path, k, false) }
+
+// keepsFlockMode is keepsFlock, for an exclusive (WRITE) lock only when
+// writers is set.
+func keepsFlockMode(path string, k FileKey, writers bool) bool {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
@@ -169,7 +173,7 @@ func keepsFlock(path string, k FileKey) bool {
 		}
 		// "lock:\t1: FLOCK  ADVISORY  WRITE 4242 fe:00:1234 0 EOF":
 		// the same fields as a line of /proc/locks.
-		if l, ok := parseLockLine(rest); ok && l.Kind == "FLOCK" && !l.Blocked &&
+		if l, ok := parseLockLine(rest); ok && l.Kind == "FLOCK" && !l.Blocked && (l.Write || !writers) &&
 			unix.Mkdev(l.Major, l.Minor) == k.Dev && l.Inode == k.Ino {
 			return true
 		}
@@ -328,4 +332,52 @@ func WaitingAncestors(pid int) []int {
 		child = parent
 	}
 	return chain
+}
+
+// CaughtSignals returns the set of signals process pid handles with a
+// handler of its own (SigCgt in /proc/PID/status: bit N-1 for signal N);
+// ok is false when it cannot be read. A shell that runs a trap, or a
+// program like timeout(1) that acts on a timer's signal, shows it here.
+func CaughtSignals(pid int) (set uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		if v, found := bytes.CutPrefix(line, []byte("SigCgt:")); found {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// OwnKeeps returns the descriptors of this process that keep a flock(2)
+// lock on the file k, an exclusive one only when writers is set: for the
+// question whether this process holds, through a descriptor it was
+// started with, a lock it now waits for.
+func OwnKeeps(k FileKey, writers bool) []int {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(int(d.Fd()), name, &st, 0) == nil && uint64(st.Dev) == k.Dev && st.Ino == k.Ino &&
+			keepsFlockMode("/proc/self/fdinfo/"+name, k, writers) {
+			out = append(out, fd)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

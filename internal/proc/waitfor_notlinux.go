@@ -37,3 +37,9 @@ func KernelHolders(k FileKey) []int { return nil }
 
 // WaitingAncestors cannot be told outside Linux: none.
 func WaitingAncestors(pid int) []int { return nil }
+
+// CaughtSignals cannot be read outside Linux: never ok.
+func CaughtSignals(pid int) (set uint64, ok bool) { return 0, false }
+
+// OwnKeeps cannot be told outside Linux: none.
+func OwnKeeps(k FileKey, writers bool) []int { return nil }

@@ -54,6 +54,12 @@ type Entry struct {
 	// Since is when the wait began, in Unix nanoseconds: the youngest
 	// wait of a cycle is the one that gives up.
 	Since int64 `json:"since"`
+	// Deadline, when not 0, is when the wait gives up by itself, in Unix
+	// nanoseconds (a context with a deadline: hold run -w, a client's
+	// timeout through the agent). Such a wait ends whatever the others
+	// do, so no cycle through it is a deadlock: a chain of waits that
+	// reaches it ends there.
+	Deadline int64 `json:"deadline,omitempty"`
 	// Holds lists the paths of the locks the wait keeps until it ends,
 	// for messages, and Keeps their identities ("flock ino:8:1234", the
 	// protocol and the root's lockID): the waiter's process stands for
