@@ -454,3 +454,28 @@ func ExampleSoftFile() {
 	// jobs.txt.lock true true
 	// 0 true
 }
+
+// A program written for proper-lockfile reads a lock directory whose time
+// stamp someone else set as a lock another process took: Heartbeat sets
+// its refresh interval (proper-lockfile's update) and LostIfTouched makes
+// such a change a loss, as that program expects.
+func ExampleLostIfTouched() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	l, err := hold.Acquire(context.Background(), filepath.Join(dir, "cache"), hold.WithProtocol(portable.New()),
+		hold.Heartbeat(100*time.Millisecond), hold.LostIfTouched())
+	if err != nil {
+		panic(err)
+	}
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(l.Path(), past, past) // another process touches the lock
+	select {
+	case <-l.Lost():
+		fmt.Println("lost:", errors.Is(l.Release(), hold.ErrLost))
+	case <-time.After(time.Minute):
+		fmt.Println("still held")
+	}
+	// Output:
+	// lost: true
+}

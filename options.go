@@ -99,6 +99,9 @@ type config struct {
 	watch *cycleWatch
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
+	// heartbeat and lostIfTouched are Heartbeat's and LostIfTouched's.
+	heartbeat     time.Duration
+	lostIfTouched bool
 	// makeDirs, mode: see lock.Request.MakeDirs and Mode (MakeDirs,
 	// LockFileMode).
 	makeDirs bool
@@ -175,6 +178,7 @@ func (c *config) request(target string) (*Request, error) {
 	// watchedRequest).
 	w := &watchedRequest{Request: Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
+		Heartbeat: c.heartbeat, LostIfTouched: c.lostIfTouched,
 		MakeDirs: c.makeDirs, Mode: c.mode, SoftFile: c.softFile, FenceAbove: c.fenceAbove(target), Slots: c.slots}}
 	req := &w.Request
 	c.shapeOwner(&req.Owner)
@@ -381,6 +385,28 @@ func StopWithin(d time.Duration) Option {
 // locks never go stale and ignore it.
 func StaleAfter(d time.Duration) Option {
 	return Option{kind: optStaleAfter, set: func(c *config) { c.stale = d }}
+}
+
+// Heartbeat sets how often the holder of a portable lock refreshes it
+// (the lock directory's time stamp, which others judge its age by), for
+// this lock alone, as proper-lockfile's `update` option does; without it
+// the protocol's own (portable.Heartbeat, HOLD_DIR_HEARTBEAT, one
+// second). A d longer than half the stale time is lowered to it, so that
+// a live holder is never judged stale; d of 0 or less leaves the
+// protocol's own. Kernel locks have no heartbeat and ignore it.
+func Heartbeat(d time.Duration) Option {
+	return Option{kind: optHeartbeat, set: func(c *config) { c.heartbeat = d }}
+}
+
+// LostIfTouched makes the holder of a portable lock count it lost when a
+// heartbeat finds the lock directory's time stamp set by someone else, as
+// proper-lockfile's holders do: Lost fires and Release returns ErrLost.
+// Programs written for proper-lockfile read such a change as another
+// process taking the lock; hold's own rule (a lock is lost when its
+// directory is removed or replaced) does not need it. Kernel locks ignore
+// it.
+func LostIfTouched() Option {
+	return Option{kind: optLostIfTouched, set: func(c *config) { c.lostIfTouched = true }}
 }
 
 // RefuseMachineLocal makes Acquire, TryAcquire, Do, Update and Append fail

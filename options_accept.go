@@ -58,6 +58,8 @@ const (
 	optShared
 	optStopWithin
 	optStaleAfter
+	optHeartbeat
+	optLostIfTouched
 	optRefuseMachineLocal
 	optMakeDirs
 	optLockFileMode
@@ -97,6 +99,8 @@ var accepts = [numOptionKinds]struct {
 	optShared:             {"Shared", holding, "Update and Append always take the exclusive lock: two writers under a shared one would read the same old content"},
 	optStopWithin:         {"StopWithin", taking, ""},
 	optStaleAfter:         {"StaleAfter", taking | inInspect, ""},
+	optHeartbeat:          {"Heartbeat", taking, ""},
+	optLostIfTouched:      {"LostIfTouched", taking, ""},
 	optRefuseMachineLocal: {"RefuseMachineLocal", taking, ""},
 	optMakeDirs:           {"MakeDirs", taking, ""},
 	optLockFileMode:       {"LockFileMode", taking, ""},

@@ -958,7 +958,7 @@ class Lock {
 
 // The options each function takes.
 const LOCK_OPTIONS = new Set(['wait', 'signal', 'shared', 'fair', 'protocol', 'lockFile', 'name', 'fields', 'settings', 'stale', 'makeDirs', 'slots',
-  'deadlockAfter', 'heldBy']);
+  'deadlockAfter', 'heldBy', 'heartbeat', 'lostIfTouched']);
 const APPEND_OPTIONS = new Set([...LOCK_OPTIONS].filter((o) => o !== 'shared' && o !== 'slots').concat('mustExist'));
 const UPDATE_OPTIONS = new Set([...APPEND_OPTIONS, 'encoding', 'allowSplit', 'allowOwnerChange', 'allowEmpty']);
 const STATUS_OPTIONS = new Set(['protocol', 'lockFile', 'name', 'settings', 'stale']);
@@ -1016,10 +1016,16 @@ function requestOptions(target, opts = {}, allowed = LOCK_OPTIONS) {
     }
     req.stale = opts.stale;
   }
+  if (opts.heartbeat !== undefined) {
+    if (typeof opts.heartbeat !== 'number' || !(opts.heartbeat > 0) || opts.heartbeat === Infinity) {
+      throw new HoldError('EINVAL', `heartbeat must be a number of seconds > 0, not ${String(opts.heartbeat)}`);
+    }
+    req.heartbeat = opts.heartbeat;
+  }
   for (const [key, field] of [
     ['shared', 'shared'], ['fair', 'fair'], ['mustExist', 'must_exist'],
     ['allowSplit', 'allow_split'], ['allowOwnerChange', 'allow_owner_change'],
-    ['allowEmpty', 'allow_empty'], ['makeDirs', 'make_dirs'],
+    ['allowEmpty', 'allow_empty'], ['makeDirs', 'make_dirs'], ['lostIfTouched', 'lost_if_touched'],
   ]) {
     if (opts[key] !== undefined) {
       if (typeof opts[key] !== 'boolean') throw new HoldError('EINVAL', `${key} must be true or false`);

@@ -104,6 +104,19 @@ export interface LockOptions {
    */
   stale?: number;
   /**
+   * The portable protocol's heartbeat for this lock, in seconds: how
+   * often the holder refreshes its time stamp (proper-lockfile's update).
+   * At most half the stale time. Default: HOLD_DIR_HEARTBEAT in the
+   * agent's environment, else 1.
+   */
+  heartbeat?: number;
+  /**
+   * The portable protocol: the lock is lost when a heartbeat finds its
+   * time stamp changed by someone else, as proper-lockfile's holders
+   * judge it. Default false.
+   */
+  lostIfTouched?: boolean;
+  /**
    * Make the lock file's missing parent directories (mode 0777 under the
    * umask). Without it a missing directory is an 'ENOENT' error, as it is
    * for the hold command and the Go library (docs/cli.md, "Missing

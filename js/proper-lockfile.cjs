@@ -24,9 +24,12 @@
 //   older. A holder alive on this host is never taken over. check()
 //   passes it to the agent, whose library judges staleness by it (one
 //   rule for lock and check).
-// - update (ms): checked as proper-lockfile checks it; the agent refreshes
-//   the time stamp every second or more often (at least twice per stale
-//   time), which is never less often than `update` asks.
+// - update (ms, between 1000 and stale/2, default stale/2): how often the
+//   agent refreshes the time stamp, as proper-lockfile's timer does; a
+//   refresh that finds the time stamp set by someone else since the last
+//   one reports the lock compromised (ECOMPROMISED, "Unable to update
+//   lock within the stale threshold"), as proper-lockfile's "mtime is not
+//   ours" does.
 // - retries: a number, or the backoff object {retries, factor,
 //   minTimeout, maxTimeout, randomize, forever, maxRetryTime}, with
 //   proper-lockfile's schedule (its `retry` dependency's; retries.cjs). Not allowed
@@ -99,7 +102,12 @@ function canonicalSync(file, o) {
 
 /** hold's request options for the lock of file. */
 function holdOptions(file, o) {
-  return { lockFile: lockfileOf(file, o), protocol: 'dir', stale: o.stale / 1000 };
+  return {
+    lockFile: lockfileOf(file, o), protocol: 'dir', stale: o.stale / 1000,
+    // proper-lockfile's update timer: refresh every `update`, and call a
+    // time stamp someone else set a compromise.
+    heartbeat: o.update / 1000, lostIfTouched: true,
+  };
 }
 
 /** proper-lockfile's error for what hold's tryLock threw. */

@@ -70,6 +70,23 @@ type Request struct {
 	// means the protocol's own. Protocols that never judge by age ignore
 	// it.
 	Stale time.Duration
+	// Heartbeat is how often this acquisition's holder refreshes its
+	// lock, for a protocol with a heartbeat (the portable protocol: the
+	// lock directory's time stamp), as proper-lockfile's `update` asks.
+	// Zero means the protocol's own. The protocol still refreshes at
+	// least twice per stale time (it lowers a longer one), so others
+	// judging the lock by age never take it from a live holder.
+	// Protocols without a heartbeat ignore it.
+	Heartbeat time.Duration
+	// LostIfTouched makes a holder of the portable protocol count its
+	// lock lost when a heartbeat finds the lock directory's time stamp
+	// changed by someone else since it last set it, as proper-lockfile's
+	// holders do ("mtime is not ours"): for programs written for
+	// proper-lockfile, which read such a change as another process having
+	// taken the lock. Without it a lock is lost only when its directory
+	// is removed or replaced, which is what a takeover does. Protocols
+	// without a heartbeat ignore it.
+	LostIfTouched bool
 	// FenceAbove names a file whose owner record's token the first token
 	// of a lock path that has none yet must exceed, "" for none: the file
 	// a target named "*.lock" was locked as by earlier versions of hold,

@@ -60,6 +60,14 @@ func (req *request) spec() (lockspec.Spec, error) {
 		}
 		s.Stale = lockspec.SecondsToWait(st)
 	}
+	if req.Heartbeat != nil {
+		hb := *req.Heartbeat
+		if !(hb > 0) || hb > 1e9 {
+			return s, errkind.Usagef("heartbeat must be a number of seconds > 0, not %v", hb)
+		}
+		s.Heartbeat = lockspec.SecondsToWait(hb)
+	}
+	s.LostIfTouched = req.LostIfTouched
 	if req.DeadlockAfter != nil {
 		d := *req.DeadlockAfter
 		if !(d >= 0) || d > 1e9 {

@@ -102,6 +102,13 @@ type request struct {
 	// Stale: the lock's own stale time in seconds, for the portable
 	// protocol (hold.StaleAfter); for status, the stale time to judge by.
 	Stale *float64 `json:"stale"`
+	// Heartbeat: how often, in seconds, the holder of a portable lock
+	// refreshes it (hold.Heartbeat), as proper-lockfile's update.
+	Heartbeat *float64 `json:"heartbeat"`
+	// LostIfTouched: a portable lock whose time stamp someone else
+	// changes is lost (hold.LostIfTouched), as proper-lockfile's holders
+	// judge.
+	LostIfTouched bool `json:"lost_if_touched"`
 	// Lazy, on acquire and try: the reply leaves out the token and the
 	// owner record, which the client asks for with a "token" request when
 	// it needs them. A kernel lock then writes its record only when asked

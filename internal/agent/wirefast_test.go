@@ -170,7 +170,7 @@ func TestAppendCommonKnowsEveryField(t *testing.T) {
 // request out of recentRequests (remember); then add it here.
 func TestRecentRequestsKnowEveryField(t *testing.T) {
 	known := "ID Op Version Sync SyncDir Pipeline Target Wait Shared Fair Protocol LockFile Name Fields Settings " +
-		"HeldBy MakeDirs Mode SoftFile Stale Lazy Slots DeadlockAfter MustExist AllowSplit AllowOwnerChange AllowEmpty Data " +
+		"HeldBy MakeDirs Mode SoftFile Stale Heartbeat LostIfTouched Lazy Slots DeadlockAfter MustExist AllowSplit AllowOwnerChange AllowEmpty Data " +
 		"InProc HeldInProc heldFile Ticket Started Fence Lock Sent Update Request Queue syncCaller"
 	var fields []string
 	for f := range reflect.TypeFor[request]().Fields() {

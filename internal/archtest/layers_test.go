@@ -35,7 +35,7 @@ var (
 	}
 	// tools are public packages on top of the library that the root must
 	// not link: a program that does not call them does not pay for them.
-	tools = []string{"doctor"}
+	tools = []string{"doctor", "flock"}
 	// testSupport is imported by tests only.
 	testSupport = []string{
 		"holdtest", "internal/testenv", "internal/faultnet", "internal/doctest",

@@ -183,8 +183,12 @@ type attempt struct {
 	logger func(msg string, args ...any)
 	// stopWithin is the request's StopWithin (see expiry.go).
 	stopWithin time.Duration
-	lastErr    error     // last mkdir error treated as contention, if not EEXIST
-	seen       judgement // the last judgement of a busy lock
+	// heartbeat and lostIfTouched are the request's (see beatAsked and
+	// handle.touched).
+	heartbeat     time.Duration
+	lostIfTouched bool
+	lastErr       error     // last mkdir error treated as contention, if not EEXIST
+	seen          judgement // the last judgement of a busy lock
 	// reclaimed is set once this acquisition removed a stale lock.
 	reclaimed bool
 	// leaveGate gives up this acquisition's place at the gate (nil when
@@ -217,6 +221,7 @@ type attempt struct {
 // slots (semaphore.go) are such attempts too, one per slot path.
 func (p *Protocol) newAttempt(req *lock.Request, path string) (*attempt, error) {
 	a := &attempt{p: p, path: path, guard: path + GuardSuffix, owner: req.Owner, stopWithin: req.StopWithin, stale: p.cfg.Stale, slot: -1, soft: req.SoftFile}
+	a.heartbeat, a.lostIfTouched = req.Heartbeat, req.LostIfTouched
 	if req.Stale > 0 {
 		a.stale = req.Stale
 	}
@@ -463,7 +468,7 @@ func (a *attempt) pass(skipJudge bool) (outcome, lock.Handle, error) {
 	a.p.hit(faultAfterReadBack)
 	leave := a.leaveGate
 	a.leaveGate = nil
-	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin)
+	h := a.p.newHandle(a.path, owner, stamp, d, leave, a.stale, a.stopWithin, a.heartbeat, a.lostIfTouched)
 	h.slot = a.slot
 	h.carry = a.carry
 	return passHeld, h, nil

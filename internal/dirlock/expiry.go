@@ -43,6 +43,20 @@ func (c Config) beatFor(stale, stopWithin time.Duration) time.Duration {
 	return beat
 }
 
+// beatAsked is the heartbeat of a holder that asked for asked
+// (Request.Heartbeat, proper-lockfile's update): asked itself, but at most
+// half the stale time, as proper-lockfile caps it, and never so long that
+// the holder's own loss deadline (lossAfter, which stays the one of the
+// configured heartbeat) would come before its next beat; then the
+// configured heartbeat. Never below minHeartbeat.
+func (c Config) beatAsked(asked, stale, stopWithin time.Duration) time.Duration {
+	beat := max(min(asked, stale/2), minHeartbeat)
+	if beat >= c.lossAfter(stale, stopWithin) {
+		return c.beatFor(stale, stopWithin)
+	}
+	return beat
+}
+
 // lossAfter is how long after its last heartbeat written a holder that
 // needs stopWithin to stop declares its lock lost.
 func (c Config) lossAfter(stale, stopWithin time.Duration) time.Duration {

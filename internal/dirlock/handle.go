@@ -51,15 +51,28 @@ type handle struct {
 	slot int
 	// carry is the token a file-form holder hands on (attempt.carry).
 	carry uint64
+	// touchedWant is, under Request.LostIfTouched, the time stamp the
+	// directory had after this holder last set it; nil otherwise.
+	touchedWant *time.Time
 }
 
-func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin time.Duration) *handle {
+func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin, heartbeat time.Duration, lostIfTouched bool) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
 	}
 	stale = max(stale, p.cfg.Grace)
 	h := &handle{p: p, path: path, owner: owner, stamp: stamp, dir: d, leaveGate: leaveGate, stale: stale, slot: -1,
 		stopWithin: stopWithin, heartbeat: p.cfg.beatFor(stale, stopWithin), lossAfter: p.cfg.lossAfter(stale, stopWithin)}
+	if heartbeat > 0 {
+		h.heartbeat = p.cfg.beatAsked(heartbeat, stale, stopWithin)
+	}
+	if lostIfTouched && !d.file {
+		// The time stamp the directory was made with, which the first
+		// heartbeat must find unchanged.
+		if t, err := d.mtime(); err == nil {
+			h.touchedWant = &t
+		}
+	}
 	// The directory's mtime was set when it was made, a moment ago:
 	// counting from now errs by that moment, which the margin covers.
 	h.lastOK.Store(time.Now().UnixNano())
@@ -100,14 +113,43 @@ func (h *handle) beat() {
 		h.markLostLocked("the lock directory was removed or replaced")
 		return
 	case ours, inconclusive:
+		if h.touched() {
+			h.markLostLocked("the lock directory's time stamp was changed by someone else, which proper-lockfile's holders read as the lock taken by another process")
+			return
+		}
 		if err := h.dir.refresh(now); err == nil {
 			h.refreshed(now)
+			h.noteTouch()
 		}
 	}
 	if h.overdue(time.Now()) {
 		return
 	}
 	h.timer.Reset(h.heartbeat)
+}
+
+// touched reports, under Request.LostIfTouched, whether the directory's
+// time stamp is no longer the one this holder last set: someone else set
+// it. A time stamp that cannot be read proves nothing (the ownership
+// check has just passed); the next beat looks again.
+func (h *handle) touched() bool {
+	if h.touchedWant == nil {
+		return false
+	}
+	t, err := h.dir.mtime()
+	return err == nil && !t.Equal(*h.touchedWant)
+}
+
+// noteTouch remembers, under Request.LostIfTouched, the time stamp the
+// refresh just set, as the filesystem keeps it (which may be coarser than
+// the clock's).
+func (h *handle) noteTouch() {
+	if h.touchedWant == nil {
+		return
+	}
+	if t, err := h.dir.mtime(); err == nil {
+		*h.touchedWant = t
+	}
 }
 
 func (h *handle) markLost(why string) {

@@ -207,6 +207,16 @@ func (d *dirRef) touch(t time.Time) error {
 
 func (d *dirRef) close() { d.f.Close() }
 
+// mtime is the lock's time stamp as the filesystem keeps it, read through
+// our descriptor: the one object we hold, whatever the path names now.
+func (d *dirRef) mtime() (time.Time, error) {
+	fi, err := d.f.Stat()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
 // isMkdirContention: on unix only EEXIST means someone else has the path.
 // EACCES, EPERM, EROFS and ENOENT are real problems that waiting cannot
 // cure, so they fail at once instead of turning into a timeout.

@@ -82,6 +82,20 @@ func (d *dirRef) touch(t time.Time) error { return os.Chtimes(d.path, t, t) }
 
 func (d *dirRef) close() {}
 
+// mtime is the lock's time stamp as the filesystem keeps it. Windows
+// holds no handle on the directory, so it reads the path, and only while
+// the path still names our directory.
+func (d *dirRef) mtime() (time.Time, error) {
+	fi, err := lstat(d.path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !os.SameFile(fi, d.fi) {
+		return time.Time{}, os.ErrNotExist
+	}
+	return fi.ModTime(), nil
+}
+
 // withdrawOwner does nothing on Windows: without a handle on our directory
 // the record could only be removed through the path, which may hold
 // another holder's lock by now.

@@ -73,6 +73,12 @@ type Spec struct {
 	// Stale is the lock's own stale time for the portable protocol
 	// (hold.StaleAfter); zero: the protocol's (HOLD_DIR_STALE).
 	Stale time.Duration
+	// Heartbeat is how often the holder of a portable lock refreshes it
+	// (hold.Heartbeat); zero: the protocol's.
+	Heartbeat time.Duration
+	// LostIfTouched counts a portable lock whose time stamp someone else
+	// changed lost (hold.LostIfTouched).
+	LostIfTouched bool
 	// DeadlockAfter is how long a wait lasts before it looks for a
 	// deadlock between processes, when DeadlockAfterGiven
 	// (hold.DeadlockAfter); zero turns the search off.
@@ -295,6 +301,12 @@ func (s *Spec) takeOptions(r *Resolved) {
 	if s.Stale > 0 {
 		r.Opts = append(r.Opts, hold.StaleAfter(s.Stale))
 		r.stale = s.Stale
+	}
+	if s.Heartbeat > 0 {
+		r.Opts = append(r.Opts, hold.Heartbeat(s.Heartbeat))
+	}
+	if s.LostIfTouched {
+		r.Opts = append(r.Opts, hold.LostIfTouched())
 	}
 	if s.MakeDirs {
 		r.Opts = append(r.Opts, hold.MakeDirs())

@@ -6,7 +6,7 @@
 // errors, and the default onCompromised throws, as proper-lockfile's does.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -273,4 +273,52 @@ test('check() trusts hold\'s answer about a live holder over an old time stamp',
   } finally {
     await release();
   }
+});
+
+test('a time stamp someone else sets is a compromise, as proper-lockfile\'s "mtime is not ours"', async () => {
+  const file = target();
+  let compromised;
+  const called = new Promise((resolve) => { compromised = resolve; });
+  await lock(file, { update: 1000, stale: 2000, onCompromised: compromised });
+  const past = new Date(Date.now() - 60000);
+  utimesSync(`${file}.lock`, past, past);
+  const guard = setTimeout(() => compromised(new Error('onCompromised was not called')), hangLimit);
+  const err = await called;
+  clearTimeout(guard);
+  assert.equal(err.code, 'ECOMPROMISED');
+  assert.equal(err.message, 'Unable to update lock within the stale threshold');
+  await assert.rejects(unlock(file), { code: 'ENOTACQUIRED' });
+});
+
+test('update sets how often the time stamp is refreshed, as proper-lockfile\'s timer does', async () => {
+  const file = target();
+  // stale 5000 caps update 6000 at 2500 ms: the stamp stays as made for
+  // longer than the agent's default second, then moves.
+  const release = await lock(file, { update: 6000, stale: 5000 });
+  const made = statSync(`${file}.lock`).mtimeMs;
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(statSync(`${file}.lock`).mtimeMs, made, 'refreshed before update (2500 ms) was due');
+  await until(() => statSync(`${file}.lock`).mtimeMs > made, 'the refresh at 2500 ms');
+  await release();
+});
+
+test('@hold-dev/hold/proper-lockfile/lib/lockfile is proper-lockfile\'s lib/lockfile, on the drop-in\'s locks', async () => {
+  const require = createRequire(import.meta.url);
+  const lib = require('@hold-dev/hold/proper-lockfile/lib/lockfile');
+  const libEsm = await import('@hold-dev/hold/proper-lockfile/lib/lockfile');
+  assert.equal(libEsm.getLocks, lib.getLocks);
+  assert.equal(lib.getLocks, getLocks);
+  const file = target();
+  const release = await new Promise((resolve, reject) => lib.lock(file, {}, (err, r) => (err ? reject(err) : resolve(r))));
+  assert.deepEqual(Object.keys(getLocks()).filter((k) => k === file), [file], 'a lock taken through lib is the drop-in\'s');
+  assert.equal(await new Promise((resolve, reject) => lib.check(file, (err, v) => (err ? reject(err) : resolve(v)))), true);
+  await new Promise((resolve, reject) => release((err) => (err ? reject(err) : resolve())));
+  assert.ok(!(file in getLocks()));
+  const again = await lock(file);
+  await new Promise((resolve, reject) => lib.unlock(file, (err) => (err ? reject(err) : resolve())));
+  await assert.rejects(again(), { code: 'ERELEASED' });
+  await new Promise((resolve) => lib.unlock(file, (err) => {
+    assert.equal(err?.code, 'ENOTACQUIRED');
+    resolve();
+  }));
 });
