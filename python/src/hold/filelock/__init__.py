@@ -84,7 +84,7 @@ Where an option cannot mean what it means under filelock:
 
 from __future__ import annotations
 
-import asyncio
+import asyncio as _aio
 import builtins
 import contextlib
 import errno
@@ -96,30 +96,71 @@ import warnings
 from abc import ABCMeta
 from types import TracebackType
 from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple, Type, Union
+import weakref
 from weakref import WeakValueDictionary
 
-from . import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
-from . import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
-from ._errors import Deadlock
-from ._steps import Steps, arun, run
+from .. import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
+from .. import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
+from .._errors import Deadlock
+from .._steps import Steps, arun, run
+from . import _api
+from ._api import (
+    AcquireWait, CloseErrorPolicy, CompromiseReason, ContextErrorPolicy, InFlight, LeaseClaim, LeaseCompromise,
+    LeaseHeartbeat, LeaseSettingsMismatch, LockOptions, OwnerMode, OwnerRecord, ReleasePendingError,
+    SoftFileLockLifetimeWarning, SoftFileLockProtocolError, StrictRelease, StrictSoftFileClaim,
+    StrictSoftFileClaimState, lock_descriptor, unlock_descriptor,
+)
 
+# filelock 4.3.1's __all__, every name.
 __all__ = [
     "AcquireReturnProxy",
+    "AcquireWait",
     "AsyncAcquireReadWriteReturnProxy",
     "AsyncAcquireReturnProxy",
-    "AsyncReadWriteLock",
+    "AsyncAcquireSoftReadWriteReturnProxy",
     "AsyncFileLock",
+    "AsyncReadWriteLock",
+    "AsyncSoftFileLease",
     "AsyncSoftFileLock",
+    "AsyncSoftReadWriteLock",
+    "AsyncStrictSoftFileLock",
+    "AsyncUnixFileLock",
+    "AsyncWindowsFileLock",
     "BaseAsyncFileLock",
     "BaseFileLock",
+    "CloseErrorPolicy",
+    "CompromiseReason",
+    "ContextErrorPolicy",
     "FileLock",
+    "FileLockContext",
+    "InFlight",
+    "LeaseClaim",
+    "LeaseCompromise",
+    "LeaseHeartbeat",
+    "LeaseSettingsMismatch",
+    "LockOptions",
+    "MarkerSoftFileLock",
+    "OwnerMode",
+    "OwnerRecord",
     "ReadWriteLock",
+    "ReleasePendingError",
+    "SoftFileLease",
     "SoftFileLock",
+    "SoftFileLockLifetimeWarning",
+    "SoftFileLockProtocolError",
+    "SoftReadWriteLock",
+    "StrictRelease",
+    "StrictSoftFileClaim",
+    "StrictSoftFileClaimState",
+    "StrictSoftFileLock",
     "Timeout",
     "UnixFileLock",
     "WindowsFileLock",
-    "AsyncUnixFileLock",
-    "AsyncWindowsFileLock",
+    "__version__",
+    "asyncio",
+    "has_fcntl",
+    "lock_descriptor",
+    "unlock_descriptor",
 ]
 
 _LOGGER = logging.getLogger("filelock")
@@ -162,18 +203,35 @@ def _canonical(path: str) -> str:
 def _check_path(path: str, soft: bool) -> None:
     """The errors filelock's os.open gives for these paths (a directory is
     a held lock to the portable protocol, as an existing file is to
-    filelock's SoftFileLock)."""
+    filelock's SoftFileLock); makes a soft lock's missing directories, as
+    filelock does (the agent makes a kernel lock's)."""
     if path == "":
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
     if not soft and os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(parent):
+        return
+    # A missing directory, or a file where one should be: the nearest
+    # existing ancestor says which (filelock's os.open says ENOTDIR).
+    up = parent
+    while not os.path.lexists(up) and os.path.dirname(up) != up:
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+    if soft:
+        os.makedirs(parent, exist_ok=True)
 
 
-class _Context:
-    """The state of a lock object: shared by its threads, or one per thread."""
+class FileLockContext:
+    """The state of a lock object (filelock's name): its settings
+    (``lock_file``, ``timeout``, ``mode``, ``blocking``, ``poll_interval``,
+    ``lifetime``), ``lock_counter``, and ``lock_file_fd``, the descriptor
+    lent to ``on_acquired`` while held. Shared by the object's threads, or
+    one per thread (``thread_local``)."""
 
     def __init__(self, lock_file: str, timeout: float, mode: int, blocking: bool, poll_interval: float,
-                 lifetime: Optional[float]) -> None:
+                 lifetime: Optional[float] = None) -> None:
         self.lock_file, self.timeout, self.mode = lock_file, timeout, mode
         self.blocking, self.poll_interval, self.lifetime = blocking, poll_interval, lifetime
         self.held: Any = None  # the hold.Lock while held
@@ -185,6 +243,31 @@ class _Context:
         # The request of an endless wait, or of no wait, checked once:
         # hold.lock() with kw and that timeout (see _Take).
         self.requests: Dict[Optional[float], Dict[str, Any]] = {}
+
+    def acquire_wait(self, timeout: Optional[float], poll_interval: Optional[float],
+                     poll_intervall: Optional[float] = None, *, blocking: Optional[bool] = None,
+                     cancel_check: Optional[Callable[[], bool]] = None) -> AcquireWait:
+        """One acquisition's settings: the call's, or this context's where
+        the call gives None, and when the wait began."""
+        if poll_intervall is not None:
+            warnings.warn("use poll_interval instead of poll_intervall", DeprecationWarning, stacklevel=2)
+            poll_interval = poll_intervall
+        return AcquireWait(
+            self.blocking if blocking is None else blocking,
+            cancel_check,
+            self.timeout if timeout is None else timeout,
+            self.poll_interval if poll_interval is None else poll_interval,
+            time.perf_counter(),
+        )
+
+    @property
+    def lock_file_fd(self) -> Optional[int]:
+        """The descriptor lent to ``on_acquired`` while held (hold's agent
+        holds the lock itself), else None."""
+        return self.fd
+
+
+_Context = FileLockContext
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -198,27 +281,52 @@ class _Meta(ABCMeta):
     def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("is_singleton", False):
             return super().__call__(lock_file, *args, **kwargs)
+        given = _given_options(cls, lock_file, args, kwargs)
         existing, made = _singleton(cls, lock_file, lambda: super(_Meta, cls).__call__(lock_file, *args, **kwargs))
         if made:
+            existing._singleton_given = given
             return existing
-        fresh = object.__new__(cls)
-        cls.__init__(fresh, lock_file, *args, **kwargs)  # the arguments, as an object would keep them
-        differing = [
-            f"\n\t{name} (existing lock has {getattr(existing, '_opt_' + name)} but {getattr(fresh, '_opt_' + name)} was passed)"
-            for name in _SINGLETON_OPTIONS
-            if getattr(fresh, "_opt_" + name) != getattr(existing, "_opt_" + name)
-        ]
-        if fresh._on_acquired is not existing._on_acquired:
-            differing.append(
-                f"\n\ton_acquired (existing lock has {existing._on_acquired} but {fresh._on_acquired} was passed)"
-            )
-        fresh._context = None
+        # Compared with what the first construction was given, without
+        # running __init__ again: a subclass's __init__ may have effects.
+        before = getattr(existing, "_singleton_given", {})
+        differing = []
+        for name in sorted(set(before) | set(given)):
+            old, new = before.get(name), given.get(name)
+            same = old is new if callable(old) or callable(new) else old == new
+            if not same:
+                differing.append(f"\n\t{name} (existing lock has {old} but {new} was passed)")
         if differing:
             raise ValueError(
                 "Singleton lock instances cannot be initialized with differing arguments\nNon-matching arguments: "
                 + "".join(differing)
             )
         return existing
+
+
+def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments of a construction, by name, with the defaults of the
+    class's __init__ filled in (and those of BaseFileLock's for the options
+    a subclass passes on as **kwargs), lock_file and is_singleton left out."""
+    import inspect
+
+    got: Dict[str, Any] = {}
+    for init in (BaseFileLock.__init__, cls.__init__):  # type: ignore[misc]
+        try:
+            bound = inspect.signature(init).bind(None, lock_file, *args, **kwargs)
+        except TypeError:
+            continue  # the class's own call raises it
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            param = bound.signature.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                got.update(value)
+            elif param.kind is not param.VAR_POSITIONAL:
+                got[name] = value
+    for name in ("self", "lock_file", "is_singleton"):
+        got.pop(name, None)
+    if "thread_local" in got:
+        got["thread_local"] = bool(got["thread_local"])
+    return got
 
 
 _singleton_mu = threading.Lock()
@@ -242,6 +350,37 @@ _SINGLETON_OPTIONS = (
     "thread_local", "timeout", "mode", "blocking", "poll_interval", "lifetime",
     "context_error_policy", "close_error_policy", "fallback_to_soft", "preserve_lock_file",
 )
+
+
+def _ignored_lifetime(lifetime: Any, cls: str, stacklevel: int) -> None:
+    """Checks a ``lifetime`` as filelock does (a finite, non-negative
+    number of seconds, or None) and warns that hold ignores it."""
+    if lifetime is None:
+        return None
+    import decimal
+    import math
+    import numbers
+
+    if isinstance(lifetime, bool) or not isinstance(lifetime, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"lifetime must be a number of seconds, not {type(lifetime).__name__}")
+    if isinstance(lifetime, decimal.Decimal) and lifetime.is_snan():
+        seconds = math.nan
+    else:
+        try:
+            seconds = float(lifetime)
+        except OverflowError:
+            raise ValueError(f"lifetime is too large to be a number of seconds: {lifetime!r}") from None
+        if seconds == 0 and lifetime < 0:
+            seconds = -1.0  # a negative value too small for a float is still negative
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"lifetime must be finite and non-negative, not {lifetime!r}")
+    warnings.warn(
+        f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
+        "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
+        _api._LifetimeIgnored,
+        stacklevel=stacklevel,
+    )
+    return None
 
 
 def _attempt_wait(blocking: bool, timeout: float, elapsed: float, poll_interval: float,
@@ -302,7 +441,8 @@ class AcquireReturnProxy:
         return self.lock
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.lock.release()
+        # As the lock's own __exit__: a failed release keeps the block's error.
+        self.lock.__exit__(exc_type, exc, tb)
 
 
 class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
@@ -359,19 +499,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             raise ValueError(f"on_acquired is not supported by {cls}: only native locks expose the lock descriptor")
         if on_acquired is not None and not callable(on_acquired):
             raise TypeError(f"on_acquired must be a callable taking the lock descriptor, not {on_acquired!r}")
-        if lifetime is not None:
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                raise TypeError(
-                    f"lifetime must be a finite non-negative number or None, not {type(lifetime).__name__}"
-                )
-            if not 0 <= lifetime < float("inf"):
-                raise ValueError(f"lifetime must be finite and non-negative, not {lifetime!r}")
-            warnings.warn(
-                f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
-                "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
-                stacklevel=3 + self._async,  # the caller's line, past the async class's __init__
-            )
-            lifetime = None
+        lifetime = _ignored_lifetime(lifetime, cls, 4 + self._async)  # the caller's line, past the async __init__
         # The options as given, as _opt_NAME: what is_singleton compares (_Meta).
         given = (bool(thread_local), timeout, mode, blocking, poll_interval, lifetime, context_error_policy,
                  close_error_policy, fallback_to_soft, preserve_lock_file)
@@ -382,6 +510,20 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         self._mu = threading.RLock()
         make = _ThreadLocalContext if thread_local else _Context
         self._context = make(os.fspath(lock_file), timeout, mode, blocking, poll_interval, lifetime)
+        _all_locks.add(self)
+
+    def _forget_parent(self) -> None:
+        """In a child made by fork(): the parent's hold is not this
+        process's, so this object starts released (see _forget_after_fork)."""
+        self._mu = threading.RLock()
+        ctx = self._context
+        if ctx is None:
+            return
+        fd, ctx.held, ctx.fd, ctx.lock_counter = ctx.fd, None, None, 0
+        self._held_key = None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     # The settings, as filelock reports them.
 
@@ -415,7 +557,16 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         in_context=True,
         kind=float,
     )
-    lifetime = _setting("lifetime", "Always None under hold (see the module's doc).", in_context=True)
+    @property
+    def lifetime(self) -> Optional[float]:
+        """Always None under hold: a lock is never broken by its age while
+        its holder lives (see the module's doc). Setting it checks the
+        value as filelock does and warns that it is ignored."""
+        return self._context.lifetime
+
+    @lifetime.setter
+    def lifetime(self, value: Optional[float]) -> None:
+        self._context.lifetime = _ignored_lifetime(value, type(self).__name__, 3)
 
     @property
     def mode(self) -> int:
@@ -647,7 +798,37 @@ def _raise_in_context(release_error: BaseException, body_error: Optional[BaseExc
     if body_error is None or policy == "chain":
         raise release_error
     assert _exception_group is not None  # checked when the lock was made
-    raise _exception_group("lock body and release both failed", [body_error, release_error]) from None
+    errors = (body_error, release_error)
+    _cut_contexts(errors)
+    raise _exception_group("lock body and release both failed", list(errors)) from None
+
+
+def _cut_contexts(roots: Tuple[BaseException, ...]) -> None:
+    """Detaches, in the errors about to be grouped and in what they chain
+    to, every implicit context that is one of those errors or lies inside
+    one: the release error raised while the body's propagated has the
+    body's error as its context, and a group holding both would make a
+    cycle that tracebacks walk forever (as filelock, which cuts them too)."""
+    inside: set = set()
+    todo: list = list(roots)
+    while todo:  # the roots, and the members of the groups among them
+        e = todo.pop()
+        if id(e) in inside:
+            continue
+        inside.add(id(e))
+        todo.extend(getattr(e, "exceptions", ()))
+    seen: set = set()
+    todo = list(roots)
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        ctx = e.__context__
+        if ctx is not None and (ctx is e or id(ctx) in inside):
+            e.__context__ = None
+        todo.extend(x for x in (ctx, e.__cause__) if x is not None)
+        todo.extend(getattr(e, "exceptions", ()))
 
 
 # The steps of an acquisition and a release (see hold._steps).
@@ -703,7 +884,7 @@ async def _aperform(step: Any) -> Any:
     if type(step) is _Take:
         return await _HoldAsyncAcquire(step.req)
     if type(step) is _Sleep:
-        return await asyncio.sleep(step.seconds)
+        return await _aio.sleep(step.seconds)
     return await step.held._arelease()
 
 
@@ -733,7 +914,7 @@ class AsyncAcquireReturnProxy:
         return self.lock
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        await self.lock.release()
+        await self.lock.__aexit__(exc_type, exc, tb)
 
 
 #: Which lock object of a task holds each path: (task, canonical path) -> id.
@@ -742,7 +923,7 @@ _task_holders: Dict[Tuple[int, str], int] = {}
 
 def _task_key(path: str) -> Optional[Tuple[int, str]]:
     try:
-        task = asyncio.current_task()
+        task = _aio.current_task()
     except RuntimeError:
         return None
     return None if task is None else (id(task), _canonical(path))
@@ -758,7 +939,7 @@ class BaseAsyncFileLock(BaseFileLock):
 
     def __init__(
         self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, mode: int = _UNSET_MODE,
-        thread_local: bool = False, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+        thread_local: bool = False, *, loop: Optional[_aio.AbstractEventLoop] = None,
         run_in_executor: bool = True, executor: Any = None, **options: Any,
     ) -> None:
         """As ``BaseFileLock``, with its keyword options (``blocking``,
@@ -784,7 +965,7 @@ class BaseAsyncFileLock(BaseFileLock):
         return self._extra.get("executor")
 
     @property
-    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+    def loop(self) -> Optional[_aio.AbstractEventLoop]:
         """Kept as given."""
         return self._extra.get("loop")
 
@@ -850,6 +1031,13 @@ class AsyncSoftFileLock(BaseAsyncFileLock):
 
 # Read-write locks.
 
+#: Readers and writers of a ReadWriteLock wait in hold's fair queue: a
+#: writer waiting there keeps its place at the front until it holds the
+#: lock, so readers that come after it wait behind it instead of starving
+#: it, as filelock prefers its writers (docs/fair.md). Not on Windows,
+#: which has no fair queue: there the kernel's order rules.
+_RW_FAIR = os.name != "nt"
+
 #: How an SQLite database file starts: the lock file of filelock's own
 #: ReadWriteLock, which hold's cannot exclude (see the module's doc).
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -897,10 +1085,12 @@ class _ReadWriteMeta(type):
     return the one live object of a path, refusing other defaults."""
 
     def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
-                 is_singleton: bool = True) -> Any:
+                 is_singleton: bool = True, **extra: Any) -> Any:
         if not is_singleton:
-            return super().__call__(lock_file, timeout, blocking=blocking)
-        obj, _ = _singleton(cls, lock_file, lambda: super(_ReadWriteMeta, cls).__call__(lock_file, timeout, blocking=blocking))
+            return super().__call__(lock_file, timeout, blocking=blocking, **extra)
+        obj, _ = _singleton(
+            cls, lock_file, lambda: super(_ReadWriteMeta, cls).__call__(lock_file, timeout, blocking=blocking, **extra)
+        )
         if (obj.timeout < 0) != (timeout < 0) or (timeout >= 0 and obj.timeout != timeout) or obj.blocking != blocking:
             raise ValueError(
                 f"Singleton lock created with timeout={obj.timeout}, blocking={obj.blocking}, "
@@ -949,6 +1139,16 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
         self._closed = False
         _refuse_sqlite(self.lock_file)
         _claim(self.lock_file)
+        _all_locks.add(self)
+
+    def _forget_parent(self) -> None:
+        """In a child made by fork(): starts released (see _forget_after_fork)."""
+        self._mu, self._taking = threading.Lock(), threading.Lock()
+        self._clear_lock_state()
+
+    def _clear_lock_state(self) -> None:
+        """Forgets the hold and every level, without releasing anything."""
+        self._held, self._mode, self._level, self._writer, self._readers = None, None, 0, None, {}
 
     @classmethod
     def get_lock(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *,
@@ -1033,7 +1233,8 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
         """The hold lock, shared for "read": waited for as filelock waits
         (a lock this thread holds on another object is waited out for a
         finite timeout, and raises ``hold.Deadlock`` for an endless one)."""
-        kw: Dict[str, Any] = {"lock_file": self.lock_file, "shared": mode == "read", "make_dirs": True}
+        kw: Dict[str, Any] = {"lock_file": self.lock_file, "shared": mode == "read", "make_dirs": True,
+                              "fair": _RW_FAIR}
         while True:
             wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, 0.05, None)
             try:
@@ -1116,9 +1317,9 @@ class _AsyncRWState:
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             return False
-        fut = asyncio.get_running_loop().create_future()
+        fut = _aio.get_running_loop().create_future()
         self.waiters.append(fut)
-        done, _ = await asyncio.wait({fut}, timeout=left)
+        done, _ = await _aio.wait({fut}, timeout=left)
         if not done:
             fut.cancel()
             return False
@@ -1161,7 +1362,7 @@ class AsyncReadWriteLock:
     kept and reported: hold's waits need no executor."""
 
     def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
-                 is_singleton: bool = True, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 is_singleton: bool = True, loop: Optional[_aio.AbstractEventLoop] = None,
                  executor: Any = None) -> None:
         if not isinstance(blocking, bool):
             raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
@@ -1200,7 +1401,7 @@ class AsyncReadWriteLock:
         return self._blocking
 
     @property
-    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+    def loop(self) -> Optional[_aio.AbstractEventLoop]:
         """The loop given, if any (hold needs none: see the class's doc)."""
         return self._loop
 
@@ -1245,7 +1446,7 @@ class AsyncReadWriteLock:
         timeout = self._timeout if timeout is None else timeout
         blocking = self._blocking if blocking is None else blocking
         deadline = None if blocking and timeout < 0 else time.perf_counter() + (timeout if blocking else 0)
-        st, me = self._state, asyncio.current_task()
+        st, me = self._state, _aio.current_task()
         if st.owners.get(me):
             if st.mode != mode:
                 reason = "downgrade" if mode == "read" else "upgrade"
@@ -1281,7 +1482,7 @@ class AsyncReadWriteLock:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
             try:
                 st.held = await _hold_alock(None, lock_file=self._lock_file, shared=mode == "read", make_dirs=True,
-                                            timeout=wait)
+                                            fair=_RW_FAIR, timeout=wait)
             except (_errors.Busy, _errors.Timeout):
                 raise Timeout(self._lock_file) from None
             st.mode = mode
@@ -1293,7 +1494,7 @@ class AsyncReadWriteLock:
         """Releases one level this task holds (all of them with
         ``force``); the lock goes when no task holds it. ``RuntimeError``
         if this task holds none (and not force)."""
-        st, me = self._state, asyncio.current_task()
+        st, me = self._state, _aio.current_task()
         levels = st.owners.get(me, 0)
         if not levels:
             if force:
@@ -1325,7 +1526,219 @@ class AsyncReadWriteLock:
         self._closed = True
 
 
+# filelock's soft, strict and lease locks: hold's portable protocol.
+
+
+class MarkerSoftFileLock(SoftFileLock):
+    """filelock's MarkerSoftFileLock (a soft lock whose marker names its
+    holder): hold's ``SoftFileLock``, whose file names its holder already."""
+
+
+class StrictSoftFileLock(SoftFileLock):
+    """filelock's StrictSoftFileLock, a soft lock that never lets two live
+    holders in (fail-closed): hold's ``SoftFileLock`` is that already. Its
+    portable protocol takes a holder's lock over only once the holder is
+    known dead, never by age; filelock's claim directories are not made."""
+
+    @property
+    def claims(self) -> Tuple[StrictSoftFileClaim, ...]:
+        """filelock's published claims of this lock: none under hold."""
+        return ()
+
+
+class SoftFileLease(SoftFileLock):
+    """filelock's SoftFileLease, a soft lock its holder keeps fresh and a
+    peer may take once it has not been refreshed for ``lease_duration``:
+    hold's ``SoftFileLock``, kept fresh by hold's agent while this process
+    lives. Unlike filelock's, a live holder is never taken over: a lease
+    is lost only if its holder dies (the agent with it) or its file is
+    removed, when ``compromise`` says so and ``on_compromise`` is called.
+
+    ``lease_duration`` and ``heartbeat_interval`` are checked as filelock
+    checks them and reported; ``token`` is a random token per hold."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], *, lease_duration: float = 30.0,
+                 heartbeat_interval: Optional[float] = None,
+                 on_compromise: Optional[Callable[[LeaseCompromise], None]] = None, **options: Any) -> None:
+        duration = _seconds("lease_duration", lease_duration)
+        if not 0 < duration < float("inf"):
+            raise ValueError(f"lease_duration must be positive and finite, got {lease_duration!r}")
+        beat = duration / 3 if heartbeat_interval is None else _seconds("heartbeat_interval", heartbeat_interval)
+        if not 0 < beat < duration:
+            raise ValueError(f"heartbeat_interval must be positive and below lease_duration, got {heartbeat_interval!r}")
+        if options.get("lifetime") is not None:
+            raise ValueError("lifetime is not supported by SoftFileLease: lease_duration sets when a lease expires")
+        super().__init__(lock_file, **options)
+        self._lease_duration, self._heartbeat_interval, self._on_compromise = duration, beat, on_compromise
+        self._claims: Dict[int, LeaseClaim] = {}
+
+    @property
+    def lease_duration(self) -> float:
+        """Seconds after which filelock's peers may take a lease not refreshed."""
+        return self._lease_duration
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between filelock's refreshes (hold's agent keeps its own pace)."""
+        return self._heartbeat_interval
+
+    def _claim(self) -> LeaseClaim:
+        return self._claims.setdefault(id(self._context), LeaseClaim())
+
+    @property
+    def token(self) -> Optional[str]:
+        """The token of the current hold, None while released."""
+        return self._claim().token if self.is_locked else None
+
+    @property
+    def compromise(self) -> Optional[LeaseCompromise]:
+        """Why the current (or last) hold was lost, or None."""
+        claim = self._claim()
+        held = self._context.held
+        if claim.compromise is None and held is not None and claim.token is not None:
+            lost = getattr(held, "lost", None)
+            if lost is not None:
+                claim.compromise = LeaseCompromise(self.lock_file, claim.token, "marker-missing", lost)
+                if self._on_compromise is not None:
+                    self._on_compromise(claim.compromise)
+        return claim.compromise
+
+    def _acquired(self, held: Any) -> None:
+        import secrets
+
+        super()._acquired(held)
+        claim = self._claim()
+        claim.token, claim.compromise = secrets.token_hex(16), None
+
+
+class AsyncStrictSoftFileLock(AsyncSoftFileLock):
+    """``StrictSoftFileLock`` for asyncio: hold's ``AsyncSoftFileLock``."""
+
+
+class AsyncSoftFileLease(AsyncSoftFileLock):
+    """``SoftFileLease`` for asyncio: hold's ``AsyncSoftFileLock`` with the
+    lease's options and properties (see ``SoftFileLease``)."""
+
+    __init__ = SoftFileLease.__init__  # type: ignore[assignment]
+    lease_duration = SoftFileLease.lease_duration
+    heartbeat_interval = SoftFileLease.heartbeat_interval
+    token = SoftFileLease.token
+    compromise = SoftFileLease.compromise
+    _claim = SoftFileLease._claim
+
+    def _acquired(self, held: Any) -> None:
+        SoftFileLease._acquired(self, held)  # type: ignore[arg-type]
+
+
+class SoftReadWriteLock(ReadWriteLock):
+    """filelock's SoftReadWriteLock, its reader-writer lock for shared
+    filesystems: under hold, ``ReadWriteLock`` (shared and exclusive kernel
+    locks of ``lock_file``, writers not starved). hold's portable protocol
+    has exclusive locks only, so this one is as far-reaching as the
+    filesystem's kernel locks (NFS passes flock on to the server; a share
+    whose kernel locks do not reach every host needs ``SoftFileLock``).
+    ``heartbeat_interval``, ``stale_threshold``, ``poll_interval`` and
+    ``on_compromise`` are checked and kept: the kernel frees a dead
+    holder's lock, so there is nothing to refresh or judge stale."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True, heartbeat_interval: float = 30.0, stale_threshold: Optional[float] = None,
+                 poll_interval: float = 0.25, on_compromise: Optional[Callable[[LeaseCompromise], None]] = None) -> None:
+        beat = _seconds("heartbeat_interval", heartbeat_interval)
+        stale = 3 * beat if stale_threshold is None else _seconds("stale_threshold", stale_threshold)
+        poll = _seconds("poll_interval", poll_interval)
+        if not 0 < beat < float("inf") or not beat < stale < float("inf") or not 0 < poll < float("inf"):
+            raise ValueError(
+                "heartbeat_interval, stale_threshold and poll_interval must be positive and finite, with "
+                f"stale_threshold above heartbeat_interval; got {heartbeat_interval!r}, {stale_threshold!r}, "
+                f"{poll_interval!r}"
+            )
+        super().__init__(lock_file, timeout, blocking=blocking, is_singleton=is_singleton)
+        self.heartbeat_interval, self.stale_threshold, self.poll_interval = beat, stale, poll
+        self.on_compromise = on_compromise
+
+
+class AsyncSoftReadWriteLock(AsyncReadWriteLock):
+    """``SoftReadWriteLock`` for asyncio: hold's ``AsyncReadWriteLock``
+    (see ``SoftReadWriteLock`` for its options)."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True, heartbeat_interval: float = 30.0, stale_threshold: Optional[float] = None,
+                 poll_interval: float = 0.25, on_compromise: Optional[Callable[[LeaseCompromise], None]] = None,
+                 loop: Optional[_aio.AbstractEventLoop] = None, executor: Any = None) -> None:
+        beat = _seconds("heartbeat_interval", heartbeat_interval)
+        stale = 3 * beat if stale_threshold is None else _seconds("stale_threshold", stale_threshold)
+        poll = _seconds("poll_interval", poll_interval)
+        if not 0 < beat < float("inf") or not beat < stale < float("inf") or not 0 < poll < float("inf"):
+            raise ValueError(
+                "heartbeat_interval, stale_threshold and poll_interval must be positive and finite, with "
+                f"stale_threshold above heartbeat_interval; got {heartbeat_interval!r}, {stale_threshold!r}, "
+                f"{poll_interval!r}"
+            )
+        super().__init__(lock_file, timeout, blocking=blocking, is_singleton=is_singleton, loop=loop,
+                         executor=executor)
+        self.heartbeat_interval, self.stale_threshold, self.poll_interval = beat, stale, poll
+        self.on_compromise = on_compromise
+
+
+class AsyncAcquireSoftReadWriteReturnProxy(AsyncAcquireReadWriteReturnProxy):
+    """What ``AsyncSoftReadWriteLock``'s acquisitions return."""
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A number of seconds, as filelock takes them (any real number or
+    Decimal, not a bool)."""
+    import decimal
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} is too large to be a number of seconds: {value!r}") from None
+
+
+#: Whether FileLock is a kernel lock here (filelock's: fcntl.flock is there).
+has_fcntl: bool = _api._has_fcntl()
+
+#: The version of filelock's API this module provides (hold's own version
+#: is ``hold.__version__``): code that checks filelock's version to pick
+#: features finds those of filelock 4.3.1.
+__version__ = "4.3.1"
+
+
+# After fork(): the child holds none of its parent's locks (the parent's
+# agent holds them, for the parent), so its lock objects start released,
+# as filelock's do, instead of waiting for the parent's hold; the
+# descriptors lent to on_acquired are closed in the child.
+_all_locks: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    for lock in list(_all_locks):
+        with contextlib.suppress(Exception):
+            lock._forget_parent()
+    _task_holders.clear()
+    for state in list(_async_rw_states.values()):
+        with contextlib.suppress(Exception):
+            state.__init__()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 #: filelock's names of its platform classes: under hold, the agent takes
 #: the platform's kernel lock, so each is FileLock (AsyncFileLock).
 UnixFileLock = WindowsFileLock = FileLock
 AsyncUnixFileLock = AsyncWindowsFileLock = AsyncFileLock
+
+
+def __getattr__(name: str) -> Any:
+    # filelock.asyncio, the submodule, is imported on first use.
+    if name == "asyncio":
+        import importlib
+
+        return importlib.import_module(__name__ + ".asyncio")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
