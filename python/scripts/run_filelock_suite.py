@@ -72,7 +72,7 @@ for _name, _mod in list(sys.modules.items()):
 
 # The plugin that skips the listed tests and counts the outcomes.
 PLUGIN = '''
-import collections, fnmatch, json, os
+import collections, fnmatch, json, os, re
 import pytest
 
 _SKIPS = []
@@ -82,25 +82,48 @@ with open(os.environ["HOLD_SUITE_SKIPS"]) as f:
         if not line or line.startswith("#"):
             continue
         pattern, _, reason = line.partition(" ")
-        _SKIPS.append((pattern, reason.strip().lstrip("#").strip() or "listed"))
+        _SKIPS.append((pattern, reason.strip() or "listed"))
 
 _listed = {}
+_pid = os.getpid()  # a fork child that escapes a test into pytest must not write the results
 _results = {}
 _errors = []
 
 
+def _source(item):
+    import inspect
+    fn = getattr(item, "function", None)
+    try:
+        return inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return ""
+
+
+def _listed_reason(item):
+    n = item.nodeid
+    src = None
+    for pattern, reason in _SKIPS:
+        if pattern.startswith("source:"):
+            if src is None:
+                src = _source(item)
+            if re.search(pattern[len("source:"):], src):
+                return reason
+        # A pattern is fnmatch's, over the node id; a plain module or test
+        # id also covers what is under it, a directory ("/" at the end)
+        # every module in it.
+        elif (fnmatch.fnmatchcase(n, pattern) or fnmatch.fnmatchcase(n.split("::")[0], pattern)
+              or n.startswith(pattern + "::") or n.startswith(pattern + "[")
+              or (pattern.endswith("/") and n.startswith(pattern))):
+            return reason
+    return None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
-        for pattern, reason in _SKIPS:
-            n = item.nodeid
-            # A pattern is fnmatch's, over the node id; a plain module or
-            # test id also covers what is under it, a directory (ending in
-            # "/") every module in it.
-            if (fnmatch.fnmatchcase(n, pattern) or n.startswith(pattern + "::") or n.startswith(pattern + "[")
-                    or (pattern.endswith("/") and n.startswith(pattern))):
-                _listed[item.nodeid] = reason
-                item.add_marker(pytest.mark.skip(reason="hold: " + reason))
-                break
+        reason = _listed_reason(item)
+        if reason is not None:
+            _listed[item.nodeid] = reason
+            item.add_marker(pytest.mark.skip(reason="hold: " + reason))
 
 
 def pytest_collectreport(report):
@@ -119,6 +142,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session):
+    if os.getpid() != _pid:
+        return
     with open(os.environ["HOLD_SUITE_RESULTS"], "w") as f:
         json.dump({"listed": _listed, "results": _results, "collect_errors": _errors}, f)
 '''
@@ -130,8 +155,10 @@ def main() -> int:
     ap.add_argument("--min-pass-rate", type=float, default=0.0,
                     help="fail below this share of passes among the tests not on the skip list (e.g. 0.95)")
     ap.add_argument("--skips", default=SKIPS, help="the skip list (default: %(default)s)")
-    ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.pytest_args = extra
 
     sdist = os.path.abspath(args.sdist)
     if not os.path.isdir(os.path.join(sdist, "tests")):

@@ -41,15 +41,55 @@ Where an option cannot mean what it means under filelock:
   that says so).
 - ``lifetime``: a native lock ignores it with a warning, as filelock's
   does; for ``SoftFileLock`` too, since the portable protocol judges a lock
-  stale by its holder's heartbeat and never breaks a live holder.
+  stale by its holder's heartbeat and never breaks a live holder. It is
+  checked as filelock checks it (constructor and setter) and reads None;
+  the warning is both a ``UserWarning`` and a
+  ``SoftFileLockLifetimeWarning``.
 - ``AsyncFileLock``'s ``loop``, ``run_in_executor`` and ``executor`` are
   accepted and reported: hold's waits never block the event loop, so no
-  executor is used.
+  executor is used for them (only for ``on_acquired``).
 - Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
   filesystem failures do not reach hold: the files are opened by the agent.
 - Subclasses that override filelock's private ``_acquire`` and ``_release``
-  get no say: hold takes the lock. filelock's leases, its soft read-write
-  locks and its ``__version__`` are not here.
+  get no say: hold takes the lock. The tests of filelock's own suite that
+  cannot apply for these reasons are listed, each with its reason, in
+  ``python/tests/filelock_suite_skips.txt`` of hold's repository.
+- filelock's answers to shared filesystems are hold's portable protocol,
+  which never lets two live holders in and takes a dead holder's lock over
+  at once: ``StrictSoftFileLock``, ``MarkerSoftFileLock`` and
+  ``SoftFileLease`` (and their ``Async`` classes) are ``SoftFileLock``
+  with their own options. A lease's ``lease_duration`` and
+  ``heartbeat_interval`` are checked and reported, but hold's agent keeps
+  the lock fresh while this process lives and no peer takes a live
+  holder's lease by age; ``token`` is a random token per hold, and
+  ``compromise`` (``LeaseCompromise``) says when the agent found the lock
+  lost. ``StrictSoftFileLock.claims`` is empty: no claim files are made.
+  ``SoftReadWriteLock`` and ``AsyncSoftReadWriteLock`` are
+  ``ReadWriteLock`` and ``AsyncReadWriteLock`` (the portable protocol has
+  no shared locks), with their options checked and kept.
+- The value types and errors of those machineries (``LeaseClaim``,
+  ``LeaseHeartbeat``, ``OwnerRecord``, ``StrictSoftFileClaim``,
+  ``StrictRelease``, ``InFlight``, ``AcquireWait``, ``FileLockContext``,
+  ``LockOptions``, ``ReleasePendingError``, ``SoftFileLockProtocolError``,
+  ``LeaseSettingsMismatch``, the ``Literal`` type names) are filelock's,
+  for code that names them; hold's locks make few of them (a release is
+  waited for, so ``ReleasePendingError`` is never raised).
+- ``lock_descriptor`` and ``unlock_descriptor`` take and give up the
+  kernel lock ``FileLock`` takes on a descriptor of the caller's, in this
+  process; ``has_fcntl`` says whether that is flock here. ``__version__``
+  (and ``hold.filelock.version``) is the version of filelock's API this
+  module provides, 4.3.1; hold's own is ``hold.__version__``.
+- After ``fork()``, the child's lock objects made before it are not held
+  there (the parent's agent holds the parent's locks): ``is_locked`` is
+  false, ``release()`` does nothing, and ``acquire()`` raises
+  ``RuntimeError`` (construct a new object), as filelock's do; descriptors
+  lent to ``on_acquired`` are closed in the child.
+- The async classes call ``on_acquired`` in their executor (the loop's
+  default one unless ``executor`` is given), not on the event loop, as
+  filelock does; ``run_in_executor=False`` calls it in place.
+- ``ReadWriteLock``'s readers and writers wait in hold's fair queue (not
+  on Windows), so a waiting writer goes before the readers that come after
+  it instead of starving behind them.
 - ``ReadWriteLock`` has filelock's API (``read_lock()``, ``write_lock()``,
   ``acquire_read``, ``acquire_write``, ``release(force=)``, ``close``,
   ``get_lock``, one object per path by default) on hold's shared and
@@ -84,7 +124,6 @@ Where an option cannot mean what it means under filelock:
 
 from __future__ import annotations
 
-import asyncio as _aio
 import builtins
 import contextlib
 import errno
@@ -107,7 +146,7 @@ from . import _api
 from ._api import (
     AcquireWait, CloseErrorPolicy, CompromiseReason, ContextErrorPolicy, InFlight, LeaseClaim, LeaseCompromise,
     LeaseHeartbeat, LeaseSettingsMismatch, LockOptions, OwnerMode, OwnerRecord, ReleasePendingError,
-    SoftFileLockLifetimeWarning, SoftFileLockProtocolError, StrictRelease, StrictSoftFileClaim,
+    SoftFileLockLifetimeWarning, SoftFileLockProtocolError, StrictSoftFileClaim,
     StrictSoftFileClaimState, lock_descriptor, unlock_descriptor,
 )
 
@@ -164,6 +203,20 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger("filelock")
+
+
+class _LazyAsyncio:
+    """asyncio, imported on first use (by the async classes): most of the
+    import time of a program that locks from threads only."""
+
+    def __getattr__(self, name: str) -> Any:
+        import asyncio as module
+
+        globals()["_aio"] = module
+        return getattr(module, name)
+
+
+_aio: Any = _LazyAsyncio()
 
 #: mode= not given: the file is created 0o666 under the umask and never chmod-ed.
 _UNSET_MODE = -1
@@ -352,6 +405,30 @@ _SINGLETON_OPTIONS = (
 )
 
 
+def _resolve_wait(timeout: Any, poll_interval: Any, blocking: Any) -> Tuple[float, float, bool]:
+    """An acquisition's timeout, poll interval and blocking, checked as
+    filelock checks them: numbers of seconds (not bools), a finite
+    non-negative poll interval within threading.TIMEOUT_MAX, no NaN
+    timeout for a wait; an infinite timeout is an endless wait (-1)."""
+    if type(blocking) is not bool:
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    if type(poll_interval) is not float:
+        poll_interval = _seconds("poll_interval", poll_interval)
+    if not 0 <= poll_interval < float("inf"):
+        raise ValueError(f"poll_interval must be finite and non-negative, not {poll_interval!r}")
+    if poll_interval > threading.TIMEOUT_MAX:
+        raise ValueError(
+            f"poll_interval must not exceed threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got {poll_interval!r}"
+        )
+    if type(timeout) is not float:
+        timeout = _seconds("timeout", timeout)
+    if timeout != timeout and blocking:
+        raise ValueError("timeout must be a number of seconds, not nan")
+    if timeout == float("inf"):
+        timeout = -1.0
+    return timeout, poll_interval, blocking
+
+
 def _ignored_lifetime(lifetime: Any, cls: str, stacklevel: int) -> None:
     """Checks a ``lifetime`` as filelock does (a finite, non-negative
     number of seconds, or None) and warns that hold ignores it."""
@@ -499,6 +576,15 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             raise ValueError(f"on_acquired is not supported by {cls}: only native locks expose the lock descriptor")
         if on_acquired is not None and not callable(on_acquired):
             raise TypeError(f"on_acquired must be a callable taking the lock descriptor, not {on_acquired!r}")
+        _seconds("timeout", timeout)  # a NaN is refused by a blocking acquire(), as filelock does
+        _resolve_wait(0.0, poll_interval, blocking)
+        if mode != _UNSET_MODE:
+            if isinstance(mode, bool) or not isinstance(mode, int):
+                raise TypeError(f"mode must be an int, not {type(mode).__name__}")
+            if not 0 <= mode <= 0o777:
+                raise ValueError(f"mode={mode:#o} must be within 0o000-0o777 for {cls}")
+            if ~mode & 0o600:
+                raise ValueError(f"mode={mode:#o} must grant the owner read and write for {cls}")
         lifetime = _ignored_lifetime(lifetime, cls, 4 + self._async)  # the caller's line, past the async __init__
         # The options as given, as _opt_NAME: what is_singleton compares (_Meta).
         given = (bool(thread_local), timeout, mode, blocking, poll_interval, lifetime, context_error_policy,
@@ -516,6 +602,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         """In a child made by fork(): the parent's hold is not this
         process's, so this object starts released (see _forget_after_fork)."""
         self._mu = threading.RLock()
+        self._inherited = True
         ctx = self._context
         if ctx is None:
             return
@@ -602,7 +689,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             poll_interval = poll_intervall
         if poll_interval is None:
             poll_interval = ctx.poll_interval
-        return float(timeout), float(poll_interval), bool(blocking)
+        return _resolve_wait(timeout, poll_interval, blocking)
 
     def _hold_kwargs(self) -> Dict[str, Any]:
         mode = self._context.mode
@@ -661,6 +748,10 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
     #: whose agent tells a lock held by another object of the thread.
     _held_key: Optional[Tuple[int, str]] = None
 
+    #: Made in the parent of this process (a fork() child's): refuses to
+    #: acquire, as filelock's objects do there (see _forget_after_fork).
+    _inherited = False
+
     def _holder_key(self, path: str) -> Optional[Tuple[int, str]]:
         return None
 
@@ -671,6 +762,8 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         for the thread classes and the asyncio ones (see hold._steps)."""
         ctx = self._context
         path = ctx.lock_file
+        if self._inherited:
+            raise RuntimeError(f"{type(self).__name__} on {path} was inherited across fork; construct a new instance")
         kw = ctx.kw
         if kw is None:
             _check_path(path, self._soft)
@@ -700,18 +793,27 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             except Deadlock as e:
                 # Another object of this thread (task) holds it: filelock
                 # waits out a finite timeout, and an endless wait could never end.
-                if blocking and timeout < 0 and cancel_check is None:
+                # A cancel_check does not make it end: filelock raises its
+                # deadlock error for it too.
+                if blocking and timeout < 0:
                     raise self._deadlock(e) from e
                 if wait:
                     yield _Sleep(min(wait, poll_interval))
             else:
+                if self._on_acquired is not None and ctx.fd is not None:
+                    try:
+                        yield _Callback(self, ctx.fd)
+                    except BaseException:
+                        yield from self._give_up()
+                        raise
                 _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
                 return
             _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
 
     def _acquired(self, held: Any) -> None:
-        """Records the hold.Lock; applies an explicit mode exactly and runs
-        on_acquired, releasing again if that raises."""
+        """Records the hold.Lock; applies an explicit mode exactly and opens
+        the descriptor for on_acquired (which _take_steps then calls: in
+        an executor for the async classes), releasing again if that fails."""
         ctx = self._context
         ctx.held = held
         try:
@@ -720,7 +822,6 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                     os.chmod(ctx.lock_file, ctx.mode)
             if self._on_acquired is not None:
                 ctx.fd = os.open(ctx.lock_file, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
-                self._on_acquired(ctx.fd)
         except BaseException:
             # A release on the synchronous channel is written, not waited
             # for: this never blocks an event loop for long.
@@ -870,12 +971,23 @@ class _Release:
         self.held = held
 
 
+class _Callback:
+    """A step: on_acquired, called with the lock file's descriptor."""
+
+    __slots__ = ("lock", "fd")
+
+    def __init__(self, lock: Any, fd: int) -> None:
+        self.lock, self.fd = lock, fd
+
+
 def _perform(step: Any) -> Any:
     """Performs a step, blocking the thread."""
     if type(step) is _Take:
         return _hold_take("acquire", step.req)
     if type(step) is _Sleep:
         return time.sleep(step.seconds)
+    if type(step) is _Callback:
+        return step.lock._on_acquired(step.fd)
     return step.held.release()
 
 
@@ -885,6 +997,14 @@ async def _aperform(step: Any) -> Any:
         return await _HoldAsyncAcquire(step.req)
     if type(step) is _Sleep:
         return await _aio.sleep(step.seconds)
+    if type(step) is _Callback:
+        # As filelock: the callback may block (it gets a file to write),
+        # so it runs in the lock's executor unless run_in_executor=False.
+        lock = step.lock
+        if not lock.run_in_executor:
+            return lock._on_acquired(step.fd)
+        loop = lock.loop or _aio.get_running_loop()
+        return await loop.run_in_executor(lock.executor, lock._on_acquired, step.fd)
     return await step.held._arelease()
 
 
@@ -1693,10 +1813,14 @@ def _seconds(name: str, value: Any) -> float:
 
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if isinstance(value, decimal.Decimal) and value.is_snan():
+        return float("nan")
     try:
-        return float(value)
+        f = float(value)
     except OverflowError:
         raise ValueError(f"{name} is too large to be a number of seconds: {value!r}") from None
+    # A negative duration too small for a float stays negative.
+    return -5e-324 if f == 0 and value < 0 else f
 
 
 #: Whether FileLock is a kernel lock here (filelock's: fcntl.flock is there).
@@ -1741,4 +1865,6 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module(__name__ + ".asyncio")
+    if name == "StrictRelease":  # a concurrent.futures.Future: imported when named
+        return _api.strict_release_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

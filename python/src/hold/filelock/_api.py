@@ -7,7 +7,6 @@ They carry no locking of their own: the lock classes are in the package's
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import os
 import threading
@@ -141,17 +140,6 @@ class StrictSoftFileClaim:
     start: Optional[int] = None
 
 
-class StrictRelease(concurrent.futures.Future):  # type: ignore[type-arg]
-    """The release of a strict lock, which on Windows may end after the
-    caller's deadline. hold's release of a portable lock is waited for,
-    so the futures hold hands out are already done."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.guard = threading.Lock()
-        self.worker: Optional[threading.Thread] = None
-
-
 class ReleasePendingError(TimeoutError):
     """A strict lock's release had not ended by the caller's deadline;
     ``wait()`` waits for it and raises what it raised. hold waits for its
@@ -263,3 +251,29 @@ class _LifetimeIgnored(SoftFileLockLifetimeWarning, UserWarning):
     native lock's ignored lifetime as a ``UserWarning`` and a soft lock's
     as a ``SoftFileLockLifetimeWarning``; under hold both are ignored, so
     this is both, and either filter catches it."""
+
+
+_strict_release: Any = None
+
+
+def strict_release_class() -> Any:
+    """``StrictRelease``, made on first use: it is a
+    ``concurrent.futures.Future``, whose import is not free."""
+    global _strict_release
+    if _strict_release is None:
+        import concurrent.futures
+
+        class StrictRelease(concurrent.futures.Future):  # type: ignore[type-arg]
+            """The release of a strict lock, which on Windows may end after the
+            caller's deadline. hold's release of a portable lock is waited for,
+            so the futures hold hands out are already done."""
+
+            __module__ = "hold.filelock"
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.guard = threading.Lock()
+                self.worker: Optional[threading.Thread] = None
+
+        _strict_release = StrictRelease
+    return _strict_release
