@@ -234,16 +234,24 @@ class Timeout(_errors.Timeout):
     exception: ``lock_file`` names the file; also a ``hold.Timeout`` and a
     builtin ``TimeoutError``."""
 
-    def __init__(self, lock_file: str) -> None:
-        super().__init__(f"The file lock '{lock_file}' could not be acquired.")
+    def __init__(self, lock_file: str, holder: Optional[str] = None) -> None:
+        message = f"The file lock '{lock_file}' could not be acquired."
+        super().__init__(message)  # args: filelock's, without the holder
+        if holder is not None:
+            message += f" It is held by {holder}, which this host cannot probe."
+        self._message = message
         #: The path of the file lock.
         self.lock_file = lock_file
+        self._holder = holder
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.lock_file,))
+        return (type(self), (self.lock_file,), self.__dict__)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.lock_file!r})"
+
+    def __str__(self) -> str:
+        return getattr(self, "_message", None) or super().__str__()
 
 
 def _canonical(path: str) -> str:
@@ -254,13 +262,15 @@ def _canonical(path: str) -> str:
 
 
 def _check_path(path: str, soft: bool) -> None:
-    """The errors filelock's os.open gives for these paths (a directory is
-    a held lock to the portable protocol, as an existing file is to
-    filelock's SoftFileLock); makes a soft lock's missing directories, as
+    """The errors filelock's os.open gives for these paths; makes a soft lock's missing directories, as
     filelock does (the agent makes a kernel lock's)."""
     if path == "":
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    if not soft and os.path.isdir(path):
+    if "\0" in path:
+        raise ValueError("embedded null byte")
+    # A soft lock is a file too (the portable protocol's file form, as
+    # filelock's marker): a directory at the path is no lock of either.
+    if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(parent):
@@ -334,17 +344,21 @@ class _Meta(ABCMeta):
     def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("is_singleton", False):
             return super().__call__(lock_file, *args, **kwargs)
-        given = _given_options(cls, lock_file, args, kwargs)
         existing, made = _singleton(cls, lock_file, lambda: super(_Meta, cls).__call__(lock_file, *args, **kwargs))
         if made:
-            existing._singleton_given = given
+            existing._singleton_given = _given_options(cls, lock_file, args, kwargs, defaults=True)
             return existing
-        # Compared with what the first construction was given, without
-        # running __init__ again: a subclass's __init__ may have effects.
+        # The options this call gives, compared with what the first
+        # construction had, without running __init__ again: a subclass's
+        # __init__ may have effects. An option not given (or given as None,
+        # a subclass's "not given") is not compared.
+        given = _given_options(cls, lock_file, args, kwargs, defaults=False)
         before = getattr(existing, "_singleton_given", {})
         differing = []
-        for name in sorted(set(before) | set(given)):
+        for name in sorted(given):
             old, new = before.get(name), given.get(name)
+            if new is None:
+                continue
             same = old is new if callable(old) or callable(new) else old == new
             if not same:
                 differing.append(f"\n\t{name} (existing lock has {old} but {new} was passed)")
@@ -356,7 +370,8 @@ class _Meta(ABCMeta):
         return existing
 
 
-def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], *,
+                   defaults: bool) -> Dict[str, Any]:
     """The arguments of a construction, by name, with the defaults of the
     class's __init__ filled in (and those of BaseFileLock's for the options
     a subclass passes on as **kwargs), lock_file and is_singleton left out."""
@@ -368,7 +383,8 @@ def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dic
             bound = inspect.signature(init).bind(None, lock_file, *args, **kwargs)
         except TypeError:
             continue  # the class's own call raises it
-        bound.apply_defaults()
+        if defaults:
+            bound.apply_defaults()
         for name, value in bound.arguments.items():
             param = bound.signature.parameters[name]
             if param.kind is param.VAR_KEYWORD:
@@ -379,6 +395,11 @@ def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dic
         got.pop(name, None)
     if "thread_local" in got:
         got["thread_local"] = bool(got["thread_local"])
+    # Timeouts that wait the same are the same: every negative one and
+    # infinity wait as long as it takes, and NaN is NaN.
+    t = got.get("timeout")
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        got["timeout"] = "nan" if t != t else -1 if t < 0 or t == float("inf") else t
     return got
 
 
@@ -427,6 +448,16 @@ def _resolve_wait(timeout: Any, poll_interval: Any, blocking: Any) -> Tuple[floa
     if timeout == float("inf"):
         timeout = -1.0
     return timeout, poll_interval, blocking
+
+
+def _timeout_setting(value: Any) -> float:
+    """A timeout set on a lock: a number of seconds; a string still
+    converts, with filelock's deprecation warning."""
+    if isinstance(value, (str, bytes, bytearray)):
+        warnings.warn("setting timeout from a string is deprecated and will be removed; pass a number",
+                      DeprecationWarning, stacklevel=4)
+        value = float(value)
+    return _seconds("timeout", value)
 
 
 def _ignored_lifetime(lifetime: Any, cls: str, stacklevel: int) -> None:
@@ -635,14 +666,16 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         "_on_acquired", "The callback run with a descriptor of the lock file at each first acquisition."
     )
     lock_file = _setting("lock_file", "The path of the lock file.", in_context=True)
-    timeout = _setting("timeout", "The default timeout of ``acquire``, in seconds.", in_context=True, kind=float)
-    blocking = _setting("blocking", "The default ``blocking`` of ``acquire``.", in_context=True, kind=bool)
+    timeout = _setting("timeout", "The default timeout of ``acquire``, in seconds.", in_context=True,
+                       kind=lambda v: _timeout_setting(v))
+    blocking = _setting("blocking", "The default ``blocking`` of ``acquire``.", in_context=True,
+                        kind=lambda v: _resolve_wait(0.0, 0.0, v)[2])
     poll_interval = _setting(
         "poll_interval",
         """The default ``poll_interval`` of ``acquire``, in seconds: how often
         ``cancel_check`` is asked (hold's own waits do not poll).""",
         in_context=True,
-        kind=float,
+        kind=lambda v: _resolve_wait(0.0, v, True)[1],
     )
     @property
     def lifetime(self) -> Optional[float]:

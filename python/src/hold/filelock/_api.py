@@ -150,7 +150,7 @@ class ReleasePendingError(TimeoutError):
         self._wait = wait
 
     def __reduce__(self) -> Any:
-        return (type(self), (str(self), self._wait))
+        return (type(self), (str(self), self._wait), self.__dict__)
 
     def wait(self, timeout: Optional[float] = None) -> None:
         """Waits for the release (``timeout`` seconds at most)."""
@@ -176,7 +176,7 @@ class SoftFileLockProtocolError(OSError):
         return f"Invalid strict soft-lock state at {where}: {self._reason}"
 
     def __reduce__(self) -> Any:
-        return (type(self), (self._lock_file, self._claim_name, self._reason))
+        return (type(self), (self._lock_file, self._claim_name, self._reason), self.__dict__)
 
     @property
     def lock_file(self) -> str:
