@@ -1699,16 +1699,8 @@ class StrictSoftFileLock(SoftFileLock):
         return ()
 
 
-class SoftFileLease(SoftFileLock):
-    """filelock's SoftFileLease, a soft lock its holder keeps fresh and a
-    peer may take once it has not been refreshed for ``lease_duration``:
-    hold's ``SoftFileLock``, kept fresh by hold's agent while this process
-    lives. Unlike filelock's, a live holder is never taken over: a lease
-    is lost only if its holder dies (the agent with it) or its file is
-    removed, when ``compromise`` says so and ``on_compromise`` is called.
-
-    ``lease_duration`` and ``heartbeat_interval`` are checked as filelock
-    checks them and reported; ``token`` is a random token per hold."""
+class _Lease:
+    """What SoftFileLease and AsyncSoftFileLease add to their soft lock."""
 
     def __init__(self, lock_file: Union[str, "os.PathLike[str]"], *, lease_duration: float = 30.0,
                  heartbeat_interval: Optional[float] = None,
@@ -1764,23 +1756,27 @@ class SoftFileLease(SoftFileLock):
         claim.token, claim.compromise = secrets.token_hex(16), None
 
 
+class SoftFileLease(_Lease, SoftFileLock):
+    """filelock's SoftFileLease, a soft lock its holder keeps fresh and a
+    peer may take once it has not been refreshed for ``lease_duration``:
+    hold's ``SoftFileLock``, kept fresh by hold's agent while this process
+    lives. Unlike filelock's, a live holder is never taken over: a lease
+    is lost only if its holder dies (the agent with it) or its file is
+    removed, when ``compromise`` says so and ``on_compromise`` is called.
+
+    ``lease_duration`` and ``heartbeat_interval`` are checked as filelock
+    checks them and reported; ``token`` is a random token per hold."""
+
+
 class AsyncStrictSoftFileLock(AsyncSoftFileLock):
     """``StrictSoftFileLock`` for asyncio: hold's ``AsyncSoftFileLock``."""
 
+    claims = StrictSoftFileLock.claims
 
-class AsyncSoftFileLease(AsyncSoftFileLock):
+
+class AsyncSoftFileLease(_Lease, AsyncSoftFileLock):
     """``SoftFileLease`` for asyncio: hold's ``AsyncSoftFileLock`` with the
     lease's options and properties (see ``SoftFileLease``)."""
-
-    __init__ = SoftFileLease.__init__  # type: ignore[assignment]
-    lease_duration = SoftFileLease.lease_duration
-    heartbeat_interval = SoftFileLease.heartbeat_interval
-    token = SoftFileLease.token
-    compromise = SoftFileLease.compromise
-    _claim = SoftFileLease._claim
-
-    def _acquired(self, held: Any) -> None:
-        SoftFileLease._acquired(self, held)  # type: ignore[arg-type]
 
 
 class SoftReadWriteLock(ReadWriteLock):
