@@ -1171,11 +1171,11 @@ class BaseAsyncFileLock(BaseFileLock):
             held.release()
 
 
-class AsyncFileLock(BaseAsyncFileLock):
+class AsyncFileLock(BaseAsyncFileLock, FileLock):
     """filelock's AsyncFileLock: FileLock for asyncio."""
 
 
-class AsyncSoftFileLock(BaseAsyncFileLock):
+class AsyncSoftFileLock(BaseAsyncFileLock, SoftFileLock):
     """filelock's AsyncSoftFileLock: SoftFileLock for asyncio."""
 
     _protocol = "dir"

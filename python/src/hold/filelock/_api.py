@@ -213,10 +213,16 @@ def lock_descriptor(fd: int, *, blocking: bool = True, poll_interval: float = 0.
     if not isinstance(blocking, bool):
         raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
     if blocking:
-        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)):
-            raise TypeError(f"poll_interval must be a number, not {type(poll_interval).__name__}")
-        if not 0 < poll_interval <= threading.TIMEOUT_MAX:
-            raise ValueError(f"poll_interval must be in (0, threading.TIMEOUT_MAX], got {poll_interval!r}")
+        import decimal
+        import numbers
+
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (numbers.Real, decimal.Decimal)):
+            raise TypeError(f"poll_interval must be a number of seconds, not {type(poll_interval).__name__}")
+        if not 0 < float(poll_interval) <= threading.TIMEOUT_MAX:
+            raise ValueError(
+                f"poll_interval must be greater than 0 and at most threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), "
+                f"got {poll_interval!r}"
+            )
         # The kernel queues the wait: no polling is needed.
         fcntl.flock(fd, fcntl.LOCK_EX)
         return True

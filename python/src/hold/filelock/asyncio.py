@@ -76,3 +76,8 @@ class AsyncTransitionGate:
 
     async def __aexit__(self, *exc: Any) -> None:
         self._lock.release()
+
+
+def __dir__() -> "list[str]":
+    # As filelock's: the public names only.
+    return sorted(__all__)
