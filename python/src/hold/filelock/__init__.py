@@ -460,6 +460,15 @@ def _timeout_setting(value: Any) -> float:
     return _seconds("timeout", value)
 
 
+def _mutex_wait(blocking: bool, timeout: float, cancel_check: Optional[Callable[[], bool]]) -> Tuple[bool, float]:
+    """The arguments of threading.Lock.acquire for a shared object's own
+    mutex: no wait for one attempt (or a cancel_check, asked once), the
+    timeout for a finite wait, else as long as it takes."""
+    if not blocking or timeout == 0 or cancel_check is not None and cancel_check():
+        return False, -1
+    return True, -1 if timeout < 0 else min(timeout, threading.TIMEOUT_MAX)
+
+
 def _ignored_lifetime(lifetime: Any, cls: str, stacklevel: int) -> None:
     """Checks a ``lifetime`` as filelock does (a finite, non-negative
     number of seconds, or None) and warns that hold ignores it."""
@@ -766,7 +775,12 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         a proxy for ``with lock.acquire():``."""
         timeout, poll_interval, blocking = self._options(timeout, poll_interval, poll_intervall, blocking)
         ctx = self._context
-        with self._mu if not self._opt_thread_local else contextlib.nullcontext():
+        shared = not self._opt_thread_local
+        if shared and not self._mu.acquire(*_mutex_wait(blocking, timeout, cancel_check)):
+            # Another thread of this shared object is taking or releasing
+            # it: this acquisition's own timeout bounds that wait too.
+            raise Timeout(ctx.lock_file)
+        try:
             ctx.lock_counter += 1
             try:
                 if ctx.held is None:
@@ -774,6 +788,9 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             except BaseException:
                 ctx.lock_counter = max(0, ctx.lock_counter - 1)
                 raise
+        finally:
+            if shared:
+                self._mu.release()
         return AcquireReturnProxy(lock=self)
 
     #: Which lock object holds the path in the caller's asyncio task (the
