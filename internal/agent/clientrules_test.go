@@ -35,6 +35,12 @@ func TestClientsCarryTransportOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Subpackages (hold.filelock) are clients too.
+	sub, err := filepath.Glob("../../python/src/hold/*/*.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, sub...)
 	js, err := filepath.Glob("../../js/*.cjs")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +59,7 @@ func TestClientsCarryTransportOnly(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"../../js/index.cjs", "../../js/proper-lockfile.cjs", "../../python/src/hold/filelock.py"} {
+	for _, want := range []string{"../../js/index.cjs", "../../js/proper-lockfile.cjs", "../../python/src/hold/filelock/__init__.py"} {
 		if want = filepath.FromSlash(want); !slices.Contains(files, want) {
 			t.Fatalf("%s is not among %v: the clients moved?", want, files)
 		}

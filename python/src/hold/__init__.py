@@ -19,12 +19,25 @@ says may be taken here is taken in this process (``_inproc.py``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
 import threading
 import warnings
+
+
+class _LazyAsyncio:
+    """asyncio, imported on first use: it is most of this package's import
+    time, and a program that takes its locks from threads never needs it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import asyncio as module
+
+        globals()["asyncio"] = module
+        return getattr(module, name)
+
+
+asyncio: Any = _LazyAsyncio()
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
 from . import _agent, _errors, _inproc

@@ -41,15 +41,55 @@ Where an option cannot mean what it means under filelock:
   that says so).
 - ``lifetime``: a native lock ignores it with a warning, as filelock's
   does; for ``SoftFileLock`` too, since the portable protocol judges a lock
-  stale by its holder's heartbeat and never breaks a live holder.
+  stale by its holder's heartbeat and never breaks a live holder. It is
+  checked as filelock checks it (constructor and setter) and reads None;
+  the warning is both a ``UserWarning`` and a
+  ``SoftFileLockLifetimeWarning``.
 - ``AsyncFileLock``'s ``loop``, ``run_in_executor`` and ``executor`` are
   accepted and reported: hold's waits never block the event loop, so no
-  executor is used.
+  executor is used for them (only for ``on_acquired``).
 - Tests that replace ``os`` or ``fcntl`` functions in-process to simulate
   filesystem failures do not reach hold: the files are opened by the agent.
 - Subclasses that override filelock's private ``_acquire`` and ``_release``
-  get no say: hold takes the lock. filelock's leases, its soft read-write
-  locks and its ``__version__`` are not here.
+  get no say: hold takes the lock. The tests of filelock's own suite that
+  cannot apply for these reasons are listed, each with its reason, in
+  ``python/tests/filelock_suite_skips.txt`` of hold's repository.
+- filelock's answers to shared filesystems are hold's portable protocol,
+  which never lets two live holders in and takes a dead holder's lock over
+  at once: ``StrictSoftFileLock``, ``MarkerSoftFileLock`` and
+  ``SoftFileLease`` (and their ``Async`` classes) are ``SoftFileLock``
+  with their own options. A lease's ``lease_duration`` and
+  ``heartbeat_interval`` are checked and reported, but hold's agent keeps
+  the lock fresh while this process lives and no peer takes a live
+  holder's lease by age; ``token`` is a random token per hold, and
+  ``compromise`` (``LeaseCompromise``) says when the agent found the lock
+  lost. ``StrictSoftFileLock.claims`` is empty: no claim files are made.
+  ``SoftReadWriteLock`` and ``AsyncSoftReadWriteLock`` are
+  ``ReadWriteLock`` and ``AsyncReadWriteLock`` (the portable protocol has
+  no shared locks), with their options checked and kept.
+- The value types and errors of those machineries (``LeaseClaim``,
+  ``LeaseHeartbeat``, ``OwnerRecord``, ``StrictSoftFileClaim``,
+  ``StrictRelease``, ``InFlight``, ``AcquireWait``, ``FileLockContext``,
+  ``LockOptions``, ``ReleasePendingError``, ``SoftFileLockProtocolError``,
+  ``LeaseSettingsMismatch``, the ``Literal`` type names) are filelock's,
+  for code that names them; hold's locks make few of them (a release is
+  waited for, so ``ReleasePendingError`` is never raised).
+- ``lock_descriptor`` and ``unlock_descriptor`` take and give up the
+  kernel lock ``FileLock`` takes on a descriptor of the caller's, in this
+  process; ``has_fcntl`` says whether that is flock here. ``__version__``
+  (and ``hold.filelock.version``) is the version of filelock's API this
+  module provides, 4.3.1; hold's own is ``hold.__version__``.
+- After ``fork()``, the child's lock objects made before it are not held
+  there (the parent's agent holds the parent's locks): ``is_locked`` is
+  false, ``release()`` does nothing, and ``acquire()`` raises
+  ``RuntimeError`` (construct a new object), as filelock's do; descriptors
+  lent to ``on_acquired`` are closed in the child.
+- The async classes call ``on_acquired`` in their executor (the loop's
+  default one unless ``executor`` is given), not on the event loop, as
+  filelock does; ``run_in_executor=False`` calls it in place.
+- ``ReadWriteLock``'s readers and writers wait in hold's fair queue (not
+  on Windows), so a waiting writer goes before the readers that come after
+  it instead of starving behind them.
 - ``ReadWriteLock`` has filelock's API (``read_lock()``, ``write_lock()``,
   ``acquire_read``, ``acquire_write``, ``release(force=)``, ``close``,
   ``get_lock``, one object per path by default) on hold's shared and
@@ -84,7 +124,6 @@ Where an option cannot mean what it means under filelock:
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import errno
@@ -96,33 +135,88 @@ import warnings
 from abc import ABCMeta
 from types import TracebackType
 from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple, Type, Union
+import weakref
 from weakref import WeakValueDictionary
 
-from . import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
-from . import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
-from ._errors import Deadlock
-from ._steps import Steps, arun, run
+from .. import _AsyncAcquire as _HoldAsyncAcquire, _errors, _request as _hold_request, _take as _hold_take
+from .. import alock as _hold_alock, lock as _hold_lock, try_lock as _hold_try_lock
+from .._errors import Deadlock
+from .._steps import Steps, arun, run
+from . import _api
+from ._api import (
+    AcquireWait, CloseErrorPolicy, CompromiseReason, ContextErrorPolicy, InFlight, LeaseClaim, LeaseCompromise,
+    LeaseHeartbeat, LeaseSettingsMismatch, LockOptions, OwnerMode, OwnerRecord, ReleasePendingError,
+    SoftFileLockLifetimeWarning, SoftFileLockProtocolError, StrictSoftFileClaim,
+    StrictSoftFileClaimState, lock_descriptor, unlock_descriptor,
+)
 
+# filelock 4.3.1's __all__, every name.
 __all__ = [
     "AcquireReturnProxy",
+    "AcquireWait",
     "AsyncAcquireReadWriteReturnProxy",
     "AsyncAcquireReturnProxy",
-    "AsyncReadWriteLock",
+    "AsyncAcquireSoftReadWriteReturnProxy",
     "AsyncFileLock",
+    "AsyncReadWriteLock",
+    "AsyncSoftFileLease",
     "AsyncSoftFileLock",
+    "AsyncSoftReadWriteLock",
+    "AsyncStrictSoftFileLock",
+    "AsyncUnixFileLock",
+    "AsyncWindowsFileLock",
     "BaseAsyncFileLock",
     "BaseFileLock",
+    "CloseErrorPolicy",
+    "CompromiseReason",
+    "ContextErrorPolicy",
     "FileLock",
+    "FileLockContext",
+    "InFlight",
+    "LeaseClaim",
+    "LeaseCompromise",
+    "LeaseHeartbeat",
+    "LeaseSettingsMismatch",
+    "LockOptions",
+    "MarkerSoftFileLock",
+    "OwnerMode",
+    "OwnerRecord",
     "ReadWriteLock",
+    "ReleasePendingError",
+    "SoftFileLease",
     "SoftFileLock",
+    "SoftFileLockLifetimeWarning",
+    "SoftFileLockProtocolError",
+    "SoftReadWriteLock",
+    "StrictRelease",
+    "StrictSoftFileClaim",
+    "StrictSoftFileClaimState",
+    "StrictSoftFileLock",
     "Timeout",
     "UnixFileLock",
     "WindowsFileLock",
-    "AsyncUnixFileLock",
-    "AsyncWindowsFileLock",
+    "__version__",
+    "asyncio",
+    "has_fcntl",
+    "lock_descriptor",
+    "unlock_descriptor",
 ]
 
 _LOGGER = logging.getLogger("filelock")
+
+
+class _LazyAsyncio:
+    """asyncio, imported on first use (by the async classes): most of the
+    import time of a program that locks from threads only."""
+
+    def __getattr__(self, name: str) -> Any:
+        import asyncio as module
+
+        globals()["_aio"] = module
+        return getattr(module, name)
+
+
+_aio: Any = _LazyAsyncio()
 
 #: mode= not given: the file is created 0o666 under the umask and never chmod-ed.
 _UNSET_MODE = -1
@@ -140,16 +234,24 @@ class Timeout(_errors.Timeout):
     exception: ``lock_file`` names the file; also a ``hold.Timeout`` and a
     builtin ``TimeoutError``."""
 
-    def __init__(self, lock_file: str) -> None:
-        super().__init__(f"The file lock '{lock_file}' could not be acquired.")
+    def __init__(self, lock_file: str, holder: Optional[str] = None) -> None:
+        message = f"The file lock '{lock_file}' could not be acquired."
+        super().__init__(message)  # args: filelock's, without the holder
+        if holder is not None:
+            message += f" It is held by {holder}, which this host cannot probe."
+        self._message = message
         #: The path of the file lock.
         self.lock_file = lock_file
+        self._holder = holder
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.lock_file,))
+        return (type(self), (self.lock_file,), self.__dict__)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.lock_file!r})"
+
+    def __str__(self) -> str:
+        return getattr(self, "_message", None) or super().__str__()
 
 
 def _canonical(path: str) -> str:
@@ -160,20 +262,39 @@ def _canonical(path: str) -> str:
 
 
 def _check_path(path: str, soft: bool) -> None:
-    """The errors filelock's os.open gives for these paths (a directory is
-    a held lock to the portable protocol, as an existing file is to
-    filelock's SoftFileLock)."""
+    """The errors filelock's os.open gives for these paths; makes a soft lock's missing directories, as
+    filelock does (the agent makes a kernel lock's)."""
     if path == "":
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    if not soft and os.path.isdir(path):
+    if "\0" in path:
+        raise ValueError("embedded null byte")
+    # A soft lock is a file too (the portable protocol's file form, as
+    # filelock's marker): a directory at the path is no lock of either.
+    if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(parent):
+        return
+    # A missing directory, or a file where one should be: the nearest
+    # existing ancestor says which (filelock's os.open says ENOTDIR).
+    up = parent
+    while not os.path.lexists(up) and os.path.dirname(up) != up:
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+    if soft:
+        os.makedirs(parent, exist_ok=True)
 
 
-class _Context:
-    """The state of a lock object: shared by its threads, or one per thread."""
+class FileLockContext:
+    """The state of a lock object (filelock's name): its settings
+    (``lock_file``, ``timeout``, ``mode``, ``blocking``, ``poll_interval``,
+    ``lifetime``), ``lock_counter``, and ``lock_file_fd``, the descriptor
+    lent to ``on_acquired`` while held. Shared by the object's threads, or
+    one per thread (``thread_local``)."""
 
     def __init__(self, lock_file: str, timeout: float, mode: int, blocking: bool, poll_interval: float,
-                 lifetime: Optional[float]) -> None:
+                 lifetime: Optional[float] = None) -> None:
         self.lock_file, self.timeout, self.mode = lock_file, timeout, mode
         self.blocking, self.poll_interval, self.lifetime = blocking, poll_interval, lifetime
         self.held: Any = None  # the hold.Lock while held
@@ -185,6 +306,31 @@ class _Context:
         # The request of an endless wait, or of no wait, checked once:
         # hold.lock() with kw and that timeout (see _Take).
         self.requests: Dict[Optional[float], Dict[str, Any]] = {}
+
+    def acquire_wait(self, timeout: Optional[float], poll_interval: Optional[float],
+                     poll_intervall: Optional[float] = None, *, blocking: Optional[bool] = None,
+                     cancel_check: Optional[Callable[[], bool]] = None) -> AcquireWait:
+        """One acquisition's settings: the call's, or this context's where
+        the call gives None, and when the wait began."""
+        if poll_intervall is not None:
+            warnings.warn("use poll_interval instead of poll_intervall", DeprecationWarning, stacklevel=2)
+            poll_interval = poll_intervall
+        return AcquireWait(
+            self.blocking if blocking is None else blocking,
+            cancel_check,
+            self.timeout if timeout is None else timeout,
+            self.poll_interval if poll_interval is None else poll_interval,
+            time.perf_counter(),
+        )
+
+    @property
+    def lock_file_fd(self) -> Optional[int]:
+        """The descriptor lent to ``on_acquired`` while held (hold's agent
+        holds the lock itself), else None."""
+        return self.fd
+
+
+_Context = FileLockContext
 
 
 class _ThreadLocalContext(_Context, threading.local):
@@ -200,25 +346,61 @@ class _Meta(ABCMeta):
             return super().__call__(lock_file, *args, **kwargs)
         existing, made = _singleton(cls, lock_file, lambda: super(_Meta, cls).__call__(lock_file, *args, **kwargs))
         if made:
+            existing._singleton_given = _given_options(cls, lock_file, args, kwargs, defaults=True)
             return existing
-        fresh = object.__new__(cls)
-        cls.__init__(fresh, lock_file, *args, **kwargs)  # the arguments, as an object would keep them
-        differing = [
-            f"\n\t{name} (existing lock has {getattr(existing, '_opt_' + name)} but {getattr(fresh, '_opt_' + name)} was passed)"
-            for name in _SINGLETON_OPTIONS
-            if getattr(fresh, "_opt_" + name) != getattr(existing, "_opt_" + name)
-        ]
-        if fresh._on_acquired is not existing._on_acquired:
-            differing.append(
-                f"\n\ton_acquired (existing lock has {existing._on_acquired} but {fresh._on_acquired} was passed)"
-            )
-        fresh._context = None
+        # The options this call gives, compared with what the first
+        # construction had, without running __init__ again: a subclass's
+        # __init__ may have effects. An option not given (or given as None,
+        # a subclass's "not given") is not compared.
+        given = _given_options(cls, lock_file, args, kwargs, defaults=False)
+        before = getattr(existing, "_singleton_given", {})
+        differing = []
+        for name in sorted(given):
+            old, new = before.get(name), given.get(name)
+            if new is None:
+                continue
+            same = old is new if callable(old) or callable(new) else old == new
+            if not same:
+                differing.append(f"\n\t{name} (existing lock has {old} but {new} was passed)")
         if differing:
             raise ValueError(
                 "Singleton lock instances cannot be initialized with differing arguments\nNon-matching arguments: "
                 + "".join(differing)
             )
         return existing
+
+
+def _given_options(cls: type, lock_file: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], *,
+                   defaults: bool) -> Dict[str, Any]:
+    """The arguments of a construction, by name, with the defaults of the
+    class's __init__ filled in (and those of BaseFileLock's for the options
+    a subclass passes on as **kwargs), lock_file and is_singleton left out."""
+    import inspect
+
+    got: Dict[str, Any] = {}
+    for init in (BaseFileLock.__init__, cls.__init__):  # type: ignore[misc]
+        try:
+            bound = inspect.signature(init).bind(None, lock_file, *args, **kwargs)
+        except TypeError:
+            continue  # the class's own call raises it
+        if defaults:
+            bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            param = bound.signature.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                got.update(value)
+            elif param.kind is not param.VAR_POSITIONAL:
+                got[name] = value
+    for name in ("self", "lock_file", "is_singleton"):
+        got.pop(name, None)
+    if "thread_local" in got:
+        got["thread_local"] = bool(got["thread_local"])
+    # Timeouts that wait the same are the same: every negative one and
+    # infinity wait as long as it takes, and NaN is NaN.
+    t = got.get("timeout")
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        got["timeout"] = "nan" if t != t else -1 if t < 0 or t == float("inf") else t
+    return got
 
 
 _singleton_mu = threading.Lock()
@@ -242,6 +424,80 @@ _SINGLETON_OPTIONS = (
     "thread_local", "timeout", "mode", "blocking", "poll_interval", "lifetime",
     "context_error_policy", "close_error_policy", "fallback_to_soft", "preserve_lock_file",
 )
+
+
+def _resolve_wait(timeout: Any, poll_interval: Any, blocking: Any) -> Tuple[float, float, bool]:
+    """An acquisition's timeout, poll interval and blocking, checked as
+    filelock checks them: numbers of seconds (not bools), a finite
+    non-negative poll interval within threading.TIMEOUT_MAX, no NaN
+    timeout for a wait; an infinite timeout is an endless wait (-1)."""
+    if type(blocking) is not bool:
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    if type(poll_interval) is not float:
+        poll_interval = _seconds("poll_interval", poll_interval)
+    if not 0 <= poll_interval < float("inf"):
+        raise ValueError(f"poll_interval must be finite and non-negative, not {poll_interval!r}")
+    if poll_interval > threading.TIMEOUT_MAX:
+        raise ValueError(
+            f"poll_interval must not exceed threading.TIMEOUT_MAX ({threading.TIMEOUT_MAX}), got {poll_interval!r}"
+        )
+    if type(timeout) is not float:
+        timeout = _seconds("timeout", timeout)
+    if timeout != timeout and blocking:
+        raise ValueError("timeout must be a number of seconds, not nan")
+    if timeout == float("inf"):
+        timeout = -1.0
+    return timeout, poll_interval, blocking
+
+
+def _timeout_setting(value: Any) -> float:
+    """A timeout set on a lock: a number of seconds; a string still
+    converts, with filelock's deprecation warning."""
+    if isinstance(value, (str, bytes, bytearray)):
+        warnings.warn("setting timeout from a string is deprecated and will be removed; pass a number",
+                      DeprecationWarning, stacklevel=4)
+        value = float(value)
+    return _seconds("timeout", value)
+
+
+def _mutex_wait(blocking: bool, timeout: float, cancel_check: Optional[Callable[[], bool]]) -> Tuple[bool, float]:
+    """The arguments of threading.Lock.acquire for a shared object's own
+    mutex: no wait for one attempt (or a cancel_check, asked once), the
+    timeout for a finite wait, else as long as it takes."""
+    if not blocking or timeout == 0 or cancel_check is not None and cancel_check():
+        return False, -1
+    return True, -1 if timeout < 0 else min(timeout, threading.TIMEOUT_MAX)
+
+
+def _ignored_lifetime(lifetime: Any, cls: str, stacklevel: int) -> None:
+    """Checks a ``lifetime`` as filelock does (a finite, non-negative
+    number of seconds, or None) and warns that hold ignores it."""
+    if lifetime is None:
+        return None
+    import decimal
+    import math
+    import numbers
+
+    if isinstance(lifetime, bool) or not isinstance(lifetime, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"lifetime must be a number of seconds, not {type(lifetime).__name__}")
+    if isinstance(lifetime, decimal.Decimal) and lifetime.is_snan():
+        seconds = math.nan
+    else:
+        try:
+            seconds = float(lifetime)
+        except OverflowError:
+            raise ValueError(f"lifetime is too large to be a number of seconds: {lifetime!r}") from None
+        if seconds == 0 and lifetime < 0:
+            seconds = -1.0  # a negative value too small for a float is still negative
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"lifetime must be finite and non-negative, not {lifetime!r}")
+    warnings.warn(
+        f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
+        "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
+        _api._LifetimeIgnored,
+        stacklevel=stacklevel,
+    )
+    return None
 
 
 def _attempt_wait(blocking: bool, timeout: float, elapsed: float, poll_interval: float,
@@ -302,7 +558,8 @@ class AcquireReturnProxy:
         return self.lock
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.lock.release()
+        # As the lock's own __exit__: a failed release keeps the block's error.
+        self.lock.__exit__(exc_type, exc, tb)
 
 
 class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
@@ -359,19 +616,16 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             raise ValueError(f"on_acquired is not supported by {cls}: only native locks expose the lock descriptor")
         if on_acquired is not None and not callable(on_acquired):
             raise TypeError(f"on_acquired must be a callable taking the lock descriptor, not {on_acquired!r}")
-        if lifetime is not None:
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                raise TypeError(
-                    f"lifetime must be a finite non-negative number or None, not {type(lifetime).__name__}"
-                )
-            if not 0 <= lifetime < float("inf"):
-                raise ValueError(f"lifetime must be finite and non-negative, not {lifetime!r}")
-            warnings.warn(
-                f"lifetime is ignored for {cls}: under hold a lock is judged stale by its holder's liveness "
-                "(kernel locks) or heartbeat (portable protocol), never broken by age while its holder lives",
-                stacklevel=3 + self._async,  # the caller's line, past the async class's __init__
-            )
-            lifetime = None
+        _seconds("timeout", timeout)  # a NaN is refused by a blocking acquire(), as filelock does
+        _resolve_wait(0.0, poll_interval, blocking)
+        if mode != _UNSET_MODE:
+            if isinstance(mode, bool) or not isinstance(mode, int):
+                raise TypeError(f"mode must be an int, not {type(mode).__name__}")
+            if not 0 <= mode <= 0o777:
+                raise ValueError(f"mode={mode:#o} must be within 0o000-0o777 for {cls}")
+            if ~mode & 0o600:
+                raise ValueError(f"mode={mode:#o} must grant the owner read and write for {cls}")
+        lifetime = _ignored_lifetime(lifetime, cls, 4 + self._async)  # the caller's line, past the async __init__
         # The options as given, as _opt_NAME: what is_singleton compares (_Meta).
         given = (bool(thread_local), timeout, mode, blocking, poll_interval, lifetime, context_error_policy,
                  close_error_policy, fallback_to_soft, preserve_lock_file)
@@ -382,6 +636,21 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         self._mu = threading.RLock()
         make = _ThreadLocalContext if thread_local else _Context
         self._context = make(os.fspath(lock_file), timeout, mode, blocking, poll_interval, lifetime)
+        _all_locks.add(self)
+
+    def _forget_parent(self) -> None:
+        """In a child made by fork(): the parent's hold is not this
+        process's, so this object starts released (see _forget_after_fork)."""
+        self._mu = threading.RLock()
+        self._inherited = True
+        ctx = self._context
+        if ctx is None:
+            return
+        fd, ctx.held, ctx.fd, ctx.lock_counter = ctx.fd, None, None, 0
+        self._held_key = None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     # The settings, as filelock reports them.
 
@@ -406,16 +675,27 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         "_on_acquired", "The callback run with a descriptor of the lock file at each first acquisition."
     )
     lock_file = _setting("lock_file", "The path of the lock file.", in_context=True)
-    timeout = _setting("timeout", "The default timeout of ``acquire``, in seconds.", in_context=True, kind=float)
-    blocking = _setting("blocking", "The default ``blocking`` of ``acquire``.", in_context=True, kind=bool)
+    timeout = _setting("timeout", "The default timeout of ``acquire``, in seconds.", in_context=True,
+                       kind=lambda v: _timeout_setting(v))
+    blocking = _setting("blocking", "The default ``blocking`` of ``acquire``.", in_context=True,
+                        kind=lambda v: _resolve_wait(0.0, 0.0, v)[2])
     poll_interval = _setting(
         "poll_interval",
         """The default ``poll_interval`` of ``acquire``, in seconds: how often
         ``cancel_check`` is asked (hold's own waits do not poll).""",
         in_context=True,
-        kind=float,
+        kind=lambda v: _resolve_wait(0.0, v, True)[1],
     )
-    lifetime = _setting("lifetime", "Always None under hold (see the module's doc).", in_context=True)
+    @property
+    def lifetime(self) -> Optional[float]:
+        """Always None under hold: a lock is never broken by its age while
+        its holder lives (see the module's doc). Setting it checks the
+        value as filelock does and warns that it is ignored."""
+        return self._context.lifetime
+
+    @lifetime.setter
+    def lifetime(self, value: Optional[float]) -> None:
+        self._context.lifetime = _ignored_lifetime(value, type(self).__name__, 3)
 
     @property
     def mode(self) -> int:
@@ -451,7 +731,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             poll_interval = poll_intervall
         if poll_interval is None:
             poll_interval = ctx.poll_interval
-        return float(timeout), float(poll_interval), bool(blocking)
+        return _resolve_wait(timeout, poll_interval, blocking)
 
     def _hold_kwargs(self) -> Dict[str, Any]:
         mode = self._context.mode
@@ -495,7 +775,12 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         a proxy for ``with lock.acquire():``."""
         timeout, poll_interval, blocking = self._options(timeout, poll_interval, poll_intervall, blocking)
         ctx = self._context
-        with self._mu if not self._opt_thread_local else contextlib.nullcontext():
+        shared = not self._opt_thread_local
+        if shared and not self._mu.acquire(*_mutex_wait(blocking, timeout, cancel_check)):
+            # Another thread of this shared object is taking or releasing
+            # it: this acquisition's own timeout bounds that wait too.
+            raise Timeout(ctx.lock_file)
+        try:
             ctx.lock_counter += 1
             try:
                 if ctx.held is None:
@@ -503,12 +788,19 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             except BaseException:
                 ctx.lock_counter = max(0, ctx.lock_counter - 1)
                 raise
+        finally:
+            if shared:
+                self._mu.release()
         return AcquireReturnProxy(lock=self)
 
     #: Which lock object holds the path in the caller's asyncio task (the
     #: async classes: see _task_holders); None for the thread classes,
     #: whose agent tells a lock held by another object of the thread.
     _held_key: Optional[Tuple[int, str]] = None
+
+    #: Made in the parent of this process (a fork() child's): refuses to
+    #: acquire, as filelock's objects do there (see _forget_after_fork).
+    _inherited = False
 
     def _holder_key(self, path: str) -> Optional[Tuple[int, str]]:
         return None
@@ -520,6 +812,8 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         for the thread classes and the asyncio ones (see hold._steps)."""
         ctx = self._context
         path = ctx.lock_file
+        if self._inherited:
+            raise RuntimeError(f"{type(self).__name__} on {path} was inherited across fork; construct a new instance")
         kw = ctx.kw
         if kw is None:
             _check_path(path, self._soft)
@@ -549,18 +843,27 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             except Deadlock as e:
                 # Another object of this thread (task) holds it: filelock
                 # waits out a finite timeout, and an endless wait could never end.
-                if blocking and timeout < 0 and cancel_check is None:
+                # A cancel_check does not make it end: filelock raises its
+                # deadlock error for it too.
+                if blocking and timeout < 0:
                     raise self._deadlock(e) from e
                 if wait:
                     yield _Sleep(min(wait, poll_interval))
             else:
+                if self._on_acquired is not None and ctx.fd is not None:
+                    try:
+                        yield _Callback(self, ctx.fd)
+                    except BaseException:
+                        yield from self._give_up()
+                        raise
                 _LOGGER.debug("Lock %s acquired on %s", lock_id, path)
                 return
             _missed(lock_id, path, blocking, timeout, start, poll_interval, cancel_check)
 
     def _acquired(self, held: Any) -> None:
-        """Records the hold.Lock; applies an explicit mode exactly and runs
-        on_acquired, releasing again if that raises."""
+        """Records the hold.Lock; applies an explicit mode exactly and opens
+        the descriptor for on_acquired (which _take_steps then calls: in
+        an executor for the async classes), releasing again if that fails."""
         ctx = self._context
         ctx.held = held
         try:
@@ -569,7 +872,6 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                     os.chmod(ctx.lock_file, ctx.mode)
             if self._on_acquired is not None:
                 ctx.fd = os.open(ctx.lock_file, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
-                self._on_acquired(ctx.fd)
         except BaseException:
             # A release on the synchronous channel is written, not waited
             # for: this never blocks an event loop for long.
@@ -647,7 +949,37 @@ def _raise_in_context(release_error: BaseException, body_error: Optional[BaseExc
     if body_error is None or policy == "chain":
         raise release_error
     assert _exception_group is not None  # checked when the lock was made
-    raise _exception_group("lock body and release both failed", [body_error, release_error]) from None
+    errors = (body_error, release_error)
+    _cut_contexts(errors)
+    raise _exception_group("lock body and release both failed", list(errors)) from None
+
+
+def _cut_contexts(roots: Tuple[BaseException, ...]) -> None:
+    """Detaches, in the errors about to be grouped and in what they chain
+    to, every implicit context that is one of those errors or lies inside
+    one: the release error raised while the body's propagated has the
+    body's error as its context, and a group holding both would make a
+    cycle that tracebacks walk forever (as filelock, which cuts them too)."""
+    inside: set = set()
+    todo: list = list(roots)
+    while todo:  # the roots, and the members of the groups among them
+        e = todo.pop()
+        if id(e) in inside:
+            continue
+        inside.add(id(e))
+        todo.extend(getattr(e, "exceptions", ()))
+    seen: set = set()
+    todo = list(roots)
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        ctx = e.__context__
+        if ctx is not None and (ctx is e or id(ctx) in inside):
+            e.__context__ = None
+        todo.extend(x for x in (ctx, e.__cause__) if x is not None)
+        todo.extend(getattr(e, "exceptions", ()))
 
 
 # The steps of an acquisition and a release (see hold._steps).
@@ -689,12 +1021,23 @@ class _Release:
         self.held = held
 
 
+class _Callback:
+    """A step: on_acquired, called with the lock file's descriptor."""
+
+    __slots__ = ("lock", "fd")
+
+    def __init__(self, lock: Any, fd: int) -> None:
+        self.lock, self.fd = lock, fd
+
+
 def _perform(step: Any) -> Any:
     """Performs a step, blocking the thread."""
     if type(step) is _Take:
         return _hold_take("acquire", step.req)
     if type(step) is _Sleep:
         return time.sleep(step.seconds)
+    if type(step) is _Callback:
+        return step.lock._on_acquired(step.fd)
     return step.held.release()
 
 
@@ -703,7 +1046,15 @@ async def _aperform(step: Any) -> Any:
     if type(step) is _Take:
         return await _HoldAsyncAcquire(step.req)
     if type(step) is _Sleep:
-        return await asyncio.sleep(step.seconds)
+        return await _aio.sleep(step.seconds)
+    if type(step) is _Callback:
+        # As filelock: the callback may block (it gets a file to write),
+        # so it runs in the lock's executor unless run_in_executor=False.
+        lock = step.lock
+        if not lock.run_in_executor:
+            return lock._on_acquired(step.fd)
+        loop = lock.loop or _aio.get_running_loop()
+        return await loop.run_in_executor(lock.executor, lock._on_acquired, step.fd)
     return await step.held._arelease()
 
 
@@ -733,7 +1084,7 @@ class AsyncAcquireReturnProxy:
         return self.lock
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        await self.lock.release()
+        await self.lock.__aexit__(exc_type, exc, tb)
 
 
 #: Which lock object of a task holds each path: (task, canonical path) -> id.
@@ -742,7 +1093,7 @@ _task_holders: Dict[Tuple[int, str], int] = {}
 
 def _task_key(path: str) -> Optional[Tuple[int, str]]:
     try:
-        task = asyncio.current_task()
+        task = _aio.current_task()
     except RuntimeError:
         return None
     return None if task is None else (id(task), _canonical(path))
@@ -758,7 +1109,7 @@ class BaseAsyncFileLock(BaseFileLock):
 
     def __init__(
         self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, mode: int = _UNSET_MODE,
-        thread_local: bool = False, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+        thread_local: bool = False, *, loop: Optional[_aio.AbstractEventLoop] = None,
         run_in_executor: bool = True, executor: Any = None, **options: Any,
     ) -> None:
         """As ``BaseFileLock``, with its keyword options (``blocking``,
@@ -784,7 +1135,7 @@ class BaseAsyncFileLock(BaseFileLock):
         return self._extra.get("executor")
 
     @property
-    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+    def loop(self) -> Optional[_aio.AbstractEventLoop]:
         """Kept as given."""
         return self._extra.get("loop")
 
@@ -837,11 +1188,11 @@ class BaseAsyncFileLock(BaseFileLock):
             held.release()
 
 
-class AsyncFileLock(BaseAsyncFileLock):
+class AsyncFileLock(BaseAsyncFileLock, FileLock):
     """filelock's AsyncFileLock: FileLock for asyncio."""
 
 
-class AsyncSoftFileLock(BaseAsyncFileLock):
+class AsyncSoftFileLock(BaseAsyncFileLock, SoftFileLock):
     """filelock's AsyncSoftFileLock: SoftFileLock for asyncio."""
 
     _protocol = "dir"
@@ -849,6 +1200,13 @@ class AsyncSoftFileLock(BaseAsyncFileLock):
 
 
 # Read-write locks.
+
+#: Readers and writers of a ReadWriteLock wait in hold's fair queue: a
+#: writer waiting there keeps its place at the front until it holds the
+#: lock, so readers that come after it wait behind it instead of starving
+#: it, as filelock prefers its writers (docs/fair.md). Not on Windows,
+#: which has no fair queue: there the kernel's order rules.
+_RW_FAIR = os.name != "nt"
 
 #: How an SQLite database file starts: the lock file of filelock's own
 #: ReadWriteLock, which hold's cannot exclude (see the module's doc).
@@ -897,10 +1255,12 @@ class _ReadWriteMeta(type):
     return the one live object of a path, refusing other defaults."""
 
     def __call__(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
-                 is_singleton: bool = True) -> Any:
+                 is_singleton: bool = True, **extra: Any) -> Any:
         if not is_singleton:
-            return super().__call__(lock_file, timeout, blocking=blocking)
-        obj, _ = _singleton(cls, lock_file, lambda: super(_ReadWriteMeta, cls).__call__(lock_file, timeout, blocking=blocking))
+            return super().__call__(lock_file, timeout, blocking=blocking, **extra)
+        obj, _ = _singleton(
+            cls, lock_file, lambda: super(_ReadWriteMeta, cls).__call__(lock_file, timeout, blocking=blocking, **extra)
+        )
         if (obj.timeout < 0) != (timeout < 0) or (timeout >= 0 and obj.timeout != timeout) or obj.blocking != blocking:
             raise ValueError(
                 f"Singleton lock created with timeout={obj.timeout}, blocking={obj.blocking}, "
@@ -949,6 +1309,16 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
         self._closed = False
         _refuse_sqlite(self.lock_file)
         _claim(self.lock_file)
+        _all_locks.add(self)
+
+    def _forget_parent(self) -> None:
+        """In a child made by fork(): starts released (see _forget_after_fork)."""
+        self._mu, self._taking = threading.Lock(), threading.Lock()
+        self._clear_lock_state()
+
+    def _clear_lock_state(self) -> None:
+        """Forgets the hold and every level, without releasing anything."""
+        self._held, self._mode, self._level, self._writer, self._readers = None, None, 0, None, {}
 
     @classmethod
     def get_lock(cls, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *,
@@ -1033,7 +1403,8 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
         """The hold lock, shared for "read": waited for as filelock waits
         (a lock this thread holds on another object is waited out for a
         finite timeout, and raises ``hold.Deadlock`` for an endless one)."""
-        kw: Dict[str, Any] = {"lock_file": self.lock_file, "shared": mode == "read", "make_dirs": True}
+        kw: Dict[str, Any] = {"lock_file": self.lock_file, "shared": mode == "read", "make_dirs": True,
+                              "fair": _RW_FAIR}
         while True:
             wait = _attempt_wait(blocking, timeout, time.perf_counter() - start, 0.05, None)
             try:
@@ -1116,9 +1487,9 @@ class _AsyncRWState:
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             return False
-        fut = asyncio.get_running_loop().create_future()
+        fut = _aio.get_running_loop().create_future()
         self.waiters.append(fut)
-        done, _ = await asyncio.wait({fut}, timeout=left)
+        done, _ = await _aio.wait({fut}, timeout=left)
         if not done:
             fut.cancel()
             return False
@@ -1161,7 +1532,7 @@ class AsyncReadWriteLock:
     kept and reported: hold's waits need no executor."""
 
     def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
-                 is_singleton: bool = True, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 is_singleton: bool = True, loop: Optional[_aio.AbstractEventLoop] = None,
                  executor: Any = None) -> None:
         if not isinstance(blocking, bool):
             raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
@@ -1200,7 +1571,7 @@ class AsyncReadWriteLock:
         return self._blocking
 
     @property
-    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+    def loop(self) -> Optional[_aio.AbstractEventLoop]:
         """The loop given, if any (hold needs none: see the class's doc)."""
         return self._loop
 
@@ -1245,7 +1616,7 @@ class AsyncReadWriteLock:
         timeout = self._timeout if timeout is None else timeout
         blocking = self._blocking if blocking is None else blocking
         deadline = None if blocking and timeout < 0 else time.perf_counter() + (timeout if blocking else 0)
-        st, me = self._state, asyncio.current_task()
+        st, me = self._state, _aio.current_task()
         if st.owners.get(me):
             if st.mode != mode:
                 reason = "downgrade" if mode == "read" else "upgrade"
@@ -1281,7 +1652,7 @@ class AsyncReadWriteLock:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
             try:
                 st.held = await _hold_alock(None, lock_file=self._lock_file, shared=mode == "read", make_dirs=True,
-                                            timeout=wait)
+                                            fair=_RW_FAIR, timeout=wait)
             except (_errors.Busy, _errors.Timeout):
                 raise Timeout(self._lock_file) from None
             st.mode = mode
@@ -1293,7 +1664,7 @@ class AsyncReadWriteLock:
         """Releases one level this task holds (all of them with
         ``force``); the lock goes when no task holds it. ``RuntimeError``
         if this task holds none (and not force)."""
-        st, me = self._state, asyncio.current_task()
+        st, me = self._state, _aio.current_task()
         levels = st.owners.get(me, 0)
         if not levels:
             if force:
@@ -1325,7 +1696,221 @@ class AsyncReadWriteLock:
         self._closed = True
 
 
+# filelock's soft, strict and lease locks: hold's portable protocol.
+
+
+class MarkerSoftFileLock(SoftFileLock):
+    """filelock's MarkerSoftFileLock (a soft lock whose marker names its
+    holder): hold's ``SoftFileLock``, whose file names its holder already."""
+
+
+class StrictSoftFileLock(SoftFileLock):
+    """filelock's StrictSoftFileLock, a soft lock that never lets two live
+    holders in (fail-closed): hold's ``SoftFileLock`` is that already. Its
+    portable protocol takes a holder's lock over only once the holder is
+    known dead, never by age; filelock's claim directories are not made."""
+
+    @property
+    def claims(self) -> Tuple[StrictSoftFileClaim, ...]:
+        """filelock's published claims of this lock: none under hold."""
+        return ()
+
+
+class _Lease:
+    """What SoftFileLease and AsyncSoftFileLease add to their soft lock."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], *, lease_duration: float = 30.0,
+                 heartbeat_interval: Optional[float] = None,
+                 on_compromise: Optional[Callable[[LeaseCompromise], None]] = None, **options: Any) -> None:
+        duration = _seconds("lease_duration", lease_duration)
+        if not 0 < duration < float("inf"):
+            raise ValueError(f"lease_duration must be positive and finite, got {lease_duration!r}")
+        beat = duration / 3 if heartbeat_interval is None else _seconds("heartbeat_interval", heartbeat_interval)
+        if not 0 < beat < duration:
+            raise ValueError(f"heartbeat_interval must be positive and below lease_duration, got {heartbeat_interval!r}")
+        if options.get("lifetime") is not None:
+            raise ValueError("lifetime is not supported by SoftFileLease: lease_duration sets when a lease expires")
+        super().__init__(lock_file, **options)
+        self._lease_duration, self._heartbeat_interval, self._on_compromise = duration, beat, on_compromise
+        self._claims: Dict[int, LeaseClaim] = {}
+
+    @property
+    def lease_duration(self) -> float:
+        """Seconds after which filelock's peers may take a lease not refreshed."""
+        return self._lease_duration
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between filelock's refreshes (hold's agent keeps its own pace)."""
+        return self._heartbeat_interval
+
+    def _claim(self) -> LeaseClaim:
+        return self._claims.setdefault(id(self._context), LeaseClaim())
+
+    @property
+    def token(self) -> Optional[str]:
+        """The token of the current hold, None while released."""
+        return self._claim().token if self.is_locked else None
+
+    @property
+    def compromise(self) -> Optional[LeaseCompromise]:
+        """Why the current (or last) hold was lost, or None."""
+        claim = self._claim()
+        held = self._context.held
+        if claim.compromise is None and held is not None and claim.token is not None:
+            lost = getattr(held, "lost", None)
+            if lost is not None:
+                claim.compromise = LeaseCompromise(self.lock_file, claim.token, "marker-missing", lost)
+                if self._on_compromise is not None:
+                    self._on_compromise(claim.compromise)
+        return claim.compromise
+
+    def _acquired(self, held: Any) -> None:
+        import secrets
+
+        super()._acquired(held)
+        claim = self._claim()
+        claim.token, claim.compromise = secrets.token_hex(16), None
+
+
+class SoftFileLease(_Lease, SoftFileLock):
+    """filelock's SoftFileLease, a soft lock its holder keeps fresh and a
+    peer may take once it has not been refreshed for ``lease_duration``:
+    hold's ``SoftFileLock``, kept fresh by hold's agent while this process
+    lives. Unlike filelock's, a live holder is never taken over: a lease
+    is lost only if its holder dies (the agent with it) or its file is
+    removed, when ``compromise`` says so and ``on_compromise`` is called.
+
+    ``lease_duration`` and ``heartbeat_interval`` are checked as filelock
+    checks them and reported; ``token`` is a random token per hold."""
+
+
+class AsyncStrictSoftFileLock(AsyncSoftFileLock):
+    """``StrictSoftFileLock`` for asyncio: hold's ``AsyncSoftFileLock``."""
+
+    claims = StrictSoftFileLock.claims
+
+
+class AsyncSoftFileLease(_Lease, AsyncSoftFileLock):
+    """``SoftFileLease`` for asyncio: hold's ``AsyncSoftFileLock`` with the
+    lease's options and properties (see ``SoftFileLease``)."""
+
+
+class SoftReadWriteLock(ReadWriteLock):
+    """filelock's SoftReadWriteLock, its reader-writer lock for shared
+    filesystems: under hold, ``ReadWriteLock`` (shared and exclusive kernel
+    locks of ``lock_file``, writers not starved). hold's portable protocol
+    has exclusive locks only, so this one is as far-reaching as the
+    filesystem's kernel locks (NFS passes flock on to the server; a share
+    whose kernel locks do not reach every host needs ``SoftFileLock``).
+    ``heartbeat_interval``, ``stale_threshold``, ``poll_interval`` and
+    ``on_compromise`` are checked and kept: the kernel frees a dead
+    holder's lock, so there is nothing to refresh or judge stale."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True, heartbeat_interval: float = 30.0, stale_threshold: Optional[float] = None,
+                 poll_interval: float = 0.25, on_compromise: Optional[Callable[[LeaseCompromise], None]] = None) -> None:
+        beat = _seconds("heartbeat_interval", heartbeat_interval)
+        stale = 3 * beat if stale_threshold is None else _seconds("stale_threshold", stale_threshold)
+        poll = _seconds("poll_interval", poll_interval)
+        if not 0 < beat < float("inf") or not beat < stale < float("inf") or not 0 < poll < float("inf"):
+            raise ValueError(
+                "heartbeat_interval, stale_threshold and poll_interval must be positive and finite, with "
+                f"stale_threshold above heartbeat_interval; got {heartbeat_interval!r}, {stale_threshold!r}, "
+                f"{poll_interval!r}"
+            )
+        super().__init__(lock_file, timeout, blocking=blocking, is_singleton=is_singleton)
+        self.heartbeat_interval, self.stale_threshold, self.poll_interval = beat, stale, poll
+        self.on_compromise = on_compromise
+
+
+class AsyncSoftReadWriteLock(AsyncReadWriteLock):
+    """``SoftReadWriteLock`` for asyncio: hold's ``AsyncReadWriteLock``
+    (see ``SoftReadWriteLock`` for its options)."""
+
+    def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
+                 is_singleton: bool = True, heartbeat_interval: float = 30.0, stale_threshold: Optional[float] = None,
+                 poll_interval: float = 0.25, on_compromise: Optional[Callable[[LeaseCompromise], None]] = None,
+                 loop: Optional[_aio.AbstractEventLoop] = None, executor: Any = None) -> None:
+        beat = _seconds("heartbeat_interval", heartbeat_interval)
+        stale = 3 * beat if stale_threshold is None else _seconds("stale_threshold", stale_threshold)
+        poll = _seconds("poll_interval", poll_interval)
+        if not 0 < beat < float("inf") or not beat < stale < float("inf") or not 0 < poll < float("inf"):
+            raise ValueError(
+                "heartbeat_interval, stale_threshold and poll_interval must be positive and finite, with "
+                f"stale_threshold above heartbeat_interval; got {heartbeat_interval!r}, {stale_threshold!r}, "
+                f"{poll_interval!r}"
+            )
+        super().__init__(lock_file, timeout, blocking=blocking, is_singleton=is_singleton, loop=loop,
+                         executor=executor)
+        self.heartbeat_interval, self.stale_threshold, self.poll_interval = beat, stale, poll
+        self.on_compromise = on_compromise
+
+
+class AsyncAcquireSoftReadWriteReturnProxy(AsyncAcquireReadWriteReturnProxy):
+    """What ``AsyncSoftReadWriteLock``'s acquisitions return."""
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A number of seconds, as filelock takes them (any real number or
+    Decimal, not a bool)."""
+    import decimal
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if isinstance(value, decimal.Decimal) and value.is_snan():
+        return float("nan")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} is too large to be a number of seconds: {value!r}") from None
+    # A negative duration too small for a float stays negative.
+    return -5e-324 if f == 0 and value < 0 else f
+
+
+#: Whether FileLock is a kernel lock here (filelock's: fcntl.flock is there).
+has_fcntl: bool = _api._has_fcntl()
+
+#: The version of filelock's API this module provides (hold's own version
+#: is ``hold.__version__``): code that checks filelock's version to pick
+#: features finds those of filelock 4.3.1.
+__version__ = "4.3.1"
+
+
+# After fork(): the child holds none of its parent's locks (the parent's
+# agent holds them, for the parent), so its lock objects start released,
+# as filelock's do, instead of waiting for the parent's hold; the
+# descriptors lent to on_acquired are closed in the child.
+_all_locks: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    for lock in list(_all_locks):
+        with contextlib.suppress(Exception):
+            lock._forget_parent()
+    _task_holders.clear()
+    for state in list(_async_rw_states.values()):
+        with contextlib.suppress(Exception):
+            state.__init__()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 #: filelock's names of its platform classes: under hold, the agent takes
 #: the platform's kernel lock, so each is FileLock (AsyncFileLock).
 UnixFileLock = WindowsFileLock = FileLock
 AsyncUnixFileLock = AsyncWindowsFileLock = AsyncFileLock
+
+
+def __getattr__(name: str) -> Any:
+    # filelock.asyncio, the submodule, is imported on first use.
+    if name == "asyncio":
+        import importlib
+
+        return importlib.import_module(__name__ + ".asyncio")
+    if name == "StrictRelease":  # a concurrent.futures.Future: imported when named
+        return _api.strict_release_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
