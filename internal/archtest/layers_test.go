@@ -50,8 +50,12 @@ var (
 	implementations = []string{
 		"internal/flock", "internal/fairq", "internal/dirlock", "internal/atomicfile",
 		"internal/lockpath", "internal/nameddir", "internal/fsinfo",
-		"internal/resched",
+		"internal/resched", "internal/deadlock",
 	}
+	// rootOnly are implementations that only the root package calls: the
+	// deadlock checks and search sit below the root, which keeps their
+	// options and their error, and no protocol or front end asks them.
+	rootOnly = []string{"internal/deadlock"}
 )
 
 // knownReaches are the front ends' imports of implementation packages that
@@ -256,6 +260,30 @@ func TestFrontEndsUseTheLibrary(t *testing.T) {
 		for _, i := range is {
 			if !used[r+" "+i] {
 				t.Logf("knownReaches lists %s -> %s, which no longer happens: delete the entry", r, i)
+			}
+		}
+	}
+}
+
+// TestRootOnly checks that the packages of rootOnly are imported by the
+// root package alone (their own tests aside), and not the root by them
+// (TestImportsRunOneWay).
+func TestRootOnly(t *testing.T) {
+	for _, goos := range systems {
+		pkgs := list(t, goos)
+		for _, r := range rootOnly {
+			if pkgs[r] == nil {
+				t.Fatalf("GOOS=%s: go list did not list %s", goos, r)
+			}
+		}
+		for _, r := range sortedKeys(pkgs) {
+			if r == "" {
+				continue
+			}
+			for _, i := range moduleImports(pkgs[r]) {
+				if slices.Contains(rootOnly, i) {
+					t.Errorf("GOOS=%s: %s imports %s, which only the root package calls: go through the root API", goos, name(r), i)
+				}
 			}
 		}
 	}
