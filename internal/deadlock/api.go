@@ -15,6 +15,7 @@ package deadlock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -95,18 +96,29 @@ func (k *Kept) Value(key any) any {
 	return k.Context.Value(key)
 }
 
+// ancestorsKnown says whether a process's ancestors and their waits can be
+// told here (Linux): elsewhere the ancestor check has nothing to go on.
+const ancestorsKnown = runtime.GOOS == "linux"
+
 // TryFirst reports whether a wait of this config's should begin with a
 // try, so that a busy lock is asked (Busy) whether it can ever be had
 // before the wait: only a busy lock can be a deadlock, and only the
 // busy error names who holds it.
 //
-// It should when a deadlock is possible:
+// For a lock of this machine, where ancestors can be told (Linux), it
+// always should: a free lock is then taken by the try, and nothing that
+// only a busy lock needs (the walk up this process's ancestors, which
+// reads two files of each) is looked at. Elsewhere, and for a lock on a
+// server (where a try is a round trip), only when a deadlock is possible:
 // FailIfHeldHere with a lock held here, FailIfHeldBy, a caller's kept
 // locks, or an ancestor that runs this process under a lock. A process
 // that says FailIfHeldHere of itself (the hold command) and holds nothing
 // then waits at once.
 func (c *Config) TryFirst() bool {
 	if len(c.HeldBy) > 0 || len(c.CallerKeeps) > 0 {
+		return true
+	}
+	if _, network := c.Protocol.(lock.Closer); ancestorsKnown && !network {
 		return true
 	}
 	if len(runners()) > 0 {
@@ -149,11 +161,11 @@ func (c *Config) Wait(ctx context.Context, req *lock.Request) (lock.Handle, erro
 	return h, endWatch(req, err)
 }
 
-// SlotTryFirst is TryFirst for a wait for a slot of a semaphore, which
-// only an ancestor that runs this process under a lock can make one that
-// never ends.
+// SlotTryFirst is TryFirst for a wait for a slot of a semaphore: only a
+// kernel semaphore's slots can be told kept by ancestors, and only where
+// ancestors can be told.
 func (c *Config) SlotTryFirst() bool {
-	return len(runners()) > 0
+	return ancestorsKnown && c.Protocol.Name() == "flock"
 }
 
 // SlotBusy is Busy for a wait for a slot of the kernel semaphore req names
