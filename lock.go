@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/hold-dev/hold/internal/deadlock"
+	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -395,6 +397,12 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 func (c *config) inspectPath(path string) (*Status, error) {
 	if sem, ok := c.protocol.(lock.Semaphore); ok {
 		if st, err := sem.InspectSlots(path); err == nil && st != nil && st.Slots > 0 {
+			if st.State == Free && st.StoppedTurn == "" {
+				// A kernel semaphore's waiters queue in fairq's
+				// line at its count file, fair or not: name a
+				// stopped one at the front.
+				st.StoppedTurn = fairq.StoppedTurn(flock.CountPath(path))
+			}
 			return st, nil
 		}
 	}

@@ -202,8 +202,9 @@ type Status struct {
 	// does not take it, that waiter and when the next one passes it over:
 	// "pid 4242 (hold run --fair T -- make), stopped (passed over once the
 	// lock has been free for 2s)". "" otherwise. Only a fair protocol's
-	// Inspect looks (hold.Fair): a waiting message says it where it would
-	// otherwise say "just released".
+	// Inspect (hold.Fair) and hold.Inspect of a kernel semaphore, whose
+	// waiters queue the same way, look: a waiting message says it where
+	// it would otherwise say "just released".
 	StoppedTurn string
 }
 

@@ -133,11 +133,20 @@ func (p Protocol) Name() string { return p.inner.Name() }
 func (p Protocol) Inspect(path string) (*lock.Status, error) {
 	st, err := p.inner.Inspect(path)
 	if err == nil && st.State == lock.Free {
-		if w, ok := HeadWaiter(path); ok && w.Stopped {
-			st.StoppedTurn = fmt.Sprintf("%s (passed over once the lock has been free for %s)", w, StallBound)
-		}
+		st.StoppedTurn = StoppedTurn(path)
 	}
 	return st, err
+}
+
+// StoppedTurn describes the waiter at the front of the queue of the lock
+// at lockPath when it is stopped (lock.Status.StoppedTurn), "" when none
+// is queued or the one whose turn it is runs. A kernel semaphore's
+// waiters queue here too, fair or not: the root asks for a free one.
+func StoppedTurn(lockPath string) string {
+	if w, ok := HeadWaiter(lockPath); ok && w.Stopped {
+		return fmt.Sprintf("%s (passed over once the lock has been free for %s)", w, StallBound)
+	}
+	return ""
 }
 
 // acquire is the one path of Acquire and TryAcquire: reach the front of
