@@ -128,7 +128,7 @@ func (c *config) defaults() {
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
-	c.dl.Protocol = c.protocol
+	c.dl.Protocol, c.dl.Fair = c.protocol, c.fair
 }
 
 // fairProtocol puts the FIFO queue in front of p (Fair).

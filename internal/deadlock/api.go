@@ -52,6 +52,8 @@ type Config struct {
 	// HeldHere: nothing in this process can release a lock while the
 	// wait lasts (hold.FailIfHeldHere).
 	HeldHere bool
+	// Fair: the request waits in the fair queue (hold.Fair).
+	Fair bool
 	// HeldBy: the caller keeps these while it waits (hold.FailIfHeldBy).
 	HeldBy []*Held
 	// Caller is the program this process asks for (proc.WithCaller on
@@ -105,32 +107,34 @@ const ancestorsKnown = runtime.GOOS == "linux"
 // before the wait: only a busy lock can be a deadlock, and only the
 // busy error names who holds it.
 //
-// For a lock of this machine, where ancestors can be told (Linux), it
-// always should: a free lock is then taken by the try, and nothing that
-// only a busy lock needs (the walk up this process's ancestors, which
-// reads two files of each) is looked at. Elsewhere, and for a lock on a
-// server (where a try is a round trip), only when a deadlock is possible:
-// FailIfHeldHere with a lock held here, FailIfHeldBy, a caller's kept
-// locks, or an ancestor that runs this process under a lock. A process
-// that says FailIfHeldHere of itself (the hold command) and holds nothing
-// then waits at once.
+// It should when a deadlock is possible: FailIfHeldBy, a caller's kept
+// locks, FailIfHeldHere with a lock held here, or an ancestor that runs
+// this process under a lock. Knowing the last means a walk up this
+// process's ancestors (two files of each), made once per process: a
+// program that takes many locks pays it once, but the hold command takes
+// one. So a request with FailIfHeldHere (the hold command, the agent's
+// synchronous waits) for a lock of this machine, where ancestors can be
+// told (Linux), always tries first: a free lock is then taken with no
+// walk, and the walk is made only once the try found it busy. Not a fair
+// request (a try there takes a place in the queue, and a busy one looks
+// for the waiter at its front), nor a lock on a server (a try is a round
+// trip): those walk first, as before.
 func (c *Config) TryFirst() bool {
 	if len(c.HeldBy) > 0 || len(c.CallerKeeps) > 0 {
 		return true
 	}
-	if _, network := c.Protocol.(lock.Closer); ancestorsKnown && !network {
+	if c.HeldHere && c.localTry() {
 		return true
 	}
-	if len(runners()) > 0 {
-		return true
-	}
-	if !c.HeldHere {
-		return false
-	}
-	heldHere.Lock()
-	n := heldHere.n
-	heldHere.Unlock()
-	return n > 0
+	return len(runners()) > 0 || c.HeldHere && holdsAny()
+}
+
+// localTry reports whether a try is the cheap first step of a wait here:
+// a lock of this machine, not in the fair queue, where ancestors can be
+// told.
+func (c *Config) localTry() bool {
+	_, network := c.Protocol.(lock.Closer)
+	return ancestorsKnown && !network && !c.Fair
 }
 
 // Busy returns the ErrDeadlock error for req when its try found the lock
@@ -163,9 +167,13 @@ func (c *Config) Wait(ctx context.Context, req *lock.Request) (lock.Handle, erro
 
 // SlotTryFirst is TryFirst for a wait for a slot of a semaphore: only a
 // kernel semaphore's slots can be told kept by ancestors, and only where
-// ancestors can be told.
+// ancestors can be told. The hold command (HeldHere) tries first without
+// the walk, as TryFirst says; others walk first, once per process.
 func (c *Config) SlotTryFirst() bool {
-	return ancestorsKnown && c.Protocol.Name() == "flock"
+	if !ancestorsKnown || c.Protocol.Name() != "flock" {
+		return false
+	}
+	return c.HeldHere || len(runners()) > 0
 }
 
 // SlotBusy is Busy for a wait for a slot of the kernel semaphore req names

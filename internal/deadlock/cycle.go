@@ -277,16 +277,8 @@ func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
 		// for it, so it can close a cycle keeping nothing.
 		return true
 	}
-	if len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
-		return true
-	}
-	if !w.keepAll {
-		return false
-	}
-	heldHere.Lock()
-	n := heldHere.n
-	heldHere.Unlock()
-	return n > 0
+	return len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 ||
+		w.keepAll && holdsAny()
 }
 
 // keptLocks returns the locks, still held, that the wait with the

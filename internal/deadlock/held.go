@@ -36,6 +36,14 @@ var heldHere struct {
 	n    int
 }
 
+// holdsAny reports whether this process holds any lock taken through the
+// root package.
+func holdsAny() bool {
+	heldHere.Lock()
+	defer heldHere.Unlock()
+	return heldHere.n > 0
+}
+
 // heldLocks returns the locks in the table. Called with heldHere held.
 func heldLocks() []*Held {
 	ls := make([]*Held, 0, heldHere.n)
