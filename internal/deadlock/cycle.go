@@ -305,7 +305,7 @@ func (w *cycleWatch) keptLocks(ctx context.Context) []*Held {
 
 // keptIDs are the identities of locks, as an entry claims them
 // (Entry.Keeps): protocol and lockID, and a target named "*.lock" also
-// as the kernel lock of that file (Lock.own).
+// as the kernel lock of that file (Held.own).
 func keptIDs(locks []*Held) []string {
 	var out []string
 	for _, l := range locks {
