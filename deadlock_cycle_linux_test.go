@@ -20,7 +20,7 @@ import (
 	"github.com/hold-dev/hold/portable"
 )
 
-// Deadlocks between processes (deadlock_cycle.go): N workers, worker i
+// Deadlocks between processes (internal/deadlock/cycle.go): N workers, worker i
 // takes lock i, says so, waits until every worker holds its first lock,
 // and then waits for lock i+1 (mod N). Nothing but the search can end
 // that; exactly one worker must fail with ErrDeadlock naming the cycle,

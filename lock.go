@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
+	"github.com/hold-dev/hold/internal/deadlock"
+	"github.com/hold-dev/hold/internal/fairq"
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/proc"
 	"github.com/hold-dev/hold/lock"
 )
@@ -21,23 +23,13 @@ type Lock struct {
 	path   string
 	proto  string
 
-	// own is the file a target named "*.lock" is locked as too (see
-	// lockOwn), "" for none.
-	own string
-
-	// This Lock's entry in the table of the locks this process holds
-	// (see FailIfHeldHere): its mode, whether its protocol keeps locks
-	// on a server, and whether Release was called (which forgetHeld
-	// sets, taking it out of the table).
-	sharedHold bool
-	network    bool
-	released   atomic.Bool // Release was called
-	// heldPrev and heldNext link the table, guarded by heldHere.
-	heldPrev, heldNext *Lock
+	// held is this Lock's entry in the table of the locks this process
+	// holds (see FailIfHeldHere), from the grant to its Release.
+	held deadlock.Held
 
 	// kept is the context Do runs fn under, which names this lock to
-	// the waits fn makes (see deadlock_cycle.go).
-	kept keptCtx
+	// the waits fn makes (see internal/deadlock's cycle.go).
+	kept deadlock.Kept
 }
 
 // Acquire blocks until this process holds the lock on target, or ctx ends.
@@ -83,7 +75,7 @@ func Acquire(ctx context.Context, target string, opts ...Option) (*Lock, error) 
 // acquire is Acquire with the options applied: Do, Update and Append
 // take their locks through it.
 func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
-	c.caller, c.callerKeeps = proc.Caller(ctx), proc.CallerKeeps(ctx)
+	c.dl.Caller, c.dl.CallerKeeps = proc.Caller(ctx), proc.CallerKeeps(ctx)
 	req, err := c.request(target)
 	if err != nil {
 		return nil, err
@@ -97,26 +89,18 @@ func (c *config) acquire(ctx context.Context, target string) (*Lock, error) {
 	l := new(Lock)
 	n := c.beginNamed(req)
 	var h Handle
-	if c.mayDeadlock() {
+	if c.dl.TryFirst() {
 		// Try first: only a busy lock can be a deadlock, and only the
-		// holder's error names who holds it. (Without a reason to
-		// suspect one, this costs nothing.)
+		// holder's error names who holds it. A free lock is taken here,
+		// with nothing looked at that only a busy one needs.
 		h, err = c.protocol.TryAcquire(req)
-		derr := c.selfDeadlock(req, err)
-		if derr == nil {
-			derr = c.ancestorDeadlock(req, err)
-		}
-		if derr != nil {
+		if derr := c.dl.Busy(req, err); derr != nil {
 			n.abort()
 			return nil, derr
 		}
 	}
 	if h == nil {
-		if c.watch != nil {
-			req.Watch = c.watch
-		}
-		h, err = c.waitWatchingAncestors(ctx, req)
-		err = endWatch(req, err)
+		h, err = c.dl.Wait(ctx, req)
 	}
 	alone := false
 	if r, ok := c.ownAlone(target, req, err); ok {
@@ -146,8 +130,8 @@ func (c *config) newLock(l *Lock, h Handle, target string, req *Request) (*Lock,
 		own = o.own.Path()
 	}
 	h = logged(h, c.logger, req.Path)
-	l.h, l.target, l.path, l.proto, l.own = h, target, req.Path, c.protocol.Name(), own
-	noteHeld(l, c.protocol, req.Shared)
+	l.h, l.target, l.path, l.proto = h, target, req.Path, c.protocol.Name()
+	l.held.Note(h, c.protocol, req.Path, own, req.Shared)
 	return c.refuseIfMachineLocal(l)
 }
 
@@ -219,8 +203,8 @@ func Do(ctx context.Context, target string, fn func(ctx context.Context) error, 
 	if err != nil {
 		return err
 	}
-	// fn's waits keep l until fn returns (deadlock_cycle.go).
-	l.kept = keptCtx{Context: ctx, l: l}
+	// fn's waits keep l until fn returns (internal/deadlock's cycle.go).
+	l.kept = deadlock.Kept{Context: ctx, Held: &l.held}
 	fctx, cancel := context.WithCancelCause(&l.kept)
 	if lost := l.Lost(); lost != nil {
 		go func() {
@@ -270,7 +254,7 @@ func (l *Lock) Discard() error {
 // nil, unless the lock had been lost, which every call reports (ErrLost).
 func (l *Lock) Release() error {
 	err := l.h.Release()
-	forgetHeld(l)
+	l.held.Forget()
 	return err
 }
 
@@ -413,6 +397,12 @@ func inspect(in entry, target string, opts []Option) (*Status, error) {
 func (c *config) inspectPath(path string) (*Status, error) {
 	if sem, ok := c.protocol.(lock.Semaphore); ok {
 		if st, err := sem.InspectSlots(path); err == nil && st != nil && st.Slots > 0 {
+			if st.State == Free && st.StoppedTurn == "" {
+				// A kernel semaphore's waiters queue in fairq's
+				// line at its count file, fair or not: name a
+				// stopped one at the front.
+				st.StoppedTurn = fairq.StoppedTurn(flock.CountPath(path))
+			}
 			return st, nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hold-dev/hold/internal/deadlock"
 	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 )
@@ -77,26 +78,10 @@ type config struct {
 	stopWithin time.Duration
 	// rewrite: the holder replaces or writes the target (ForRewrite).
 	rewrite bool
-	// failIfHeldHere: a wait for a lock this process holds is a deadlock
-	// (FailIfHeldHere).
-	failIfHeldHere bool
-	// heldBy: a wait for a lock one of these holds is a deadlock
-	// (FailIfHeldBy).
-	heldBy []*Lock
-	// caller: the program this process asks for (proc.WithCaller on
-	// the context of the wait).
-	caller int
-	// callerKeeps: the kernel locks the caller holds in its own process
-	// and keeps while the wait lasts (proc.WithCallerKeeps on the
-	// context of the wait).
-	callerKeeps []proc.HeldFile
-	// deadlockAfter: how long a wait lasts before it looks for a
-	// deadlock between processes (DeadlockAfter); 0 for the default,
-	// negative for never.
-	deadlockAfter time.Duration
-	// watch: the deadlock watch of the request made last, which
-	// acquire gives its wait (see DeadlockAfter).
-	watch *cycleWatch
+	// dl is what the deadlock checks need (FailIfHeldHere,
+	// FailIfHeldBy, DeadlockAfter, the caller a wait is made for, and
+	// the watch of the request made last, which acquire gives its wait).
+	dl deadlock.Config
 	// stale: see lock.Request.Stale (StaleAfter).
 	stale time.Duration
 	// heartbeat and lostIfTouched are Heartbeat's and LostIfTouched's.
@@ -146,6 +131,7 @@ func (c *config) defaults() {
 	if c.fair {
 		c.protocol = fairProtocol(c.protocol)
 	}
+	c.dl.Protocol, c.dl.Fair = c.protocol, c.fair
 }
 
 // fairProtocol puts the FIFO queue in front of p (Fair).
@@ -175,14 +161,14 @@ func (c *config) request(target string) (*Request, error) {
 		before = specialTargetCheck(target)
 	}
 	// The request and its deadlock watch are one allocation (see
-	// watchedRequest).
-	w := &watchedRequest{Request: Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
+	// deadlock.Watched).
+	w := &deadlock.Watched{Request: Request{Path: path, Shared: c.shared, Owner: proc.SelfShared(), Logger: c.logger, BeforeCreate: before,
 		Explicit: c.explicit(target), StopWithin: c.stopWithin, Stale: c.stale,
 		Heartbeat: c.heartbeat, LostIfTouched: c.lostIfTouched,
 		MakeDirs: c.makeDirs, Mode: c.mode, SoftFile: c.softFile, FenceAbove: c.fenceAbove(target), Slots: c.slots}}
 	req := &w.Request
 	c.shapeOwner(&req.Owner)
-	c.watchCycles(w)
+	c.dl.Watch(w)
 	return req, nil
 }
 
@@ -461,7 +447,7 @@ func LockFileMode(perm fs.FileMode) Option {
 // TryAcquire, which never waits, accepts it and reports a busy lock with
 // ErrBusy, so one list of options serves a try and then a wait.
 func FailIfHeldHere() Option {
-	return Option{kind: optFailIfHeldHere, set: func(c *config) { c.failIfHeldHere = true }}
+	return Option{kind: optFailIfHeldHere, set: func(c *config) { c.dl.HeldHere = true }}
 }
 
 // FailIfHeldBy makes Acquire fail at once with an error matching
@@ -473,7 +459,13 @@ func FailIfHeldHere() Option {
 // process's other threads may be released meanwhile and are waited for.
 // It applies where FailIfHeldHere does.
 func FailIfHeldBy(locks ...*Lock) Option {
-	return Option{kind: optFailIfHeldBy, set: func(c *config) { c.heldBy = append(c.heldBy, locks...) }}
+	return Option{kind: optFailIfHeldBy, set: func(c *config) {
+		for _, l := range locks {
+			if l != nil {
+				c.dl.HeldBy = append(c.dl.HeldBy, &l.held)
+			}
+		}
+	}}
 }
 
 // DeadlockAfter sets how long a wait for a lock lasts before it looks for
@@ -506,7 +498,7 @@ func FailIfHeldBy(locks ...*Lock) Option {
 // cannot see into (a flock(1) that waits) ends the chain, so no cycle
 // through it is ever reported; so do a wait with a deadline (a context
 // with one: it ends by itself) and a process that can act on its own
-// (timeout(1), a shell with a trap: see deadlock_cycle.go for the rule). The search of this machine's locks runs on
+// (timeout(1), a shell with a trap: see internal/deadlock's cycle.go for the rule). The search of this machine's locks runs on
 // Linux only. Locks on a server (etcd, PostgreSQL) are followed, on every
 // system, by what the server knows (a protocol that implements
 // lock.WaitGraph): waits of the same server user only, and a chain that
@@ -516,7 +508,7 @@ func DeadlockAfter(d time.Duration) Option {
 	if d <= 0 {
 		d = -1
 	}
-	return Option{kind: optDeadlockAfter, set: func(c *config) { c.deadlockAfter = d }}
+	return Option{kind: optDeadlockAfter, set: func(c *config) { c.dl.After = d }}
 }
 
 // The options about what the owner record says (see Option).

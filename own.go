@@ -130,14 +130,9 @@ func (c *config) lockOwn(ctx context.Context, h Handle, target string, block boo
 	// slots.go), and the target's own file the same way.
 	o := flock.DataOptions{Create: !c.mustExist, Shared: c.shared || c.slots > 1, HolderReplaces: !c.rewrite}
 	var d *flock.DataLock
-	if block && c.mayDeadlock() {
+	if block && c.dl.TryFirst() {
 		d, err = flock.LockData(ctx, path, o)
-		req := &Request{Path: path, Shared: o.Shared}
-		derr := c.selfDeadlock(req, err)
-		if derr == nil {
-			derr = c.ancestorDeadlock(req, err)
-		}
-		if derr != nil {
+		if derr := c.dl.Busy(&Request{Path: path, Shared: o.Shared}, err); derr != nil {
 			h.Release()
 			return nil, derr
 		}

@@ -32,17 +32,18 @@ func (c *config) acquireSlot(ctx context.Context, target string, req *Request, w
 	n := c.beginNamed(req)
 	var h Handle
 	var err error
-	if wait && len(runners()) > 0 {
+	if wait && c.dl.SlotTryFirst() {
 		// Try first: a slot that none of the ancestors that wait for
-		// this process can let go of is never free (see
-		// slotAncestorDeadlock).
+		// this process can let go of is never free (deadlock.SlotBusy),
+		// and a free one is taken with nothing looked at that only a
+		// busy semaphore needs.
 		h, err = sem.TryAcquireSlot(req)
-		if derr := c.slotAncestorDeadlock(req, err); derr != nil {
+		if derr := c.dl.SlotBusy(req, err); derr != nil {
 			n.abort()
 			return nil, derr
 		}
 		if h == nil {
-			h, err = c.acquireSlotWatching(ctx, sem, req)
+			h, err = c.dl.WaitSlot(ctx, sem, req)
 		}
 	} else if wait {
 		h, err = sem.AcquireSlot(ctx, req)
@@ -69,7 +70,7 @@ func (c *config) acquireSlot(ctx context.Context, target string, req *Request, w
 	l := &Lock{h: h, target: target, path: req.Path, proto: c.protocol.Name()}
 	// A slot holder holds the lock file shared: a later exclusive wait
 	// for it in this process is a deadlock, as under a shared hold.
-	noteHeld(l, c.protocol, true)
+	l.held.Note(h, c.protocol, req.Path, "", true)
 	return c.refuseIfMachineLocal(l)
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/hold-dev/hold/internal/cycletest"
 )
 
-// Deadlocks between processes on etcd (etcd/waits.go, the root's
-// deadlock_remote.go): workers that take etcd locks in opposite orders.
+// Deadlocks between processes on etcd (etcd/waits.go and
+// internal/deadlock/remote.go): workers that take etcd locks in opposite orders.
 
 func init() {
 	workers = append(workers, func() (int, bool) {

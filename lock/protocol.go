@@ -214,6 +214,15 @@ type Status struct {
 	// PostgreSQL can; kernel locks name their holders' processes in
 	// Holder.PIDs instead); Holder is the first of them. Nil otherwise.
 	Holders []*Holder
+	// StoppedTurn describes, for a free lock whose fair queue has at its
+	// front a waiter that is stopped (Ctrl-Z, SIGSTOP, a debugger) and so
+	// does not take it, that waiter and when the next one passes it over:
+	// "pid 4242 (hold run --fair T -- make), stopped (passed over once the
+	// lock has been free for 2s)". "" otherwise. Only a fair protocol's
+	// Inspect (hold.Fair) and hold.Inspect of a kernel semaphore, whose
+	// waiters queue the same way, look: a waiting message says it where
+	// it would otherwise say "just released".
+	StoppedTurn string
 }
 
 // WaitError turns the error of a context that ended a wait into the cause an

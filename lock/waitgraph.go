@@ -6,8 +6,8 @@ import (
 )
 
 // Deadlocks between processes whose locks live on a server (etcd,
-// PostgreSQL). hold's search for a cycle of waits (the root's
-// deadlock_cycle.go) follows holder → that holder's wait → … by what this
+// PostgreSQL). hold's search for a cycle of waits
+// (internal/deadlock/cycle.go) follows holder → that holder's wait → … by what this
 // machine can see for its own locks; for a server's locks only the server
 // knows who holds and who waits. A protocol that can say so implements
 // WaitGraph, and tells hold how a wait says on the server what it waits

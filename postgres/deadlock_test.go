@@ -14,8 +14,8 @@ import (
 	"github.com/hold-dev/hold/postgres"
 )
 
-// Deadlocks between processes on PostgreSQL (postgres/waits.go, the
-// root's deadlock_remote.go): workers that take locks in opposite orders.
+// Deadlocks between processes on PostgreSQL (postgres/waits.go and
+// internal/deadlock/remote.go): workers that take locks in opposite orders.
 
 func init() {
 	workers = append(workers, func() (int, bool) {

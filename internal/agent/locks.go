@@ -177,10 +177,13 @@ func lockReply(id json.RawMessage, n uint64, l *hold.Lock) *reply {
 }
 
 // releaseAhead says whether a client may write l's release without
-// waiting for its reply (reply.ReleaseAhead): a kernel lock's, where the
-// client's monotonic clock is the agent's (monoNow), so that the release
-// can say when the client let go (request.Sent).
-func releaseAhead(l *hold.Lock) bool { return monoClock && l.Protocol() == "flock" }
+// waiting for its reply (reply.ReleaseAhead), where the client's monotonic
+// clock is the agent's (monoNow), so that the release can say when the
+// client let go (request.Sent). The lock is asked what it is, not its
+// protocol's name: one that belongs to an open file (Lock.File, a kernel
+// lock, fair or not, a semaphore's slot too) is released by closing that
+// file, which leaves nothing behind and is answered at once.
+func releaseAhead(l *hold.Lock) bool { return monoClock && l.File() != nil }
 
 // addLock files a lock under a new number; false if the agent is closing.
 func (a *agent) addLock(al *heldLock) (uint64, bool) {

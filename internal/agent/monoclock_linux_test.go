@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hold-dev/hold/internal/lockspec"
+	"github.com/hold-dev/hold/portable"
 )
 
 // A release written ahead reports the losses the agent heard of before the
@@ -67,6 +71,46 @@ func TestReleaseAheadReportsLossesBeforeIt(t *testing.T) {
 		r := read()
 		if (r["ok"] == true) != c.wantOK {
 			t.Errorf("%s: release: %v, want ok %v", c.name, r, c.wantOK)
+		}
+	}
+}
+
+var registerPortable sync.Once
+
+// TestReleaseAheadAsksTheLock: a release may be written ahead for every
+// lock that belongs to an open file (a kernel lock, fair or not, and a
+// kernel semaphore's slot), and for no other (a portable lock, whose
+// directory a program could look for once release returns): the agent
+// asks the lock what it is, not its protocol's name.
+func TestReleaseAheadAsksTheLock(t *testing.T) {
+	// The hold command registers the portable protocol by name; this
+	// test binary is not the command.
+	registerPortable.Do(func() {
+		lockspec.RegisterFixedProtocol("dir", "portable", portable.New())
+	})
+	_, requests, in := openTestSync(t, `"version":4,"pipeline":true`)
+	dir := t.TempDir()
+	for i, c := range []struct {
+		name, fields string
+		want         bool
+	}{
+		{"kernel", ``, true},
+		{"fair", `,"fair":true`, true},
+		{"slot", `,"slots":2`, true},
+		{"portable", `,"protocol":"dir"`, false},
+	} {
+		target := filepath.Join(dir, c.name)
+		fmt.Fprintf(requests, `{"id":%d,"op":"try","target":%s%s}`+"\n", i+1, jsonString(target), c.fields)
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["ok"] != true || (got["release_ahead"] == true) != c.want {
+			t.Errorf("%s: try: %v, want release_ahead %v", c.name, got, c.want)
 		}
 	}
 }

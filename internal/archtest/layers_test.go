@@ -50,8 +50,12 @@ var (
 	implementations = []string{
 		"internal/flock", "internal/fairq", "internal/dirlock", "internal/atomicfile",
 		"internal/lockpath", "internal/nameddir", "internal/fsinfo",
-		"internal/resched",
+		"internal/resched", "internal/deadlock",
 	}
+	// rootOnly are implementations that only the root package calls: the
+	// deadlock checks and search sit below the root, which keeps their
+	// options and their error, and no protocol or front end asks them.
+	rootOnly = []string{"internal/deadlock"}
 )
 
 // knownReaches are the front ends' imports of implementation packages that
@@ -78,14 +82,21 @@ var knownReaches = map[string][]string{
 // process facts every layer shares (the check that a descriptor is left
 // for the runtime's timers before a wait arms one, and the caller a
 // request is made for); guard, what a guarded write refuses up front and
-// how it labels file errors, shared with the root; fairq for the waiter
-// whose turn it is in the waiting message; lockpath and portable for a
-// directory lock found where another protocol was asked for (InspectAny).
+// how it labels file errors, shared with the root; lockpath and portable
+// for a directory lock found where another protocol was asked for
+// (InspectAny). No other protocol: what a protocol has to say (a fair
+// waiter stopped at its turn) comes through lock.Status.
 var direct = map[string][]string{
 	"internal/errkind": {""},
 	"internal/lockspec": {"", "lock", "internal/errkind", "internal/proc", "internal/guard",
-		"internal/fairq", "internal/lockpath", "portable"},
+		"internal/lockpath", "portable"},
 }
+
+// protocols are the packages that take and release locks, public and
+// internal. A front end's spec (lockspec) imports none but portable
+// (whose directory locks InspectAny recognises), and that one only by
+// name in direct above: TestLockspecImportsNoProtocol keeps it so.
+var protocols = []string{"internal/flock", "internal/fairq", "internal/dirlock", "etcd", "postgres"}
 
 // pkg is what go list says of one package.
 type pkg struct {
@@ -256,6 +267,48 @@ func TestFrontEndsUseTheLibrary(t *testing.T) {
 		for _, i := range is {
 			if !used[r+" "+i] {
 				t.Logf("knownReaches lists %s -> %s, which no longer happens: delete the entry", r, i)
+			}
+		}
+	}
+}
+
+// TestLockspecImportsNoProtocol checks that lockspec, the request a front
+// end makes, reaches no protocol package (issue 59): what it needs to say
+// of a protocol's lock comes through the root API and lock.Status.
+func TestLockspecImportsNoProtocol(t *testing.T) {
+	for _, goos := range systems {
+		pkgs := list(t, goos)
+		p := pkgs["internal/lockspec"]
+		if p == nil {
+			t.Fatalf("GOOS=%s: go list did not list internal/lockspec", goos)
+		}
+		for _, i := range moduleImports(p) {
+			if slices.Contains(protocols, i) {
+				t.Errorf("GOOS=%s: internal/lockspec imports %s, a protocol: have the protocol say it through lock.Status or a capability in lock", goos, i)
+			}
+		}
+	}
+}
+
+// TestRootOnly checks that the packages of rootOnly are imported by the
+// root package alone (their own tests aside), and not the root by them
+// (TestImportsRunOneWay).
+func TestRootOnly(t *testing.T) {
+	for _, goos := range systems {
+		pkgs := list(t, goos)
+		for _, r := range rootOnly {
+			if pkgs[r] == nil {
+				t.Fatalf("GOOS=%s: go list did not list %s", goos, r)
+			}
+		}
+		for _, r := range sortedKeys(pkgs) {
+			if r == "" {
+				continue
+			}
+			for _, i := range moduleImports(pkgs[r]) {
+				if slices.Contains(rootOnly, i) {
+					t.Errorf("GOOS=%s: %s imports %s, which only the root package calls: go through the root API", goos, name(r), i)
+				}
 			}
 		}
 	}

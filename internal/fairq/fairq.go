@@ -127,7 +127,27 @@ func (p Protocol) Name() string { return p.inner.Name() }
 
 // Inspect reports the main lock's state; the queue does not change who holds
 // the lock.
-func (p Protocol) Inspect(path string) (*lock.Status, error) { return p.inner.Inspect(path) }
+// A free lock with a stopped waiter at the front of its queue says so
+// (Status.StoppedTurn): that waiter keeps every other fair waiter out
+// until the stall rule passes it over.
+func (p Protocol) Inspect(path string) (*lock.Status, error) {
+	st, err := p.inner.Inspect(path)
+	if err == nil && st.State == lock.Free {
+		st.StoppedTurn = StoppedTurn(path)
+	}
+	return st, err
+}
+
+// StoppedTurn describes the waiter at the front of the queue of the lock
+// at lockPath when it is stopped (lock.Status.StoppedTurn), "" when none
+// is queued or the one whose turn it is runs. A kernel semaphore's
+// waiters queue here too, fair or not: the root asks for a free one.
+func StoppedTurn(lockPath string) string {
+	if w, ok := HeadWaiter(lockPath); ok && w.Stopped {
+		return fmt.Sprintf("%s (passed over once the lock has been free for %s)", w, StallBound)
+	}
+	return ""
+}
 
 // acquire is the one path of Acquire and TryAcquire: reach the front of
 // the queue, take the main lock, leave the queue. Leaving waits until the

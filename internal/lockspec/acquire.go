@@ -11,7 +11,6 @@ import (
 
 	"github.com/hold-dev/hold"
 	"github.com/hold-dev/hold/internal/errkind"
-	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/proc"
 )
 
@@ -201,9 +200,9 @@ func (r *Resolved) waitingMessage(waited time.Duration) string {
 	msg := fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), st.Path)
 	switch {
 	case st.State == hold.Free:
-		if w, ok := fairq.HeadWaiter(st.Path); ok && w.Stopped {
+		if st.StoppedTurn != "" {
 			// A fair waiter stopped at its turn (Ctrl-Z): say who.
-			return msg + fmt.Sprintf(", free, but the fair waiter whose turn it is does not take it: %s (passed over once the lock has been free for %s)", w, fairq.StallBound)
+			return msg + ", free, but the fair waiter whose turn it is does not take it: " + st.StoppedTurn
 		}
 		// Released a moment ago; the kernel is handing it over.
 		return msg + ", just released"

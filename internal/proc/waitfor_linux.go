@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The facts hold's deadlock check with an ancestor decides by (see the
-// root's deadlock_ancestor.go): which processes keep a kernel lock, and
+// The facts hold's deadlock check with an ancestor decides by (see
+// internal/deadlock/ancestor.go): which processes keep a kernel lock, and
 // whether a process is blocked waiting for its only child.
 
 // SoleChildWaiter reports whether process pid is asleep in a wait for a

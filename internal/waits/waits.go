@@ -1,7 +1,7 @@
 // Package waits keeps the wait entries of this user's processes: what a
 // process that has waited a while for a lock waits for, so that the other
 // waiters of the machine can follow a chain of waits and find a deadlock
-// between processes (the root's deadlock_cycle.go does).
+// between processes (internal/deadlock/cycle.go does).
 //
 // An entry is one small file in a directory private to the user, inside
 // the named-lock directory (internal/nameddir): ".waits". A waiter writes

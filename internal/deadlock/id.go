@@ -1,4 +1,4 @@
-package hold
+package deadlock
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // is spelled. A path through a symlinked directory, with "..", relative
 // or absolute, or another hard link of the same lock file, names the same
 // lock as the spelling it was taken by, and a wait for it is the same
-// deadlock. So the table of locks held here (deadlock.go) and the locks
+// deadlock. So the table of locks held here (held.go) and the locks
 // given to FailIfHeldBy are compared by the lock itself:
 //
 //   - a file (a kernel lock's file) by its device and inode;

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package hold
+package deadlock
 
 import "os"
 

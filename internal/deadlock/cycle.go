@@ -1,4 +1,4 @@
-package hold
+package deadlock
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // for itself:
 //
 //  1. It publishes a wait entry (internal/waits): who waits, for which
-//     lock (by its identity, deadlock_id.go), since when. One small
+//     lock (by its identity, id.go), since when. One small
 //     write, removed when the wait ends; nothing for a shorter wait.
 //  2. It follows the chain: the processes that keep the lock it waits for
 //     (the kernel's word for a kernel lock, through /proc/locks and the
@@ -45,7 +45,7 @@ import (
 //     descriptor of each kernel lock accounted for.
 //  4. Exactly one wait of the cycle gives up: the youngest (the latest
 //     Since, then the greatest entry name), which every waiter of the
-//     cycle computes alike. Its Acquire fails with ErrDeadlock, naming
+//     cycle computes alike. Its Acquire fails with lock.ErrDeadlock, naming
 //     every process and lock; the others go on waiting, and get their
 //     locks once its program lets go of what it holds.
 //
@@ -68,7 +68,7 @@ import (
 // A wait that can only end by failing (its own lock, kept by its process
 // or by ancestors that wait for it) is not such a cycle: it is reported at
 // once, whatever its deadline, by FailIfHeldHere, the ancestor check
-// (deadlock_ancestor.go) and, for a descriptor this process was started
+// (ancestor.go) and, for a descriptor this process was started
 // with, inheritedDeadlock. A cycle has at least two waits.
 //
 // What a wait keeps. A process that holds L1 while one of its goroutines
@@ -79,7 +79,7 @@ import (
 // own process only by a lock its entry claims:
 //
 //   - the locks of the Do calls whose fn the wait runs in: Do passes fn
-//     a context that names its lock (keptCtx), and fn returns, releasing
+//     a context that names its lock (Kept), and fn returns, releasing
 //     it, only after what it waits for; a goroutine fn starts and does
 //     not wait for should not be given that context;
 //   - the locks given to FailIfHeldBy (the caller keeps them while it
@@ -102,14 +102,6 @@ const defaultDeadlockAfter = time.Second
 // kernel locks and the waits of ancestors can be told on Linux only.
 const cycleSearch = runtime.GOOS == "linux"
 
-// watchedRequest is a request together with its deadlock watch, so that
-// the watch costs no allocation of its own: an acquisition that never
-// waits never touches it.
-type watchedRequest struct {
-	Request
-	watch cycleWatch
-}
-
 // cycleWatch is a request's lock.WaitWatcher: when the wait begins it
 // arms a timer, and once that fires, the search above runs until the
 // wait ends.
@@ -120,13 +112,13 @@ type cycleWatch struct {
 	path   string
 	shared bool
 	// graph is the protocol's, for a lock that lives on a server
-	// (deadlock_remote.go); nil for this machine's locks.
+	// (remote.go); nil for this machine's locks.
 	graph lock.WaitGraph
 	// keepAll and heldBy: what the wait keeps besides the locks its
 	// context names (FailIfHeldHere, FailIfHeldBy; see the top of this
 	// file).
 	keepAll bool
-	heldBy  []*Lock
+	heldBy  []*Held
 	// callerKeeps: the kernel locks the caller holds in its own process
 	// and keeps while the wait lasts (proc.WithCallerKeeps).
 	callerKeeps []proc.HeldFile
@@ -158,40 +150,40 @@ type cycleWait struct {
 	exited chan struct{} // closed when the search ended
 }
 
-// watchCycles prepares the deadlock watch of w's request, which acquire
+// Watch prepares the deadlock watch of w's request, which acquire
 // gives the request for its wait (lock.Request.Watch) and takes back
 // after, so that no other use of the request can start a watch; unless the search is
 // off (DeadlockAfter(0)) or the protocol's locks are not ones it can
 // follow: kernel and portable locks of this machine, on Linux, and the
 // locks of a server whose protocol implements lock.WaitGraph
-// (deadlock_remote.go).
-func (c *config) watchCycles(w *watchedRequest) {
-	graph, _ := c.protocol.(lock.WaitGraph)
-	name := c.protocol.Name()
-	if c.deadlockAfter < 0 {
+// (remote.go).
+func (c *Config) Watch(w *Watched) {
+	graph, _ := c.Protocol.(lock.WaitGraph)
+	name := c.Protocol.Name()
+	if c.After < 0 {
 		// No search; but a process that nothing in it can make let go
 		// (FailIfHeldHere) still learns at once that it waits for a
 		// kernel lock it keeps itself (inheritedDeadlock).
-		if c.failIfHeldHere && name == "flock" && graph == nil && cycleSearch {
-			w.watch = cycleWatch{proto: name, path: w.Request.Path, shared: w.Request.Shared, keepAll: true, caller: c.caller, off: true}
+		if c.HeldHere && name == "flock" && graph == nil && cycleSearch {
+			w.watch = cycleWatch{proto: name, path: w.Request.Path, shared: w.Request.Shared, keepAll: true, caller: c.Caller, off: true}
 			c.watch = &w.watch
 		}
 		return
 	}
 	if graph == nil {
-		if _, network := c.protocol.(lock.Closer); network || !cycleSearch {
+		if _, network := c.Protocol.(lock.Closer); network || !cycleSearch {
 			return
 		}
 		if name != "flock" && name != "dir" {
 			return
 		}
 	}
-	d := c.deadlockAfter
+	d := c.After
 	if d == 0 {
 		d = defaultDeadlockAfter
 	}
-	w.watch = cycleWatch{delay: d, caller: c.caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph,
-		keepAll: c.failIfHeldHere, heldBy: c.heldBy, callerKeeps: c.callerKeeps}
+	w.watch = cycleWatch{delay: d, caller: c.Caller, proto: name, path: w.Request.Path, shared: w.Request.Shared, graph: graph,
+		keepAll: c.HeldHere, heldBy: c.HeldBy, callerKeeps: c.CallerKeeps}
 	c.watch = &w.watch
 }
 
@@ -285,42 +277,15 @@ func (w *cycleWatch) mayCloseCycle(ctx context.Context) bool {
 		// for it, so it can close a cycle keeping nothing.
 		return true
 	}
-	if len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 {
-		return true
-	}
-	if !w.keepAll {
-		return false
-	}
-	heldHere.Lock()
-	n := heldHere.n
-	heldHere.Unlock()
-	return n > 0
-}
-
-// keptCtx is the context Do gives fn (through its cancellation): it
-// names the lock that fn runs under, for the waits fn makes with it. It
-// lives in its Lock, so that Do makes no allocation for it.
-type keptCtx struct {
-	context.Context
-	l *Lock
-}
-
-// keptKey is the key under which a keptCtx answers for itself.
-type keptKey struct{}
-
-// Value returns k itself for keptKey, and the parent's value otherwise.
-func (k *keptCtx) Value(key any) any {
-	if _, ok := key.(keptKey); ok {
-		return k
-	}
-	return k.Context.Value(key)
+	return len(w.heldBy) > 0 || len(w.callerKeeps) > 0 || ctx.Value(keptKey{}) != nil || len(runners()) > 0 ||
+		w.keepAll && holdsAny()
 }
 
 // keptLocks returns the locks, still held, that the wait with the
 // context ctx keeps (see the top of this file): every lock of this
 // process with keepAll, else those of ctx's Do calls and heldBy.
-func (w *cycleWatch) keptLocks(ctx context.Context) []*Lock {
-	var out []*Lock
+func (w *cycleWatch) keptLocks(ctx context.Context) []*Held {
+	var out []*Held
 	if w.keepAll {
 		heldHere.Lock()
 		out = append(out, heldLocks()...)
@@ -328,20 +293,20 @@ func (w *cycleWatch) keptLocks(ctx context.Context) []*Lock {
 	} else {
 		out = append(out, w.heldBy...)
 		for v := ctx.Value(keptKey{}); v != nil; {
-			k := v.(*keptCtx)
-			out = append(out, k.l)
+			k := v.(*Kept)
+			out = append(out, k.Held)
 			v = k.Context.Value(keptKey{})
 		}
 	}
-	out = slices.DeleteFunc(out, func(l *Lock) bool { return l == nil || l.released.Load() })
-	slices.SortFunc(out, func(a, b *Lock) int { return strings.Compare(a.path, b.path) })
+	out = slices.DeleteFunc(out, func(l *Held) bool { return l == nil || l.released.Load() })
+	slices.SortFunc(out, func(a, b *Held) int { return strings.Compare(a.path, b.path) })
 	return slices.Compact(out)
 }
 
 // keptIDs are the identities of locks, as an entry claims them
 // (Entry.Keeps): protocol and lockID, and a target named "*.lock" also
-// as the kernel lock of that file (Lock.own).
-func keptIDs(locks []*Lock) []string {
+// as the kernel lock of that file (Held.own).
+func keptIDs(locks []*Held) []string {
 	var out []string
 	for _, l := range locks {
 		if l.network {
@@ -361,8 +326,8 @@ func keyOf(id lockID) string { return id.proto + " " + id.id }
 
 // endWatch takes the watch back from req and ends its wait's, if one
 // began, once the protocol's Acquire returned err: it returns the
-// ErrDeadlock error when the watch ended the wait, and err otherwise.
-func endWatch(req *Request, err error) error {
+// lock.ErrDeadlock error when the watch ended the wait, and err otherwise.
+func endWatch(req *lock.Request, err error) error {
 	w, ok := req.Watch.(*cycleWatch)
 	req.Watch = nil
 	if !ok || w.st == nil {
@@ -379,7 +344,7 @@ func endWatch(req *Request, err error) error {
 	}
 	cause := context.Cause(st.ctx)
 	st.cancel(nil)
-	if err != nil && errors.Is(cause, ErrDeadlock) {
+	if err != nil && errors.Is(cause, lock.ErrDeadlock) {
 		return cause
 	}
 	return err
@@ -473,7 +438,7 @@ type cycleStep struct {
 	keepers []int
 	// queued: this wait stands for the previous one's by its place in
 	// the server's queue (a writer that a reader queued behind waits
-	// for), not by a hold (deadlock_remote.go).
+	// for), not by a hold (remote.go).
 	queued bool
 }
 
@@ -689,7 +654,7 @@ func youngest(cyc []cycleStep) string {
 	return y.Name
 }
 
-// cycleError is the ErrDeadlock error of me, the youngest wait of cyc:
+// cycleError is the lock.ErrDeadlock error of me, the youngest wait of cyc:
 // "pid 123 (make deploy) holds a.lock and waits for b.lock, held by pid
 // 456 (./sync.sh), which waits for a.lock".
 func cycleError(me waits.Entry, cyc []cycleStep) error {
@@ -715,7 +680,7 @@ func cycleError(me waits.Entry, cyc []cycleStep) error {
 		fmt.Fprintf(&b, ", held by %s, which waits for %s", describeKeeper(s), s.e.Path)
 	}
 	b.WriteString(": no wait of the cycle can ever end, and this one, the latest to begin, gives up so that the others get their locks; take the locks in one order everywhere")
-	return &Error{Op: "acquire", Path: me.Path, Err: ErrDeadlock, Hint: b.String()}
+	return &lock.Error{Op: "acquire", Path: me.Path, Err: lock.ErrDeadlock, Hint: b.String()}
 }
 
 // describeWaiter names the process of a wait entry for messages: "pid 123

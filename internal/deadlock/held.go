@@ -1,4 +1,4 @@
-package hold
+package deadlock
 
 import (
 	"errors"
@@ -18,78 +18,88 @@ import (
 // by itself; only the caller knows that nothing of its own can release the
 // lock while it waits (a synchronous client whose only thread is blocked in
 // the wait, like the agent's synchronous channel). FailIfHeldHere says so,
-// and the wait then ends at once with ErrDeadlock instead of never.
+// and the wait then ends at once with lock.ErrDeadlock instead of never.
 //
-// To know what this process holds, every Lock taken through this package
-// is in one table until its Release. Its locks are compared by the lock
+// To know what this process holds, every Lock taken through the root
+// package is in one table (its Held) until its Release. Its locks are compared by the lock
 // itself (lockID), never by the spelling of the path; that identity is
 // found at the first question (a busy wait with FailIfHeldHere or
 // FailIfHeldBy), so that taking a lock costs no more for it.
 
-// The table is a list threaded through the Locks themselves (heldPrev,
-// heldNext), not a map: a Lock goes in and out of it on every cycle, and
+// The table is a list threaded through the Locks themselves (their
+// Held's prev and next), not a map: a Lock goes in and out of it on every cycle, and
 // linking costs neither a hash nor a bucket's memory, which a map did on
 // both the acquisition and the release.
 var heldHere struct {
 	sync.Mutex
-	head *Lock
+	head *Held
 	n    int
 }
 
+// holdsAny reports whether this process holds any lock taken through the
+// root package.
+func holdsAny() bool {
+	heldHere.Lock()
+	defer heldHere.Unlock()
+	return heldHere.n > 0
+}
+
 // heldLocks returns the locks in the table. Called with heldHere held.
-func heldLocks() []*Lock {
-	ls := make([]*Lock, 0, heldHere.n)
-	for l := heldHere.head; l != nil; l = l.heldNext {
+func heldLocks() []*Held {
+	ls := make([]*Held, 0, heldHere.n)
+	for l := heldHere.head; l != nil; l = l.next {
 		ls = append(ls, l)
 	}
 	return ls
 }
 
-// noteHeld puts l, a lock of protocol p, in the table; its Release takes
-// it out (forgetHeld).
-func noteHeld(l *Lock, p Protocol, shared bool) {
+// Note puts l, the entry of a lock of protocol p held through h at path
+// (and own, the file a target named "*.lock" is locked as too, "" for
+// none), shared or not, in the table; its Release takes it out (Forget).
+func (l *Held) Note(h lock.Handle, p lock.Protocol, path, own string, shared bool) {
+	l.h, l.proto, l.path, l.own = h, p.Name(), path, own
 	_, l.network = p.(lock.Closer)
-	l.sharedHold = shared
+	l.shared = shared
 	heldHere.Lock()
-	l.heldNext = heldHere.head
-	if l.heldNext != nil {
-		l.heldNext.heldPrev = l
+	l.next = heldHere.head
+	if l.next != nil {
+		l.next.prev = l
 	}
 	heldHere.head = l
 	heldHere.n++
 	heldHere.Unlock()
 }
 
-// forgetHeld takes l out of the table, once: the call that marks l
+// Forget takes l out of the table, once: the call that marks l
 // released does (a sync.Once would cost every cycle its slow path, since
 // every Lock's is new).
-func forgetHeld(l *Lock) {
+func (l *Held) Forget() {
 	if !l.released.CompareAndSwap(false, true) {
 		return
 	}
 	heldHere.Lock()
-	if l.heldPrev != nil {
-		l.heldPrev.heldNext = l.heldNext
+	if l.prev != nil {
+		l.prev.next = l.next
 	} else {
-		heldHere.head = l.heldNext
+		heldHere.head = l.next
 	}
-	if l.heldNext != nil {
-		l.heldNext.heldPrev = l.heldPrev
+	if l.next != nil {
+		l.next.prev = l.prev
 	}
-	l.heldPrev, l.heldNext = nil, nil
+	l.prev, l.next = nil, nil
 	heldHere.n--
 	heldHere.Unlock()
 }
 
 // conflicts reports whether l, still held, is the lock id in a mode that
 // excludes a request that is shared or not: its own lock, or the kernel
-// lock of the file a target named "*.lock" is locked as too (Lock.own).
+// lock of the file a target named "*.lock" is locked as too (Held.own).
 // l's identity is read from its paths, which name the files l holds as
 // long as Check passes (a kernel lock's Check is one stat of the path):
 // the lock is asked which it is only here, on a busy wait's question, so
 // that taking one costs nothing more for it.
-func (l *Lock) conflicts(id lockID, shared bool) bool {
-	if l.released.Load() || l.sharedHold && shared {
+func (l *Held) conflicts(id lockID, shared bool) bool {
+	if l.released.Load() || l.shared && shared {
 		return false
 	}
 	switch {
@@ -116,46 +126,27 @@ func heldConflict(id lockID, shared bool) bool {
 	return false
 }
 
-// mayDeadlock reports whether a wait of this config's could be one that
-// never ends, which only a try before it can tell (selfDeadlock,
-// ancestorDeadlock): FailIfHeldHere with a lock held here, FailIfHeldBy,
-// or an ancestor that runs this process under a lock. A process that
-// says FailIfHeldHere of itself (the hold command) and holds nothing
-// waits at once.
-func (c *config) mayDeadlock() bool {
-	if len(c.heldBy) > 0 || len(c.callerKeeps) > 0 || len(runners()) > 0 {
-		return true
-	}
-	if !c.failIfHeldHere {
-		return false
-	}
-	heldHere.Lock()
-	n := heldHere.n
-	heldHere.Unlock()
-	return n > 0
-}
-
-// selfDeadlock returns the ErrDeadlock error for a request that found
-// its lock busy (busy, the ErrBusy error, names the holder) when this
+// selfDeadlock returns the lock.ErrDeadlock error for a request that found
+// its lock busy (busy, the lock.ErrBusy error, names the holder) when this
 // process holds it itself and the caller said it cannot release it while
 // it waits; nil otherwise.
-func (c *config) selfDeadlock(req *Request, busy error) error {
-	if !errors.Is(busy, ErrBusy) {
+func (c *Config) selfDeadlock(req *lock.Request, busy error) error {
+	if !errors.Is(busy, lock.ErrBusy) {
 		return nil
 	}
 	var hint string
-	_, network := c.protocol.(lock.Closer)
-	id := idOf(c.protocol.Name(), network, req.Path)
+	_, network := c.Protocol.(lock.Closer)
+	id := idOf(c.Protocol.Name(), network, req.Path)
 	switch {
 	case c.heldByConflict(id, req) || c.callerKeepsConflict(id):
 		hint = fmt.Sprintf("the holder is the caller itself (%s, a lock it holds and will not release while it waits): release it first, or take it once and pass it on", c.whoAsks())
-	case c.failIfHeldHere && heldConflict(id, req.Shared):
+	case c.HeldHere && heldConflict(id, req.Shared):
 		hint = fmt.Sprintf("the holder is this very process (%s), which cannot release it while this call waits: release it first, or take it once and pass it on", c.whoAsks())
 	default:
 		return nil
 	}
-	e := &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Hint: hint}
-	var be *Error
+	e := &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrDeadlock, Hint: hint}
+	var be *lock.Error
 	if errors.As(busy, &be) {
 		e.Holder = be.Holder
 	}
@@ -164,9 +155,9 @@ func (c *config) selfDeadlock(req *Request, busy error) error {
 
 // whoAsks names the process a deadlock is of, for messages: this
 // process, or the program it serves (proc.WithCaller) and this one.
-func (c *config) whoAsks() string {
-	if c.caller > 0 && c.caller != os.Getpid() {
-		return fmt.Sprintf("pid %d, through %s pid %d", c.caller, filepath.Base(os.Args[0]), os.Getpid())
+func (c *Config) whoAsks() string {
+	if c.Caller > 0 && c.Caller != os.Getpid() {
+		return fmt.Sprintf("pid %d, through %s pid %d", c.Caller, filepath.Base(os.Args[0]), os.Getpid())
 	}
 	return fmt.Sprintf("pid %d", os.Getpid())
 }
@@ -174,8 +165,8 @@ func (c *config) whoAsks() string {
 // callerKeepsConflict reports whether id is one of the kernel locks the
 // caller holds in its own process (proc.WithCallerKeeps): held
 // exclusively, so any request for it conflicts.
-func (c *config) callerKeepsConflict(id lockID) bool {
-	return id.proto == "flock" && slices.Contains(callerKeptIDs(c.callerKeeps), id.id)
+func (c *Config) callerKeepsConflict(id lockID) bool {
+	return id.proto == "flock" && slices.Contains(callerKeptIDs(c.CallerKeeps), id.id)
 }
 
 // callerKeptIDs are the lock identities (lockID.id) of the kernel locks
@@ -190,8 +181,8 @@ func callerKeptIDs(files []proc.HeldFile) []string {
 
 // heldByConflict reports whether one of the locks given to FailIfHeldBy
 // holds req's lock in a conflicting mode.
-func (c *config) heldByConflict(id lockID, req *Request) bool {
-	for _, l := range c.heldBy {
+func (c *Config) heldByConflict(id lockID, req *lock.Request) bool {
+	for _, l := range c.HeldBy {
 		if l != nil && l.conflicts(id, req.Shared) {
 			return true
 		}

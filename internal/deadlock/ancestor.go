@@ -1,4 +1,4 @@
-package hold
+package deadlock
 
 import (
 	"context"
@@ -95,21 +95,21 @@ func waitsForCommand(args []string) bool {
 	return false
 }
 
-// ancestorDeadlock returns the ErrDeadlock error for req, whose lock was
-// found busy (busy: the ErrBusy error, naming the holder), when the rules
+// ancestorDeadlock returns the lock.ErrDeadlock error for req, whose lock was
+// found busy (busy: the lock.ErrBusy error, naming the holder), when the rules
 // above make the wait one that can never end; nil otherwise.
-func (c *config) ancestorDeadlock(req *Request, busy error) error {
-	var be *Error
-	if !errors.Is(busy, ErrBusy) || !errors.As(busy, &be) {
+func (c *Config) ancestorDeadlock(req *lock.Request, busy error) error {
+	var be *lock.Error
+	if !errors.Is(busy, lock.ErrBusy) || !errors.As(busy, &be) {
 		return nil
 	}
-	return c.ancestorCycle(req, func() *Holder { return be.Holder })
+	return c.ancestorCycle(req, func() *lock.Holder { return be.Holder })
 }
 
 // ancestorCycle is ancestorDeadlock for a lock whose holder, asked only
 // once the chain of ancestors could be a cycle, is holder() (for a kernel
 // lock it is only named in the error: the kernel decides).
-func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
+func (c *Config) ancestorCycle(req *lock.Request, holderOf func() *lock.Holder) error {
 	rs := runners()
 	if len(rs) == 0 {
 		return nil
@@ -123,7 +123,7 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	// The caller this process serves (proc.WithCaller) waits for its answer:
 	// it counts as this process.
 	self := 0
-	if c.caller > 0 && len(chain) > 1 && chain[1] == c.caller {
+	if c.Caller > 0 && len(chain) > 1 && chain[1] == c.Caller {
 		self = 1
 	}
 	blocked := self
@@ -169,7 +169,7 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 	if !ok {
 		what = proc.Cmdline(named)
 	}
-	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holderOf(),
+	return &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrDeadlock, Holder: holderOf(),
 		Hint: fmt.Sprintf("the holder, pid %d (%s), is an ancestor of this process (%s) that waits for it to end, so it cannot release the lock before this wait ends: do not take the lock again inside its own command", named, shorten(what, 60), c.whoAsks())}
 }
 
@@ -179,8 +179,8 @@ func (c *config) ancestorCycle(req *Request, holderOf func() *Holder) error {
 // lock that a process /proc/locks names keeps, outside chain (the
 // processes that could make a cycle), is no cycle: that answer (not ok)
 // costs no look at every process's descriptors.
-func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]int, bool) {
-	if c.protocol.Name() == "flock" {
+func (c *Config) keepers(req *lock.Request, holderOf func() *lock.Holder, chain []int) ([]int, bool) {
+	if c.Protocol.Name() == "flock" {
 		k, ok := proc.FileKeyOf(req.Path)
 		if !ok {
 			return nil, false
@@ -209,7 +209,7 @@ func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]
 		return nil, false
 	}
 	o := holder.Owner
-	if o.PID <= 0 || !proc.Local(o) || proc.Judge(o) != Alive {
+	if o.PID <= 0 || !proc.Local(o) || proc.Judge(o) != lock.Alive {
 		return nil, false
 	}
 	return []int{o.PID}, true
@@ -218,21 +218,21 @@ func (c *config) keepers(req *Request, holderOf func() *Holder, chain []int) ([]
 // waitWatchingAncestors is the protocol's Acquire for a process with a
 // runner among its ancestors: while it waits, the deadlock check is made
 // again, with pauses growing from 10 ms to a second, and a cycle found
-// ends the wait with its ErrDeadlock error. A lock on a server (a
+// ends the wait with its lock.ErrDeadlock error. A lock on a server (a
 // lock.Closer: etcd, PostgreSQL) is checked before the wait only, so
 // that a wait costs the server no request a second.
-func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handle, error) {
-	if _, network := c.protocol.(lock.Closer); network || len(runners()) == 0 {
-		return c.protocol.Acquire(ctx, req)
+func (c *Config) waitWatchingAncestors(ctx context.Context, req *lock.Request) (lock.Handle, error) {
+	if _, network := c.Protocol.(lock.Closer); network || len(runners()) == 0 {
+		return c.Protocol.Acquire(ctx, req)
 	}
 	// The watch's goroutine has a copy of the config: capturing c would
 	// move every caller's config to the heap, even Acquire's without
 	// options, which keeps its own on the stack.
 	cc := *c
 	w := &cc
-	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return w.protocol.Acquire(ctx, req) }, func() error {
-		holder := func() *Holder {
-			if st, err := w.protocol.Inspect(req.Path); err == nil && st.State != Free && st.State != Stale {
+	return watchAncestors(ctx, func(ctx context.Context) (lock.Handle, error) { return w.Protocol.Acquire(ctx, req) }, func() error {
+		holder := func() *lock.Holder {
+			if st, err := w.Protocol.Inspect(req.Path); err == nil && st.State != lock.Free && st.State != lock.Stale {
 				return st.Holder
 			}
 			return nil
@@ -244,7 +244,7 @@ func (c *config) waitWatchingAncestors(ctx context.Context, req *Request) (Handl
 // watchAncestors waits with acquire, making the deadlock check check
 // again while it waits, with pauses growing from 10 ms to a second: an
 // error it returns ends the wait with that error.
-func watchAncestors(ctx context.Context, acquire func(context.Context) (Handle, error), check func() error) (Handle, error) {
+func watchAncestors(ctx context.Context, acquire func(context.Context) (lock.Handle, error), check func() error) (lock.Handle, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -271,7 +271,7 @@ func watchAncestors(ctx context.Context, acquire func(context.Context) (Handle, 
 	close(done)
 	<-watched
 	if err != nil && ctx.Err() == nil {
-		if cause := context.Cause(wctx); errors.Is(cause, ErrDeadlock) {
+		if cause := context.Cause(wctx); errors.Is(cause, lock.ErrDeadlock) {
 			return nil, cause
 		}
 	}
@@ -280,18 +280,18 @@ func watchAncestors(ctx context.Context, acquire func(context.Context) (Handle, 
 
 // slotAncestorDeadlock is ancestorDeadlock for a wait for a slot of the
 // kernel semaphore req names (Slots above 1), which found none free
-// (busy: the ErrBusy error): the wait can never end when the lock file
+// (busy: the lock.ErrBusy error): the wait can never end when the lock file
 // itself is held exclusively, or each of the slots is, by processes that
 // the rules above say cannot let go before it ends (hold run --slots 2 T
 // -- hold run --slots 2 T -- hold run --slots 2 T, or hold run T -- hold
 // run --slots 2 T). A slot kept by anyone else may be released, and so
 // the wait goes on. nil when it may end.
-func (c *config) slotAncestorDeadlock(req *Request, busy error) error {
-	if busy != nil && !errors.Is(busy, ErrBusy) || c.protocol.Name() != "flock" || len(runners()) == 0 {
+func (c *Config) slotAncestorDeadlock(req *lock.Request, busy error) error {
+	if busy != nil && !errors.Is(busy, lock.ErrBusy) || c.Protocol.Name() != "flock" || len(runners()) == 0 {
 		return nil
 	}
-	holder := func() *Holder {
-		var be *Error
+	holder := func() *lock.Holder {
+		var be *lock.Error
 		if errors.As(busy, &be) {
 			return be.Holder
 		}
@@ -307,25 +307,25 @@ func (c *config) slotAncestorDeadlock(req *Request, busy error) error {
 		if !ok || !proc.HeldExclusive(k) {
 			return nil
 		}
-		if c.ancestorCycle(&sr, func() *Holder { return nil }) == nil {
+		if c.ancestorCycle(&sr, func() *lock.Holder { return nil }) == nil {
 			return nil
 		}
 	}
-	return &Error{Op: "acquire", Path: req.Path, Err: ErrDeadlock, Holder: holder(),
+	return &lock.Error{Op: "acquire", Path: req.Path, Err: lock.ErrDeadlock, Holder: holder(),
 		Hint: fmt.Sprintf("all %d slots are held by ancestors of this process (%s) that wait for it to end, so none can be released before this wait ends: do not take a slot again inside the command of its holders", req.Slots, c.whoAsks())}
 }
 
 // acquireSlotWatching is the semaphore's AcquireSlot for a process with
 // a runner among its ancestors: the check above is made again while it
 // waits, as waitWatchingAncestors does for a lock.
-func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, req *Request) (Handle, error) {
-	if c.protocol.Name() != "flock" || len(runners()) == 0 {
+func (c *Config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, req *lock.Request) (lock.Handle, error) {
+	if c.Protocol.Name() != "flock" || len(runners()) == 0 {
 		return sem.AcquireSlot(ctx, req)
 	}
 	// A copy, as in waitWatchingAncestors: the config stays on the stack.
 	cc := *c
 	w := &cc
-	return watchAncestors(ctx, func(ctx context.Context) (Handle, error) { return sem.AcquireSlot(ctx, req) },
+	return watchAncestors(ctx, func(ctx context.Context) (lock.Handle, error) { return sem.AcquireSlot(ctx, req) },
 		func() error { return w.slotAncestorDeadlock(req, nil) })
 }
 
@@ -353,7 +353,7 @@ func (c *config) acquireSlotWatching(ctx context.Context, sem lock.Semaphore, re
 // The message names the descriptors, the process the lock was taken by
 // (the kernel's word) and the ancestors that keep it too.
 
-// inheritedDeadlock returns the ErrDeadlock error for a wait of this
+// inheritedDeadlock returns the lock.ErrDeadlock error for a wait of this
 // process (FailIfHeldHere) for the kernel lock at path, shared or not,
 // when the rules above make it one that can never end; nil otherwise.
 // caller is the process this one serves (proc.WithCaller), 0 for none:
@@ -418,7 +418,7 @@ func inheritedDeadlock(path string, shared bool, caller int) error {
 		fmt.Fprintf(&b, "; %s keeps it too, and waits for this process to end", strings.Join(others, ", "))
 	}
 	fmt.Fprintf(&b, ": the lock lasts while that descriptor is open, so this wait can never end; close it for this command (%s>&-) or unlock it first (flock -u %s)", fds2[0], fds2[0])
-	return &Error{Op: "acquire", Path: path, Err: ErrDeadlock, Hint: b.String()}
+	return &lock.Error{Op: "acquire", Path: path, Err: lock.ErrDeadlock, Hint: b.String()}
 }
 
 func shorten(s string, n int) string {

@@ -1,4 +1,4 @@
-package hold
+package deadlock
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // Deadlocks between processes through a server's locks (etcd,
-// PostgreSQL): the search of deadlock_cycle.go, with the edges the server
+// PostgreSQL): the search of cycle.go, with the edges the server
 // knows. A protocol that implements lock.WaitGraph says, once a wait has
 // lasted DeadlockAfter, on the server what it waits for and which of its
 // holds the wait keeps (the entry its ServerWatcher publish writes,
@@ -31,7 +31,7 @@ import (
 // a lock the wait does not keep), or blockers kept by more than one wait,
 // end the chain: no claim. The rest is the same rule as on this machine: the cycle must be
 // found twice a moment apart, the youngest wait (the latest Order, then
-// the greatest ID) gives up with ErrDeadlock, and the message names every
+// the greatest ID) gives up with lock.ErrDeadlock, and the message names every
 // process and lock.
 //
 // A cycle that crosses protocols (a kernel lock held by a process that
@@ -176,7 +176,7 @@ func serverCycle(ws []lock.ServerWait, me string) []cycleStep {
 }
 
 // handlesOf returns the protocols' own handles (unwrapped) of locks.
-func handlesOf(locks []*Lock) []lock.Handle {
+func handlesOf(locks []*Held) []lock.Handle {
 	var out []lock.Handle
 	for _, l := range locks {
 		h := l.h
