@@ -1,0 +1,555 @@
+package robust
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Record is one line of the history: an event recorded from inside a
+// critical section (enter, exit, term), or by the runner (a client's end, a
+// fault of the nemesis). Times are CLOCK_MONOTONIC nanoseconds of the one
+// machine.
+type Record struct {
+	Op     int    `json:"op"`
+	Ev     string `json:"ev"` // enter, exit, term, client, fault
+	T      int64  `json:"t"`
+	Pid    int    `json:"pid"`
+	Mode   string `json:"mode,omitempty"`
+	N      int    `json:"n,omitempty"`
+	Slot   int    `json:"slot"`
+	Token  uint64 `json:"token,omitempty"`
+	Target string `json:"target,omitempty"`
+	Client string `json:"client,omitempty"`
+	Proto  string `json:"proto,omitempty"`
+	// An update's section: the count and last writer it read.
+	Old     int `json:"old,omitempty"`
+	OldLast int `json:"oldlast,omitempty"`
+	// A client's end (ev client): started at T, ended at End.
+	End    int64  `json:"end,omitempty"`
+	Exit   int    `json:"exit,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// A fault (ev fault): Note is its kind, Victim the process, File the file.
+	Victim int    `json:"victim,omitempty"`
+	File   string `json:"file,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Finding is one thing the checker says about a history.
+type Finding struct {
+	Kind string // overlap, slots, token, lost-update, append, exit, diagnosis, excused
+	Text string
+}
+
+// Verdict is the checker's judgement.
+type Verdict struct {
+	Failures []Finding
+	Excused  []Finding // overlaps and token breaks after a file fault, told in time
+	Sections int
+	Updates  int // updates in the counter's chain
+	Appends  int
+}
+
+// OK reports whether the history broke no guarantee.
+func (v *Verdict) OK() bool { return len(v.Failures) == 0 }
+
+// LossBound is how long after a lock file is removed or replaced its holder
+// may go on before it is told: the loss watch looks once a second
+// (internal/flock/watch.go), and a loaded machine, hold run's SIGTERM and
+// the section's own record take some more.
+const LossBound = 3 * time.Second
+
+type section struct {
+	Record       // the enter record
+	end    int64 // exit, term, kill, or the client's end
+	told   int64 // when it was told of a loss (a term record or a lost client's end); 0: never
+	cl     *Record
+}
+
+func (s *section) String() string {
+	tok := "-"
+	if s.Token > 0 {
+		tok = strconv.FormatUint(s.Token, 10)
+	}
+	slot := ""
+	if s.Mode == modeSlot {
+		slot = fmt.Sprintf(" N=%d slot %d", s.N, s.Slot)
+	}
+	return fmt.Sprintf("op %d pid %d (%s %s %s%s token %s) [%s, %s]", s.Op, s.Pid, s.Client, s.Proto, s.Mode, slot, tok, ms(s.T), ms(s.end))
+}
+
+var t0 int64
+
+func ms(t int64) string {
+	if t == math.MaxInt64 {
+		return "end"
+	}
+	return fmt.Sprintf("%.3fs", float64(t-t0)/1e9)
+}
+
+// History is what Check judges.
+type History struct {
+	Records []Record
+	Ops     []Op
+	Start   int64  // the run's start
+	Counter []byte // the counter file at the end
+	Log     []byte // the append log at the end
+}
+
+// Check judges a whole history.
+func Check(h History) *Verdict {
+	t0 = h.Start
+	v := &Verdict{}
+	fail := func(kind, f string, a ...any) { v.Failures = append(v.Failures, Finding{kind, fmt.Sprintf(f, a...)}) }
+	excuse := func(f string, a ...any) { v.Excused = append(v.Excused, Finding{"excused", fmt.Sprintf(f, a...)}) }
+
+	clients := map[int]*Record{}
+	killed := map[int]int64{} // pid -> when the nemesis killed it
+	var fileFaults []Record
+	var stops []Record
+	byOp := map[int][]Record{}
+	for i := range h.Records {
+		r := &h.Records[i]
+		switch r.Ev {
+		case "client":
+			clients[r.Op] = r
+		case "fault":
+			switch r.Note {
+			case faultKill:
+				killed[r.Victim] = r.T
+			case faultStop:
+				stops = append(stops, *r)
+			default:
+				fileFaults = append(fileFaults, *r)
+			}
+		default:
+			byOp[r.Op] = append(byOp[r.Op], *r)
+		}
+	}
+	// Sections: one per enter record, ended by the same process's exit or
+	// term, else by its death.
+	var secs []*section
+	for op, recs := range byOp {
+		for _, e := range recs {
+			if e.Ev != "enter" {
+				continue
+			}
+			s := &section{Record: e, end: math.MaxInt64, cl: clients[op]}
+			for _, r := range recs {
+				if r.Pid == e.Pid && (r.Ev == "exit" || r.Ev == "term") {
+					s.end = r.T
+					if r.Ev == "term" {
+						s.told = r.T
+					}
+				}
+			}
+			if s.end == math.MaxInt64 {
+				if k, ok := killed[e.Pid]; ok {
+					s.end = k
+				} else if s.cl != nil {
+					if k, ok := killed[s.cl.Pid]; ok {
+						s.end = k
+					} else {
+						s.end = s.cl.End
+					}
+				}
+			}
+			if s.told == 0 && s.cl != nil && s.cl.Exit == 65 {
+				s.told = s.cl.End
+			}
+			secs = append(secs, s)
+		}
+	}
+	v.Sections = len(secs)
+	sort.Slice(secs, func(i, j int) bool { return secs[i].T < secs[j].T })
+
+	// faultBetween: a file fault of target in (a, b].
+	faultBetween := func(target string, a, b int64) *Record {
+		for i := range fileFaults {
+			f := &fileFaults[i]
+			if f.Target == target && f.T > a && f.T <= b {
+				return f
+			}
+		}
+		return nil
+	}
+	// toldInTime: s was live at a file fault of its target and told of the
+	// loss within LossBound of it.
+	toldInTime := func(s *section, before int64) *Record {
+		for i := range fileFaults {
+			f := &fileFaults[i]
+			if f.Target == s.Target && f.T >= s.T && f.T <= s.end && f.T <= before && s.told != 0 && s.told <= f.T+int64(LossBound) {
+				return f
+			}
+		}
+		return nil
+	}
+
+	// Exclusion: sweep in entry order with the sections still in.
+	var active []*section
+	for _, b := range secs {
+		keep := active[:0]
+		for _, a := range active {
+			if a.end > b.T {
+				keep = append(keep, a)
+			}
+		}
+		active = keep
+		slotsIn := 0
+		for _, a := range active {
+			if a.Target != b.Target {
+				continue
+			}
+			conflict := ""
+			switch {
+			case a.Mode == modeExcl || b.Mode == modeExcl:
+				conflict = "an exclusive holder beside another holder"
+			case a.Mode == modeSlot && b.Mode == modeSlot && a.N != b.N:
+				conflict = "slot holders of two different N at once"
+			case a.Mode == modeSlot && b.Mode == modeSlot && a.Slot == b.Slot && a.Slot >= 0:
+				conflict = fmt.Sprintf("two holders of slot %d", a.Slot)
+			}
+			if a.Mode == modeSlot && b.Mode == modeSlot {
+				slotsIn++
+			}
+			if conflict == "" {
+				continue
+			}
+			if f := toldInTime(a, b.T); f != nil {
+				excuse("%s: %s entered beside %s after %s of %s at %s; the holder was told at %s", conflict, b, a, f.Note, f.File, ms(f.T), ms(a.told))
+				continue
+			}
+			if f := toldInTime(b, b.T); f != nil {
+				excuse("%s: %s entered beside %s after %s of %s at %s; the holder was told at %s", conflict, b, a, f.Note, f.File, ms(f.T), ms(b.told))
+				continue
+			}
+			why := ""
+			if f := faultBetween(b.Target, a.T-int64(10*time.Second), b.T); f != nil {
+				why = fmt.Sprintf(" (after %s of %s at %s, and the holder was not told within %v)", f.Note, f.File, ms(f.T), LossBound)
+			}
+			fail("overlap", "%s: %s entered at %s while %s was in%s", conflict, b, ms(b.T), a, why)
+		}
+		if b.Mode == modeSlot && slotsIn+1 > b.N {
+			fail("slots", "%d slot holders of an N=%d semaphore at once when %s entered", slotsIn+1, b.N, b)
+		}
+		active = append(active, b)
+	}
+
+	// Tokens: one sequence per target among exclusive and slot sections.
+	for _, target := range []string{counterTarget, logTarget} {
+		var ts []*section
+		for _, s := range secs {
+			if s.Target == target && s.Token > 0 && (s.Mode == modeExcl || s.Mode == modeSlot) {
+				ts = append(ts, s)
+			}
+		}
+		seen := map[uint64]*section{}
+		for _, s := range ts {
+			if o := seen[s.Token]; o != nil {
+				if f := faultBetween(target, o.T, s.T); f != nil {
+					excuse("token %d given twice on %s, across %s of %s at %s: %s and %s", s.Token, target, f.Note, f.File, ms(f.T), o, s)
+				} else {
+					fail("token", "token %d given twice on %s: %s and %s", s.Token, target, o, s)
+				}
+			} else {
+				seen[s.Token] = s
+			}
+		}
+		// A before B (A left before B entered), one of them exclusive:
+		// token(A) < token(B). Sweep B in entry order over the A that
+		// have left, keeping the largest token of all and of the
+		// exclusive ones.
+		byEnd := append([]*section(nil), ts...)
+		sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].end < byEnd[j].end })
+		var maxAll, maxExcl *section
+		k := 0
+		for _, b := range ts {
+			for ; k < len(byEnd) && byEnd[k].end < b.T; k++ {
+				a := byEnd[k]
+				if maxAll == nil || a.Token > maxAll.Token {
+					maxAll = a
+				}
+				if a.Mode == modeExcl && (maxExcl == nil || a.Token > maxExcl.Token) {
+					maxExcl = a
+				}
+			}
+			a := maxExcl
+			if b.Mode == modeExcl {
+				a = maxAll
+			}
+			if a == nil || a.Token < b.Token || a.Token == b.Token {
+				continue // equal tokens are told above
+			}
+			if f := faultBetween(target, a.T, b.T); f != nil {
+				excuse("token ran backwards on %s across %s of %s at %s: %s, then %s", target, f.Note, f.File, ms(f.T), a, b)
+				continue
+			}
+			fail("token", "token ran backwards on %s: %s, then %s", target, a, b)
+		}
+	}
+
+	// Exit statuses and diagnoses.
+	checkClients(h, clients, secs, killed, fileFaults, stops, fail)
+	// Updates and appends.
+	checkCounter(h, clients, byOp, killed, v, fail)
+	checkLog(h, clients, killed, v, fail)
+	return v
+}
+
+var heldBy = regexp.MustCompile(`held by pids? ([0-9][0-9, ]*)`)
+
+func checkClients(h History, clients map[int]*Record, secs []*section, killed map[int]int64, fileFaults, stops []Record, fail func(string, string, ...any)) {
+	// Which processes each op's client had: itself and its section's.
+	pidsOf := map[int][]*section{}
+	for _, s := range secs {
+		pidsOf[s.Pid] = append(pidsOf[s.Pid], s)
+		if s.cl != nil && s.cl.Pid != s.Pid {
+			pidsOf[s.cl.Pid] = append(pidsOf[s.cl.Pid], s)
+		}
+	}
+	hit := func(victims map[int]int64, c *Record, secsOf []*section) bool {
+		if _, ok := victims[c.Pid]; ok {
+			return true
+		}
+		for _, s := range secsOf {
+			if _, ok := victims[s.Pid]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	stopped := map[int]int64{}
+	for _, s := range stops {
+		stopped[s.Victim] = s.T
+	}
+	for _, op := range h.Ops {
+		c := clients[op.ID]
+		if c == nil {
+			continue
+		}
+		var mine []*section
+		for _, s := range pidsOf[c.Pid] {
+			if s.Op == op.ID {
+				mine = append(mine, s)
+			}
+		}
+		if hit(killed, c, mine) {
+			continue // whatever a killed client says is not judged
+		}
+		bad := ""
+		switch e := c.Exit; {
+		case e == 0:
+		case e == 1:
+			if !op.Try && op.Wait == 0 {
+				bad = "a blocking request failed as busy"
+			}
+		case e == 64:
+			if op.Mode != modeSlot && !op.SlotsOpt {
+				bad = "a usage error"
+			}
+		case e == 65:
+			fault := false
+			for _, f := range fileFaults {
+				if f.Target == op.Target && f.T >= c.T && f.T <= c.End {
+					fault = true
+				}
+			}
+			if !fault && !hit(stopped, c, mine) {
+				bad = "a loss reported with no lock file removed or replaced and no process stopped"
+			}
+		case e == 70:
+			bad = "a deadlock reported where no process waits for two locks"
+		default:
+			bad = "an unexpected exit status"
+		}
+		if bad != "" {
+			fail("exit", "%s: %s exited %d: %s", op, bad, c.Exit, firstLine(c.Stderr))
+		}
+		// A busy message names processes that held the lock then.
+		if c.Exit != 1 {
+			continue
+		}
+		m := heldBy.FindStringSubmatch(c.Stderr)
+		if m == nil {
+			continue
+		}
+		const slack = int64(250 * time.Millisecond)
+		for _, f := range strings.Split(m[1], ",") {
+			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				continue
+			}
+			ok := false
+			for _, s := range pidsOf[pid] {
+				if s.Target == op.Target && s.T <= c.End+slack && s.end >= c.T-slack {
+					ok = true
+				}
+			}
+			// hold append has no section of ours: its client's own life,
+			// when it got the lock at all, is the bound.
+			for _, o := range h.Ops {
+				if a := clients[o.ID]; a != nil && a.Pid == pid && isAppend(o) && o.Target == op.Target &&
+					(a.Exit == 0 || a.Exit == 65) && a.T <= c.End && a.End >= c.T {
+					ok = true
+				}
+			}
+			if !ok {
+				fail("diagnosis", "%s was told the lock was held by pid %d, which held no section of %s between %s and %s: %s", op, pid, op.Target, ms(c.T), ms(c.End), firstLine(c.Stderr))
+			}
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	return s
+}
+
+func isUpdate(op Op) bool {
+	return op.Client == clientUpdate || (op.Client == clientGo && op.GoCall == goUpdate)
+}
+
+func isAppend(op Op) bool {
+	return op.Client == clientAppend || (op.Client == clientGo && op.GoCall == goAppend)
+}
+
+// checkCounter follows the counter file's chain of writers back from its
+// final content (each write names its op, each op recorded what it read),
+// names every update that exited 0 and is not in it (a lost update), and
+// has porcupine check the updates as a register of increments: each read
+// the value the one before it wrote, in an order their real times allow.
+func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, killed map[int]int64, v *Verdict, fail func(string, string, ...any)) {
+	final, err := parseCounter(h.Counter)
+	if err != nil {
+		fail("lost-update", "the counter file is not JSON: %q", h.Counter)
+		return
+	}
+	read := map[int]Record{}
+	for op, recs := range byOp {
+		for _, r := range recs {
+			if r.Ev == "enter" && r.Target == counterTarget && isUpdate(h.Ops[op]) {
+				read[op] = r
+			}
+		}
+	}
+	inChain := map[int]bool{}
+	chain := []int{}
+	for cur := final.Last; cur != -1; {
+		r, ok := read[cur]
+		if !ok || inChain[cur] {
+			fail("lost-update", "the counter's chain of writers breaks at op %d (no record of what it read)", cur)
+			break
+		}
+		inChain[cur] = true
+		chain = append(chain, cur)
+		cur = r.OldLast
+	}
+	v.Updates = len(chain)
+	if final.Count != len(chain) {
+		fail("lost-update", "the counter says %d but %d writes are chained to it", final.Count, len(chain))
+	}
+	var ops []porcupine.Operation
+	for _, op := range h.Ops {
+		if !isUpdate(op) {
+			continue
+		}
+		c := clients[op.ID]
+		if c == nil {
+			continue
+		}
+		_, wasKilled := killed[c.Pid]
+		if r, ok := read[op.ID]; ok {
+			if _, k := killed[r.Pid]; k {
+				wasKilled = true
+			}
+		}
+		switch {
+		case c.Exit == 0 && !inChain[op.ID]:
+			r := read[op.ID]
+			by := ""
+			for _, o := range chain {
+				if read[o].Old == r.Old {
+					by = fmt.Sprintf(", overwritten by op %d, which read the same count", o)
+				}
+			}
+			fail("lost-update", "%s exited 0 but its write is not in the counter (it read count %d%s)", op, r.Old, by)
+		case inChain[op.ID] && c.Exit != 0 && !wasKilled && c.Exit != 65:
+			fail("lost-update", "%s exited %d but its write is in the counter", op, c.Exit)
+		}
+		if inChain[op.ID] || c.Exit == 0 {
+			ops = append(ops, porcupine.Operation{ClientId: op.ID, Call: c.T, Return: c.End, Output: read[op.ID].Old})
+		}
+	}
+	model := porcupine.Model{
+		Init: func() any { return 0 },
+		Step: func(state, _, out any) (bool, any) {
+			s := state.(int)
+			return out.(int) == s, s + 1
+		},
+	}
+	if res := porcupine.CheckOperationsTimeout(model, ops, 30*time.Second); res == porcupine.Illegal {
+		fail("lost-update", "the %d updates are not linearizable as increments of one counter (porcupine)", len(ops))
+	}
+}
+
+// checkLog: each append that exited 0 is in the log once, none twice, and
+// porcupine finds an order of them, consistent with their real times, in
+// which each lands at its place in the file.
+func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdict, fail func(string, string, ...any)) {
+	where := map[int][]int{}
+	lines := strings.Split(strings.TrimSuffix(string(h.Log), "\n"), "\n")
+	if len(h.Log) == 0 {
+		lines = nil
+	}
+	for i, l := range lines {
+		op, err := strconv.Atoi(l)
+		if err != nil || op < 0 || op >= len(h.Ops) || !isAppend(h.Ops[op]) {
+			fail("append", "line %d of the log, %q, is no append's", i+1, l)
+			continue
+		}
+		where[op] = append(where[op], i)
+	}
+	v.Appends = len(lines)
+	var ops []porcupine.Operation
+	for _, op := range h.Ops {
+		if !isAppend(op) {
+			continue
+		}
+		c := clients[op.ID]
+		if c == nil {
+			continue
+		}
+		_, wasKilled := killed[c.Pid]
+		w := where[op.ID]
+		switch {
+		case len(w) > 1:
+			fail("append", "%s is in the log %d times (lines %v)", op, len(w), w)
+		case len(w) == 0 && c.Exit == 0:
+			fail("append", "%s exited 0 but its line is not in the log", op)
+		case len(w) == 1 && c.Exit != 0 && !wasKilled && c.Exit != 65:
+			fail("append", "%s exited %d but its line is in the log", op, c.Exit)
+		}
+		if len(w) >= 1 {
+			ops = append(ops, porcupine.Operation{ClientId: op.ID, Call: c.T, Return: c.End, Output: w[0]})
+		}
+	}
+	model := porcupine.Model{
+		Init: func() any { return 0 },
+		Step: func(state, _, out any) (bool, any) {
+			s := state.(int)
+			return out.(int) == s, s + 1
+		},
+	}
+	if res := porcupine.CheckOperationsTimeout(model, ops, 30*time.Second); res == porcupine.Illegal {
+		fail("append", "the %d appends are not linearizable as one log: a line landed before one that had returned before it began (porcupine)", len(ops))
+	}
+}
