@@ -1,6 +1,7 @@
 package robust
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -58,6 +59,17 @@ type Verdict struct {
 
 // OK reports whether the history broke no guarantee.
 func (v *Verdict) OK() bool { return len(v.Failures) == 0 }
+
+// Count is how many failures of kind the history has.
+func (v *Verdict) Count(kind string) int {
+	n := 0
+	for _, f := range v.Failures {
+		if f.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
 
 // LossBound is how long after a lock file is removed or replaced its holder
 // may go on before it is told: the loss watch looks once a second
@@ -328,6 +340,10 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 	for _, s := range stops {
 		stopped[s.Victim] = s.T
 	}
+	clientByPid := map[int]*Record{}
+	for _, c := range clients {
+		clientByPid[c.Pid] = c
+	}
 	for _, op := range h.Ops {
 		c := clients[op.ID]
 		if c == nil {
@@ -391,11 +407,15 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 					ok = true
 				}
 			}
-			// hold append has no section of ours: its client's own life,
-			// when it got the lock at all, is the bound.
-			for _, o := range h.Ops {
-				if a := clients[o.ID]; a != nil && a.Pid == pid && isAppend(o) && o.Target == op.Target &&
-					(a.Exit == 0 || a.Exit == 65) && a.T <= c.End && a.End >= c.T {
+			// A holder with no section then: hold append (no section of
+			// ours), or a client stopped or killed by the nemesis
+			// between taking the lock and entering its section. Its
+			// client's life is the bound, if it got the lock at all.
+			if a := clientByPid[pid]; !ok && a != nil && a.Target == op.Target && a.T <= c.End && a.End >= c.T {
+				o := h.Ops[a.Op]
+				_, stoppedNow := stopped[a.Pid]
+				_, killedNow := killed[a.Pid]
+				if isAppend(o) && (a.Exit == 0 || a.Exit == 65) || stoppedNow || killedNow {
 					ok = true
 				}
 			}
@@ -552,4 +572,20 @@ func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdi
 	if res := porcupine.CheckOperationsTimeout(model, ops, 30*time.Second); res == porcupine.Illegal {
 		fail("append", "the %d appends are not linearizable as one log: a line landed before one that had returned before it began (porcupine)", len(ops))
 	}
+}
+
+// counter is the content of the counter file: how many updates, and the op
+// of the last one, so the checker can chain every write to the one it read.
+type counter struct {
+	Count int `json:"count"`
+	Last  int `json:"last"` // op of the last update; -1 for none
+}
+
+func parseCounter(b []byte) (counter, error) {
+	c := counter{Last: -1}
+	if len(b) == 0 {
+		return c, nil
+	}
+	err := json.Unmarshal(b, &c)
+	return c, err
 }

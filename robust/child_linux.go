@@ -131,22 +131,6 @@ func (c *child) section() int {
 	}
 }
 
-// counter is the content of the counter file: how many updates, and the op
-// of the last one, so the checker can chain every write to the one it read.
-type counter struct {
-	Count int `json:"count"`
-	Last  int `json:"last"` // op of the last update; -1 for none
-}
-
-func parseCounter(b []byte) (counter, error) {
-	c := counter{Last: -1}
-	if len(b) == 0 {
-		return c, nil
-	}
-	err := json.Unmarshal(b, &c)
-	return c, err
-}
-
 // step is one update of the counter from inside its critical section.
 func (c *child) step(old []byte, term chan os.Signal) ([]byte, int) {
 	v, err := parseCounter(old)

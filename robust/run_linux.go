@@ -434,6 +434,18 @@ func account(cfg Config, res *Result) string {
 	kinds := map[string]int{}
 	for _, f := range v.Failures {
 		kinds[f.Kind]++
+	}
+	var names []string
+	for k, n := range kinds {
+		names = append(names, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "broken, by kind: %s\n", strings.Join(names, ", "))
+	}
+	kinds = map[string]int{}
+	for _, f := range v.Failures {
+		kinds[f.Kind]++
 		if kinds[f.Kind] <= 10 {
 			fmt.Fprintf(&b, "FAIL %s: %s\n", f.Kind, f.Text)
 		} else if kinds[f.Kind] == 11 {
