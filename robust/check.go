@@ -46,6 +46,7 @@ type Record struct {
 type Finding struct {
 	Kind string // overlap, slots, token, lost-update, append, exit, diagnosis, excused
 	Text string
+	At   int64 // nanoseconds from the run's start to the event that showed it
 }
 
 // Verdict is the checker's judgement.
@@ -112,14 +113,19 @@ type History struct {
 	Start   int64  // the run's start
 	Counter []byte // the counter file at the end
 	Log     []byte // the append log at the end
+	Mixed   bool   // kernel and portable locks on one target
 }
 
 // Check judges a whole history.
 func Check(h History) *Verdict {
 	t0 = h.Start
 	v := &Verdict{}
-	fail := func(kind, f string, a ...any) { v.Failures = append(v.Failures, Finding{kind, fmt.Sprintf(f, a...)}) }
-	excuse := func(f string, a ...any) { v.Excused = append(v.Excused, Finding{"excused", fmt.Sprintf(f, a...)}) }
+	fail := func(kind string, at int64, f string, a ...any) {
+		v.Failures = append(v.Failures, Finding{kind, fmt.Sprintf(f, a...), at - h.Start})
+	}
+	excuse := func(f string, a ...any) {
+		v.Excused = append(v.Excused, Finding{"excused", fmt.Sprintf(f, a...), 0})
+	}
 
 	clients := map[int]*Record{}
 	killed := map[int]int64{} // pid -> when the nemesis killed it
@@ -245,10 +251,10 @@ func Check(h History) *Verdict {
 			if f := faultBetween(b.Target, a.T-int64(10*time.Second), b.T); f != nil {
 				why = fmt.Sprintf(" (after %s of %s at %s, and the holder was not told within %v)", f.Note, f.File, ms(f.T), LossBound)
 			}
-			fail("overlap", "%s: %s entered at %s while %s was in%s", conflict, b, ms(b.T), a, why)
+			fail("overlap", b.T, "%s: %s entered at %s while %s was in%s", conflict, b, ms(b.T), a, why)
 		}
 		if b.Mode == modeSlot && slotsIn+1 > b.N {
-			fail("slots", "%d slot holders of an N=%d semaphore at once when %s entered", slotsIn+1, b.N, b)
+			fail("slots", b.T, "%d slot holders of an N=%d semaphore at once when %s entered", slotsIn+1, b.N, b)
 		}
 		active = append(active, b)
 	}
@@ -267,7 +273,7 @@ func Check(h History) *Verdict {
 				if f := faultBetween(target, o.T, s.T); f != nil {
 					excuse("token %d given twice on %s, across %s of %s at %s: %s and %s", s.Token, target, f.Note, f.File, ms(f.T), o, s)
 				} else {
-					fail("token", "token %d given twice on %s: %s and %s", s.Token, target, o, s)
+					fail("token", s.T, "token %d given twice on %s: %s and %s", s.Token, target, o, s)
 				}
 			} else {
 				seen[s.Token] = s
@@ -302,7 +308,7 @@ func Check(h History) *Verdict {
 				excuse("token ran backwards on %s across %s of %s at %s: %s, then %s", target, f.Note, f.File, ms(f.T), a, b)
 				continue
 			}
-			fail("token", "token ran backwards on %s: %s, then %s", target, a, b)
+			fail("token", b.T, "token ran backwards on %s: %s, then %s", target, a, b)
 		}
 	}
 
@@ -314,9 +320,12 @@ func Check(h History) *Verdict {
 	return v
 }
 
-var heldBy = regexp.MustCompile(`held by pids? ([0-9][0-9, ]*)`)
+var (
+	heldBy        = regexp.MustCompile(`held by pids? ([0-9][0-9, ]*)`)
+	acquiredAfter = regexp.MustCompile(`hold: acquired .* after ([0-9.]+(?:ns|µs|us|ms|s|m))`)
+)
 
-func checkClients(h History, clients map[int]*Record, secs []*section, killed map[int]int64, fileFaults, stops []Record, fail func(string, string, ...any)) {
+func checkClients(h History, clients map[int]*Record, secs []*section, killed map[int]int64, fileFaults, stops []Record, fail func(string, int64, string, ...any)) {
 	// Which processes each op's client had: itself and its section's.
 	pidsOf := map[int][]*section{}
 	for _, s := range secs {
@@ -341,8 +350,16 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 		stopped[s.Victim] = s.T
 	}
 	clientByPid := map[int]*Record{}
+	grantOf := map[*Record]int64{}
 	for _, c := range clients {
 		clientByPid[c.Pid] = c
+		if m := acquiredAfter.FindStringSubmatch(c.Stderr); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				grantOf[c] = c.T + int64(d)
+			}
+		} else {
+			grantOf[c] = c.T
+		}
 	}
 	for _, op := range h.Ops {
 		c := clients[op.ID]
@@ -366,7 +383,11 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 				bad = "a blocking request failed as busy"
 			}
 		case e == 64:
-			if op.Mode != modeSlot && !op.SlotsOpt {
+			// On the portable protocol a plain lock is a semaphore of
+			// one, refused while slots of another N are held
+			// (docs/portable.md), and a kernel lock refuses a
+			// semaphore's directory.
+			if op.Mode != modeSlot && !op.SlotsOpt && !(op.Proto == "dir" || h.Mixed) {
 				bad = "a usage error"
 			}
 		case e == 65:
@@ -379,13 +400,15 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			if !fault && !hit(stopped, c, mine) {
 				bad = "a loss reported with no lock file removed or replaced and no process stopped"
 			}
+		case e == 66 && h.Mixed && op.Proto == "kernel" && strings.Contains(c.Stderr, "directory lock of the portable protocol"):
+			// A kernel lock refuses the portable protocol's directory.
 		case e == 70:
 			bad = "a deadlock reported where no process waits for two locks"
 		default:
 			bad = "an unexpected exit status"
 		}
 		if bad != "" {
-			fail("exit", "%s: %s exited %d: %s", op, bad, c.Exit, firstLine(c.Stderr))
+			fail("exit", c.End, "%s: %s exited %d: %s", op, bad, c.Exit, firstLine(c.Stderr))
 		}
 		// A busy message names processes that held the lock then.
 		if c.Exit != 1 {
@@ -395,6 +418,9 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 		if m == nil {
 			continue
 		}
+		// A holder's hold starts when hold says "acquired ... after D"
+		// (its client's start plus D), else when its section entered;
+		// a section starts late on a loaded machine, hence the slack.
 		const slack = int64(250 * time.Millisecond)
 		for _, f := range strings.Split(m[1], ",") {
 			pid, err := strconv.Atoi(strings.TrimSpace(f))
@@ -403,7 +429,11 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			}
 			ok := false
 			for _, s := range pidsOf[pid] {
-				if s.Target == op.Target && s.T <= c.End+slack && s.end >= c.T-slack {
+				from := s.T
+				if g, ok := grantOf[s.cl]; ok && g < from {
+					from = g
+				}
+				if s.Target == op.Target && from <= c.End+slack && s.end >= c.T-slack {
 					ok = true
 				}
 			}
@@ -411,7 +441,7 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			// ours), or a client stopped or killed by the nemesis
 			// between taking the lock and entering its section. Its
 			// client's life is the bound, if it got the lock at all.
-			if a := clientByPid[pid]; !ok && a != nil && a.Target == op.Target && a.T <= c.End && a.End >= c.T {
+			if a := clientByPid[pid]; !ok && a != nil && a.Target == op.Target && grantOf[a] <= c.End+slack && a.End >= c.T {
 				o := h.Ops[a.Op]
 				_, stoppedNow := stopped[a.Pid]
 				_, killedNow := killed[a.Pid]
@@ -420,7 +450,7 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 				}
 			}
 			if !ok {
-				fail("diagnosis", "%s was told the lock was held by pid %d, which held no section of %s between %s and %s: %s", op, pid, op.Target, ms(c.T), ms(c.End), firstLine(c.Stderr))
+				fail("diagnosis", c.End, "%s was told the lock was held by pid %d, which held no section of %s between %s and %s: %s", op, pid, op.Target, ms(c.T), ms(c.End), firstLine(c.Stderr))
 			}
 		}
 	}
@@ -447,10 +477,10 @@ func isAppend(op Op) bool {
 // names every update that exited 0 and is not in it (a lost update), and
 // has porcupine check the updates as a register of increments: each read
 // the value the one before it wrote, in an order their real times allow.
-func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, killed map[int]int64, v *Verdict, fail func(string, string, ...any)) {
+func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, killed map[int]int64, v *Verdict, fail func(string, int64, string, ...any)) {
 	final, err := parseCounter(h.Counter)
 	if err != nil {
-		fail("lost-update", "the counter file is not JSON: %q", h.Counter)
+		fail("lost-update", math.MaxInt64, "the counter file is not JSON: %q", h.Counter)
 		return
 	}
 	read := map[int]Record{}
@@ -466,7 +496,7 @@ func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, kil
 	for cur := final.Last; cur != -1; {
 		r, ok := read[cur]
 		if !ok || inChain[cur] {
-			fail("lost-update", "the counter's chain of writers breaks at op %d (no record of what it read)", cur)
+			fail("lost-update", math.MaxInt64, "the counter's chain of writers breaks at op %d (no record of what it read)", cur)
 			break
 		}
 		inChain[cur] = true
@@ -475,7 +505,7 @@ func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, kil
 	}
 	v.Updates = len(chain)
 	if final.Count != len(chain) {
-		fail("lost-update", "the counter says %d but %d writes are chained to it", final.Count, len(chain))
+		fail("lost-update", math.MaxInt64, "the counter says %d but %d writes are chained to it", final.Count, len(chain))
 	}
 	var ops []porcupine.Operation
 	for _, op := range h.Ops {
@@ -501,9 +531,9 @@ func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, kil
 					by = fmt.Sprintf(", overwritten by op %d, which read the same count", o)
 				}
 			}
-			fail("lost-update", "%s exited 0 but its write is not in the counter (it read count %d%s)", op, r.Old, by)
+			fail("lost-update", c.End, "%s exited 0 but its write is not in the counter (it read count %d%s)", op, r.Old, by)
 		case inChain[op.ID] && c.Exit != 0 && !wasKilled && c.Exit != 65:
-			fail("lost-update", "%s exited %d but its write is in the counter", op, c.Exit)
+			fail("lost-update", c.End, "%s exited %d but its write is in the counter", op, c.Exit)
 		}
 		if inChain[op.ID] || c.Exit == 0 {
 			ops = append(ops, porcupine.Operation{ClientId: op.ID, Call: c.T, Return: c.End, Output: read[op.ID].Old})
@@ -517,14 +547,14 @@ func checkCounter(h History, clients map[int]*Record, byOp map[int][]Record, kil
 		},
 	}
 	if res := porcupine.CheckOperationsTimeout(model, ops, 30*time.Second); res == porcupine.Illegal {
-		fail("lost-update", "the %d updates are not linearizable as increments of one counter (porcupine)", len(ops))
+		fail("lost-update", math.MaxInt64, "the %d updates are not linearizable as increments of one counter (porcupine)", len(ops))
 	}
 }
 
 // checkLog: each append that exited 0 is in the log once, none twice, and
 // porcupine finds an order of them, consistent with their real times, in
 // which each lands at its place in the file.
-func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdict, fail func(string, string, ...any)) {
+func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdict, fail func(string, int64, string, ...any)) {
 	where := map[int][]int{}
 	lines := strings.Split(strings.TrimSuffix(string(h.Log), "\n"), "\n")
 	if len(h.Log) == 0 {
@@ -533,7 +563,7 @@ func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdi
 	for i, l := range lines {
 		op, err := strconv.Atoi(l)
 		if err != nil || op < 0 || op >= len(h.Ops) || !isAppend(h.Ops[op]) {
-			fail("append", "line %d of the log, %q, is no append's", i+1, l)
+			fail("append", math.MaxInt64, "line %d of the log, %q, is no append's", i+1, l)
 			continue
 		}
 		where[op] = append(where[op], i)
@@ -552,11 +582,11 @@ func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdi
 		w := where[op.ID]
 		switch {
 		case len(w) > 1:
-			fail("append", "%s is in the log %d times (lines %v)", op, len(w), w)
+			fail("append", c.End, "%s is in the log %d times (lines %v)", op, len(w), w)
 		case len(w) == 0 && c.Exit == 0:
-			fail("append", "%s exited 0 but its line is not in the log", op)
+			fail("append", c.End, "%s exited 0 but its line is not in the log", op)
 		case len(w) == 1 && c.Exit != 0 && !wasKilled && c.Exit != 65:
-			fail("append", "%s exited %d but its line is in the log", op, c.Exit)
+			fail("append", c.End, "%s exited %d but its line is in the log", op, c.Exit)
 		}
 		if len(w) >= 1 {
 			ops = append(ops, porcupine.Operation{ClientId: op.ID, Call: c.T, Return: c.End, Output: w[0]})
@@ -570,7 +600,7 @@ func checkLog(h History, clients map[int]*Record, killed map[int]int64, v *Verdi
 		},
 	}
 	if res := porcupine.CheckOperationsTimeout(model, ops, 30*time.Second); res == porcupine.Illegal {
-		fail("append", "the %d appends are not linearizable as one log: a line landed before one that had returned before it began (porcupine)", len(ops))
+		fail("append", math.MaxInt64, "the %d appends are not linearizable as one log: a line landed before one that had returned before it began (porcupine)", len(ops))
 	}
 }
 

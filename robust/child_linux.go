@@ -194,6 +194,8 @@ func exitOf(err error) int {
 		return 65
 	case errors.Is(err, hold.ErrDeadlock):
 		return 70
+	case errors.Is(err, hold.ErrNotRegular):
+		return 66
 	}
 	return 71
 }

@@ -65,6 +65,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if !known {
 		return nil, fmt.Errorf("unknown protocol %q (want one of %s)", cfg.Protocol, strings.Join(Protocols, ", "))
 	}
+	if ents, err := os.ReadDir(cfg.Dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("%s is not empty: a run needs a directory of its own (its history would mix with another's)", cfg.Dir)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -401,10 +404,10 @@ func (r *runner) finish() (*Result, error) {
 	}
 	counter, _ := os.ReadFile(filepath.Join(r.cfg.Dir, counterTarget))
 	logb, _ := os.ReadFile(filepath.Join(r.cfg.Dir, logTarget))
-	v := Check(History{Records: all, Ops: r.sched.Ops, Start: r.start, Counter: counter, Log: logb})
+	v := Check(History{Records: all, Ops: r.sched.Ops, Start: r.start, Counter: counter, Log: logb, Mixed: r.cfg.Protocol == "mixed"})
 	for _, rec := range all {
 		if rec.Ev == "hang" {
-			v.Failures = append(v.Failures, Finding{"hang", fmt.Sprintf("%s still ran after %v and was killed", r.sched.Ops[rec.Op], hangAfter)})
+			v.Failures = append(v.Failures, Finding{"hang", fmt.Sprintf("%s still ran after %v and was killed", r.sched.Ops[rec.Op], hangAfter), rec.T - r.start})
 		}
 	}
 	started := 0
@@ -415,6 +418,16 @@ func (r *runner) finish() (*Result, error) {
 	}
 	res := &Result{Seed: r.cfg.Seed, Protocol: r.cfg.Protocol, Ops: started, Faults: r.faults, Verdict: v, Dir: r.cfg.Dir}
 	res.Account = account(r.cfg, res)
+	var all2 strings.Builder
+	for _, f := range v.Failures {
+		fmt.Fprintf(&all2, "%.3fs %s: %s\n", time.Duration(f.At).Seconds(), f.Kind, f.Text)
+	}
+	for _, f := range v.Excused {
+		fmt.Fprintf(&all2, "excused: %s\n", f.Text)
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.Dir, "findings.txt"), []byte(all2.String()), 0o644); err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(filepath.Join(r.cfg.Dir, "account.txt"), []byte(res.Account), 0o644); err != nil {
 		return nil, err
 	}
@@ -432,12 +445,20 @@ func account(cfg Config, res *Result) string {
 		fmt.Fprintf(&b, "%d guarantees broken; rerun with -seed %d -duration %v -protocol %s\n", len(v.Failures), cfg.Seed, cfg.Duration, cfg.Protocol)
 	}
 	kinds := map[string]int{}
+	first := map[string]int64{}
 	for _, f := range v.Failures {
 		kinds[f.Kind]++
+		if t, ok := first[f.Kind]; !ok || f.At < t {
+			first[f.Kind] = f.At
+		}
 	}
 	var names []string
 	for k, n := range kinds {
-		names = append(names, fmt.Sprintf("%s %d", k, n))
+		at := "at the end"
+		if first[k] < int64(24*time.Hour) {
+			at = fmt.Sprintf("first at %.1fs", time.Duration(first[k]).Seconds())
+		}
+		names = append(names, fmt.Sprintf("%s %d (%s)", k, n, at))
 	}
 	sort.Strings(names)
 	if len(names) > 0 {

@@ -179,8 +179,10 @@ func drawOp(r *rand.Rand, protocol string, id int, at time.Duration, n int) Op {
 		}
 	default:
 		op.Client = clientFlock
-		if op.Proto == "dir" {
-			op.Client = clientRun // flock(1) speaks only the kernel protocol
+		if protocol == "dir" || protocol == "mixed" {
+			// flock(1) speaks only the kernel protocol, and locks the
+			// portable protocol's directory without excluding its holder.
+			op.Client = clientRun
 		}
 	}
 	op.Mode = modeExcl

@@ -52,11 +52,19 @@ func run(seed uint64, dur time.Duration, proto, holdBin, out string, clients int
 	} else if holdBin, err = filepath.Abs(holdBin); err != nil {
 		return err
 	}
+	// Each run its own directory: out/run, out/run.1, ...
+	runDir := filepath.Join(out, "run")
+	for i := 1; ; i++ {
+		if _, err := os.Stat(runDir); os.IsNotExist(err) {
+			break
+		}
+		runDir = filepath.Join(out, fmt.Sprintf("run.%d", i))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Printf("robust: seed %d, protocol %s, duration %v, in %s\n", seed, proto, dur, out)
 	res, err := robust.Run(ctx, robust.Config{Seed: seed, Duration: dur, Protocol: proto, Hold: holdBin,
-		Dir: filepath.Join(out, "run"), Clients: clients,
+		Dir: runDir, Clients: clients,
 		Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
 	if err != nil {
 		return err
