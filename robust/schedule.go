@@ -213,8 +213,12 @@ func drawOp(r *rand.Rand, protocol string, id int, at time.Duration, n int) Op {
 		op.Try, op.Wait = true, 0
 	}
 	op.HoldFor = time.Duration(r.IntN(30)) * time.Millisecond
-	if r.IntN(8) == 0 {
+	switch r.IntN(16) {
+	case 0, 1:
 		op.HoldFor = time.Duration(100+r.IntN(400)) * time.Millisecond
+	case 2:
+		// Long enough that a loss must be told before it ends.
+		op.HoldFor = time.Duration(1500+r.IntN(2500)) * time.Millisecond
 	}
 	return op
 }
