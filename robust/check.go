@@ -253,6 +253,21 @@ func Check(h History) *Verdict {
 		}
 	}
 
+	flockOnOld := func(a, b *section) *Record {
+		for _, s := range []*section{a, b} {
+			if s.Client != clientFlock || s.cl == nil {
+				continue
+			}
+			for i := range fileFaults {
+				f := &fileFaults[i]
+				if f.Target == s.Target && f.File == s.Target+".lock" && f.T >= s.cl.T && f.T <= s.end {
+					return f
+				}
+			}
+		}
+		return nil
+	}
+
 	// Exclusion: sweep in entry order with the sections still in.
 	var active []*section
 	for _, b := range secs {
@@ -291,6 +306,12 @@ func Check(h History) *Verdict {
 				excuse("%s: %s entered beside %s after %s of %s at %s; the holder was told at %s", conflict, b, a, f.Note, f.File, ms(f.T), ms(b.told))
 				continue
 			}
+			// flock(1) has no loss watch: one that opened the lock file
+			// before it was removed or replaced locks the old file.
+			if f := flockOnOld(a, b); f != nil {
+				excuse("%s: %s entered beside %s: flock(1) opened %s before its %s at %s and locks the old file", conflict, b, a, f.File, f.Note, ms(f.T))
+				continue
+			}
 			why := ""
 			if f := faultBetween(b.Target, a.T-int64(10*time.Second), b.T); f != nil {
 				why = fmt.Sprintf(" (after %s of %s at %s, and the holder was not told within %v)", f.Note, f.File, ms(f.T), LossBound)
@@ -317,7 +338,11 @@ func Check(h History) *Verdict {
 				if f := faultBetween(target, o.T, s.T); f != nil {
 					excuse("token %d given twice on %s, across %s of %s at %s: %s and %s", s.Token, target, f.Note, f.File, ms(f.T), o, s)
 				} else {
-					fail("token", s.T, "token %d given twice on %s: %s and %s", s.Token, target, o, s)
+					both := ""
+					if o.end > s.T {
+						both = ", both holding at once"
+					}
+					fail("token", s.T, "token %d given twice on %s%s: %s and %s", s.Token, target, both, o, s)
 				}
 			} else {
 				seen[s.Token] = s

@@ -121,6 +121,12 @@ func (r *runner) clients(ctx context.Context) {
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			break // sem may not be ours: nothing more starts
+		}
+		// A loaded machine runs fewer of the schedule's operations, not
+		// longer than asked: what was not started by then is left out.
+		if time.Duration(now()-r.start) > r.cfg.Duration {
+			<-sem
 			break
 		}
 		wg.Add(1)
