@@ -124,10 +124,12 @@ func standsOn(s *section, file string) bool {
 	switch {
 	case file == base:
 		return true
+	case s.Mode != modeSlot || s.N == 1:
+		return false // --slots 1 is the plain lock's path: TARGET.lock alone
 	case file == base+".slots":
-		return s.Mode == modeSlot
+		return true
 	case strings.HasPrefix(file, base+".slot"):
-		return s.Mode == modeSlot && file == fmt.Sprintf("%s.slot%d", base, s.Slot)
+		return file == fmt.Sprintf("%s.slot%d", base, s.Slot)
 	}
 	return false
 }
@@ -426,9 +428,11 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			if d, err := time.ParseDuration(m[1]); err == nil {
 				grantOf[c] = c.T + int64(d)
 			}
-		} else {
-			grantOf[c] = c.T
 		}
+	}
+	grantBefore := func(a *Record, t int64) bool {
+		g, ok := grantOf[a]
+		return !ok || g <= t
 	}
 	for _, op := range h.Ops {
 		c := clients[op.ID]
@@ -498,11 +502,14 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			}
 			ok := false
 			for _, s := range pidsOf[pid] {
-				from := s.T
-				if g, ok := grantOf[s.cl]; ok && g < from {
-					from = g
+				// Without hold's word for when it got the lock (flock(1),
+				// the Go client), the section's entry is all there is,
+				// and a loaded machine starts a section late.
+				from, sl := s.T, int64(time.Second)
+				if g, ok := grantOf[s.cl]; ok {
+					from, sl = min(g, s.T), slack
 				}
-				if s.Target == op.Target && from <= c.End+slack && s.end >= c.T-slack {
+				if s.Target == op.Target && from <= c.End+sl && s.end >= c.T-slack {
 					ok = true
 				}
 			}
@@ -510,7 +517,7 @@ func checkClients(h History, clients map[int]*Record, secs []*section, killed ma
 			// ours), or a client stopped or killed by the nemesis
 			// between taking the lock and entering its section. Its
 			// client's life is the bound, if it got the lock at all.
-			if a := clientByPid[pid]; !ok && a != nil && a.Target == op.Target && grantOf[a] <= c.End+slack && a.End >= c.T {
+			if a := clientByPid[pid]; !ok && a != nil && a.Target == op.Target && grantBefore(a, c.End+slack) && a.End >= c.T {
 				o := h.Ops[a.Op]
 				_, stoppedNow := stopped[a.Pid]
 				_, killedNow := killed[a.Pid]
