@@ -207,13 +207,14 @@ func Check(h History) *Verdict {
 
 	// faultBetween: a file fault of target in (a, b].
 	faultBetween := func(target string, a, b int64) *Record {
+		var last *Record
 		for i := range fileFaults {
 			f := &fileFaults[i]
 			if f.Target == target && f.T > a && f.T <= b {
-				return f
+				last = f // the latest
 			}
 		}
-		return nil
+		return last
 	}
 	// toldInTime: s was live at a file fault of its target and told of the
 	// loss within LossBound of it.
@@ -294,7 +295,7 @@ func Check(h History) *Verdict {
 			case a.Mode == modeSlot && b.Mode == modeSlot && a.Slot == b.Slot && a.Slot >= 0:
 				conflict = fmt.Sprintf("two holders of slot %d", a.Slot)
 			}
-			if a.Mode == modeSlot && b.Mode == modeSlot {
+			if a.Mode == modeSlot && b.Mode == modeSlot && toldInTime(a, b.T) == nil && toldInTime(b, b.T) == nil {
 				slotsIn++
 			}
 			if conflict == "" {

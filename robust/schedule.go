@@ -198,7 +198,7 @@ func drawOp(r *rand.Rand, protocol string, id int, at time.Duration, n int) Op {
 			op.Mode = modeShared
 		}
 	}
-	if (op.Client == clientUpdate || op.Client == clientAppend) && r.IntN(6) == 0 {
+	if (op.Client == clientUpdate || op.Client == clientAppend) && r.IntN(3) == 0 {
 		// Accepted by builds that lost updates under it; refused (64) since.
 		op.SlotsOpt = true
 		op.N = 2 + r.IntN(3)
