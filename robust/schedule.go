@@ -216,7 +216,7 @@ func drawOp(r *rand.Rand, protocol string, id int, at time.Duration, n int) Op {
 	switch r.IntN(16) {
 	case 0, 1:
 		op.HoldFor = time.Duration(100+r.IntN(400)) * time.Millisecond
-	case 2:
+	case 2, 3:
 		// Long enough that a loss must be told before it ends.
 		op.HoldFor = time.Duration(1500+r.IntN(2500)) * time.Millisecond
 	}
