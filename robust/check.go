@@ -246,7 +246,8 @@ func Check(h History) *Verdict {
 	for _, s := range secs {
 		for _, f := range fileFaults {
 			bound := f.T + int64(LossBound)
-			if f.Target != s.Target || !standsOn(s, f.File) || f.T < s.T || s.end <= bound || stoppedIn(s, s.T, bound) {
+			// flock(1) watches nothing: it cannot be told.
+			if s.Client == clientFlock || f.Target != s.Target || !standsOn(s, f.File) || f.T < s.T || s.end <= bound || stoppedIn(s, s.T, bound) {
 				continue
 			}
 			if s.told == 0 || s.told > bound {
