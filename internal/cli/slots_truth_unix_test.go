@@ -314,3 +314,25 @@ func TestSlotsCountFileNotWritable(t *testing.T) {
 		t.Errorf("a slot as nobody with a count file only root may write: exit %d, want %d naming the file and what to do: %s", r.code, exitCannotOpen, r.stderr)
 	}
 }
+
+// With the lock file and the count file both removed while no one holds
+// the semaphore, the next plain holder's token still continues the slots'
+// (they keep their holders' last tokens): tokens never start again.
+func TestSlotsTokensSurviveRemovedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for range 3 {
+		if r := runHold(t, dir, "run", "--slots", "2", "T", "--", "true"); r.code != 0 {
+			t.Fatalf("hold run --slots 2: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	for _, f := range []string{"T.lock", "T.lock.slots"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runHold(t, dir, "run", "T", "--", "sh", "-c", `echo $HOLD_TOKEN`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "4" {
+		t.Errorf("a plain holder after T.lock and T.lock.slots were removed: exit %d, token %q, want 4: %s", r.code, r.stdout, r.stderr)
+	}
+}

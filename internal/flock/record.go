@@ -292,6 +292,13 @@ func (h *handle) publishLocked() {
 		if _, fence, err := readCountAt(CountPath(h.path)); err == nil && fence > last {
 			last = fence
 		}
+		if last == 0 {
+			// Nothing recorded: a new lock file, or one made anew after
+			// it (and the count file) was removed. Slot files keep the
+			// last tokens of their holders, and the sequence goes on
+			// above them.
+			last = slotsFence(h.path)
+		}
 	}
 	if h.owner.Shared {
 		// A reader's token is only informative: the last one written.

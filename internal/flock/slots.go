@@ -427,6 +427,22 @@ func errHolder(err error) *lock.Holder {
 	return nil
 }
 
+// slotsFence returns the largest token recorded in the slot files of the
+// semaphore at path, 0 when it has none (for a lock that was never a
+// semaphore, one failed open).
+func slotsFence(path string) uint64 {
+	var fence uint64
+	for k := 0; k < maxSlotScan; k++ {
+		f, err := openForInspect(SlotPath(path, k))
+		if err != nil {
+			break
+		}
+		fence = max(fence, fenceIn(f))
+		f.close()
+	}
+	return fence
+}
+
 // maxSlotScan bounds the slot files setCount looks at.
 const maxSlotScan = 4096
 
