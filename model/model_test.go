@@ -47,9 +47,7 @@ var semaphoreConfigs = []struct {
 	// (P is not replaced here: the other configurations replace it, and
 	// with it this one takes over a minute.)
 	{"N=2 and N=1", []string{"-DNA=2", "-DNB=1", "-DNOREPLACE"}},
-	// The plain holder runs with the known defect exempted: see
-	// TestSemaphoreKnownDefect, which checks it is still there.
-	{"slot holder and plain holder", []string{"-DNA=2", "-DNB=0", "-DPLAIN", "-DKNOWN_DEFECT_COUNT=true"}},
+	{"slot holder and plain holder", []string{"-DNA=2", "-DNB=0", "-DPLAIN"}},
 	{"slot holder and hand-taken slot", []string{"-DNA=2", "-DNB=0", "-DHAND"}},
 }
 
@@ -64,7 +62,7 @@ func checks() []check {
 			defines: []string{"-DNA=2", "-DNB=2", "-DMUTANT=1"}, broken: true,
 			why: "two slot holders with one token (issue 53 item 3)"},
 		check{name: "semaphore/mutant 2 plain token from P's record only", model: "semaphore.pml",
-			defines: []string{"-DNA=2", "-DNB=0", "-DPLAIN", "-DKNOWN_DEFECT_COUNT=true", "-DMUTANT=2"}, broken: true,
+			defines: []string{"-DNA=2", "-DNB=0", "-DPLAIN", "-DMUTANT=2"}, broken: true,
 			why: "a plain holder's token repeats a slot holder's"},
 		check{name: "semaphore/mutant 3 setCount looks below max(N, n) only", model: "semaphore.pml",
 			defines: []string{"-DNA=2", "-DNB=0", "-DHAND", "-DMUTANT=3"}, broken: true,
@@ -107,24 +105,6 @@ func TestModels(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestSemaphoreKnownDefect checks that the semaphore model still finds a
-// defect of today's code, which the lead has been told of: a plain holder
-// takes its token from P's record and the count file only, so once P.slots
-// is removed while no slot is held, its token can repeat the last slot
-// holder's (setCount, for a slot holder, reads every slot's record). When
-// the code is fixed (publishLocked reading the slot files too, or slot
-// tokens written into P's record), this test fails: drop the exemption
-// KNOWN_DEFECT_COUNT from model/semaphore.pml and this test.
-func TestSemaphoreKnownDefect(t *testing.T) {
-	spin, cc := tools(t)
-	found, trail := run(t, spin, cc, check{name: "known defect", model: "semaphore.pml",
-		defines: []string{"-DNA=2", "-DNB=0", "-DPLAIN", "-DNOREPLACE"}})
-	if !found {
-		t.Fatal("the semaphore model no longer finds a plain holder's token repeating a slot holder's after P.slots was removed: if the code was fixed, remove KNOWN_DEFECT_COUNT from model/semaphore.pml and this test")
-	}
-	t.Logf("the defect's schedule:\n%s", trail)
 }
 
 // TestPortableKnownWedge checks that the portable model still finds a

@@ -60,9 +60,6 @@
 #ifndef MUTANT
 #define MUTANT 0
 #endif
-#ifndef KNOWN_DEFECT_COUNT
-#define KNOWN_DEFECT_COUNT false
-#endif
 #ifndef NOCRASHX
 #define NOCRASHX
 #endif
@@ -360,14 +357,22 @@ again:
 		last = gT[g];
 #if MUTANT != 2
 		last = max2(last, cT[ccur]);
+		/* internal/flock/slots.go:slotsFence: nothing recorded (a new
+		 * P, or P.slots made anew): the slot files keep their holders'
+		 * last tokens, and the sequence goes on above them. */
+		if
+		:: last == 0 ->
+			i = 0;
+			do
+			:: i < MAXK -> last = max2(last, sT[i]); i++
+			:: else -> break
+			od
+		:: else
+		fi;
 #endif
 		t = last + 1;
 		gT[g] = t;
-		/* KNOWN_DEFECT_COUNT: today's plain holder reads no slot file,
-		 * so after P.slots is removed while no slot is held, its token
-		 * can repeat the last slot's (see
-		 * model/model_test.go:TestSemaphoreKnownDefect). */
-		assigned(t, KNOWN_DEFECT_COUNT && cremoved)
+		assigned(t, false)
 	}
 	atomic {
 		holdG[me] = g;
