@@ -20,7 +20,7 @@ import (
 func init() {
 	register(&command{
 		name:    "run",
-		summary: "run a command while holding the lock on TARGET (like flock(1))",
+		summary: "run a command holding the lock TARGET.lock (as flock TARGET.lock, not flock TARGET)",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
 		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
 		brief: []string{"nonblock", "wait", "shared", "exclusive", "unlock", "conflict-exit-code", "close", "command", "no-fork", "verbose",

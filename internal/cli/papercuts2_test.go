@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestWhereRunSaysWhatItLocks: hold run F locks F.lock, not F, so a
+// flock(1) user of F does not exclude it. The three places a newcomer reads
+// first say so (the README's first paragraph, hold run --help, the top of
+// docs/cli.md), and none calls hold run "like flock(1)" without it.
+func TestWhereRunSaysWhatItLocks(t *testing.T) {
+	var brief bytes.Buffer
+	printCommandHelp(&brief, flagSetOf(commands["run"]), false)
+	if !strings.Contains(brief.String(), "flock TARGET.lock") || strings.Contains(brief.String(), "like flock(1)") {
+		t.Errorf("hold run --help does not say that flock(1) users lock TARGET.lock:\n%s", brief.String())
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(readme), "\n\n")
+	first, _, _ := strings.Cut(rest, "\n\n")
+	if !strings.Contains(first, "`hold run F` locks `F.lock`") || !strings.Contains(first, "`flock F.lock`") {
+		t.Errorf("the README's first paragraph does not say that hold run F locks F.lock:\n%s", first)
+	}
+	cli, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, _, _ := strings.Cut(string(cli), "\n## ")
+	if !strings.Contains(top, "`flock F.lock`") || !strings.Contains(top, "--lock-file F") {
+		t.Errorf("docs/cli.md's top does not say which file flock(1) users lock:\n%s", top)
+	}
+}
