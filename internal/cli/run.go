@@ -287,7 +287,7 @@ func shellCommand(s string) []string {
 // runLocked runs argv while l is held and returns its exit status, after
 // the command has exited. r passes signals on to it while it runs.
 func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD bool, r *runEvents) (int, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := commandFor(argv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = commandEnv(l, spec)
 	if passLock(cmd, l, closeFD) {

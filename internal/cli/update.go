@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -237,7 +236,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // *errkind.SignalError; a filter that cannot start gives an *errkind.ExecError, one that
 // fails a *filterError, and a failed write to out that write's error.
 func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Writer, sigs <-chan os.Signal, verbose bool) (int64, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := commandFor(argv)
 	cw := &countingWriter{w: out}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, cw, os.Stderr
 	cmd.Env = append(os.Environ(),
