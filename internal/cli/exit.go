@@ -36,6 +36,10 @@ const (
 // never a retry, as with every usage error.
 const exitEmptyOutput = exitUsage
 
+// exitStatusFree is hold status's answer when some TARGET is free: 0 is
+// "held", as a query command's 0 is "yes" (systemctl is-active, pgrep).
+const exitStatusFree = 1
+
 // exitUnavailable is a lock server (etcd, PostgreSQL) that could not be
 // reached: EX_UNAVAILABLE, which also says a command could not start.
 const exitUnavailable = exitExecFailed
@@ -55,6 +59,8 @@ ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
 is 65 all the same)`},
 	{"1", "busy (-n), timed out (-w); see -E", `the lock is busy (-n), the wait timed out (-w), or the wait gave up
 without the lock (its place in line went away); set another with -E N`},
+	{"0/1", "hold status: held / free", `hold status: 0 when every TARGET is held, 1 when some TARGET is free
+(or stale)`},
 	{"64", "usage error", `usage error: bad flag or argument; also hold update's FILTER
 printed nothing, without --allow-empty (FILE is left as it was)`},
 	{"65", "the lock is unusable, or lost", `the lock could not be used (unsupported filesystem, clock skew), or

@@ -32,10 +32,14 @@ status says so and, on Linux, names the processes that have the lock file
 open. Nothing is created or changed. With --json, one JSON object per
 TARGET is printed per line.
 
-Exit status: 0 when every TARGET could be inspected, else the status of the
-last failure (66: cannot open, e.g. a symlink or FIFO at the lock path,
-or a directory that does not exist, which no lock can be in). A
-directory at the lock path is reported as a portable-protocol lock.`,
+Exit status answers "is it held?", as systemctl is-active answers "is it
+active?": 0 when every TARGET is held (exclusive or shared, by anyone), 1
+when some TARGET is free (or stale: its holder is gone), so a script asks
+'if hold status T; then ...' without parsing --json. A TARGET that cannot
+be inspected gives the status of the last such failure instead (66:
+cannot open, e.g. a symlink or FIFO at the lock path, or a directory that
+does not exist, which no lock can be in). A directory at the lock path is
+reported as a portable-protocol lock.`,
 		run: runStatus,
 	})
 }
@@ -65,19 +69,23 @@ func runStatus(args []string) int {
 	if err := lockspec.HandOffIfRemote(targets...); err != nil {
 		return fail("status", err, exitConflict)
 	}
-	code := 0
+	code, free := 0, false
 	for _, target := range targets {
 		r, err := inspectTarget(&lf, target)
 		if err != nil {
 			code = fail("status", err, exitLockError)
 			continue
 		}
+		free = free || !r.Held
 		if *asJSON {
 			b, _ := json.Marshal(r)
 			fmt.Printf("%s\n", b)
 		} else {
 			printStatus(os.Stdout, r)
 		}
+	}
+	if code == 0 && free {
+		return exitStatusFree
 	}
 	return code
 }
