@@ -35,3 +35,24 @@ func TestWhereRunSaysWhatItLocks(t *testing.T) {
 		t.Errorf("docs/cli.md's top does not say which file flock(1) users lock:\n%s", top)
 	}
 }
+
+// TestFlockShapedLineHints: a command line in flock(1)'s shape, with its
+// flags first (hold -w 5 T -- CMD) or its file first (hold FILE CMD), is
+// refused with the hold run line that does it, as given, seconds and all.
+func TestFlockShapedLineHints(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-w", "5", "t", "--", "true"}, "hold run -w 5 t -- true"},
+		{[]string{"-w", "5", "t", "--", "ls"}, "hold run -w 5 t -- ls"},
+		{[]string{"/var/lock/x.lock", "cmd"}, "hold run /var/lock/x.lock cmd"},
+		{[]string{"x.lock", "sh", "-c", "echo $x"}, "hold run x.lock sh -c 'echo $x'"},
+		{[]string{"-n", "run", "T"}, "hold run -n ..."},
+		{[]string{"stauts", "T"}, "did you mean 'hold status'"},
+	} {
+		if got := unknownCommand(c.args); !strings.Contains(got, c.want) {
+			t.Errorf("hold %q: %s\nwant it to say %q", c.args, got, c.want)
+		}
+	}
+}
