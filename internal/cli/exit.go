@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/flock"
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
@@ -185,6 +186,11 @@ func fail(cmd string, err error, conflict int) int {
 	code := exitCode(err, conflict)
 	if quietConflict && errkind.Of(err)&(errkind.Busy|errkind.Timeout) != 0 && errkind.Of(err)&errkind.Signal == 0 {
 		return code
+	}
+	if cmd == "run" || cmd == "update" || cmd == "append" {
+		// The library names every front end's way to make a missing
+		// directory; this one's is the command's own flag.
+		flock.HintMakeDirs(err, "hold "+cmd+" --make-dirs")
 	}
 	fmt.Fprintf(os.Stderr, "hold %s: %v\n", cmd, err)
 	if code == exitUsage {

@@ -3,8 +3,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -89,5 +91,53 @@ func TestLsOneLinePerDotLockTarget(t *testing.T) {
 	rows = locks(runHold(t, dir, "ls", ".").stdout)
 	if len(rows) != 1 || !strings.Contains(rows[0], "held") || !strings.Contains(rows[0], strconv.Itoa(fl.Process.Pid)) {
 		t.Errorf("hold ls while flock(1) (pid %d) holds x.lock: want one line naming it: %q", fl.Process.Pid, rows)
+	}
+}
+
+// TestMissingDirectoryHintNamesCallersOption: a lock file's missing
+// directory is reported with the one way the caller has to make it: the
+// command's own --make-dirs (hold append's is hold append --make-dirs),
+// and to an agent's Python or Node client its keyword; a client that does
+// not say what it is gets every front end's.
+func TestMissingDirectoryHintNamesCallersOption(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"append", "nodir/f", "x"},
+		{"update", "nodir/f", "--", "cat"},
+		{"run", "nodir/f", "--", "true"},
+	} {
+		r := runHold(t, dir, args...)
+		want := "hold " + args[0] + " --make-dirs"
+		if r.code != exitCannotOpen || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "in Python") {
+			t.Errorf("hold %s: exit %d, want %d naming %q only: %s", strings.Join(args, " "), r.code, exitCannotOpen, want, r.stderr)
+		}
+	}
+	for client, want := range map[string]string{
+		"app.py, python pid 4200": "make_dirs=True",
+		"app.js, node pid 4200":   "makeDirs: true",
+		"":                        "make_dirs in Python",
+	} {
+		cmd := exec.Command(holdBin, "agent", "--for", client)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(`{"id":1,"op":"acquire","target":"nodir/x"}` + "\n")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hold agent: %v", err)
+		}
+		var reply struct {
+			Error struct{ Message, Hint string }
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(line, `{"id":1,`) {
+				json.Unmarshal([]byte(line), &reply)
+			}
+		}
+		if !strings.Contains(reply.Error.Hint, want) || !strings.Contains(reply.Error.Message, want) {
+			t.Errorf("agent for %q: error %+v, want it to name %q", client, reply.Error, want)
+		}
+		if client != "" && (strings.Contains(reply.Error.Message, "--make-dirs") || strings.Contains(reply.Error.Hint, "--make-dirs")) {
+			t.Errorf("agent for %q names the command line's flag: %+v", client, reply.Error)
+		}
 	}
 }
