@@ -11,7 +11,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hold-dev/hold/internal/testenv"
 )
@@ -139,5 +141,42 @@ func TestMissingDirectoryHintNamesCallersOption(t *testing.T) {
 		if client != "" && (strings.Contains(reply.Error.Message, "--make-dirs") || strings.Contains(reply.Error.Hint, "--make-dirs")) {
 			t.Errorf("agent for %q names the command line's flag: %+v", client, reply.Error)
 		}
+	}
+}
+
+// TestInterruptIgnoredIsTold: a first SIGINT that the command ignores is
+// followed by a word that it still runs and how to kill it; the second
+// says it kills, and no message claims a grace period ("after 0s") that
+// Ctrl-C twice never gave.
+func TestInterruptIgnoredIsTold(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, stderr := startHold(t, dir, "run", "T", "-c", `trap '' INT; touch ready; while [ -e ready ]; do sleep 0.02; done`)
+	waitFor(t, filepath.Join(dir, "ready"))
+	cmd.Process.Signal(syscall.SIGINT)
+	deadline := time.Now().Add(hangLimit)
+	for !strings.Contains(stderr(), "still running after the interrupt; interrupt again within") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word after an ignored SIGINT: %q", stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Keep pressing: any two within the window kill the command, however
+	// slowly a loaded machine delivers them.
+	stopPressing := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopPressing:
+				return
+			case <-time.After(200 * time.Millisecond):
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+		}
+	}()
+	code := waitExit(t, cmd)
+	close(stopPressing)
+	if code != exitKilled || !strings.Contains(stderr(), "second interrupt within 2s: killing") || strings.Contains(stderr(), "after 0s") {
+		t.Errorf("double SIGINT: exit %d, want %d, and no \"after 0s\": %s", code, exitKilled, stderr())
 	}
 }

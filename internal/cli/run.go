@@ -24,7 +24,7 @@ func init() {
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
 		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
 		brief: []string{"nonblock", "wait", "shared", "exclusive", "unlock", "conflict-exit-code", "close", "command", "no-fork", "verbose",
-			"", "lock-file", "name", "protocol", "fair", "kill-after"},
+			"", "lock-file", "name", "protocol", "slots", "fair", "quiet", "kill-after"},
 		run: runRun,
 	})
 }
@@ -130,6 +130,11 @@ Not supported: flock(1)'s --fcntl, --start and --length (byte-range locks);
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
+
+// interruptNoticeAfter is how long after a first SIGINT hold says that
+// the command still runs: long enough for a command that obeys it to be
+// gone, so that only one that does not is talked about.
+const interruptNoticeAfter = 500 * time.Millisecond
 
 func runRun(args []string) int {
 	fs := newFlagSet("run", false)
@@ -408,6 +413,9 @@ func (r *runEvents) loop() {
 		childGone     bool
 		exits         <-chan os.Signal
 		reapAt        <-chan time.Time
+		// intNotice fires interruptNoticeAfter a first interrupt, to
+		// say that the command still runs and how to kill it.
+		intNotice <-chan time.Time
 	)
 	defer stop.end()
 	defer func() { r.killed = stop.hit }()
@@ -428,7 +436,19 @@ func (r *runEvents) loop() {
 				// stopped already.
 				continue
 			}
+			prev := lastInterrupt
 			lastInterrupt = r.forward(run, sig, lastInterrupt, &stop)
+			if lastInterrupt != prev {
+				intNotice = time.After(interruptNoticeAfter)
+			}
+		case <-intNotice:
+			intNotice = nil
+			if !childGone && !stop.active() {
+				// A command that ignores SIGINT (or takes its time)
+				// would otherwise leave the user with no word at all.
+				fmt.Fprintf(os.Stderr, "hold: %s (pid %d) is still running after the interrupt; interrupt again within %s (Ctrl-C) to kill it and every process it started\n",
+					run.cmd.Args[0], run.cmd.Process.Pid, doubleInterruptWindow-interruptNoticeAfter)
+			}
 		case run = <-r.start:
 			defer run.t.close()
 			exits = run.t.exits()
@@ -506,7 +526,7 @@ func (r *runEvents) forward(run started, sig os.Signal, lastInterrupt time.Time,
 	if isInterrupt(sig) {
 		now := time.Now()
 		if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
-			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d) and every process it started\n", run.cmd.Args[0], run.cmd.Process.Pid)
+			fmt.Fprintf(os.Stderr, "hold: second interrupt within %s: killing %s (pid %d) and every process it started (SIGKILL)\n", doubleInterruptWindow, run.cmd.Args[0], run.cmd.Process.Pid)
 			stop.begin(run.t, run.cmd.Args[0], 0)
 			stop.kill()
 			return lastInterrupt
