@@ -180,3 +180,23 @@ func TestInterruptIgnoredIsTold(t *testing.T) {
 		t.Errorf("double SIGINT: exit %d, want %d, and no \"after 0s\": %s", code, exitKilled, stderr())
 	}
 }
+
+// TestMultiLineCommandShownOnOneLine: the holder of a multi-line -c
+// command is shown with its line breaks escaped, in hold status and hold
+// ls, and with its secrets masked without losing the ";" after one.
+func TestMultiLineCommandShownOnOneLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	holder, _ := startHold(t, dir, "run", "T", "-c", "echo token=$T; true\n"+gatedCommand)
+	waitFor(t, filepath.Join(dir, "ready"))
+	st := runHold(t, dir, "status", "T").stdout
+	ls := runHold(t, dir, "ls", ".").stdout
+	if !strings.Contains(st, `echo token=***; true\necho $$ > ready.tmp`) {
+		t.Errorf("hold status does not show the command on one line, its secret masked and its ';' kept:\n%s", st)
+	}
+	if n := strings.Count(strings.TrimSpace(ls), "\n"); n != 1 {
+		t.Errorf("hold ls: %d lines, want a header and one lock:\n%s", n+1, ls)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	waitExit(t, holder)
+}

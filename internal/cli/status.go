@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hold-dev/hold"
@@ -148,7 +147,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", who+":", line)
 		if len(h.Command) > 0 {
-			fmt.Fprintf(w, "  command:   %s\n", strings.Join(h.Command, " "))
+			fmt.Fprintf(w, "  command:   %s\n", h.CommandLine())
 		}
 		if h.StartedAt != nil {
 			since := h.StartedAt.Local().Format(time.RFC3339)
@@ -172,7 +171,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		fmt.Fprintf(w, "  kernel:    lock %skept by pid %s\n", also, report.JoinPIDs(kernel))
 	}
 	for _, o := range r.Openers {
-		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, o.Command)
+		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, report.OneLine(o.Command))
 	}
 	fmt.Fprintf(w, "  token:     %d\n", r.Token)
 	if r.Judged != "" {
@@ -198,7 +197,7 @@ func printSemaphore(w io.Writer, name string, r *report.Status) {
 				line += " on host " + h.Host
 			}
 			if len(h.Command) > 0 {
-				line += " (" + strings.Join(h.Command, " ") + ")"
+				line += " (" + h.CommandLine() + ")"
 			}
 			if h.StartedAt != nil {
 				line += fmt.Sprintf(" for %s", lockspec.RoundDuration(time.Since(*h.StartedAt)))
