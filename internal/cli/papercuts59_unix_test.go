@@ -200,3 +200,26 @@ func TestMultiLineCommandShownOnOneLine(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
 	waitExit(t, holder)
 }
+
+// TestStatusOfReleasedLockSaysWhatItKnows: a released portable lock is not
+// called a kernel lock (its directory is gone; its gate's queue tells),
+// a lock path with nothing at it says the protocol named is the one it
+// would be taken with, and a free lock's token is the last one given.
+func TestStatusOfReleasedLockSaysWhatItKnows(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runHold(t, dir, "run", "--protocol", "dir", "P", "--", "true"); r.code != 0 {
+		t.Fatalf("hold run --protocol dir: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runHold(t, dir, "status", "P"); !strings.Contains(r.stdout, "protocol:  dir") || strings.Contains(r.stdout, "flock") {
+		t.Errorf("status of a released portable lock:\n%s", r.stdout)
+	}
+	if r := runHold(t, dir, "status", "never"); !strings.Contains(r.stdout, "protocol:  flock (nothing at the lock path") {
+		t.Errorf("status of a lock never taken:\n%s", r.stdout)
+	}
+	runHold(t, dir, "run", "K", "--", "true")
+	r := runHold(t, dir, "status", "K")
+	if !strings.Contains(r.stdout, "protocol:  flock\n") || !strings.Contains(r.stdout, "last token: 1") {
+		t.Errorf("status of a released kernel lock:\n%s", r.stdout)
+	}
+}

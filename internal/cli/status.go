@@ -2,14 +2,18 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/dirlock"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
@@ -132,7 +136,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		return
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.State)
-	fmt.Fprintf(w, "  protocol:  %s\n", r.Protocol)
+	fmt.Fprintf(w, "  protocol:  %s\n", protocolLine(r))
 	if h := r.Holder; h != nil {
 		who := "holder"
 		if !r.Held {
@@ -173,13 +177,39 @@ func printStatus(w io.Writer, r *report.Status) {
 	for _, o := range r.Openers {
 		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, report.OneLine(o.Command))
 	}
-	fmt.Fprintf(w, "  token:     %d\n", r.Token)
+	switch {
+	case r.Held:
+		fmt.Fprintf(w, "  token:     %d\n", r.Token)
+	case r.Token > 0:
+		// Free: the token is the last one given, not anyone's now.
+		fmt.Fprintf(w, "  last token: %d\n", r.Token)
+	default:
+		fmt.Fprintf(w, "  last token: none kept\n")
+	}
 	if r.Judged != "" {
 		fmt.Fprintf(w, "  judged:    %s\n", r.Judged)
 	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note:      %s\n", r.Note)
 	}
+}
+
+// protocolLine is the protocol of a lock as status says it. A free lock
+// with nothing at its path is in no protocol: the one named is the one it
+// would be taken with (the flags', or the default), and a portable lock,
+// whose directory goes when it is released, is told by its waiting gate's
+// queue, which stays beside it.
+func protocolLine(r *report.Status) string {
+	if r.Held {
+		return r.Protocol
+	}
+	if _, err := os.Lstat(r.Path); !errors.Is(err, fs.ErrNotExist) {
+		return r.Protocol
+	}
+	if _, err := os.Lstat(r.Path + dirlock.GateSuffix + fairq.QueueFileSuffix); err == nil {
+		return "dir (free: a portable lock's directory is gone once released)"
+	}
+	return r.Protocol + " (nothing at the lock path: the protocol it would be taken with)"
 }
 
 // printSemaphore is printStatus for a semaphore: how many slots are held,
