@@ -223,3 +223,30 @@ func TestStatusOfReleasedLockSaysWhatItKnows(t *testing.T) {
 		t.Errorf("status of a released kernel lock:\n%s", r.stdout)
 	}
 }
+
+// TestUnreadableOwnFileSaysWhatFailed: a yarn.lock whose own mode keeps
+// the user out (000) is reported as that file's permissions, not as a
+// directory where the lock file cannot be created: its companion
+// yarn.lock.lock was created.
+func TestUnreadableOwnFileSaysWhatFailed(t *testing.T) {
+	needRootCLI(t, "running hold as another user, whom a mode-000 file keeps out")
+	bin := holdAsNobody(t)
+	dir := filepath.Join(publicDir(t), "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	yarn := filepath.Join(dir, "yarn.lock")
+	if err := os.WriteFile(yarn, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, yarn} {
+		if err := os.Chown(p, nobodyID, nobodyID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nobody := &syscall.Credential{Uid: nobodyID, Gid: nobodyID}
+	r := runHoldAs(t, bin, nobody, dir, "run", "yarn.lock", "--", "true")
+	if r.code != exitCannotOpen || !strings.Contains(r.stderr, "the file exists, but its permissions (----------") || strings.Contains(r.stderr, "create the lock file there") {
+		t.Errorf("hold run yarn.lock on a mode-000 yarn.lock: exit %d, want %d and the file's permissions named: %s", r.code, exitCannotOpen, r.stderr)
+	}
+}
