@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hold-dev/hold/internal/lockspec"
 )
 
 // TestWhereRunSaysWhatItLocks: hold run F locks F.lock, not F, so a
@@ -53,6 +55,38 @@ func TestFlockShapedLineHints(t *testing.T) {
 	} {
 		if got := unknownCommand(c.args); !strings.Contains(got, c.want) {
 			t.Errorf("hold %q: %s\nwant it to say %q", c.args, got, c.want)
+		}
+	}
+}
+
+// TestHelpLinesFitAndFlow: no line of any command's full help (hold help
+// CMD, which the man page is made of) passes 100 columns, and no
+// paragraph breaks a line early, mid-sentence: every line of a paragraph
+// of prose but its last is at least half as wide as the text is wrapped
+// (issue 59: "... another process. The command runs" then "with the lock
+// held, ...").
+func TestHelpLinesFitAndFlow(t *testing.T) {
+	t.Setenv(lockspec.ProtocolEnv, "")
+	for _, name := range visibleCommands() {
+		c := commands[name]
+		var full bytes.Buffer
+		printCommandHelp(&full, flagSetOf(c), true)
+		for _, l := range strings.Split(full.String(), "\n") {
+			if len(l) > 100 {
+				t.Errorf("hold help %s: a line of %d columns: %q", name, len(l), l)
+			}
+		}
+		for _, par := range strings.Split(c.help, "\n\n") {
+			lines := strings.Split(strings.Trim(par, "\n"), "\n")
+			for i, l := range lines[:len(lines)-1] {
+				next := lines[i+1]
+				if strings.HasPrefix(l, " ") || strings.HasPrefix(next, " ") || strings.HasSuffix(l, ":") {
+					continue // an example, a list, or what introduces one
+				}
+				if len(l) < 38 {
+					t.Errorf("hold help %s breaks a line early, mid-paragraph: %q, then %q", name, l, next)
+				}
+			}
 		}
 	}
 }

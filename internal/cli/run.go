@@ -33,14 +33,14 @@ const runHelp = `
 The lock path is TARGET.lock, or --lock-file, or --name. A TARGET whose name
 ends in .lock (yarn.lock, Cargo.lock) is locked itself too, after
 TARGET.lock, writing nothing into it: so flock x.lock and hold run x.lock
-exclude each other, and a command that saves x.lock by rename keeps the lock.
-hold run F for another F locks F.lock, not F, which flock F locks: on a
-terminal or with --verbose hold says when F itself is locked by another
-process. The command runs
-with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
-fencing token) in its environment, and the lock is released when it exits,
-not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
-before TARGET; everything after it belongs to the command.
+exclude each other, and a command that saves x.lock by rename keeps the
+lock. hold run F for another F locks F.lock, not F, which flock F locks: on
+a terminal or with --verbose hold says when F itself is locked by another
+process. The command runs with the lock held, with HOLD_TARGET,
+HOLD_LOCK_FILE and HOLD_TOKEN (the fencing token) in its environment, and
+the lock is released when it exits, not before. -c runs the string with
+/bin/sh -c (cmd /C on Windows). Flags go before TARGET; everything after it
+belongs to the command.
 
 --slots N takes one of N slots of a semaphore instead: at most N commands
 at once, waiters served in arrival order, each the first slot that is
@@ -104,17 +104,17 @@ X.lock, as proper-lockfile makes): take that one with --protocol dir.
 
 Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
 command, locks descriptor FD, which the shell opened, with one flock(2), as
-flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or
-( hold run -n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and
-a hold lock file emptied so starts its fencing tokens again from 1. The
-lock belongs to the shell's open file and stays held until the shell
-closes FD or runs 'hold run -u FD'. It
-takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An exclusive lock's
-owner record names the process that keeps FD (hold's parent, the shell or
-subshell), not hold, which exits at once; -u leaves a past record in its
-place, keeping the token. -w here tries again every few milliseconds (up to 25ms apart) rather
-than sleeping in the kernel, so that a lock granted after the deadline can
-never be left on the shell's descriptor.
+flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or ( hold run
+-n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and a hold lock
+file emptied so starts its fencing tokens again from 1. The lock belongs to
+the shell's open file and stays held until the shell closes FD or runs 'hold
+run -u FD'. It takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An
+exclusive lock's owner record names the process that keeps FD (hold's
+parent, the shell or subshell), not hold, which exits at once; -u leaves a
+past record in its place, keeping the token. -w here tries again every few
+milliseconds (up to 25ms apart) rather than sleeping in the kernel, so that
+a lock granted after the deadline can never be left on the shell's
+descriptor.
 
 No fork: -F/--no-fork (flock -F) runs the command in hold's place (exec),
 keeping the lock's descriptor, named by HOLD_LOCK_FD; the lock is released
