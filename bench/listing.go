@@ -148,7 +148,7 @@ func measureListing(self, holdBin string, sizes []int, runs int) ([]listingRow, 
 				start := time.Now()
 				out, err := cmd.CombinedOutput()
 				d := time.Since(start)
-				// hold status exits 1 for a held lock, by design.
+				// hold status exits 1 for a free lock, by design.
 				if err != nil && !(at == 2 && cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 1) {
 					return fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, out)
 				}

@@ -1131,11 +1131,25 @@ function tryLock(target, opts) {
 }
 
 /**
+ * The error of withLock, update and their Sync forms called without a
+ * function second: it says the order they take, and, when the options came
+ * second and the function third (withLock(t, {timeout}, fn)), that the two
+ * are the wrong way round.
+ */
+function needsFunction(name, first, what, fn, opts) {
+  const order = `${name}(${first}, fn, opts): the function comes second, the options third`;
+  if (typeof opts === 'function') {
+    return `${name} needs ${what} second, and got the options there and the function third; call it as ${order}`;
+  }
+  return `${name} needs ${what}, got ${fn === null ? 'null' : typeof fn}; call it as ${order}`;
+}
+
+/**
  * Runs fn(lock) under the lock and releases it whatever fn does. Returns
  * fn's result; if fn succeeded but the lock was lost, rejects with 'ELOST'.
  */
 async function withLock(target, fn, opts) {
-  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'withLock needs a function to run under the lock');
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', needsFunction('withLock', 'target', 'a function to run under the lock', fn, opts));
   const l = await lock(target, opts);
   let result;
   try {
@@ -1175,7 +1189,7 @@ function toBytes(data, what) {
  * `hold update` would, and process.on('warning') sees it.
  */
 async function update(file, fn, opts = {}) {
-  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'update needs a function from the old content to the new');
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', needsFunction('update', 'file', 'a function from the old content to the new', fn, opts));
   const req = requestOptions(file, opts, UPDATE_OPTIONS);
   const encoding = opts.encoding ?? 'utf8';
   if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);
@@ -1313,7 +1327,7 @@ function isThenable(x) {
  * the lock (use withLock).
  */
 function withLockSync(target, fn, opts) {
-  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'withLockSync needs a function to run under the lock');
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', needsFunction('withLockSync', 'target', 'a function to run under the lock', fn, opts));
   const l = lockSync(target, opts);
   let result;
   try {
@@ -1336,7 +1350,7 @@ function withLockSync(target, fn, opts) {
  */
 function updateSync(file, fn, opts = {}) {
   const what = `updateSync(${JSON.stringify(file)})`;
-  if (typeof fn !== 'function') throw new HoldError('EINVAL', 'updateSync needs a function from the old content to the new');
+  if (typeof fn !== 'function') throw new HoldError('EINVAL', needsFunction('updateSync', 'file', 'a function from the old content to the new', fn, opts));
   const req = syncOptions(file, opts, SYNC_UPDATE_OPTIONS, what);
   const encoding = opts.encoding ?? 'utf8';
   if (encoding !== 'utf8' && encoding !== 'buffer') throw new HoldError('EINVAL', `encoding must be 'utf8' or 'buffer', not ${JSON.stringify(encoding)}`);

@@ -124,7 +124,7 @@ func (h *Holder) String() string {
 	if len(h.PIDs) > 0 && !containsInt(h.PIDs, pid) {
 		fmt.Fprintf(&b, "pid %s", joinInts(h.PIDs))
 		if c := h.Commands[h.PIDs[0]]; c != "" {
-			fmt.Fprintf(&b, " (%s)", c)
+			fmt.Fprintf(&b, " (%s)", oneLine(c))
 		}
 		if o != nil && o.PID != 0 {
 			fmt.Fprintf(&b, ", recorded owner pid %d", o.PID)
@@ -140,9 +140,9 @@ func (h *Holder) String() string {
 	}
 	fmt.Fprintf(&b, "pid %d", o.PID)
 	if len(o.Command) > 0 {
-		fmt.Fprintf(&b, " (%s)", shorten(strings.Join(o.Command, " "), 60))
+		fmt.Fprintf(&b, " (%s)", shorten(oneLine(strings.Join(o.Command, " ")), 60))
 	} else if c := h.Commands[o.PID]; c != "" {
-		fmt.Fprintf(&b, " (%s)", shorten(c, 60))
+		fmt.Fprintf(&b, " (%s)", shorten(oneLine(c), 60))
 	}
 	if o.Host != "" {
 		fmt.Fprintf(&b, " on host %s", o.Host)
@@ -213,6 +213,13 @@ func joinInts(xs []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// oneLine writes a command line's line breaks and tabs as \n, \r and
+// \t, so that a multi-line shell command (hold run -c 'a
+// b') stays on the one line of a message, and in its column of a table.
+func oneLine(s string) string { return lineBreaks.Replace(s) }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
 
 func shorten(s string, n int) string {
 	if len(s) <= n {

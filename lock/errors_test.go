@@ -86,3 +86,19 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestHolderCommandOnOneLine: a multi-line command line (hold run -c 'a
+// newline b') is shown on the one line of a busy message, its line
+// breaks and tabs written as \n, \r and \t (issue 59).
+func TestHolderCommandOnOneLine(t *testing.T) {
+	for _, h := range []*Holder{
+		{Owner: &Owner{PID: 7, Command: []string{"sh", "-c", "echo a\n\tb\r"}}},
+		{Owner: &Owner{PID: 7}, Commands: map[int]string{7: "sh -c echo a\n\tb\r"}},
+		{PIDs: []int{8}, Commands: map[int]string{8: "sh -c echo a\n\tb\r"}},
+	} {
+		got := h.String()
+		if strings.ContainsAny(got, "\n\r\t") || !strings.Contains(got, `echo a\n\tb\r`) {
+			t.Errorf("holder %+v: %q, want the command on one line", h, got)
+		}
+	}
+}

@@ -25,10 +25,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hold-dev/hold/internal/flock"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
 )
@@ -109,6 +111,28 @@ func Serve(in io.Reader, out io.Writer, terminate <-chan os.Signal, opts Options
 	a := newAgent(out)
 	a.client, a.version = opts.Client, "hold "+opts.Version
 	a.serve(in, terminate)
+}
+
+// forClient words r's error for the agent's client: the library's
+// missing-directory hint names every front end's option, and a Python
+// or Node client (which say so in --for: "app.py, python pid 4200")
+// needs its own only.
+func (a *agent) forClient(r *reply) {
+	e := r.Error
+	if e == nil || e.Hint != flock.MissingDirHint {
+		return
+	}
+	var how string
+	switch {
+	case strings.Contains(a.client, ", python pid "):
+		how = "make_dirs=True"
+	case strings.Contains(a.client, ", node pid "):
+		how = "{ makeDirs: true }"
+	default:
+		return
+	}
+	e.Hint = flock.MissingDirHintFor(how)
+	e.Message = strings.ReplaceAll(e.Message, flock.MissingDirHint, e.Hint)
 }
 
 // serve answers the requests read from in until in ends, stdout fails or
@@ -330,6 +354,7 @@ func (a *agent) send(r *reply) {
 	if a.nroutes.Load() > 0 && a.route(r) {
 		return
 	}
+	a.forClient(r)
 	b := encodeReply(r)
 	a.outMu.Lock()
 	a.out.Write(b)

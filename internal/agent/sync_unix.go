@@ -150,6 +150,7 @@ func (a *agent) serveSync(ch *syncChannel) {
 		if spin != nil {
 			r.SpinMicros, spin = spin, nil
 		}
+		a.forClient(r)
 		// A queued reply's real one comes on stdout, later: the
 		// client has nothing to send meanwhile.
 		in.expect = r.OK && !r.Queued

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hold-dev/hold/internal/errkind"
+	"github.com/hold-dev/hold/internal/flock"
 )
 
 // Exit statuses. 1 is flock(1)'s "busy or timed out"; the rest are the BSD
@@ -36,6 +37,10 @@ const (
 // never a retry, as with every usage error.
 const exitEmptyOutput = exitUsage
 
+// exitStatusFree is hold status's answer when some TARGET is free: 0 is
+// "held", as a query command's 0 is "yes" (systemctl is-active, pgrep).
+const exitStatusFree = 1
+
 // exitUnavailable is a lock server (etcd, PostgreSQL) that could not be
 // reached: EX_UNAVAILABLE, which also says a command could not start.
 const exitUnavailable = exitExecFailed
@@ -55,6 +60,8 @@ ran --kill-after after SIGTERM, or Ctrl-C came twice (a lost lock
 is 65 all the same)`},
 	{"1", "busy (-n), timed out (-w); see -E", `the lock is busy (-n), the wait timed out (-w), or the wait gave up
 without the lock (its place in line went away); set another with -E N`},
+	{"0/1", "hold status: held / free", `hold status: 0 when every TARGET is held, 1 when some TARGET is free
+(or stale)`},
 	{"64", "usage error", `usage error: bad flag or argument; also hold update's FILTER
 printed nothing, without --allow-empty (FILE is left as it was)`},
 	{"65", "the lock is unusable, or lost", `the lock could not be used (unsupported filesystem, clock skew), or
@@ -179,6 +186,11 @@ func fail(cmd string, err error, conflict int) int {
 	code := exitCode(err, conflict)
 	if quietConflict && errkind.Of(err)&(errkind.Busy|errkind.Timeout) != 0 && errkind.Of(err)&errkind.Signal == 0 {
 		return code
+	}
+	if cmd == "run" || cmd == "update" || cmd == "append" {
+		// The library names every front end's way to make a missing
+		// directory; this one's is the command's own flag.
+		flock.HintMakeDirs(err, "hold "+cmd+" --make-dirs")
 	}
 	fmt.Fprintf(os.Stderr, "hold %s: %v\n", cmd, err)
 	if code == exitUsage {

@@ -227,7 +227,7 @@ func TestFlockUserMessages(t *testing.T) {
 		{"-u with a command", []string{"run", "-u", "T", "--", "true"}, exitUsage, []string{"hold run -u"}, nil, false},
 		{"-F with -o", []string{"run", "-F", "-o", "T", "--", "true"}, exitUsage, []string{"exclude each other"}, nil, false},
 		{"a descriptor with --lock-file", []string{"run", "--lock-file", "F", "9"}, exitUsage, []string{"does not apply to a descriptor"}, nil, false},
-		{"a descriptor not open", []string{"run", "-n", "9"}, exitLockError, []string{"exec 9>FILE"}, nil, true},
+		{"a descriptor not open", []string{"run", "-n", "9"}, exitLockError, []string{"exec 9>>FILE", "9>>FILE (>> keeps"}, nil, true},
 	} {
 		r := runHold(t, dir, tc.args...)
 		if r.code != tc.want {

@@ -116,7 +116,8 @@ func TestFirstScreens(t *testing.T) {
 	for _, want := range []string{
 		"hold run [flags] TARGET -- COMMAND [ARGS...]", "-n, --nonblock", "-w, --wait SECONDS", "-s, --shared",
 		"-x, --exclusive", "-u, --unlock", "-E, --conflict-exit-code N", "-o, --close", "-c, --command",
-		"-F, --no-fork", "--verbose", "--lock-file PATH", "--name NAME", "--protocol NAME", "--fair", "--kill-after",
+		"-F, --no-fork", "--verbose", "--lock-file PATH", "--name NAME", "--protocol NAME", "--slots N", "--fair",
+		"-q, --quiet", "--kill-after",
 		"Exit status:", "  70     deadlock", "'hold help run'",
 	} {
 		if !strings.Contains(brief.String(), want) {
@@ -129,8 +130,8 @@ func TestFirstScreens(t *testing.T) {
 			listed = append(listed, m[1])
 		}
 	}
-	if len(listed) != 15 {
-		t.Errorf("hold run --help lists %d flags, want the 10 of flock(1) and 5 of hold's: %v", len(listed), listed)
+	if len(listed) != 17 {
+		t.Errorf("hold run --help lists %d flags, want the 10 of flock(1) and 7 of hold's: %v", len(listed), listed)
 	}
 	if !strings.Contains(full.String(), "Lock lifetime:") || !strings.Contains(full.String(), "--etcd-ca") {
 		t.Errorf("hold help run lost its full text:\n%s", full.String())

@@ -360,11 +360,25 @@ func printBriefHelp(w io.Writer, fs *gnuflag.FlagSet, c *command) {
 			if f == nil {
 				panic("hold: the brief help of " + c.name + " names no flag --" + n)
 			}
+			if u, ok := briefUsage[n]; ok {
+				short := *f
+				short.Usage = u
+				f = &short
+			}
 			sub.AddFlag(f)
 		}
 		fmt.Fprintf(w, "\n%s\n%s", part.title, sub.Usages(100))
 	}
 	fmt.Fprintf(w, "\n%s\nSee 'hold help %s' or 'man hold' for all of its flags and how it behaves.\n", briefExitStatuses(), c.name)
+}
+
+// briefUsage is a flag's text on a first screen of --help, where its
+// whole text (hold help CMD) would take more lines than the screen has.
+var briefUsage = map[string]string{
+	"wait":    "wait at most `SECONDS` for a busy lock, then fail with exit 1 (or -E)",
+	"verbose": "report waits, busy locks and timeouts on stderr, even off a terminal",
+	"slots":   "take one of `N` slots: at most N holders at once (HOLD_SLOT)",
+	"quiet":   "say nothing of a busy lock or a timeout, even on a terminal",
 }
 
 // slicesCut splits s around the first sep, as strings.Cut does.

@@ -335,10 +335,23 @@ func (l *lister) walk(dir string) error {
 			subdirs = append(subdirs, filepath.Join(dir, name))
 		}
 	}
+	regular := map[string]bool{}
+	for _, e := range locks {
+		if e.Type().IsRegular() {
+			regular[e.Name()] = true
+		}
+	}
 	listed := map[string]bool{}
 	for _, e := range locks {
 		path := filepath.Join(dir, e.Name())
 		listed[path] = true
+		if e.Type().IsRegular() && regular[e.Name()+lockpath.Suffix] {
+			// A target named *.lock (yarn.lock) beside its companion
+			// (yarn.lock.lock): one resource, one line, the
+			// companion's, which also reports a holder of the file
+			// itself (listLock), as hold status does.
+			continue
+		}
 		if err := l.listLock(path, e, side); err != nil {
 			l.report(err)
 		}
@@ -402,6 +415,8 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 		if err == nil && st.State != hold.Free {
 			// Kernel waiters wait only for a held lock.
 			use = l.kernel.use(fi)
+		} else if err == nil {
+			st, use = l.ownFileHolder(path, st)
 		}
 	}
 	if err != nil {
@@ -414,6 +429,26 @@ func (l *lister) listLock(path string, e fs.DirEntry, side sideFiles) error {
 	}
 	l.add(st, l.waiters(st, use, side))
 	return nil
+}
+
+// ownFileHolder returns the state of the target a free companion serves
+// (path is "yarn.lock.lock", the target "yarn.lock") when that file is
+// itself locked (by flock(1), or an earlier hold that locked it alone),
+// at the file's path, as hold status reports it; else st, free.
+func (l *lister) ownFileHolder(path string, st *hold.Status) (*hold.Status, kernelUse) {
+	own := strings.TrimSuffix(path, lockpath.Suffix)
+	if !lockpath.IsLockName(own) {
+		return st, kernelUse{}
+	}
+	fi, err := os.Lstat(own)
+	if err != nil || !fi.Mode().IsRegular() {
+		return st, kernelUse{}
+	}
+	ost, err := lockspec.InspectAny("", hold.LockFile(own))
+	if err != nil || ost.State == hold.Free {
+		return st, kernelUse{}
+	}
+	return ost, l.kernel.use(fi)
 }
 
 // waiters counts who waits for the lock st describes.

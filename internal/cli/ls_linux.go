@@ -92,7 +92,13 @@ func (l *lister) listHeldEverywhere() error {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	for _, path := range slices.Compact(paths) {
+	paths = slices.Compact(paths)
+	for _, path := range paths {
+		if _, found := slices.BinarySearch(paths, path+lockpath.Suffix); found {
+			// yarn.lock held with its companion yarn.lock.lock: one
+			// line, the companion's (see walk).
+			continue
+		}
 		fi, err := os.Lstat(path)
 		if err != nil || !fi.Mode().IsRegular() || !lockpath.IsLockName(filepath.Base(path)) {
 			continue

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hold-dev/hold/internal/gnuflag"
@@ -110,13 +111,47 @@ func unknownCommand(args []string) string {
 			if _, ok := commands[a]; ok {
 				return fmt.Sprintf("hold: flags go after the command: hold %s %s ...", a, strings.Join(args[:i], " "))
 			}
+			if _, err := strconv.ParseFloat(a, 64); a == "--" || !strings.HasPrefix(a, "-") && err != nil {
+				// Past the flags and their values: the words that
+				// follow are a target and a command, whatever their
+				// names (hold -w 5 T -- ls).
+				break
+			}
 		}
-		return fmt.Sprintf("hold: unknown command %q: flags go after a command, as in hold run %s TARGET -- COMMAND; 'hold help' lists the commands", args[0], args[0])
+		if len(args) == 1 {
+			return fmt.Sprintf("hold: unknown command %q: flags go after a command, as in hold run %s TARGET -- COMMAND; 'hold help' lists the commands", args[0], args[0])
+		}
+		// flock(1)'s order with its flags (hold -w 5 T -- CMD): hold
+		// run takes the line as it is.
+		return fmt.Sprintf("hold: unknown command %q: flags go after a command, as in %s; 'hold help' lists the commands", args[0], asRun(args))
 	}
 	if s := gnuflag.Suggest(args[0], visibleCommands()); s != "" {
 		return fmt.Sprintf("hold: unknown command %q (did you mean 'hold %s'?); 'hold help' lists the commands", args[0], s)
 	}
+	if len(args) > 1 && (strings.ContainsAny(args[0], `/\.`) || isFile(args[0])) {
+		// flock(1)'s own shape, flock FILE COMMAND: a path, then a
+		// command.
+		return fmt.Sprintf("hold: unknown command %q: to run a command under a lock, as flock FILE COMMAND does, say %s; 'hold help' lists the commands", args[0], asRun(args))
+	}
 	return fmt.Sprintf("hold: unknown command %q; 'hold help' lists the commands", args[0])
+}
+
+// asRun is the command line args as hold run's, quoted for a shell.
+func asRun(args []string) string {
+	words := []string{"hold", "run"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()#~*?[]{}") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
+
+// isFile reports whether name is an existing file, as a lock's path.
+func isFile(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
 }
 
 // tagline says what hold is, in `hold help` and the man page's NAME.

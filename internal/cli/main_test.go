@@ -554,11 +554,17 @@ func TestStatus(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	r := runHold(t, dir, "status", "T")
-	if r.code != 0 || !strings.Contains(r.stdout, "T.lock: free") {
+	if r.code != exitStatusFree || !strings.Contains(r.stdout, "T.lock: free") {
 		t.Errorf("status of a never-used lock: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	holder, _ := holdCommand(t, dir, "--field", "job=nightly")
 	r = runHold(t, dir, "status", "T")
+	if r.code != 0 {
+		t.Errorf("status of a held lock: exit %d, want 0: %s", r.code, r.stderr)
+	}
+	if r := runHold(t, dir, "status", "T", "other"); r.code != exitStatusFree {
+		t.Errorf("status of a held and a free lock: exit %d, want %d", r.code, exitStatusFree)
+	}
 	for _, want := range []string{"held exclusive", fmt.Sprintf("pid %d", holder.Process.Pid), "alive", "job:", "nightly", "token:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status of a held lock lacks %q:\n%s", want, r.stdout)

@@ -179,7 +179,7 @@ func TestNamedLockEarlierPlaceNotYours(t *testing.T) {
 			waitFor(t, filepath.Join(dir, "ready"))
 
 			r := runHoldEnv(t, dir, env, "status", "--json", "--name", "nightly")
-			if r.code != 0 || !strings.Contains(r.stdout, `"held":false`) || strings.Contains(r.stdout, "forged") {
+			if r.code != exitStatusFree || !strings.Contains(r.stdout, `"held":false`) || strings.Contains(r.stdout, "forged") {
 				t.Errorf("hold status --name nightly reports the lock at %s (%s) as the user's: exit %d: %s%s", old, how, r.code, r.stdout, r.stderr)
 			}
 			r = runHoldEnv(t, dir, env, "ls")

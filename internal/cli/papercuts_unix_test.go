@@ -166,7 +166,7 @@ func TestStatusMissingDirectory(t *testing.T) {
 		if r.code != exitCannotOpen || !strings.Contains(r.stderr, "nodir does not exist") || strings.Contains(r.stdout, "free") {
 			t.Errorf("%s: hold status nodir/x: exit %d, want %d and the missing directory named: %s%s", proto, r.code, exitCannotOpen, r.stdout, r.stderr)
 		}
-		if r := runHold(t, dir, "status", "--protocol", proto, "x"); r.code != 0 || !strings.Contains(r.stdout, "free") {
+		if r := runHold(t, dir, "status", "--protocol", proto, "x"); r.code != exitStatusFree || !strings.Contains(r.stdout, "free") {
 			t.Errorf("%s: hold status x: exit %d: %s%s", proto, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -174,7 +174,7 @@ func TestStatusMissingDirectory(t *testing.T) {
 	// used is free.
 	named := filepath.Join(dir, "named")
 	r := runHoldEnv(t, dir, []string{nameddir.TestEnv + "=" + named}, "status", "--name", "never-used")
-	if r.code != 0 || !strings.Contains(r.stdout, "free") {
+	if r.code != exitStatusFree || !strings.Contains(r.stdout, "free") {
 		t.Errorf("hold status --name never-used: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 }

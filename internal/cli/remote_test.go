@@ -89,7 +89,7 @@ func checkRemoteHeld(t *testing.T, dir, addr, protocol, secret string, holder *e
 		t.Fatalf("holder exited %d", code)
 	}
 	r = runHold(t, dir, "status", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "free") {
+	if r.code != exitStatusFree || !strings.Contains(r.stdout, "free") {
 		t.Errorf("status after release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	return &rep

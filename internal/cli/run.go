@@ -20,11 +20,11 @@ import (
 func init() {
 	register(&command{
 		name:    "run",
-		summary: "run a command while holding the lock on TARGET (like flock(1))",
+		summary: "run a command holding the lock TARGET.lock (as flock TARGET.lock, not flock TARGET)",
 		usage:   "run [flags] TARGET -- COMMAND [ARGS...]\nrun [flags] TARGET -c 'shell command'\nrun [-s|-x|-u] [-n|-w SECONDS] [-E N] FD",
 		help:    runHelp + childLifeHelp + "\n" + treeHelp + "\n" + runHelpMore,
 		brief: []string{"nonblock", "wait", "shared", "exclusive", "unlock", "conflict-exit-code", "close", "command", "no-fork", "verbose",
-			"", "lock-file", "name", "protocol", "fair", "kill-after"},
+			"", "lock-file", "name", "protocol", "slots", "fair", "quiet", "kill-after"},
 		run: runRun,
 	})
 }
@@ -33,14 +33,14 @@ const runHelp = `
 The lock path is TARGET.lock, or --lock-file, or --name. A TARGET whose name
 ends in .lock (yarn.lock, Cargo.lock) is locked itself too, after
 TARGET.lock, writing nothing into it: so flock x.lock and hold run x.lock
-exclude each other, and a command that saves x.lock by rename keeps the lock.
-hold run F for another F locks F.lock, not F, which flock F locks: on a
-terminal or with --verbose hold says when F itself is locked by another
-process. The command runs
-with the lock held, with HOLD_TARGET, HOLD_LOCK_FILE and HOLD_TOKEN (the
-fencing token) in its environment, and the lock is released when it exits,
-not before. -c runs the string with /bin/sh -c (cmd /C on Windows). Flags go
-before TARGET; everything after it belongs to the command.
+exclude each other, and a command that saves x.lock by rename keeps the
+lock. hold run F for another F locks F.lock, not F, which flock F locks: on
+a terminal or with --verbose hold says when F itself is locked by another
+process. The command runs with the lock held, with HOLD_TARGET,
+HOLD_LOCK_FILE and HOLD_TOKEN (the fencing token) in its environment, and
+the lock is released when it exits, not before. -c runs the string with
+/bin/sh -c (cmd /C on Windows). Flags go before TARGET; everything after it
+belongs to the command.
 
 --slots N takes one of N slots of a semaphore instead: at most N commands
 at once, waiters served in arrival order, each the first slot that is
@@ -104,17 +104,17 @@ X.lock, as proper-lockfile makes): take that one with --protocol dir.
 
 Descriptor form (flock FD): 'hold run [flags] FD', with a lone number and no
 command, locks descriptor FD, which the shell opened, with one flock(2), as
-flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or
-( hold run -n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and
-a hold lock file emptied so starts its fencing tokens again from 1. The
-lock belongs to the shell's open file and stays held until the shell
-closes FD or runs 'hold run -u FD'. It
-takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An exclusive lock's
-owner record names the process that keeps FD (hold's parent, the shell or
-subshell), not hold, which exits at once; -u leaves a past record in its
-place, keeping the token. -w here tries again every few milliseconds (up to 25ms apart) rather
-than sleeping in the kernel, so that a lock granted after the deadline can
-never be left on the shell's descriptor.
+flock(1) does, and exits: exec 9>>F; hold run -n 9 || exit 1, or ( hold run
+-n 9 || exit 1; ... ) 9>>F. Open F with >>: 9>F empties it, and a hold lock
+file emptied so starts its fencing tokens again from 1. The lock belongs to
+the shell's open file and stays held until the shell closes FD or runs 'hold
+run -u FD'. It takes -s, -x/-e, -u, -n, -w, -E, -q and --verbose. An
+exclusive lock's owner record names the process that keeps FD (hold's
+parent, the shell or subshell), not hold, which exits at once; -u leaves a
+past record in its place, keeping the token. -w here tries again every few
+milliseconds (up to 25ms apart) rather than sleeping in the kernel, so that
+a lock granted after the deadline can never be left on the shell's
+descriptor.
 
 No fork: -F/--no-fork (flock -F) runs the command in hold's place (exec),
 keeping the lock's descriptor, named by HOLD_LOCK_FD; the lock is released
@@ -130,6 +130,11 @@ Not supported: flock(1)'s --fcntl, --start and --length (byte-range locks);
 // doubleInterruptWindow is how soon a second SIGINT must follow the first
 // for hold to kill the command outright.
 const doubleInterruptWindow = 2 * time.Second
+
+// interruptNoticeAfter is how long after a first SIGINT hold says that
+// the command still runs: long enough for a command that obeys it to be
+// gone, so that only one that does not is talked about.
+const interruptNoticeAfter = 500 * time.Millisecond
 
 func runRun(args []string) int {
 	fs := newFlagSet("run", false)
@@ -287,7 +292,7 @@ func shellCommand(s string) []string {
 // runLocked runs argv while l is held and returns its exit status, after
 // the command has exited. r passes signals on to it while it runs.
 func runLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string, closeFD bool, r *runEvents) (int, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := commandFor(argv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = commandEnv(l, spec)
 	if passLock(cmd, l, closeFD) {
@@ -408,6 +413,9 @@ func (r *runEvents) loop() {
 		childGone     bool
 		exits         <-chan os.Signal
 		reapAt        <-chan time.Time
+		// intNotice fires interruptNoticeAfter a first interrupt, to
+		// say that the command still runs and how to kill it.
+		intNotice <-chan time.Time
 	)
 	defer stop.end()
 	defer func() { r.killed = stop.hit }()
@@ -428,7 +436,19 @@ func (r *runEvents) loop() {
 				// stopped already.
 				continue
 			}
+			prev := lastInterrupt
 			lastInterrupt = r.forward(run, sig, lastInterrupt, &stop)
+			if lastInterrupt != prev {
+				intNotice = time.After(interruptNoticeAfter)
+			}
+		case <-intNotice:
+			intNotice = nil
+			if !childGone && !stop.active() {
+				// A command that ignores SIGINT (or takes its time)
+				// would otherwise leave the user with no word at all.
+				fmt.Fprintf(os.Stderr, "hold: %s (pid %d) is still running after the interrupt; interrupt again within %s (Ctrl-C) to kill it and every process it started\n",
+					run.cmd.Args[0], run.cmd.Process.Pid, doubleInterruptWindow-interruptNoticeAfter)
+			}
 		case run = <-r.start:
 			defer run.t.close()
 			exits = run.t.exits()
@@ -506,7 +526,7 @@ func (r *runEvents) forward(run started, sig os.Signal, lastInterrupt time.Time,
 	if isInterrupt(sig) {
 		now := time.Now()
 		if !lastInterrupt.IsZero() && now.Sub(lastInterrupt) < doubleInterruptWindow {
-			fmt.Fprintf(os.Stderr, "hold: second interrupt, killing %s (pid %d) and every process it started\n", run.cmd.Args[0], run.cmd.Process.Pid)
+			fmt.Fprintf(os.Stderr, "hold: second interrupt within %s: killing %s (pid %d) and every process it started (SIGKILL)\n", doubleInterruptWindow, run.cmd.Args[0], run.cmd.Process.Pid)
 			stop.begin(run.t, run.cmd.Args[0], 0)
 			stop.kill()
 			return lastInterrupt

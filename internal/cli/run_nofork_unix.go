@@ -4,7 +4,6 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -26,7 +25,7 @@ func execLocked(l *hold.Lock, spec *lockspec.Resolved, argv []string) error {
 	if f == nil {
 		return usagef("--no-fork needs the kernel lock: this lock is kept by hold, which -F replaces with the command")
 	}
-	path, err := exec.LookPath(argv[0])
+	path, err := lookPath(argv[0])
 	if err != nil {
 		return &errkind.ExecError{Cmd: argv[0], Err: err}
 	}

@@ -37,7 +37,7 @@ func descriptorForm(rest []string, argsBeforeDash int, shellSet bool) (int, bool
 var fdFlagsThatDoNotApply = []string{"lock-file", "name", "fair", "field", "close", "no-fork", "command", "make-dirs", "deadlock-after"}
 
 // runDescriptor is `hold run [flags] FD`: one flock(2) on descriptor fd,
-// which hold inherited from the shell (exec 9>FILE), as flock(1) makes it.
+// which hold inherited from the shell (exec 9>>FILE), as flock(1) makes it.
 // The lock belongs to the shell's open file, so it stays held after hold
 // exits, until the shell closes the descriptor or runs hold run -u FD.
 func runDescriptor(fd int, lf *lockFlags, fs *gnuflag.FlagSet, unlock bool) int {

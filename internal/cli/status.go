@@ -2,15 +2,18 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hold-dev/hold"
+	"github.com/hold-dev/hold/internal/dirlock"
+	"github.com/hold-dev/hold/internal/fairq"
 	"github.com/hold-dev/hold/internal/lockpath"
 	"github.com/hold-dev/hold/internal/lockspec"
 	"github.com/hold-dev/hold/internal/report"
@@ -32,10 +35,14 @@ status says so and, on Linux, names the processes that have the lock file
 open. Nothing is created or changed. With --json, one JSON object per
 TARGET is printed per line.
 
-Exit status: 0 when every TARGET could be inspected, else the status of the
-last failure (66: cannot open, e.g. a symlink or FIFO at the lock path,
-or a directory that does not exist, which no lock can be in). A
-directory at the lock path is reported as a portable-protocol lock.`,
+Exit status answers "is it held?", as systemctl is-active answers "is it
+active?": 0 when every TARGET is held (exclusive or shared, by anyone), 1
+when some TARGET is free (or stale: its holder is gone), so a script asks
+'if hold status T; then ...' without parsing --json. A TARGET that cannot
+be inspected gives the status of the last such failure instead (66:
+cannot open, e.g. a symlink or FIFO at the lock path, or a directory that
+does not exist, which no lock can be in). A directory at the lock path is
+reported as a portable-protocol lock.`,
 		run: runStatus,
 	})
 }
@@ -68,19 +75,23 @@ func runStatus(args []string) int {
 	if err := lockspec.HandOffIfRemote(targets...); err != nil {
 		return fail("status", err, exitConflict)
 	}
-	code := 0
+	code, free := 0, false
 	for _, target := range targets {
 		r, err := inspectTarget(&lf, target)
 		if err != nil {
 			code = fail("status", err, exitLockError)
 			continue
 		}
+		free = free || !r.Held
 		if *asJSON {
 			b, _ := json.Marshal(r)
 			fmt.Printf("%s\n", b)
 		} else {
 			printStatus(os.Stdout, r)
 		}
+	}
+	if code == 0 && free {
+		return exitStatusFree
 	}
 	return code
 }
@@ -128,7 +139,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		return
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.State)
-	fmt.Fprintf(w, "  protocol:  %s\n", r.Protocol)
+	fmt.Fprintf(w, "  protocol:  %s\n", protocolLine(r))
 	if h := r.Holder; h != nil {
 		who := "holder"
 		if !r.Held {
@@ -143,7 +154,7 @@ func printStatus(w io.Writer, r *report.Status) {
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", who+":", line)
 		if len(h.Command) > 0 {
-			fmt.Fprintf(w, "  command:   %s\n", strings.Join(h.Command, " "))
+			fmt.Fprintf(w, "  command:   %s\n", h.CommandLine())
 		}
 		if h.StartedAt != nil {
 			since := h.StartedAt.Local().Format(time.RFC3339)
@@ -167,15 +178,41 @@ func printStatus(w io.Writer, r *report.Status) {
 		fmt.Fprintf(w, "  kernel:    lock %skept by pid %s\n", also, report.JoinPIDs(kernel))
 	}
 	for _, o := range r.Openers {
-		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, o.Command)
+		fmt.Fprintf(w, "  open by:   pid %d (%s)\n", o.PID, report.OneLine(o.Command))
 	}
-	fmt.Fprintf(w, "  token:     %d\n", r.Token)
+	switch {
+	case r.Held:
+		fmt.Fprintf(w, "  token:     %d\n", r.Token)
+	case r.Token > 0:
+		// Free: the token is the last one given, not anyone's now.
+		fmt.Fprintf(w, "  last token: %d\n", r.Token)
+	default:
+		fmt.Fprintf(w, "  last token: none kept\n")
+	}
 	if r.Judged != "" {
 		fmt.Fprintf(w, "  judged:    %s\n", r.Judged)
 	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note:      %s\n", r.Note)
 	}
+}
+
+// protocolLine is the protocol of a lock as status says it. A free lock
+// with nothing at its path is in no protocol: the one named is the one it
+// would be taken with (the flags', or the default), and a portable lock,
+// whose directory goes when it is released, is told by its waiting gate's
+// queue, which stays beside it.
+func protocolLine(r *report.Status) string {
+	if r.Held {
+		return r.Protocol
+	}
+	if _, err := os.Lstat(r.Path); !errors.Is(err, fs.ErrNotExist) {
+		return r.Protocol
+	}
+	if _, err := os.Lstat(r.Path + dirlock.GateSuffix + fairq.QueueFileSuffix); err == nil {
+		return "dir (free: a portable lock's directory is gone once released)"
+	}
+	return r.Protocol + " (nothing at the lock path: the protocol it would be taken with)"
 }
 
 // printSemaphore is printStatus for a semaphore: how many slots are held,
@@ -193,7 +230,7 @@ func printSemaphore(w io.Writer, name string, r *report.Status) {
 				line += " on host " + h.Host
 			}
 			if len(h.Command) > 0 {
-				line += " (" + strings.Join(h.Command, " ") + ")"
+				line += " (" + h.CommandLine() + ")"
 			}
 			if h.StartedAt != nil {
 				line += fmt.Sprintf(" for %s", lockspec.RoundDuration(time.Since(*h.StartedAt)))

@@ -39,7 +39,7 @@ func TestStatusReleasedNamesNoHolder(t *testing.T) {
 		t.Fatalf("holder exit %d", code)
 	}
 	r := runHold(t, dir, "status", "T")
-	if !strings.Contains(r.stdout, "T.lock: free") || !strings.Contains(r.stdout, "token:     1") {
+	if !strings.Contains(r.stdout, "T.lock: free") || !strings.Contains(r.stdout, "last token: 1\n") {
 		t.Fatalf("status after release:\n%s%s", r.stdout, r.stderr)
 	}
 	if strings.Contains(r.stdout, "pid 0") || strings.Contains(r.stdout, "holder") {

@@ -142,7 +142,13 @@ func (s *stopping) sweep() {
 	s.hit = true
 	if !s.announced {
 		s.announced = true
-		fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running after %s; sending SIGKILL\n", n, s.name, s.grace)
+		if s.grace == 0 {
+			// Ctrl-C twice: nothing was given time, and the kill was
+			// announced already.
+			fmt.Fprintf(os.Stderr, "hold run: sent SIGKILL to %d process(es) of %s\n", n, s.name)
+		} else {
+			fmt.Fprintf(os.Stderr, "hold run: %d process(es) of %s still running %s after SIGTERM; sending SIGKILL\n", n, s.name, s.grace)
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -29,12 +28,11 @@ const updateHelp = `
 Takes the lock FILE.lock (or --lock-file, --name), the same lock 'hold run
 FILE' and 'hold append FILE' take; for a FILE whose name ends in .lock, also
 FILE's own kernel lock (writing nothing into it), as they and flock(1) take
-it, until the new FILE is in place. It runs
-FILTER with FILE's content on stdin
-(empty if FILE does not exist, unless --must-exist), and replaces FILE with
-what FILTER prints, atomically: a temp file beside FILE is written, synced,
-given FILE's permission bits and renamed over it, and the directory is
-synced. Readers see the old content or the new, never a mix. If FILE is a
+it, until the new FILE is in place. It runs FILTER with FILE's content on
+stdin (empty if FILE does not exist, unless --must-exist), and replaces FILE
+with what FILTER prints, atomically: a temp file beside FILE is written,
+synced, given FILE's permission bits and renamed over it, and the directory
+is synced. Readers see the old content or the new, never a mix. If FILE is a
 symlink, the file it points to is replaced and the link stays. Output equal
 to the old content writes nothing. Example:
 
@@ -46,12 +44,13 @@ FILE is left untouched, and nothing is written, when FILTER cannot start
 signal N (128+N), or prints nothing: empty output is refused (exit 64)
 unless --allow-empty, because a filter that fails silently would otherwise
 wipe FILE. A missing FILE reads as empty input, and --allow-empty creates
-nothing for it: create FILE first, or use a filter that prints something
-for empty input (jq -n 'first(inputs) // {} | .a = 1'). FILTER's stderr is passed through. SIGINT, SIGTERM or SIGHUP to
-hold while FILTER runs kill FILTER (and its process group) and hold exits
-128+N with FILE untouched; FILTER never outlives hold (on Linux not even
-when hold is killed with SIGKILL). A signal that arrives after FILTER has
-finished lets the short write complete.
+nothing for it: create FILE first, or use a filter that prints something for
+empty input (jq -n 'first(inputs) // {} | .a = 1'). FILTER's stderr is
+passed through. SIGINT, SIGTERM or SIGHUP to hold while FILTER runs kill
+FILTER (and its process group) and hold exits 128+N with FILE untouched;
+FILTER never outlives hold (on Linux not even when hold is killed with
+SIGKILL). A signal that arrives after FILTER has finished lets the short
+write complete.
 
 The new file gets everything FILE is besides its content: owner and group,
 permission bits, extended attributes (ACLs, SELinux labels, user.*). What
@@ -234,7 +233,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // *errkind.SignalError; a filter that cannot start gives an *errkind.ExecError, one that
 // fails a *filterError, and a failed write to out that write's error.
 func runFilter(l *hold.Lock, file string, argv []string, in io.Reader, out io.Writer, sigs <-chan os.Signal, verbose bool) (int64, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := commandFor(argv)
 	cw := &countingWriter{w: out}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, cw, os.Stderr
 	cmd.Env = append(os.Environ(),

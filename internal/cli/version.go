@@ -16,11 +16,10 @@ func init() {
 A release build (an archive, a Linux package, the npm, Python or Homebrew
 package) prints the release version, the commit it was built from and that
 commit's time. hold installed with go install ...@vX.Y.Z prints its module
-version. A build
-from a source tree prints the version the Go toolchain gave it, the VCS
-revision it was built from and whether the tree had uncommitted changes
-("modified"), when the toolchain recorded them (it does unless built with
--buildvcs=false), and the Go version. --version is the same.`,
+version. A build from a source tree prints the version the Go toolchain gave
+it, the VCS revision it was built from and whether the tree had uncommitted
+changes ("modified"), when the toolchain recorded them (it does unless built
+with -buildvcs=false), and the Go version. --version is the same.`,
 		run: runVersion,
 	})
 }

@@ -56,6 +56,16 @@ type handle struct {
 	touchedWant *time.Time
 }
 
+// goneWhy says how the lock was lost when its path no longer holds what
+// this holder made: the directory, or in the file form (SoftFile) the
+// file, was removed or replaced.
+func (h *handle) goneWhy() string {
+	if h.dir != nil && h.dir.file {
+		return "the lock file was removed or replaced (a file-form lock, hold.SoftFile or soft_file)"
+	}
+	return "the lock directory was removed or replaced"
+}
+
 func (p *Protocol) newHandle(path string, owner lock.Owner, stamp []byte, d *dirRef, leaveGate func(), stale, stopWithin, heartbeat time.Duration, lostIfTouched bool) *handle {
 	if leaveGate == nil {
 		leaveGate = func() {}
@@ -110,7 +120,7 @@ func (h *handle) beat() {
 	now := time.Now()
 	switch check(h.path, h.dir, h.stamp) {
 	case notOurs:
-		h.markLostLocked("the lock directory was removed or replaced")
+		h.markLostLocked(h.goneWhy())
 		return
 	case ours, inconclusive:
 		if h.touched() {
@@ -189,7 +199,7 @@ func (h *handle) Check() error {
 		return h.lostError("check")
 	}
 	if check(h.path, h.dir, h.stamp) == notOurs {
-		h.markLost("the lock directory was removed or replaced")
+		h.markLost(h.goneWhy())
 		return h.lostError("check")
 	}
 	return nil
@@ -223,7 +233,7 @@ func (h *handle) Release() error {
 	// directory is proof the lock was lost. The record is checked on what
 	// removeIfSame moves aside: a lock that is not ours is put back.
 	if fi, err := lstat(h.path); err == nil && !os.SameFile(fi, h.dir.identity()) || errors.Is(err, os.ErrNotExist) {
-		h.markLostLocked("the lock directory was removed or replaced")
+		h.markLostLocked(h.goneWhy())
 		return h.lostError("release")
 	}
 	h.p.hit(faultReleaseVerified)
@@ -246,7 +256,7 @@ func (h *handle) Release() error {
 		}
 		return nil
 	case changed:
-		h.markLostLocked("the lock directory was removed or replaced")
+		h.markLostLocked(h.goneWhy())
 		return h.lostError("release")
 	}
 	if isRemoveContention(err) {

@@ -152,6 +152,9 @@ func TestSoftFileLost(t *testing.T) {
 			}
 			if err := h.Check(); !errors.Is(err, lock.ErrLost) {
 				t.Fatalf("Check: %v", err)
+			} else if !strings.Contains(err.Error(), "the lock file was removed") || strings.Contains(err.Error(), "directory") {
+				// Issue 59: it said "the lock directory was removed".
+				t.Errorf("Check of a lost file-form lock calls it a directory: %v", err)
 			}
 			if err := h.Release(); !errors.Is(err, lock.ErrLost) {
 				t.Fatalf("Release: %v", err)

@@ -123,9 +123,11 @@ func runQuickStart(t *testing.T, lang, dir string, lines []string) (string, erro
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The quick start is the body of main; err is its result.
-		prog := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"os\"\n\n\t\"github.com/hold-dev/hold\"\n)\n\n" +
-			"func main() {\n" + code + "\tif err != nil {\n\t\tfmt.Fprintln(os.Stderr, err)\n\t\tos.Exit(1)\n\t}\n}\n"
+		// The quick start is the body of main as it is, pasted: it
+		// must compile so (issue 59: an unused err did not), with
+		// the imports it uses.
+		prog := "package main\n\nimport (\n" + goImports(code) + "\n\t\"github.com/hold-dev/hold\"\n)\n\n" +
+			"func main() {\n" + code + "}\n"
 		for name, content := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(prog)} {
 			if err := os.WriteFile(filepath.Join(mod, name), content, 0o644); err != nil {
 				t.Fatal(err)
@@ -166,6 +168,18 @@ func runQuickStart(t *testing.T, lang, dir string, lines []string) (string, erro
 		t.Fatalf("the %s quick start did not finish within %v:\n%s", lang, exampleLimit, out.String())
 	}
 	return out.String(), err
+}
+
+// goImports lists, one import line each, the standard packages of the Go
+// quick start that code uses (context.Background, os.WriteFile, ...).
+func goImports(code string) string {
+	var b strings.Builder
+	for _, pkg := range []string{"context", "errors", "fmt", "log", "os", "time"} {
+		if strings.Contains(code, pkg+".") {
+			fmt.Fprintf(&b, "\t%q\n", pkg)
+		}
+	}
+	return b.String()
 }
 
 // TestReadmeInstallSteps runs the README's steps for a hold installed
@@ -237,5 +251,32 @@ func TestReadmeInstallSteps(t *testing.T) {
 	page := filepath.Join(gopath, "share", "man", "man1", "hold.1")
 	if !strings.Contains(string(out), page) || !strings.Contains(string(out), filepath.Join(gopath, "bin", "hold")) {
 		t.Errorf("after the README's steps, man and PATH do not find hold in %s:\n%s", gopath, out)
+	}
+}
+
+// TestReadmePathBeforeFirstHold: the README's first command line that
+// runs hold from PATH comes after the step that puts go install's
+// directory on PATH (issue 59: it came two sections later).
+func TestReadmePathBeforeFirstHold(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	path := strings.Index(text, `export PATH="$PATH:$(go env GOPATH)/bin"`)
+	first, at, fenced := -1, 0, false
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		code := fenced || strings.HasPrefix(line, "    ")
+		if code && strings.HasPrefix(strings.TrimLeft(line, " "), "hold ") {
+			first = at
+			break
+		}
+		at += len(line)
+	}
+	if path < 0 || first < 0 || path > first {
+		t.Errorf("README.md runs hold (at byte %d) before it puts it on PATH (at byte %d)", first, path)
 	}
 }

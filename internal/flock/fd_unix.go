@@ -16,7 +16,7 @@ import (
 )
 
 // Descriptor locks are flock(1)'s other form, `flock -n 9` after the shell
-// ran `exec 9>FILE`: one flock(2) on a descriptor this process inherited.
+// ran `exec 9>>FILE`: one flock(2) on a descriptor this process inherited.
 // The lock belongs to the open file description, which the shell shares,
 // so it outlives this process and is the shell's until the shell closes
 // the descriptor or unlocks it. An exclusive lock's owner record names
@@ -131,7 +131,7 @@ func inherited(fd int) error {
 // and what to do.
 func notOpen(fd int) error {
 	return &lock.Error{Op: "lock", Path: "descriptor " + strconv.Itoa(fd), Err: fmt.Errorf("not open"),
-		Hint: fmt.Sprintf("open it in the shell first, as for flock(1): exec %d>FILE, or ( hold run -n %d || exit 1; ... ) %d>FILE", fd, fd, fd)}
+		Hint: fmt.Sprintf("open it in the shell first, as for flock(1): exec %d>>FILE, or ( hold run -n %d || exit 1; ... ) %d>>FILE (>> keeps what FILE holds; > would empty it, and a lock file emptied so starts its fencing tokens again)", fd, fd, fd)}
 }
 
 // reopenFD opens the file of descriptor fd again, for reading and

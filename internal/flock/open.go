@@ -1,6 +1,7 @@
 package flock
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -42,10 +43,32 @@ func missingHint(path string) string {
 	if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.IsDir() {
 		return "its directory exists, but the filesystem there does not let files be created; choose a lock path on an ordinary filesystem"
 	}
-	return missingDirHint
+	return MissingDirHint
 }
 
-// missingDirHint is the hint for a lock file whose directory does not
+// MissingDirHint is the hint for a lock file whose directory does not
 // exist: hold never makes it unless asked (see docs/cli.md, "Missing
-// directories").
-const missingDirHint = "the directory that should hold the lock file does not exist; create it first, or ask hold to make it: hold run --make-dirs, hold.MakeDirs in Go, makeDirs in Node, make_dirs in Python"
+// directories"). The library cannot know who called it, so it names every
+// front end's way; a front end that knows its caller's replaces it with
+// MissingDirHintFor (HintMakeDirs).
+const MissingDirHint = missingDirStart + "hold run --make-dirs, hold.MakeDirs in Go, makeDirs in Node, make_dirs in Python"
+
+const missingDirStart = "the directory that should hold the lock file does not exist; create it first, or ask hold to make it: "
+
+// MissingDirHintFor is the missing-directory hint that names one way to
+// have hold make the directory: how ("hold append --make-dirs",
+// "make_dirs=True").
+func MissingDirHintFor(how string) string { return missingDirStart + how }
+
+// HintMakeDirs rewrites the missing-directory hint in err, which names every
+// front end's option, to name only how (see MissingDirHintFor), and
+// reports whether it did. err's message, which carries the hint, changes
+// with it.
+func HintMakeDirs(err error, how string) bool {
+	var le *lock.Error
+	if !errors.As(err, &le) || le.Hint != MissingDirHint {
+		return false
+	}
+	le.Hint = MissingDirHintFor(how)
+	return true
+}

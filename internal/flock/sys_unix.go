@@ -485,7 +485,7 @@ func openError(path string, err error) error {
 		e.Err = lock.ErrNotRegular
 		e.Hint = "it is a socket or device, not a lock file; choose another lock path"
 	case unix.EACCES, unix.EPERM:
-		e.Hint = "no permission to create the lock file there; choose a writable place with --lock-file or --name"
+		e.Hint = permissionHint(path)
 	case unix.EROFS:
 		e.Hint = "the filesystem is read-only; choose a lock path on a writable filesystem"
 	case unix.EAGAIN:
@@ -494,6 +494,20 @@ func openError(path string, err error) error {
 		e.Hint = "the filesystem is full"
 	}
 	return e
+}
+
+// permissionHint explains EACCES from opening the lock file at path: a
+// file that exists but whose own permissions keep this user out (a
+// yarn.lock of mode 000: its companion could be made, the file itself not
+// opened) is another failure than a directory that lets nobody create the
+// file, and is fixed elsewhere.
+func permissionHint(path string) string {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) == nil {
+		return fmt.Sprintf("the file exists, but its permissions (%v, owner uid %d) do not let this user open it; change them (chmod), or choose another lock path with --lock-file or --name",
+			os.FileMode(st.Mode&0o777), st.Uid)
+	}
+	return "no permission to create the lock file there; choose a writable place with --lock-file or --name"
 }
 
 // lock takes a flock(2) lock, shared or exclusive, blocking or not.

@@ -219,7 +219,7 @@ func openError(path string, err error) error {
 	}
 	switch err {
 	case windows.ERROR_PATH_NOT_FOUND:
-		e.Hint = missingDirHint
+		e.Hint = MissingDirHint
 	case windows.ERROR_ACCESS_DENIED:
 		e.Hint = "no permission to open the lock file there; choose another lock path"
 	}

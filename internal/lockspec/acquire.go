@@ -190,14 +190,21 @@ func (r *Resolved) noticeWhileWaiting(stderr *os.File) (stop func()) {
 	}
 }
 
-// waitingMessage says what we wait for and who holds it, e.g.
-// "hold: waiting 3s for data.lock, held by pid 4242 (make) on host a1 for 12.4s, alive".
+// waitingMessage says what we wait for, how long so far (and at most,
+// under -w) and who holds it, e.g. "hold: waiting (3s so far, up to 10s)
+// for data.lock, held by pid 4242 (make) on host a1 for 12.4s, alive".
+// The time is said as what it is: "waiting 1s" under -w 10 read like a
+// limit.
 func (r *Resolved) waitingMessage(waited time.Duration) string {
+	so := RoundDuration(waited).String() + " so far"
+	if r.Timeout > 0 {
+		so += ", up to " + RoundDuration(r.Timeout).String()
+	}
 	st, err := r.Inspect()
 	if err != nil {
-		return fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), r.Target)
+		return fmt.Sprintf("hold: waiting (%s) for %s", so, r.Target)
 	}
-	msg := fmt.Sprintf("hold: waiting %s for %s", RoundDuration(waited), st.Path)
+	msg := fmt.Sprintf("hold: waiting (%s) for %s", so, st.Path)
 	switch {
 	case st.State == hold.Free:
 		if st.StoppedTurn != "" {

@@ -68,8 +68,15 @@ func TestAcquireNonblockBusy(t *testing.T) {
 		}
 		t.Fatalf("second -n acquisition: %v, want ErrBusy", err)
 	}
-	if msg := r.waitingMessage(1500 * time.Millisecond); !strings.Contains(msg, "waiting 1.5s for "+l.Path()) || !strings.Contains(msg, "held") {
+	if msg := r.waitingMessage(1500 * time.Millisecond); !strings.Contains(msg, "waiting (1.5s so far) for "+l.Path()) || !strings.Contains(msg, "held") {
 		t.Errorf("waiting message %q does not say who holds it", msg)
+	}
+	// Under -w the bound is said as one, apart from the time so far
+	// (issue 59: "waiting 1s" under -w 10 read like a limit).
+	bounded := *r
+	bounded.Timeout = 10 * time.Second
+	if msg := bounded.waitingMessage(time.Second); !strings.Contains(msg, "waiting (1s so far, up to 10s) for "+l.Path()) {
+		t.Errorf("waiting message under -w 10: %q", msg)
 	}
 	if l.Release() != nil {
 		t.Fatal("release failed")

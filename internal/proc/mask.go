@@ -253,14 +253,19 @@ func (m *masker) shell(s string) string {
 	sub := masker{depth: m.depth + 1}
 	var b strings.Builder
 	for i := 0; i < len(s); {
-		if isBlank(s[i]) {
+		if isBlank(s[i]) || isOperator(s[i]) {
+			if s[i] == ';' || s[i] == '&' || s[i] == '|' || s[i] == '\n' {
+				// A new command begins: an option of the last one
+				// takes nothing of it.
+				sub = masker{depth: m.depth + 1}
+			}
 			b.WriteByte(s[i])
 			i++
 			continue
 		}
 		start := i
 		var val strings.Builder
-		for i < len(s) && !isBlank(s[i]) {
+		for i < len(s) && !isBlank(s[i]) && !isOperator(s[i]) {
 			switch c := s[i]; c {
 			case '\'', '"':
 				j := strings.IndexByte(s[i+1:], c)
@@ -293,6 +298,11 @@ func (m *masker) shell(s string) string {
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// isOperator reports a character that ends a shell word unquoted (a
+// control or redirection operator): "echo token=$T; hold status" is the
+// words "echo" and "token=$T", then ";", whose masking must keep the ";".
+func isOperator(c byte) bool { return strings.IndexByte(";&|()<>", c) >= 0 }
 
 // shellQuote quotes s for a shell when it needs it.
 func shellQuote(s string) string {

@@ -37,6 +37,11 @@ func TestMaskSecrets(t *testing.T) {
 		{"option value missing", []string{"tool", "--auth-token"}, []string{"tool", "--auth-token"}},
 		{"option then option", []string{"tool", "--secret", "--verbose"}, []string{"tool", "--secret", "--verbose"}},
 		{"not an assignment", []string{"sh", "-c", "x=1"}, []string{"sh", "-c", "x=1"}},
+		// Issue 59: the ";" after a masked word was swallowed with it.
+		{"operator after a secret", []string{"sh", "-c", "echo token=$T; hold status"}, []string{"sh", "-c", "echo token=***; hold status"}},
+		{"operators kept", []string{"sh", "-c", "X_TOKEN=a |wc>o&&(API_KEY=b)"}, []string{"sh", "-c", "X_TOKEN=*** |wc>o&&(API_KEY=***)"}},
+		{"an option's value is not the next command", []string{"sh", "-c", "tool --password;echo x"}, []string{"sh", "-c", "tool --password;echo x"}},
+		{"quoted operator", []string{"sh", "-c", "echo 'token=a;b'"}, []string{"sh", "-c", "echo token=***"}},
 	} {
 		if got := MaskSecrets(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%s: MaskSecrets(%q)\n = %q\nwant %q", c.name, c.in, got, c.want)

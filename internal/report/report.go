@@ -84,6 +84,17 @@ type Holder struct {
 	Fields      map[string]string `json:"fields,omitempty"`
 }
 
+// CommandLine is the holder's command line on one line: its line breaks
+// and tabs written as \n, \r and \t (a multi-line hold run -c 'a
+// b' would otherwise break the line of a report, or the column of a
+// table).
+func (h *Holder) CommandLine() string { return OneLine(strings.Join(h.Command, " ")) }
+
+// OneLine writes the line breaks and tabs of s as \n, \r and \t.
+func OneLine(s string) string { return lineBreaks.Replace(s) }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
+
 // aliveOf is Holder.Alive for l: nil when it is unknown.
 func aliveOf(l hold.Liveness) *bool {
 	if l == hold.LivenessUnknown {

@@ -270,3 +270,13 @@ test('a missing directory is an error naming makeDirs, which makes it', async ()
   await withLock(join(scratch(), 'other', 'x'), async () => {}, { makeDirs: true });
   assert.equal(existsSync(join(dir, 'tracker.md.lock')), true);
 });
+
+test('withLock and update with the options before the function say the order they take', async () => {
+  // Issue 59: withLock(t, {timeout}, fn) failed with "needs a function".
+  const target = join(scratch(), 't');
+  await assert.rejects(withLock(target, { timeout: 1 }, async () => 1),
+    (err) => err.code === 'EINVAL' && /withLock\(target, fn, opts\)/.test(err.message) && /options there and the function third/.test(err.message));
+  await assert.rejects(update(target, { encoding: 'utf8' }, (s) => s),
+    (err) => err.code === 'EINVAL' && /update\(file, fn, opts\)/.test(err.message));
+  await assert.rejects(withLock(target), (err) => err.code === 'EINVAL' && /got undefined/.test(err.message));
+});
