@@ -222,11 +222,18 @@ func Check(h History) *Verdict {
 	// in, before the newcomer entered, and s was told of the loss within
 	// LossBound, or left before the watch had to look: the window
 	// docs/cli.md documents (the newcomer takes the new file at once).
+	// A guarded write (hold update, hold append) whose lock was lost
+	// exits 65 without writing: its section only reads and computes, so a
+	// loss told at its end, before the write it refuses, is in time (the
+	// lost-update checks below judge what was written).
+	guarded := func(s *section) bool {
+		return (s.Client == clientUpdate || s.Client == clientAppend) && s.cl != nil && s.cl.Exit == 65
+	}
 	toldInTime := func(s *section, before int64) *Record {
 		for i := range fileFaults {
 			f := &fileFaults[i]
 			if f.Target == s.Target && standsOn(s, f.File) && f.T >= s.T && f.T <= s.end && f.T <= before &&
-				((s.told != 0 && s.told <= f.T+int64(LossBound)) || s.end <= f.T+int64(LossBound)) {
+				(guarded(s) || (s.told != 0 && s.told <= f.T+int64(LossBound)) || s.end <= f.T+int64(LossBound)) {
 				return f
 			}
 		}
@@ -247,7 +254,7 @@ func Check(h History) *Verdict {
 		for _, f := range fileFaults {
 			bound := f.T + int64(LossBound)
 			// flock(1) watches nothing: it cannot be told.
-			if s.Client == clientFlock || f.Target != s.Target || !standsOn(s, f.File) || f.T < s.T || s.end <= bound || stoppedIn(s, s.T, bound) {
+			if s.Client == clientFlock || guarded(s) || f.Target != s.Target || !standsOn(s, f.File) || f.T < s.T || s.end <= bound || stoppedIn(s, s.T, bound) {
 				continue
 			}
 			if s.told == 0 || s.told > bound {
