@@ -26,7 +26,8 @@ func init() { testRoles["hold-many"] = holdManyRole }
 // holdManyRole holds HOLD_CLI_TEST_N locks in its working directory, each
 // through its own descriptor: with the library (owner records) or, with
 // HOLD_CLI_TEST_RAW=1, with bare flock(2) on empty files (no record, as
-// flock(1) holds them). It writes "ready" and sleeps until killed.
+// flock(1) holds them). It writes "ready" and holds them until killed, its
+// parent ends, or HOLD_CLI_TEST_HOLD has passed.
 func holdManyRole() int {
 	n, _ := strconv.Atoi(os.Getenv("HOLD_CLI_TEST_N"))
 	raw := os.Getenv("HOLD_CLI_TEST_RAW") == "1"
@@ -53,7 +54,14 @@ func holdManyRole() int {
 		keep = append(keep, l)
 	}
 	os.WriteFile("ready", nil, 0o644)
-	time.Sleep(10 * hangLimit)
+	if d, err := time.ParseDuration(os.Getenv("HOLD_CLI_TEST_HOLD")); err == nil {
+		time.Sleep(d)
+		return 0
+	}
+	// Until the test that started it ends (an hour at most).
+	for parent, start := os.Getppid(), time.Now(); os.Getppid() == parent && time.Since(start) < time.Hour; {
+		time.Sleep(time.Second)
+	}
 	_ = keep
 	return 0
 }
