@@ -349,12 +349,18 @@ func SecondsToWait(secs float64) time.Duration {
 // request's use of it.
 func (r *Resolved) Close() {
 	if release := r.release; release != nil {
-		r.release = nil
+		// Once: a second Close must not close the protocol the others
+		// use.
+		r.release = releasedKept
 		release()
 		return
 	}
 	CloseProtocol(r.Proto)
 }
+
+// releasedKept is the release of a Resolved whose use of a kept protocol
+// has ended.
+func releasedKept() {}
 
 // Local reports whether the lock lives in this machine's filesystem (the
 // kernel lock, the portable protocol), not behind a network client.
