@@ -44,6 +44,11 @@ type procDescs struct {
 	// readable: its descriptors could be listed (see keeps).
 	readable bool
 	names    map[FileKey][]string
+	// flocks caches what keepsIn found in a descriptor's fdinfo: a
+	// listing asks about a held lock more than once (its state, then
+	// its holder).
+	mu     sync.Mutex
+	flocks map[string]bool
 }
 
 // readHook, when set, is called with every /proc path that the keeper
@@ -115,7 +120,19 @@ func readDescs(dir string) *procDescs {
 // lock on it, by their fdinfo.
 func (p *procDescs) keepsIn(dir string, k FileKey) bool {
 	for _, name := range p.names[k] {
-		if keepsFlock(dir+"/fdinfo/"+name, k) {
+		p.mu.Lock()
+		kept, known := p.flocks[name]
+		p.mu.Unlock()
+		if !known {
+			kept = keepsFlock(dir+"/fdinfo/"+name, k)
+			p.mu.Lock()
+			if p.flocks == nil {
+				p.flocks = map[string]bool{}
+			}
+			p.flocks[name] = kept
+			p.mu.Unlock()
+		}
+		if kept {
 			return true
 		}
 	}
