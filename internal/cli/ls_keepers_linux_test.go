@@ -51,6 +51,12 @@ func holdManyRole() int {
 			fmt.Fprintln(os.Stderr, "acquire:", err)
 			return 2
 		}
+		// The record is written lazily, a few ms into a hold, or when the
+		// token is asked for: now, so that every lock names its holder.
+		if l.Token() == 0 {
+			fmt.Fprintln(os.Stderr, "token:", l.TokenError())
+			return 2
+		}
 		keep = append(keep, l)
 	}
 	os.WriteFile("ready", nil, 0o644)
