@@ -110,6 +110,11 @@ func Serve(in io.Reader, out io.Writer, terminate <-chan os.Signal, opts Options
 	clientPID() // now, while the client that started the agent runs
 	a := newAgent(out)
 	a.client, a.version = opts.Client, "hold "+opts.Version
+	// Network locks share a kept protocol per connection and settings,
+	// as a Go program's locks share its Dial's, instead of dialling one
+	// each; serve releases every lock before they are closed.
+	closeSessions := lockspec.KeepSessions(sessionIdle)
+	defer closeSessions()
 	a.serve(in, terminate)
 }
 
@@ -134,6 +139,12 @@ func (a *agent) forClient(r *reply) {
 	e.Hint = flock.MissingDirHintFor(how)
 	e.Message = strings.ReplaceAll(e.Message, flock.MissingDirHint, e.Hint)
 }
+
+// sessionIdle is how long a kept network protocol (a connection, an etcd
+// lease) stays open with no lock using it: a program that takes a lock now
+// and then reuses it, one that stopped taking locks does not keep it for
+// ever.
+const sessionIdle = 30 * time.Second
 
 // serve answers the requests read from in until in ends, stdout fails or
 // terminate delivers, then releases everything and returns.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,7 +95,11 @@ func runLs(args []string) int {
 	}
 	// One reading of the kernel's lock table serves every lock listed.
 	defer proc.ShareLockTable()()
-	l := &lister{out: os.Stdout, asJSON: *asJSON, recursive: *recursive, portable: portable.New(),
+	// The table is written cell by cell: buffered, 10,000 locks cost a
+	// few writes rather than 125,000.
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	defer out.Flush()
+	l := &lister{out: out, asJSON: *asJSON, recursive: *recursive, portable: portable.New(),
 		kernel: &kernelTable{}}
 	if *all {
 		if len(paths) > 0 || *recursive {

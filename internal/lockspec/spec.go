@@ -144,6 +144,9 @@ type Resolved struct {
 	callerKeeps []proc.HeldFile
 	// stale is Spec.Stale, which Inspect judges by too.
 	stale time.Duration
+	// release, when set, ends this request's use of a kept protocol
+	// (KeepSessions) instead of closing it.
+	release func()
 	// naming is how many of Opts name the lock.
 	naming int
 	// opts is Opts's storage, so that a request with few options costs
@@ -239,12 +242,20 @@ func (s *Spec) ResolveInto(r *Resolved) error {
 		// A copy goes to the resolver, so that a request for a local lock
 		// does not escape to the heap for the sake of this one.
 		sc := *s
-		proto, lockPath, err := ResolveAddress(s.Target, &sc)
+		if err := HandOffIfRemote(s.Target); err != nil {
+			return err
+		}
+		proto, lockPath, release, ok, err := resolveKept(s.Target, &sc)
+		if !ok {
+			proto, lockPath, err = ResolveAddress(s.Target, &sc)
+			release = nil
+		}
 		if err != nil {
 			return err
 		}
+		r.release = release
 		if s.ProtocolGiven && s.Protocol != proto.Name() {
-			CloseProtocol(proto)
+			r.Close()
 			return errkind.Usagef("--protocol %s conflicts with the address %q", s.Protocol, s.Target)
 		}
 		r.Proto, r.Key.Protocol = proto, proto.Name()
@@ -345,8 +356,23 @@ func SecondsToWait(secs float64) time.Duration {
 	return d
 }
 
-// Close releases what the protocol holds open (a network client).
-func (r *Resolved) Close() { CloseProtocol(r.Proto) }
+// Close releases what the protocol holds open (a network client), or,
+// for a protocol kept for other requests (KeepSessions), ends this
+// request's use of it.
+func (r *Resolved) Close() {
+	if release := r.release; release != nil {
+		// Once: a second Close must not close the protocol the others
+		// use.
+		r.release = releasedKept
+		release()
+		return
+	}
+	CloseProtocol(r.Proto)
+}
+
+// releasedKept is the release of a Resolved whose use of a kept protocol
+// has ended.
+func releasedKept() {}
 
 // Local reports whether the lock lives in this machine's filesystem (the
 // kernel lock, the portable protocol), not behind a network client.

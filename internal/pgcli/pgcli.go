@@ -33,6 +33,7 @@ func Register() {
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		lockspec.RegisterScheme(scheme, resolvePostgres)
 		lockspec.RegisterListScheme(scheme, resolvePostgresList)
+		lockspec.RegisterSessionScheme(scheme, postgresSession)
 	}
 }
 
@@ -43,7 +44,7 @@ func resolvePostgresList(target string, _ *lockspec.Spec) (hold.Protocol, string
 	if err != nil {
 		return nil, "", errkind.Usagef("%v", err)
 	}
-	p, err := dialPostgres(connString, nil)
+	p, err := dialPostgres(connString, nil, 1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -57,23 +58,42 @@ func resolvePostgres(target string, spec *lockspec.Spec) (hold.Protocol, string,
 	if err != nil {
 		return nil, "", errkind.Usagef("%v", err)
 	}
-	p, err := dialPostgres(connString, spec)
+	// One lock per process: a released session has no later use.
+	p, err := dialPostgres(connString, spec, 1)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, name, nil
 }
 
+// postgresSession is resolvePostgres for a protocol that is kept for many
+// requests (lockspec.KeepSessions): its key is the connection string,
+// everything but the lock's name (the PG* variables it reads are the
+// process's own), and a released lock's connection is kept for the next
+// one, as a Go program's protocol keeps it.
+func postgresSession(target string, spec *lockspec.Spec) (*lockspec.Session, error) {
+	connString, name, err := postgres.ParseAddress(target)
+	if err != nil {
+		return nil, errkind.Usagef("%v", err)
+	}
+	return &lockspec.Session{Key: "postgres " + connString, Path: name, Dial: func() (hold.Protocol, error) {
+		p, err := dialPostgres(connString, spec, postgres.DefaultMaxIdle)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}}, nil
+}
+
 // dialPostgres connects to the database of a postgres:// target, within
-// the request's wait if it has one (nil: the default bound). The
-// connection attempt itself is bounded by the address's connect_timeout,
-// else postgres.DefaultDialTimeout; the context adds a second to that, so
-// that the backend's own bound, with its clearer error, ends a slow
-// connection first.
-func dialPostgres(connString string, spec *lockspec.Spec) (*postgres.Protocol, error) {
+// the request's wait if it has one (nil: the default bound), keeping up to
+// maxIdle released connections. The connection attempt itself is bounded
+// by the address's connect_timeout, else postgres.DefaultDialTimeout; the
+// context adds a second to that, so that the backend's own bound, with its
+// clearer error, ends a slow connection first.
+func dialPostgres(connString string, spec *lockspec.Spec, maxIdle int) (*postgres.Protocol, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), spec.DialTimeout(postgres.DefaultDialTimeout+time.Second))
 	defer cancel()
-	// One lock per process: a released session has no later use.
-	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(1),
+	return postgres.Dial(ctx, connString, postgres.WithMaxIdle(maxIdle),
 		postgres.WithOutageNotice(func(msg string) { fmt.Fprintln(os.Stderr, msg) }))
 }

@@ -177,13 +177,17 @@ var shared struct {
 	err      error
 	read     bool
 	cmdlines map[int]string
+	// descs is the descriptor index (fdindex_linux.go), made at the
+	// first keeper question.
+	descs *descIndex
 }
 
 // ShareLockTable lets one call that inspects many locks (hold ls, hold
 // status) read the kernel's lock table once: until release is called,
 // LockHolders and SharedLockTable answer from one reading, taken at the
-// first question (so a call that meets no held lock reads nothing), and
-// Cmdline reads each process's command line once. The table lists every
+// first question (so a call that meets no held lock reads nothing),
+// Cmdline reads each process's command line once, and Keeps, FlockKeepers
+// and Openers read each process's descriptors once (fdindex_linux.go). The table lists every
 // lock on the machine and costs the kernel time in proportion to all of
 // them, so reading it again for every held lock made a listing quadratic.
 // The answers are a snapshot, as a listing is.
@@ -201,7 +205,7 @@ func ShareLockTable() (release func()) {
 			defer shared.Unlock()
 			shared.users--
 			if shared.users == 0 {
-				shared.table, shared.err, shared.read, shared.cmdlines = nil, nil, false, nil
+				shared.table, shared.err, shared.read, shared.cmdlines, shared.descs = nil, nil, false, nil, nil
 			}
 		})
 	}

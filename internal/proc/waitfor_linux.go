@@ -117,8 +117,13 @@ func Threads(pid int) int {
 // description of this process's only by being passed it over a socket.
 // It reads every process's descriptor table: for rare questions (a lock
 // held by an ancestor, a holder whose recorded pid is gone), never a hot
-// path.
+// path. Within ShareLockTable it answers from the descriptor index
+// (fdindex_linux.go).
 func FlockKeepers(k FileKey) (pids, unknown []int) {
+	if x := sharedDescs(); x != nil {
+		return x.flockKeepers(k)
+	}
+	counted("/proc")
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, nil
@@ -162,6 +167,7 @@ func keepsFlock(path string, k FileKey) bool { return keepsFlockMode(path, k, fa
 // keepsFlockMode is keepsFlock, for an exclusive (WRITE) lock only when
 // writers is set.
 func keepsFlockMode(path string, k FileKey, writers bool) bool {
+	counted(path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
@@ -208,8 +214,12 @@ func FileKeyOf(path string) (FileKey, bool) {
 }
 
 // Keeps reports whether process pid keeps a flock(2) lock on the file k
-// (see FlockKeepers), by its own descriptors alone.
+// (see FlockKeepers), by its own descriptors alone (within
+// ShareLockTable, read once for every question).
 func Keeps(pid int, k FileKey) bool {
+	if x := sharedDescs(); x != nil {
+		return x.of(pid).keepsIn("/proc/"+strconv.Itoa(pid), k)
+	}
 	kept, _ := keeps("/proc/"+strconv.Itoa(pid), k, 0)
 	return kept
 }
@@ -221,6 +231,7 @@ func Keeps(pid int, k FileKey) bool {
 // process with more than limit descriptors (0: no limit) is not looked
 // through: readable is then false.
 func keeps(dir string, k FileKey, limit int) (kept, readable bool) {
+	counted(dir + "/fd")
 	d, err := os.Open(dir + "/fd")
 	if err != nil {
 		return false, os.IsNotExist(err)
@@ -232,6 +243,7 @@ func keeps(dir string, k FileKey, limit int) (kept, readable bool) {
 	}
 	dfd := int(d.Fd())
 	for _, name := range names {
+		counted(dir + "/fd/" + name)
 		var st unix.Stat_t
 		if unix.Fstatat(dfd, name, &st, 0) == nil && uint64(st.Dev) == k.Dev && st.Ino == k.Ino &&
 			keepsFlock(dir+"/fdinfo/"+name, k) {

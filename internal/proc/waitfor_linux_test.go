@@ -17,8 +17,14 @@ import (
 // a descriptor of the open file description that holds it, found after
 // the process that took it closed its descriptor (which /proc/locks
 // still names), and never a process that has the file open through
-// another description or waits for the lock.
+// another description or waits for the lock. The same answers within
+// ShareLockTable, from the descriptor index a listing reads once.
 func TestFlockKeepers(t *testing.T) {
+	t.Run("each", func(t *testing.T) { testFlockKeepers(t, false) })
+	t.Run("indexed", func(t *testing.T) { testFlockKeepers(t, true) })
+}
+
+func testFlockKeepers(t *testing.T, indexed bool) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.lock")
 	f, err := os.Create(path)
@@ -56,6 +62,21 @@ func TestFlockKeepers(t *testing.T) {
 			t.Fatalf("keepers %v (unknown %v), want %v", pids, unknown, want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if indexed {
+		// Once both children are in place: the index is a snapshot.
+		defer ShareLockTable()()
+		pids, unknown := FlockKeepers(k)
+		slices.Sort(pids)
+		want := []int{os.Getpid(), keeper.Process.Pid}
+		slices.Sort(want)
+		if !slices.Equal(pids, want) || len(unknown) != 0 {
+			t.Fatalf("keepers from the index %v (unknown %v), want %v", pids, unknown, want)
+		}
+	}
+	openers := Openers(k)
+	if !slices.Contains(openers, keeper.Process.Pid) || !slices.Contains(openers, waiter.Process.Pid) || slices.Contains(openers, os.Getpid()) {
+		t.Errorf("Openers %v: want both children (%d, %d) and not this process", openers, keeper.Process.Pid, waiter.Process.Pid)
 	}
 	if !Keeps(keeper.Process.Pid, k) || Keeps(waiter.Process.Pid, k) {
 		t.Errorf("Keeps: the inheriting child %v, the waiter %v; want true, false", Keeps(keeper.Process.Pid, k), Keeps(waiter.Process.Pid, k))

@@ -1,12 +1,7 @@
 package report
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hold-dev/hold/internal/proc"
 )
@@ -16,36 +11,21 @@ import (
 // kernel's lock table names only the process that took a flock, which may
 // be dead while a child that inherited the descriptor holds the lock on;
 // this finds the child. Processes whose descriptors we may not read are
-// missed.
+// missed. Within proc.ShareLockTable (a listing), every process's
+// descriptors are read once for all the locks listed, not once per lock.
 func openersOf(path string) []Opener {
-	var want unix.Stat_t
-	if err := unix.Stat(path, &want); err != nil {
+	k, ok := proc.FileKeyOf(path)
+	if !ok {
 		return nil
 	}
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
+	pids := proc.Openers(k)
+	slices.Sort(pids)
+	found := make([]Opener, 0, len(pids))
+	for _, pid := range pids {
+		found = append(found, Opener{PID: pid, Command: proc.Cmdline(pid)})
+	}
+	if len(found) == 0 {
 		return nil
 	}
-	self := os.Getpid()
-	var found []Opener
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		fdDir := filepath.Join("/proc", d.Name(), "fd")
-		fds, err := os.ReadDir(fdDir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			var st unix.Stat_t
-			if unix.Stat(filepath.Join(fdDir, fd.Name()), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
-				found = append(found, Opener{PID: pid, Command: proc.Cmdline(pid)})
-				break
-			}
-		}
-	}
-	slices.SortFunc(found, func(a, b Opener) int { return a.PID - b.PID })
 	return found
 }

@@ -557,6 +557,17 @@ def _request(
     return req
 
 
+
+def _take_message(op, req, held, files):
+    """The agent request that takes a lock: op and req, with the locks the
+    caller keeps while it waits (held_by, held_inproc) when there are any."""
+    msg = {"op": op, **req}
+    if held:
+        msg["held_by"] = held
+    if files:
+        msg["held_inproc"] = files
+    return msg
+
 def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]],
                files: Optional[List[Dict[str, Any]]] = None) -> Optional[Reply]:
     """Sends the lock request on the synchronous channel, where there is
@@ -569,11 +580,7 @@ def _sync_take(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int]
         return None
     body = None if held or files else _line_body(op, req, ag.lazy)
     if body is None:
-        msg = {"op": op, **req}
-        if held:
-            msg["held_by"] = held
-        if files:
-            msg["held_inproc"] = files
+        msg = _take_message(op, req, held, files)
         if ag.lazy:
             msg["lazy"] = True
             if _inproc.enabled:
@@ -678,11 +685,7 @@ def _take_steps(ag: Agent, op: str, req: Dict[str, Any], held: Optional[List[int
     channel (_sync_take): waited for where the agent says, or on the
     standard channel, where there is no other."""
     if reply is None:
-        msg = {"op": op, **req}
-        if held:
-            msg["held_by"] = held
-        if files:
-            msg["held_inproc"] = files
+        msg = _take_message(op, req, held, files)
         reply = yield _Call(ag, msg, "acquire")
     elif reply.get("queued"):
         reply = yield _Call(ag, {}, "acquire", int(reply["id"]))

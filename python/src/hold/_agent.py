@@ -51,6 +51,15 @@ MIN_PROTOCOL_VERSION = 2
 _EXE = "hold.exe" if os.name == "nt" else "hold"
 
 
+
+def _json_object(raw):
+    """The JSON object raw holds, or None when it holds anything else."""
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
 def find_binary() -> str:
     """Where the hold executable is: $HOLD_BIN, else the one shipped in this
     package (platform wheels carry it in hold/_bin), else hold on PATH."""
@@ -129,11 +138,8 @@ def _lazy_reply(raw: bytes, rid: int, start: int) -> Optional[Reply]:
         reply = dict(known)
         reply["id"], reply["lock"] = rid, int(raw[start:end])
         return reply
-    try:
-        reply = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(reply, dict):
+    reply = _json_object(raw)
+    if reply is None:
         return None
     if raw[start:end].isdigit() and reply.get("id") == rid and reply.get("lock") == int(raw[start:end]) and len(tail) <= 1024:
         if len(_lazy_tails) >= 64:
@@ -591,11 +597,8 @@ class Agent:
                 return reply
         elif raw == _QUEUED % rid:
             return {"id": rid, "ok": True, "queued": True}
-        try:
-            reply = json.loads(raw)
-        except ValueError:
-            return None
-        if not isinstance(reply, dict):
+        reply = _json_object(raw)
+        if reply is None:
             return None
         if "spin_us" in reply:
             ch.spin = float(reply["spin_us"]) / 1e6

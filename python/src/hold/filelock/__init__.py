@@ -1269,6 +1269,16 @@ class _ReadWriteMeta(type):
         return obj
 
 
+
+def _check_wait_defaults(timeout: Any, blocking: Any) -> None:
+    """Refuses, as filelock does, a ``blocking`` that is not a bool and a
+    ``timeout`` that is not a number of seconds."""
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
+        raise ValueError(f"timeout must be a number of seconds, not {timeout!r}")
+
+
 class ReadWriteLock(metaclass=_ReadWriteMeta):
     """filelock's ReadWriteLock, on hold: ``read_lock()`` holds a shared
     lock, which readers in any number of processes hold together;
@@ -1289,10 +1299,7 @@ class ReadWriteLock(metaclass=_ReadWriteMeta):
 
     def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *,
                  blocking: bool = True, is_singleton: bool = True) -> None:
-        if not isinstance(blocking, bool):
-            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
-            raise ValueError(f"timeout must be a number of seconds, not {timeout!r}")
+        _check_wait_defaults(timeout, blocking)
         #: The lock file (filelock's attribute).
         self.lock_file = os.fspath(lock_file)
         #: The default timeout of an acquisition, in seconds (-1: as long as it takes).
@@ -1534,10 +1541,7 @@ class AsyncReadWriteLock:
     def __init__(self, lock_file: Union[str, "os.PathLike[str]"], timeout: float = -1, *, blocking: bool = True,
                  is_singleton: bool = True, loop: Optional[_aio.AbstractEventLoop] = None,
                  executor: Any = None) -> None:
-        if not isinstance(blocking, bool):
-            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout:
-            raise ValueError(f"timeout must be a number of seconds, not {timeout!r}")
+        _check_wait_defaults(timeout, blocking)
         self._lock_file = os.fspath(lock_file)
         self._timeout = timeout
         self._blocking = blocking
