@@ -118,21 +118,11 @@ func TestSlotsStoppedWaiterToken(t *testing.T) {
 // of 4: three holders of a 2-slot semaphore.
 func TestSlotsHandTakenSlotKeepsN(t *testing.T) {
 	t.Parallel()
-	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
 	dir := t.TempDir()
 	if r := runHold(t, dir, "run", "--slots", "4", "T", "--", "true"); r.code != 0 {
 		t.Fatalf("hold run --slots 4: exit %d: %s", r.code, r.stderr)
 	}
-	fl := exec.Command(flock, "-s", "T.lock", flock, "T.lock.slot3", "sh", "-c", gatedCommand)
-	fl.Dir = dir
-	if err := fl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
-		fl.Wait()
-	})
-	waitFor(t, filepath.Join(dir, "ready"))
+	startHandSlot(t, dir, 3)
 	for range 2 {
 		r := runHold(t, dir, "run", "-n", "--slots", "2", "T", "--", "true")
 		if r.code != 64 || !strings.Contains(r.stderr, "4 in use") {

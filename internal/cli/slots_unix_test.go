@@ -138,15 +138,13 @@ func TestRunSlots(t *testing.T) {
 	}
 }
 
-// A slot taken by hand with flock(1), as docs/cli.md shows, counts as held.
-func TestSlotsFlockByHand(t *testing.T) {
-	t.Parallel()
+// startHandSlot takes slot k of T in dir by hand, as docs/cli.md shows
+// (flock -s T.lock flock T.lock.slotK), running gatedCommand, and returns
+// once it runs; the test's end lets it finish.
+func startHandSlot(t *testing.T, dir string, k int) {
+	t.Helper()
 	flock := testenv.LookPath(t, "flock", "flock(1) is not installed (util-linux)")
-	dir := t.TempDir()
-	if r := runHold(t, dir, "run", "--slots", "2", "T", "--", "true"); r.code != 0 {
-		t.Fatalf("hold run --slots 2: exit %d: %s", r.code, r.stderr)
-	}
-	fl := exec.Command(flock, "-s", "T.lock", flock, "T.lock.slot0", "sh", "-c", gatedCommand)
+	fl := exec.Command(flock, "-s", "T.lock", flock, "T.lock.slot"+strconv.Itoa(k), "sh", "-c", gatedCommand)
 	fl.Dir = dir
 	if err := fl.Start(); err != nil {
 		t.Fatal(err)
@@ -156,6 +154,16 @@ func TestSlotsFlockByHand(t *testing.T) {
 		fl.Wait()
 	})
 	waitFor(t, filepath.Join(dir, "ready"))
+}
+
+// A slot taken by hand with flock(1), as docs/cli.md shows, counts as held.
+func TestSlotsFlockByHand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := runHold(t, dir, "run", "--slots", "2", "T", "--", "true"); r.code != 0 {
+		t.Fatalf("hold run --slots 2: exit %d: %s", r.code, r.stderr)
+	}
+	startHandSlot(t, dir, 0)
 	r := runHold(t, dir, "run", "-n", "--slots", "2", "T", "--", "sh", "-c", `echo "$HOLD_SLOT"`)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "1" {
 		t.Fatalf("with slot 0 held by flock(1): exit %d, HOLD_SLOT %q, want 1: %s", r.code, r.stdout, r.stderr)
