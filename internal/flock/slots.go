@@ -338,28 +338,39 @@ func checkCount(ctx context.Context, req *lock.Request, m openMode, wait bool) (
 // anew (removed while no one held a slot) does not start the tokens
 // again.
 func setCount(path string, f *lockFile, inUse, n int, fence uint64) (*lock.Holder, error) {
-	fence = max(fence, fenceAt(path))
-	for k := 0; k < maxSlotScan; k++ {
-		sf, err := openForInspect(SlotPath(path, k))
-		if err != nil {
-			if k >= max(inUse, n) {
-				break
-			}
-			continue
-		}
-		fence = max(fence, fenceIn(sf))
-		if heldExclusively(sf) {
-			h := holderOf(sf, false)
-			sf.close()
-			return h, nil
-		}
-		sf.close()
+	slotsFence, held := scanSlots(path, max(inUse, n))
+	if held != nil {
+		return held, nil
 	}
-	if err := writeCount(f, n, fence); err != nil {
+	if err := writeCount(f, n, max(fence, fenceAt(path), slotsFence)); err != nil {
 		return nil, &lock.Error{Op: "acquire", Path: CountPath(path), Err: err,
 			Hint: "the semaphore's count file could not be written"}
 	}
 	return nil, nil
+}
+
+// scanSlots looks at every slot file of the semaphore at path: those
+// below below, and any after them up to the first missing one. It returns
+// the largest token their records keep and the holder of the first slot
+// held exclusively (nil when none is). setCount, orphanedSlots and
+// slotsFence all ask it, so that what counts as a slot file is decided
+// once.
+func scanSlots(path string, below int) (fence uint64, held *lock.Holder) {
+	for k := 0; k < maxSlotScan; k++ {
+		f, err := openForInspect(SlotPath(path, k))
+		if err != nil {
+			if k >= below {
+				break
+			}
+			continue
+		}
+		fence = max(fence, fenceIn(f))
+		if held == nil && heldExclusively(f) {
+			held = holderOf(f, false)
+		}
+		f.close()
+	}
+	return fence, held
 }
 
 // orphanedSlots returns the holder of a slot of the semaphore at path,
@@ -373,25 +384,8 @@ func orphanedSlots(path string) *lock.Holder {
 	if err != nil {
 		return nil
 	}
-	for k := 0; k < maxSlotScan; k++ {
-		sf, err := openForInspect(SlotPath(path, k))
-		if err != nil {
-			if k >= n {
-				break
-			}
-			continue
-		}
-		held := heldExclusively(sf)
-		var h *lock.Holder
-		if held {
-			h = holderOf(sf, false)
-		}
-		sf.close()
-		if held {
-			return h
-		}
-	}
-	return nil
+	_, held := scanSlots(path, n)
+	return held
 }
 
 // gateBusy is the busy error of a plain try of the lock file at path
@@ -431,19 +425,11 @@ func errHolder(err error) *lock.Holder {
 // semaphore at path, 0 when it has none (for a lock that was never a
 // semaphore, one failed open).
 func slotsFence(path string) uint64 {
-	var fence uint64
-	for k := 0; k < maxSlotScan; k++ {
-		f, err := openForInspect(SlotPath(path, k))
-		if err != nil {
-			break
-		}
-		fence = max(fence, fenceIn(f))
-		f.close()
-	}
+	fence, _ := scanSlots(path, 0)
 	return fence
 }
 
-// maxSlotScan bounds the slot files setCount looks at.
+// maxSlotScan bounds the slot files scanSlots looks at.
 const maxSlotScan = 4096
 
 // fenceIn returns the last token recorded in the lock file f: the record's
